@@ -1,0 +1,63 @@
+"""An on-disk spool of batches the service has not acknowledged yet.
+
+Each batch is one file named by a monotonically increasing sequence number, written atomically
+(temporary file, then rename), so a crash leaves either the whole batch or nothing. Files are
+replayed in name order and deleted only after the service acknowledged them; because the
+service stores a point once per (run, metric, step), replaying a batch that did arrive before a
+crash is harmless. A later process for the same run finds and replays the same folder.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+_BATCH_FILE = re.compile(r"^(\d{20})\.json$")
+
+
+def default_spool_root() -> Path:
+    """Where spools live: $HOLTER_SPOOL_DIR, else the user's cache directory."""
+    if configured := os.environ.get("HOLTER_SPOOL_DIR"):
+        return Path(configured)
+    cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(cache) / "holter" / "spool"
+
+
+class Spool:
+    """The spool folder of one run."""
+
+    def __init__(self, root: Path, run_id: str) -> None:
+        self.path = Path(root) / run_id
+        self._last_seq = 0
+
+    def put(self, body: bytes) -> Path:
+        """Write one batch durably and return its file."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        # Nanosecond time keeps order across processes writing the same run's spool in turn.
+        seq = max(time.time_ns(), self._last_seq + 1)
+        self._last_seq = seq
+        final = self.path / f"{seq:020d}.json"
+        tmp = self.path / f".{seq:020d}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as fh:
+            fh.write(body)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, final)
+        return final
+
+    def pending(self) -> Iterator[Path]:
+        """Spooled batch files, oldest first."""
+        if not self.path.is_dir():
+            return iter(())
+        return iter(sorted(p for p in self.path.iterdir() if _BATCH_FILE.match(p.name)))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self.pending())
+
+    @staticmethod
+    def remove(batch_file: Path) -> None:
+        """Forget a batch the service acknowledged."""
+        batch_file.unlink(missing_ok=True)

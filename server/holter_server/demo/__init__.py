@@ -1,0 +1,1 @@
+"""Runs that show what Holter does, for `holter demo`."""

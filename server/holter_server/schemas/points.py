@@ -1,0 +1,70 @@
+"""API schemas for points. A batch is columnar: per metric, parallel lists of steps and values."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Step = Annotated[int, Field(strict=True, ge=0, le=2**63 - 1)]
+METRIC_NAME_PATTERN = r"^[\w][\w.\-/:@()\[\]=+ ]*$"
+MetricName = Annotated[str, Field(min_length=1, max_length=256, pattern=METRIC_NAME_PATTERN)]
+WireFloat = Annotated[
+    float,
+    Field(description='a number, or one of the strings "NaN", "Infinity", "-Infinity" (JSON); msgpack floats as they are'),
+]
+
+
+class SeriesPoints(BaseModel):
+    """The points of one metric in a batch."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    steps: list[Step] = Field(description="integer steps, >= 0")
+    values: list[WireFloat]
+    times: list[float | None] | None = Field(default=None, description="wall-clock seconds since the epoch, per point")
+
+    @model_validator(mode="after")
+    def _same_lengths(self) -> SeriesPoints:
+        if len(self.values) != len(self.steps):
+            raise ValueError(f"steps has {len(self.steps)} entries but values has {len(self.values)}")
+        if self.times is not None and len(self.times) != len(self.steps):
+            raise ValueError(f"steps has {len(self.steps)} entries but times has {len(self.times)}")
+        return self
+
+
+class PointsBatch(BaseModel):
+    """A batch of points for many metrics of one run.
+
+    A point is identified by (run, metric, step): re-sending a batch stores nothing twice, and a
+    step that arrives again with a different value keeps the value stored first.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"metrics": {"loss": {"steps": [120, 121], "values": [2.31, "NaN"]}, "grad_norm": {"steps": [120], "values": [0.8]}}}]},
+    )
+
+    metrics: dict[MetricName, SeriesPoints]
+
+    def point_count(self) -> int:
+        return sum(len(series.steps) for series in self.metrics.values())
+
+
+class PointsStored(BaseModel):
+    """What a batch did: points received, newly stored, and already present (duplicates)."""
+
+    received: int
+    stored: int
+    duplicates: int
+
+
+class SeriesPointsPublic(BaseModel):
+    """Points of one metric in step order (JSON: non-finite values as "NaN", "Infinity", "-Infinity")."""
+
+    run_id: str
+    metric: str
+    steps: list[int]
+    values: list[float | str]
+    times: list[float | None]
+    truncated: bool = Field(description="true when more points lie in the range than `limit` allowed")

@@ -1,0 +1,28 @@
+"""Ingest: turn a validated batch into stored points and a live run."""
+
+from __future__ import annotations
+
+from sqlalchemy.orm import Session
+
+from holter_server.schemas.points import PointsBatch
+from holter_server.store import points as points_store
+from holter_server.store import runs as runs_store
+from holter_server.store.points import StoredCount
+
+
+class UnknownRunError(LookupError):
+    """The batch names a run the service does not know."""
+
+
+def ingest_batch(*, session: Session, run_id: str, batch: PointsBatch) -> StoredCount:
+    """Store a batch exactly once and record the run's progress."""
+    if runs_store.get_run(session=session, run_id=run_id) is None:
+        raise UnknownRunError(run_id)
+    columns = {
+        name: (series.steps, series.values, series.times if series.times is not None else [None] * len(series.steps))
+        for name, series in batch.metrics.items()
+    }
+    result = points_store.add_points(session=session, run_id=run_id, columns=columns)
+    last_steps = [max(series.steps) for series in batch.metrics.values() if series.steps]
+    runs_store.record_activity(session=session, run_id=run_id, last_step=max(last_steps) if last_steps else None)
+    return result

@@ -1,0 +1,37 @@
+"""The service's settings: one object, read from HOLTER_* environment variables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import platformdirs
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def default_data_dir() -> Path:
+    """Where the embedded SQLite store lives when nobody configured a database."""
+    return Path(platformdirs.user_data_dir("holter", appauthor=False))
+
+
+class Settings(BaseSettings):
+    """Everything the service can be told. `HOLTER_DATABASE_URL=postgresql://...` selects Postgres."""
+
+    model_config = SettingsConfigDict(env_prefix="HOLTER_", extra="ignore")
+
+    database_url: str | None = Field(default=None, description="SQLAlchemy URL; default: SQLite file in data_dir")
+    data_dir: Path = Field(default_factory=default_data_dir)
+    host: str = "127.0.0.1"
+    port: int = 8765
+    migrate_on_start: bool = True
+    max_body_bytes: int = Field(default=64 * 1024 * 1024, description="larger request bodies get 413")
+    max_points_per_batch: int = Field(default=1_000_000, description="batches with more points get 413")
+    max_points_per_read: int = Field(default=1_000_000, description="cap on points one plain range read returns")
+
+    def resolved_database_url(self) -> str:
+        """The database URL to use, with the driver spelled out (psycopg 3 for Postgres)."""
+        url = self.database_url or f"sqlite:///{self.data_dir / 'holter.db'}"
+        for prefix in ("postgresql://", "postgres://"):
+            if url.startswith(prefix):
+                return "postgresql+psycopg://" + url[len(prefix):]
+        return url

@@ -1,0 +1,167 @@
+"""Points: the bulk write path and range reads. All SQL about points lives here.
+
+A point is identified by (run, metric, step) and stored once: a re-sent batch stores nothing
+twice, and when a step arrives again with a different value the first stored value is kept
+(the later one is counted as a duplicate). Postgres takes a batch through COPY into a
+transaction-local staging table and one `INSERT ... ON CONFLICT DO NOTHING`; SQLite through
+`INSERT OR IGNORE` executemany on the raw connection.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from itertools import repeat
+
+from sqlalchemy import case, func, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from holter_server.store.models import MetricRow, PointRow
+
+# One metric's share of a batch: parallel lists of steps, values and wall times (or None).
+Column = tuple[Sequence[int], Sequence[float], Sequence[float | None]]
+
+
+@dataclass(frozen=True)
+class StoredCount:
+    """What one batch did to the store."""
+
+    received: int
+    stored: int
+
+    @property
+    def duplicates(self) -> int:
+        return self.received - self.stored
+
+
+@dataclass(frozen=True)
+class SeriesSlice:
+    """Points of one metric in step order; NaN and ±Inf as themselves."""
+
+    steps: list[int]
+    values: list[float]
+    wall_times: list[float | None]
+
+
+def metric_ids(*, session: Session, run_id: str, names: Iterable[str]) -> dict[str, int]:
+    """Return the per-run id of each metric name, creating the ones not seen before."""
+    wanted = set(names)
+    ids = _existing_metric_ids(session=session, run_id=run_id, names=wanted)
+    # Another writer may take the same new id first; the insert then skips and we go round again.
+    for _attempt in range(10):
+        missing = sorted(wanted - ids.keys())
+        if not missing:
+            return ids
+        next_id = session.scalar(select(func.coalesce(func.max(MetricRow.metric_id), 0)).where(MetricRow.run_id == run_id))
+        rows = [{"run_id": run_id, "metric_id": next_id + i + 1, "name": name, "count": 0} for i, name in enumerate(missing)]
+        session.execute(_insert_ignore(session, MetricRow).values(rows))
+        ids = _existing_metric_ids(session=session, run_id=run_id, names=wanted)
+    raise RuntimeError(f"could not allocate metric ids for run {run_id}")
+
+
+def _existing_metric_ids(*, session: Session, run_id: str, names: set[str]) -> dict[str, int]:
+    rows = session.execute(select(MetricRow.name, MetricRow.metric_id).where(MetricRow.run_id == run_id, MetricRow.name.in_(names)))
+    return {name: metric_id for name, metric_id in rows}
+
+
+def _insert_ignore(session: Session, model: type) -> postgresql.Insert | sqlite.Insert:
+    if session.get_bind().dialect.name == "postgresql":
+        return postgresql.insert(model).on_conflict_do_nothing()
+    return sqlite.insert(model).on_conflict_do_nothing()
+
+
+def add_points(*, session: Session, run_id: str, columns: dict[str, Column]) -> StoredCount:
+    """Store a batch (metric name → column) once, and keep each metric's summary current."""
+    ids = metric_ids(session=session, run_id=run_id, names=columns.keys())
+    by_id = {ids[name]: column for name, column in columns.items() if len(column[0])}
+    if session.get_bind().dialect.name == "postgresql":
+        stored = _insert_postgres(session, run_id, by_id)
+    else:
+        stored = _insert_sqlite(session, run_id, by_id)
+    for metric_id, column in by_id.items():
+        _update_metric_summary(session, run_id, metric_id, column, stored.get(metric_id, 0))
+    received = sum(len(column[0]) for column in by_id.values())
+    return StoredCount(received=received, stored=sum(stored.values()))
+
+
+def _insert_postgres(session: Session, run_id: str, by_id: dict[int, Column]) -> dict[int, int]:
+    cursor = session.connection().connection.driver_connection.cursor()
+    with cursor:
+        cursor.execute(
+            "CREATE TEMP TABLE IF NOT EXISTS points_incoming "
+            "(metric_id integer, step bigint, value double precision, wall_time double precision) "
+            "ON COMMIT DELETE ROWS"
+        )
+        with cursor.copy("COPY points_incoming (metric_id, step, value, wall_time) FROM STDIN (FORMAT BINARY)") as copy:
+            copy.set_types(["int4", "int8", "float8", "float8"])
+            for metric_id, (steps, values, times) in by_id.items():
+                for row in zip(repeat(metric_id), steps, values, times):
+                    copy.write_row(row)
+        cursor.execute(
+            "WITH inserted AS ("
+            " INSERT INTO points (run_id, metric_id, step, value, wall_time)"
+            " SELECT %s, metric_id, step, value, wall_time FROM points_incoming"
+            " ON CONFLICT DO NOTHING RETURNING metric_id)"
+            " SELECT metric_id, count(*) FROM inserted GROUP BY metric_id",
+            (run_id,),
+        )
+        stored = dict(cursor.fetchall())
+        cursor.execute("TRUNCATE points_incoming")
+    return stored
+
+
+def _insert_sqlite(session: Session, run_id: str, by_id: dict[int, Column]) -> dict[int, int]:
+    raw = session.connection().connection.driver_connection
+    stored = {}
+    for metric_id, (steps, values, times) in by_id.items():
+        before = raw.total_changes
+        raw.executemany(
+            "INSERT OR IGNORE INTO points (run_id, metric_id, step, value, wall_time) VALUES (?, ?, ?, ?, ?)",
+            zip(repeat(run_id), repeat(metric_id), steps, values, times),
+        )
+        stored[metric_id] = raw.total_changes - before
+    return stored
+
+
+def _update_metric_summary(session: Session, run_id: str, metric_id: int, column: Column, stored: int) -> None:
+    # Every step of the batch is in the store now (new or kept from before), so the batch's
+    # first and last steps bound the series correctly even when some points were duplicates.
+    first, last = min(column[0]), max(column[0])
+    new_last = case((MetricRow.last_step.is_(None) | (MetricRow.last_step < last), last), else_=MetricRow.last_step)
+    last_value = (
+        select(PointRow.value)
+        .where(PointRow.run_id == run_id, PointRow.metric_id == metric_id, PointRow.step == new_last)
+        .scalar_subquery()
+    )
+    session.execute(
+        update(MetricRow)
+        .where(MetricRow.run_id == run_id, MetricRow.metric_id == metric_id)
+        .values(
+            count=MetricRow.count + stored,
+            first_step=case((MetricRow.first_step.is_(None) | (MetricRow.first_step > first), first), else_=MetricRow.first_step),
+            last_step=new_last,
+            last_value=last_value,
+        )
+    )
+
+
+def read_points(*, session: Session, run_id: str, metric_id: int, start: int | None, end: int | None, limit: int) -> SeriesSlice:
+    """Points of one metric with start <= step <= end, in step order, at most `limit` of them."""
+    query = select(PointRow.step, PointRow.value, PointRow.wall_time).where(PointRow.run_id == run_id, PointRow.metric_id == metric_id)
+    if start is not None:
+        query = query.where(PointRow.step >= start)
+    if end is not None:
+        query = query.where(PointRow.step <= end)
+    rows = session.execute(query.order_by(PointRow.step).limit(limit)).all()
+    return SeriesSlice(
+        steps=[row[0] for row in rows],
+        values=[math.nan if row[1] is None else row[1] for row in rows],
+        wall_times=[row[2] for row in rows],
+    )
+
+
+def count_points(*, session: Session, run_id: str) -> int:
+    """How many points a run holds (all metrics)."""
+    return session.scalar(select(func.count()).select_from(PointRow).where(PointRow.run_id == run_id)) or 0
