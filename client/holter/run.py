@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import operator
 import os
 import sys
 import threading
@@ -57,10 +58,15 @@ class Run:
             "/api/v1/runs",
             {"id": run_id, "project": project, "name": name, "config": self.config, "tags": list(tags or [])},
         )
-        self._register_now(url, api_key, register, connect_timeout)
+        spool = Spool(spool_root, run_id)
+        self._registered = False
+        # With batches of an earlier process still spooled, registering now would put this
+        # process's start before that process's end; the sender replays them first instead.
+        if not len(spool):
+            self._register_now(url, api_key, register, connect_timeout)
         self._sender = Sender(
             transport=Transport(url, api_key),
-            spool=Spool(spool_root, run_id),
+            spool=spool,
             run_id=run_id,
             register=register,
             flush_interval=flush_interval,
@@ -74,7 +80,6 @@ class Run:
 
     def _register_now(self, url: str, api_key: str | None, register: Control, timeout: float) -> None:
         """Try once to register so a resumed run learns its last step; never fatal."""
-        self._registered = False
         try:
             answer = Transport(url, api_key, timeout=timeout).request("POST", register.path, dumps(register.payload))
         except TransportError as exc:
@@ -96,7 +101,7 @@ class Run:
         if step is None:
             step = self._next_step
         elif type(step) is not int:
-            step = step.__index__()  # accepts numpy ints; refuses 1.5 here rather than at the service
+            step = operator.index(step)  # accepts numpy ints; refuses 1.5 here rather than at the service
         self._next_step = step + 1
         queue = self._queue
         queue.append((step, time.time(), dict(metrics)))

@@ -1,0 +1,95 @@
+"""Runs through the real server, on SQLite and Postgres."""
+
+from __future__ import annotations
+
+import httpx
+
+from tests.conftest import new_run_id
+
+
+def test_create_run_then_read_it_back(api: httpx.Client) -> None:
+    run_id = new_run_id()
+    created = api.post("/runs", json={"id": run_id, "project": "vision", "name": "baseline", "config": {"lr": 0.001, "layers": 12}, "tags": ["a"]})
+    assert created.status_code == 200
+    assert created.json()["resumed"] is False
+    run = api.get(f"/runs/{run_id}").json()
+    assert (run["project"], run["name"], run["status"], run["tags"]) == ("vision", "baseline", "running", ["a"])
+    assert run["config"] == {"lr": 0.001, "layers": 12}
+    assert run["metrics"] == []
+    assert run["created_at"].endswith(("+00:00", "Z"))
+
+
+def test_create_without_id_gets_one_from_the_service(api: httpx.Client) -> None:
+    created = api.post("/runs", json={"project": "p"}).json()
+    assert api.get(f"/runs/{created['id']}").status_code == 200
+
+
+def test_create_with_existing_id_resumes_and_merges_config(api: httpx.Client) -> None:
+    run_id = new_run_id()
+    api.post("/runs", json={"id": run_id, "project": "p", "config": {"lr": 1, "seed": 3}, "tags": ["x"]})
+    api.post(f"/runs/{run_id}/finish", json={"status": "crashed"})
+    resumed = api.post("/runs", json={"id": run_id, "project": "p", "config": {"lr": 2}, "tags": ["y"]}).json()
+    assert resumed["resumed"] is True
+    assert resumed["status"] == "running"
+    assert resumed["config"] == {"lr": 2, "seed": 3}
+    assert resumed["tags"] == ["x", "y"]
+
+
+def test_create_with_existing_id_in_another_project_is_409(api: httpx.Client) -> None:
+    run_id = new_run_id()
+    api.post("/runs", json={"id": run_id, "project": "p"})
+    answer = api.post("/runs", json={"id": run_id, "project": "q"})
+    assert answer.status_code == 409
+    assert "belongs to project 'p'" in answer.json()["detail"]
+
+
+def test_create_with_bad_id_is_422(api: httpx.Client) -> None:
+    assert api.post("/runs", json={"id": "../etc", "project": "p"}).status_code == 422
+    assert api.post("/runs", json={"id": "x" * 65, "project": "p"}).status_code == 422
+
+
+def test_list_runs_filters_by_project_and_status(api: httpx.Client) -> None:
+    project = new_run_id()
+    ids = [new_run_id() for _ in range(3)]
+    for run_id in ids:
+        api.post("/runs", json={"id": run_id, "project": project})
+    api.post(f"/runs/{ids[0]}/finish", json={"status": "finished"})
+    every = api.get("/runs", params={"project": project}).json()
+    assert every["count"] == 3
+    assert {run["id"] for run in every["data"]} == set(ids)
+    finished = api.get("/runs", params={"project": project, "status": "finished"}).json()
+    assert [run["id"] for run in finished["data"]] == [ids[0]]
+    page = api.get("/runs", params={"project": project, "limit": 2}).json()
+    assert (page["count"], len(page["data"])) == (3, 2)
+
+
+def test_list_runs_with_unknown_status_is_422(api: httpx.Client) -> None:
+    assert api.get("/runs", params={"status": "exploded"}).status_code == 422
+
+
+def test_finish_marks_the_run_crashed_when_told(api: httpx.Client) -> None:
+    run_id = new_run_id()
+    api.post("/runs", json={"id": run_id, "project": "p"})
+    finished = api.post(f"/runs/{run_id}/finish", json={"status": "crashed"}).json()
+    assert finished["status"] == "crashed"
+    assert finished["finished_at"] is not None
+
+
+def test_heartbeat_moves_the_heartbeat_time(api: httpx.Client) -> None:
+    run_id = new_run_id()
+    before = api.post("/runs", json={"id": run_id, "project": "p"}).json()["heartbeat_at"]
+    assert api.post(f"/runs/{run_id}/heartbeat").json() == {"status": "ok"}
+    assert api.get(f"/runs/{run_id}").json()["heartbeat_at"] > before
+
+
+def test_unknown_run_is_404_on_every_run_route(api: httpx.Client) -> None:
+    for method, path in [("GET", "/runs/nope"), ("POST", "/runs/nope/heartbeat"), ("POST", "/runs/nope/finish"), ("GET", "/runs/nope/metrics/loss/points")]:
+        answer = api.request(method, path, json={} if method == "POST" else None)
+        assert answer.status_code == 404, (method, path)
+        assert "nope" in answer.json()["detail"]
+
+
+def test_health_names_the_store(api: httpx.Client, store_url: str) -> None:
+    health = api.get("/health").json()
+    assert health["status"] == "ok"
+    assert health["database"] == ("sqlite" if store_url.startswith("sqlite") else "postgresql")

@@ -1,0 +1,66 @@
+"""Real Holter servers for tests: `holter serve` in a child process on a loopback port."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class ServerProcess:
+    """A `holter serve` child process that tests can start, SIGKILL and start again."""
+
+    def __init__(self, database_url: str, *, port: int | None = None, env: dict[str, str] | None = None, log_path: Path | None = None) -> None:
+        self.database_url = database_url
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.env = {**os.environ, **(env or {})}
+        self.log_path = log_path
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout: float = 60.0) -> ServerProcess:
+        command = [sys.executable, "-m", "holter.cli", "serve", "--port", str(self.port), "--db", self.database_url, "--log-level", "warning"]
+        log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
+        self.process = subprocess.Popen(command, env=self.env, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        while not self.healthy():
+            if self.process.poll() is not None:
+                raise RuntimeError(f"holter serve exited with {self.process.returncode}; log: {self.log_path}")
+            if time.monotonic() > deadline:
+                raise RuntimeError("holter serve did not become healthy")
+            time.sleep(0.1)
+        return self
+
+    def healthy(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"{self.url}/api/v1/health", timeout=1) as response:
+                return json.load(response)["status"] == "ok"
+        except (OSError, ValueError):
+            return False
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown, no flush, as a crash or the OOM killer would."""
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait(10)
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.kill()
