@@ -1,0 +1,196 @@
+"""Divergence: the metric becomes NaN/±Inf, or climbs far above its best and stays there.
+
+Two detectors:
+* `NonFiniteDetector` — a streak of NaN/±Inf values; says which and the first bad step.
+* `RiseDetector` — the smoothed level holds at `rise_factor` x its running minimum (and far
+  outside the noise) for `rise_persist` points: a loss that shot up and never came back, an
+  eval loss turning up (overfitting), a gradient norm growing toward inf.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from holter_server.detect.events import Event, format_step, format_value
+from holter_server.detect.kinds import KindProfile
+from holter_server.detect.runs import RunTracker
+from holter_server.detect.window import Window
+
+NONFINITE_MERGE_GAP = 16
+# The rise must also clear this many robust σ, so that a level near zero cannot "double".
+RISE_NOISE_UNITS = 4.0
+# The first points of a series are all start-up; the running minimum starts after them.
+RISE_SKIP_POINTS = 2
+
+
+class NonFiniteDetector:
+    """NaN/±Inf streaks over every accepted point, finite or not."""
+
+    def __init__(self, metric: str) -> None:
+        self.metric = metric
+        self.runs = RunTracker(min_len=1, merge_gap=NONFINITE_MERGE_GAP)
+        self.seen = 0
+        self.counted_to = 0
+        self.last_finite: float | None = None
+        self.counts = {"NaN": 0, "+Inf": 0, "-Inf": 0}
+        self.first_kind = ""
+        self.events: list[Event] = []
+
+    def process(self, steps: np.ndarray, values: np.ndarray) -> None:
+        """Feed accepted points in step order."""
+        bad = ~np.isfinite(values)
+        first = self.seen
+        for update in self.runs.update(bad, first):
+            lo = max(update.start, first, self.counted_to) - first
+            chunk = values[lo : update.end - first + 1]
+            chunk = chunk[~np.isfinite(chunk)]
+            self.counted_to = update.end + 1
+            if update.opened:
+                self.counts = {"NaN": 0, "+Inf": 0, "-Inf": 0}
+                self.first_kind = _nonfinite_name(float(chunk[0]))
+                before = values[:lo][np.isfinite(values[:lo])]
+                previous = float(before[-1]) if len(before) else self.last_finite
+                event = Event(
+                    kind="divergence", metric=self.metric, start_step=int(steps[lo]), end_step=int(steps[lo]),
+                    severity="critical", score=0.0, summary="",
+                    peak_step=int(steps[lo]), details={"cause": "nonfinite", "first_value": self.first_kind,
+                                                        "previous_finite": previous},
+                )
+                self.events.append(event)
+            event = self.events[-1]
+            self._count(chunk)
+            event.end_step = int(steps[update.end - first])
+            event.details["counts"] = dict(self.counts)
+            event.score = float(sum(self.counts.values()))
+            event.details["ongoing"] = update.ongoing
+            event.summary = self._summary(event)
+        finite = values[~bad]
+        if len(finite):
+            self.last_finite = float(finite[-1])
+        self.seen += len(values)
+
+    def _count(self, chunk: np.ndarray) -> None:
+        self.counts["NaN"] += int(np.isnan(chunk).sum())
+        self.counts["+Inf"] += int(np.isposinf(chunk).sum())
+        self.counts["-Inf"] += int(np.isneginf(chunk).sum())
+
+    def _summary(self, event: Event) -> str:
+        total = sum(self.counts.values())
+        kinds = ", ".join(f"{n} {k}" for k, n in self.counts.items() if n)
+        after = event.details.get("previous_finite")
+        after_text = f" (last finite value {format_value(after)})" if after is not None else ""
+        tail = "and is still non-finite" if event.details.get("ongoing") else "before finite values returned"
+        return (
+            f"{self.metric} became {self.first_kind} at step {format_step(event.start_step)}{after_text}; "
+            f"{total} non-finite point{'s' if total != 1 else ''} ({kinds}) up to step "
+            f"{format_step(event.end_step)} {tail}"
+        )
+
+    def state(self) -> dict[str, Any]:
+        """JSON-serialisable state."""
+        return {
+            "runs": self.runs.state(), "seen": self.seen, "counted_to": self.counted_to, "last_finite": self.last_finite,
+            "counts": self.counts, "first_kind": self.first_kind, "events": [e.to_dict() for e in self.events],
+        }
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Load what `state()` returned."""
+        self.runs.restore(state["runs"])
+        self.seen = state["seen"]
+        self.counted_to = state["counted_to"]
+        self.last_finite = state["last_finite"]
+        self.counts = dict(state["counts"])
+        self.first_kind = state["first_kind"]
+        self.events = [Event.from_dict(e) for e in state["events"]]
+
+
+def _nonfinite_name(value: float) -> str:
+    if np.isnan(value):
+        return "NaN"
+    return "+Inf" if value > 0 else "-Inf"
+
+
+class RiseDetector:
+    """The smoothed level holds far above its running minimum: divergence in slow or fast motion."""
+
+    def __init__(self, metric: str, profile: KindProfile) -> None:
+        self.metric = metric
+        self.profile = profile
+        self.enabled = profile.rise_factor is not None and profile.direction > 0
+        self.runs = RunTracker(min_len=profile.rise_persist, merge_gap=profile.rise_persist)
+        self.best = np.inf
+        self.best_step = 0
+        self.events: list[Event] = []
+
+    def process(self, window: Window) -> None:
+        """Feed the new points of `window`."""
+        if not self.enabled:
+            return
+        level = window.level
+        first = window.first_index + window.new_from
+        index = np.arange(first, first + len(level))
+        eligible = np.where(index >= RISE_SKIP_POINTS, level, np.inf)
+        running = np.minimum.accumulate(np.concatenate([[self.best], eligible]))
+        is_new_best = np.concatenate([[False], running[1:] < running[:-1]])
+        best_pos = np.maximum.accumulate(np.where(is_new_best, np.arange(len(running)), 0))
+        new_steps = window.steps[window.new_from :]
+        best_step = np.where(best_pos > 0, new_steps[np.maximum(best_pos - 1, 0)], self.best_step)[1:]
+        running = running[1:]
+        factor = self.profile.rise_factor or 0.0
+        with np.errstate(invalid="ignore"):
+            needed = np.maximum((factor - 1.0) * np.abs(running), RISE_NOISE_UNITS * window.scale)
+            above = np.isfinite(running) & (level - running >= needed)
+        for update in self.runs.update(above, first, score=level):
+            if update.opened:
+                at = update.start - first
+                minimum_step = int(best_step[at]) if at >= 0 else self.best_step
+                minimum = float(running[at]) if at >= 0 else float(self.best)
+                event = Event(
+                    kind="divergence", metric=self.metric, start_step=minimum_step, end_step=0,
+                    severity="warning" if self.profile.name == "eval_loss" else "critical", score=0.0, summary="",
+                    details={"cause": "rise", "minimum": minimum, "minimum_step": minimum_step,
+                             "detected_step": window.step_at(update.start)},
+                )
+                self.events.append(event)
+            event = self.events[-1]
+            event.end_step = window.step_at(update.end)
+            event.peak_step = window.step_at(update.peak_index)
+            peak = update.peak_score
+            minimum = event.details["minimum"]
+            event.score = float(peak / minimum) if minimum > 0 else float(peak - minimum)
+            event.details["peak"] = peak
+            event.details["ongoing"] = update.ongoing
+            event.summary = self._summary(event, window.value_at(update.end))
+        if len(level):
+            self.best = float(running[-1])
+            self.best_step = int(best_step[-1])
+
+    def _summary(self, event: Event, last_value: float) -> str:
+        d = event.details
+        what = "eval loss turned up" if self.profile.name == "eval_loss" else f"{self.metric} rose"
+        ratio = f" ({d['peak'] / d['minimum']:.1f}x)" if d["minimum"] > 0 else ""
+        tail = (
+            f"and has not come back (last {format_value(last_value)} at step {format_step(event.end_step)})"
+            if d.get("ongoing")
+            else f"and came back below after step {format_step(event.end_step)}"
+        )
+        return (
+            f"{what} from its minimum {format_value(d['minimum'])} at step {format_step(d['minimum_step'])} "
+            f"to {format_value(d['peak'])}{ratio} by step {format_step(event.peak_step or event.end_step)} {tail}"
+        )
+
+    def state(self) -> dict[str, Any]:
+        """JSON-serialisable state."""
+        return {
+            "runs": self.runs.state(), "best": None if self.best == np.inf else self.best,
+            "best_step": self.best_step, "events": [e.to_dict() for e in self.events],
+        }
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Load what `state()` returned."""
+        self.runs.restore(state["runs"])
+        self.best = np.inf if state["best"] is None else state["best"]
+        self.best_step = state["best_step"]
+        self.events = [Event.from_dict(e) for e in state["events"]]

@@ -1,0 +1,63 @@
+"""What the classifier reports: one `Event` per named anomaly on a metric series."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+EventKind = Literal["spike", "divergence", "plateau", "sawtooth", "too_good", "level_shift"]
+Severity = Literal["info", "warning", "critical"]
+
+EVENT_KINDS: tuple[str, ...] = ("spike", "divergence", "plateau", "sawtooth", "too_good", "level_shift")
+SEVERITY_RANK: dict[str, int] = {"info": 0, "warning": 1, "critical": 2}
+
+
+@dataclass
+class Event:
+    """A named anomaly on one metric series, with the evidence a person needs to trust it.
+
+    `event_id` is stable while an event grows (its end moves, its peak rises): the live service
+    stores events by it and updates them in place rather than adding duplicates.
+    """
+
+    kind: str
+    metric: str
+    start_step: int
+    end_step: int
+    severity: str
+    score: float
+    summary: str
+    peak_step: int | None = None
+    period: float | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def event_id(self) -> str:
+        """Identity that survives updates: the metric, the kind and where it began."""
+        return f"{self.metric}:{self.kind}@{self.start_step}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-serialisable dict (the shape `holter analyze --format json` prints)."""
+        data = asdict(self)
+        data["event_id"] = self.event_id
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Event:
+        """Rebuild an event from `to_dict()` output."""
+        fields = {k: v for k, v in data.items() if k != "event_id"}
+        return cls(**fields)
+
+
+def format_step(step: int) -> str:
+    """Steps are printed with thousands separators: 'step 1,204'."""
+    return f"{int(step):,}"
+
+
+def format_value(value: float) -> str:
+    """Values are printed with four significant digits: enough to read, few enough to scan."""
+    if value != value:  # NaN
+        return "NaN"
+    if abs(value) >= 1e5 or (value != 0 and abs(value) < 1e-3):
+        return f"{value:.3g}"
+    return f"{value:.4g}"

@@ -1,0 +1,188 @@
+"""`IncrementalDetector`: the classifier fed point by point (or batch by batch) as a run logs.
+
+Every detector works from causal, index-based statistics over a bounded tail of recent points,
+so feeding a series in one piece or in any batches gives the same events (a test proves it on
+the whole corpus). The batch entry point, `classify_series`, is this detector fed once.
+
+Cost per point is O(1) amortised plus the per-call overhead of a few vectorised passes; the
+state is bounded (the last `TAIL_POINTS` points plus a few counters) and JSON-serialisable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from holter_server.detect.baseline import BlockBaseline, rolling_level
+from holter_server.detect.divergence import NonFiniteDetector, RiseDetector
+from holter_server.detect.events import Event
+from holter_server.detect.kinds import profile_for
+from holter_server.detect.level_shift import LevelShiftDetector
+from holter_server.detect.plateau import PlateauDetector
+from holter_server.detect.sawtooth import ACF_WINDOW, SawtoothDetector
+from holter_server.detect.spikes import SpikeDetector
+from holter_server.detect.too_good import TooGoodDetector
+from holter_server.detect.window import Window
+
+DETECTOR_VERSION = "1.0.0"
+TAIL_POINTS = ACF_WINDOW
+STATE_FORMAT = 1
+
+
+@dataclass
+class Update:
+    """What one `add` changed: events new or updated (by `event_id`), and ids withdrawn.
+
+    An event is withdrawn when later evidence explains it better, e.g. spikes that turn out to
+    be members of a periodic train are folded into one sawtooth event.
+    """
+
+    changed: list[Event]
+    withdrawn: list[str]
+
+
+class IncrementalDetector:
+    """Detect spike, divergence, plateau, sawtooth, too_good and level_shift on one series."""
+
+    def __init__(self, metric: str, *, kind: str | None = None, expected_floor: float | None = None) -> None:
+        self.metric = metric
+        self.profile = profile_for(metric, kind)
+        self.kind = self.profile.name
+        self.expected_floor = expected_floor
+        self.last_step: int | None = None
+        self.late_points = 0
+        self.finite_seen = 0
+        self.tail_steps = np.empty(0, dtype=np.int64)
+        self.tail_values = np.empty(0, dtype=float)
+        self.baseline = BlockBaseline(self.profile.abs_floor)
+        self.nonfinite = NonFiniteDetector(metric)
+        self.rise = RiseDetector(metric, self.profile)
+        self.spikes = SpikeDetector(metric, self.profile)
+        self.sawtooth = SawtoothDetector(metric, self.profile)
+        self.shifts = LevelShiftDetector(metric, self.profile)
+        self.plateau = PlateauDetector(metric, self.profile)
+        self.too_good = TooGoodDetector(metric, self.profile, expected_floor)
+        self._visible: dict[str, dict[str, Any]] = {}
+
+    def add(self, steps: Any, values: Any) -> Update:
+        """Feed points; return the events this batch opened, changed or withdrew.
+
+        Points may come in any batch size and out of order within a batch. A step already seen
+        (or older than the newest step seen) is ignored and counted in `late_points`; within a
+        batch the first value given for a step wins.
+        """
+        steps_arr = np.asarray(steps, dtype=np.int64).reshape(-1)
+        values_arr = np.asarray(values, dtype=float).reshape(-1)
+        if steps_arr.shape != values_arr.shape:
+            raise ValueError("steps and values must have the same length")
+        order = np.argsort(steps_arr, kind="stable")
+        steps_arr, values_arr = steps_arr[order], values_arr[order]
+        keep = np.ones(len(steps_arr), dtype=bool)
+        keep[1:] = steps_arr[1:] != steps_arr[:-1]
+        if self.last_step is not None:
+            keep &= steps_arr > self.last_step
+        self.late_points += int(len(keep) - keep.sum())
+        steps_arr, values_arr = steps_arr[keep], values_arr[keep]
+        if len(steps_arr):
+            self.last_step = int(steps_arr[-1])
+            self._process(steps_arr, values_arr)
+        return self._diff_visible()
+
+    def _process(self, steps: np.ndarray, values: np.ndarray) -> None:
+        self.nonfinite.process(steps, values)
+        finite = np.isfinite(values)
+        steps, values = steps[finite], values[finite]
+        if not len(values):
+            return
+        all_steps = np.concatenate([self.tail_steps, steps])
+        all_values = np.concatenate([self.tail_values, values])
+        new_from = len(self.tail_values)
+        first_index = self.finite_seen - new_from
+        level = rolling_level(all_values, new_from, first_index)
+        base, scale, early = self.baseline.update(all_values, new_from, first_index)
+        window = Window(all_steps, all_values, new_from, first_index, level, base, scale, early)
+
+        opened_spikes = self.spikes.process(window)
+        interval = float(np.median(np.diff(all_steps))) if len(all_steps) > 1 else 1.0
+        self.sawtooth.add_spikes(opened_spikes, interval)
+        self.sawtooth.process(window)
+        first_block, block_medians, block_mads = self.baseline.new_blocks
+        self.shifts.process(window, first_block, block_medians, block_mads)
+        self.rise.process(window)
+        self.plateau.process(window)
+        self.too_good.process(window)
+
+        self.finite_seen += len(values)
+        self.tail_steps = all_steps[-TAIL_POINTS:].copy()
+        self.tail_values = all_values[-TAIL_POINTS:].copy()
+
+    @property
+    def events(self) -> list[Event]:
+        """The current events, in step order; one event per anomaly."""
+        members = self.sawtooth.member_spike_steps()
+        spikes = [e for e in self.spikes.events if e.start_step not in members]
+        divergences = self.nonfinite.events + self.rise.events
+        shifts = [e for e in self.shifts.events if not _overlaps_any(e, divergences)]
+        found = (
+            spikes + divergences + shifts + self.sawtooth.events + self.plateau.all_events() + self.too_good.events
+        )
+        return sorted(found, key=lambda e: (e.start_step, e.kind, e.end_step))
+
+    def _diff_visible(self) -> Update:
+        current = {e.event_id: e for e in self.events}
+        changed = [e for key, e in current.items() if self._visible.get(key) != e.to_dict()]
+        withdrawn = [key for key in self._visible if key not in current]
+        self._visible = {key: e.to_dict() for key, e in current.items()}
+        return Update(changed=changed, withdrawn=withdrawn)
+
+    def state(self) -> dict[str, Any]:
+        """Everything needed to resume: JSON-serialisable, bounded in size by the tail."""
+        return {
+            "format": STATE_FORMAT,
+            "detector_version": DETECTOR_VERSION,
+            "metric": self.metric,
+            "kind": self.kind,
+            "expected_floor": self.expected_floor,
+            "last_step": self.last_step,
+            "late_points": self.late_points,
+            "finite_seen": self.finite_seen,
+            "tail_steps": [int(s) for s in self.tail_steps],
+            "tail_values": [float(v) for v in self.tail_values],
+            "baseline": self.baseline.state(),
+            "nonfinite": self.nonfinite.state(),
+            "rise": self.rise.state(),
+            "spikes": self.spikes.state(),
+            "sawtooth": self.sawtooth.state(),
+            "shifts": self.shifts.state(),
+            "plateau": self.plateau.state(),
+            "too_good": self.too_good.state(),
+            "visible": self._visible,
+        }
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> IncrementalDetector:
+        """Rebuild a detector from `state()`; it continues exactly where the saved one stopped."""
+        if state.get("format") != STATE_FORMAT:
+            raise ValueError(f"unsupported detector state format {state.get('format')!r}")
+        detector = cls(state["metric"], kind=state["kind"], expected_floor=state["expected_floor"])
+        detector.last_step = state["last_step"]
+        detector.late_points = state["late_points"]
+        detector.finite_seen = state["finite_seen"]
+        detector.tail_steps = np.asarray(state["tail_steps"], dtype=np.int64)
+        detector.tail_values = np.asarray(state["tail_values"], dtype=float)
+        detector.baseline.restore(state["baseline"])
+        detector.nonfinite.restore(state["nonfinite"])
+        detector.rise.restore(state["rise"])
+        detector.spikes.restore(state["spikes"])
+        detector.sawtooth.restore(state["sawtooth"])
+        detector.shifts.restore(state["shifts"])
+        detector.plateau.restore(state["plateau"])
+        detector.too_good.restore(state["too_good"])
+        detector._visible = state["visible"]
+        return detector
+
+
+def _overlaps_any(event: Event, others: list[Event]) -> bool:
+    return any(o.start_step <= event.end_step and event.start_step <= o.end_step for o in others)

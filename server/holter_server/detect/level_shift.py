@@ -1,0 +1,160 @@
+"""Level shift: a sustained step change in the bad direction.
+
+Throughput dropping and staying down, a gradient norm moving to a new regime. Two windows of
+two blocks (16 points) are compared across a one-block gap where the change happens; the shift
+must clear `shift_min_rel` of the earlier level and six robust σ, and both later blocks must
+agree. For kinds with a healthy ceiling (logprob mismatch ≈ 0) the question is simpler: has the
+level stayed above the tolerance?
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from holter_server.detect.baseline import BLOCK, MAD_TO_SIGMA, RELATIVE_NOISE_FLOOR
+from holter_server.detect.events import Event, format_step, format_value
+from holter_server.detect.kinds import KindProfile
+from holter_server.detect.runs import RunTracker
+from holter_server.detect.window import Window
+
+SHIFT_NOISE_UNITS = 6.0
+HISTORY = 5  # blocks: two before, the gap, two after
+TOLERANCE_PERSIST = 5
+
+
+class LevelShiftDetector:
+    """Step changes between block medians, or a level held above the healthy ceiling."""
+
+    def __init__(self, metric: str, profile: KindProfile) -> None:
+        self.metric = metric
+        self.profile = profile
+        self.medians: list[float] = []
+        self.mads: list[float] = []
+        self.open: dict[str, float] | None = None
+        self.tolerance_runs = RunTracker(min_len=TOLERANCE_PERSIST, merge_gap=2 * TOLERANCE_PERSIST)
+        self.events: list[Event] = []
+
+    def process(self, window: Window, first_block: int, medians: np.ndarray, mads: np.ndarray) -> None:
+        """Feed the new points and the blocks they completed (numbered from `first_block`)."""
+        if self.profile.abs_tolerance is not None:
+            self._above_tolerance(window)
+            return
+        if not len(medians):
+            return
+        d = self.profile.direction
+        known = len(self.medians)
+        m = np.concatenate([np.asarray(self.medians, dtype=float), medians])
+        s = np.concatenate([np.asarray(self.mads, dtype=float), mads])
+        # per new block j (position known + j in m): two blocks before, a gap, two after
+        n = len(medians)
+        full = np.arange(known, known + n) >= HISTORY - 1
+        idx = np.arange(known, known + n)[full]
+        before = np.full(n, np.nan)
+        needed = np.full(n, np.inf)
+        ok = np.zeros(n, dtype=bool)
+        noise_of = np.full(n, np.nan)
+        if len(idx):
+            b = (m[idx - 4] + m[idx - 3]) / 2
+            a = (m[idx - 1] + m[idx]) / 2
+            noise = np.maximum.reduce([
+                MAD_TO_SIGMA * (s[idx - 4] + s[idx - 3]) / 2,
+                RELATIVE_NOISE_FLOOR * np.abs(b),
+                np.full(len(idx), self.profile.abs_floor),
+            ])
+            need = np.maximum(self.profile.shift_min_rel * np.abs(b), SHIFT_NOISE_UNITS * noise)
+            shift = d * (a - b)
+            both = np.minimum(d * (m[idx - 1] - b), d * (m[idx] - b))
+            before[full], needed[full] = b, need
+            ok[full] = (shift >= need) & (both >= 0.7 * need)
+            noise_of[full] = noise
+        i = 0
+        while i < n:
+            if self.open is not None:
+                stays = d * (medians[i:] - self.open["before"]) >= 0.5 * self.open["shift"]
+                failed = np.flatnonzero(~stays)
+                last_staying = n - 1 if not len(failed) else i + int(failed[0]) - 1
+                if last_staying >= i:
+                    event = self.events[-1]
+                    event.end_step = window.step_at((first_block + last_staying + 1) * BLOCK - 1)
+                    event.summary = self._summary(event)
+                if not len(failed):
+                    break
+                self.open = None
+                i = last_staying + 2
+                continue
+            hits = np.flatnonzero(ok[i:])
+            if not len(hits):
+                break
+            j = i + int(hits[0])
+            self._open_shift(window, first_block + j, float(before[j]), float(m[known + j - 1] + m[known + j]) / 2,
+                             float(noise_of[j]))
+            i = j + 1
+        self.medians = [float(v) for v in m[-(HISTORY - 1):]]
+        self.mads = [float(v) for v in s[-(HISTORY - 1):]]
+
+    def _open_shift(self, window: Window, block: int, before: float, after: float, noise: float) -> None:
+        d = self.profile.direction
+        shift = d * (after - before)
+        # the change point: first point of the gap block or the one after that is half-way there
+        lo = (block - 2) * BLOCK
+        values = window.values[window.position(lo) : window.position(lo + 2 * BLOCK)]
+        moved = np.flatnonzero(d * (values - before) >= 0.5 * shift)
+        start_index = lo + int(moved[0]) if len(moved) else lo
+        self.open = {"before": before, "shift": shift}
+        event = Event(
+            kind="level_shift", metric=self.metric, start_step=window.step_at(start_index),
+            end_step=window.step_at((block + 1) * BLOCK - 1),
+            severity=self.profile.shift_severity, score=float(shift / noise), summary="",
+            details={"before": before, "after": after, "relative": shift / abs(before) if before else None},
+        )
+        self.events.append(event)
+        event.summary = self._summary(event)
+
+    def _summary(self, event: Event) -> str:
+        d = event.details
+        verb = "rose" if d["after"] > d["before"] else "dropped"
+        rel = f" ({100 * (d['after'] - d['before']) / abs(d['before']):+.0f}%)" if d["before"] else ""
+        return (
+            f"{self.metric} {verb} from {format_value(d['before'])} to {format_value(d['after'])}{rel} "
+            f"at step {format_step(event.start_step)} and stayed there through step {format_step(event.end_step)}"
+        )
+
+    def _above_tolerance(self, window: Window) -> None:
+        tolerance = float(self.profile.abs_tolerance or 0.0)
+        first = window.first_index + window.new_from
+        above = window.level >= tolerance
+        for update in self.tolerance_runs.update(above, first, score=window.level):
+            if update.opened:
+                event = Event(
+                    kind="level_shift", metric=self.metric, start_step=window.step_at(update.start), end_step=0,
+                    severity=self.profile.shift_severity, score=0.0, summary="",
+                    details={"tolerance": tolerance},
+                )
+                self.events.append(event)
+            event = self.events[-1]
+            event.end_step = window.step_at(update.end)
+            event.peak_step = window.step_at(update.peak_index)
+            event.score = float(update.peak_score / tolerance) if tolerance else update.peak_score
+            event.details["peak"] = update.peak_score
+            event.summary = (
+                f"{self.metric} stayed above its tolerance {format_value(tolerance)} from step "
+                f"{format_step(event.start_step)} to step {format_step(event.end_step)}, up to "
+                f"{format_value(update.peak_score)} at step {format_step(event.peak_step)} (healthy is ≈ 0)"
+            )
+
+    def state(self) -> dict[str, Any]:
+        """JSON-serialisable state."""
+        return {
+            "medians": self.medians, "mads": self.mads, "open": self.open,
+            "tolerance_runs": self.tolerance_runs.state(), "events": [e.to_dict() for e in self.events],
+        }
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Load what `state()` returned."""
+        self.medians = list(state["medians"])
+        self.mads = list(state["mads"])
+        self.open = state["open"]
+        self.tolerance_runs.restore(state["tolerance_runs"])
+        self.events = [Event.from_dict(e) for e in state["events"]]

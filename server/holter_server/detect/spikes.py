@@ -1,0 +1,156 @@
+"""Spikes: a sudden jump in the bad direction that comes back within a few points.
+
+A point is a candidate when it sits `spike_z` robust σ beyond the baseline of the blocks before
+it and also by a relative margin (`spike_min_rel` of the level), so that a quiet, rounded
+series cannot produce "huge" z-scores from tiny moves. The excursion is then followed against
+the baseline frozen at its onset; it is a spike if it returns within `MAX_SPIKE_POINTS`,
+otherwise it is a shift or a divergence and left to those detectors. Spikes a few points apart
+are one event (a slow step followed by another).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from holter_server.detect.events import Event, format_step, format_value
+from holter_server.detect.kinds import KindProfile
+from holter_server.detect.window import Window
+
+MAX_SPIKE_POINTS = 10
+MERGE_GAP_POINTS = 8
+# Back to within this many σ of the onset baseline counts as recovered.
+RECOVERY_Z = 3.0
+# Points with too little history need a bigger jump: the value must at least double.
+EARLY_MIN_REL = 1.0
+
+
+class SpikeDetector:
+    """Finds spikes among the new points of each window and reports them once recovered."""
+
+    def __init__(self, metric: str, profile: KindProfile) -> None:
+        self.metric = metric
+        self.profile = profile
+        self.open: dict[str, Any] | None = None
+        self.last_end_index = -(10**12)
+        self.events: list[Event] = []
+        self.confirmed: list[Event] = []  # events that opened during the last `process`
+
+    def candidates(self, window: Window) -> np.ndarray:
+        """Mask over the new points: far enough beyond the baseline to open a spike."""
+        p = self.profile
+        x = window.values[window.new_from :]
+        excess = p.direction * (x - window.base)
+        min_rel = np.where(window.early, max(p.spike_min_rel, EARLY_MIN_REL), p.spike_min_rel)
+        with np.errstate(invalid="ignore"):
+            mask = (excess >= p.spike_z * window.scale) & (excess >= min_rel * np.abs(window.base))
+            if p.abs_tolerance is not None:
+                mask &= x >= p.abs_tolerance
+        return mask
+
+    def process(self, window: Window) -> list[Event]:
+        """Feed the new points; return the spike events that opened (not merged) in them."""
+        self.confirmed = []
+        candidates = np.flatnonzero(self.candidates(window)) + window.new_from
+        values = window.values
+        pos = window.new_from
+        ci = 0
+        while True:
+            if self.open is None:
+                while ci < len(candidates) and candidates[ci] < pos:
+                    ci += 1
+                if ci == len(candidates):
+                    break
+                at = int(candidates[ci])
+                k = at - window.new_from
+                self.open = self._open(window, at, float(window.base[k]), float(window.scale[k]))
+            onset = window.position(self.open["onset"])
+            limit = onset + MAX_SPIKE_POINTS
+            base, threshold = self.open["base"], self.open["recovery"]
+            following = values[onset + 1 : min(len(values), limit + 1)]
+            back = np.flatnonzero(self.profile.direction * (following - base) <= threshold)
+            if len(back):
+                recovered = onset + 1 + int(back[0])
+                self._confirm(window, onset, recovered)
+                self.open = None
+                pos = recovered
+            elif limit < len(values):
+                self.open = None  # still up after MAX_SPIKE_POINTS: not a spike
+                pos = limit + 1
+            else:
+                break  # wait for more points
+        return self.confirmed
+
+    def _open(self, window: Window, at: int, base: float, scale: float) -> dict[str, Any]:
+        p = self.profile
+        recovery = max(RECOVERY_Z * scale, 0.5 * p.spike_min_rel * abs(base))
+        if p.abs_tolerance is not None:
+            recovery = max(recovery, 0.5 * p.abs_tolerance - p.direction * base)
+        return {"onset": window.first_index + at, "base": base, "scale": scale, "recovery": recovery}
+
+    def _confirm(self, window: Window, onset: int, recovered: int) -> None:
+        p = self.profile
+        base, scale = self.open["base"], self.open["scale"]
+        segment = window.values[onset:recovered]
+        at = int(np.argmax(p.direction * (segment - base)))
+        peak_value = float(segment[at])
+        z = float(p.direction * (peak_value - base) / scale)
+        onset_index = window.first_index + onset
+        last_index = window.first_index + recovered - 1
+        record = {
+            "base": base, "peak": peak_value, "z": z, "points": recovered - onset, "longest": recovered - onset,
+            "recovered_step": window.step_at(window.first_index + recovered),
+        }
+        if self.events and onset_index - self.last_end_index <= MERGE_GAP_POINTS:
+            event = self.events[-1]
+            event.end_step = window.step_at(last_index)
+            event.details["recovered_step"] = record["recovered_step"]
+            event.details["points"] += record["points"]
+            event.details["longest"] = max(event.details["longest"], record["points"])
+            event.details["parts"] += 1
+            if z > event.score:
+                event.score, event.peak_step = z, window.step_at(onset_index + at)
+                event.details["peak"] = peak_value
+        else:
+            event = Event(
+                kind="spike", metric=self.metric, start_step=window.step_at(onset_index),
+                end_step=window.step_at(last_index), severity=p.spike_severity, score=z, summary="",
+                peak_step=window.step_at(onset_index + at),
+                details={**record, "parts": 1},
+            )
+            self.events.append(event)
+            self.confirmed.append(event)
+        self.last_end_index = last_index
+        event.severity = self._severity(event)
+        event.summary = self._summary(event)
+
+    def _severity(self, event: Event) -> str:
+        p = self.profile
+        d = event.details
+        ratio = abs(d["peak"] - d["base"]) / abs(d["base"]) if d["base"] else np.inf
+        long = p.spike_warn_points is not None and d["longest"] > p.spike_warn_points
+        if p.direction > 0 and p.spike_severity == "info" and (long or ratio >= p.spike_warn_ratio):
+            return "warning"
+        return p.spike_severity
+
+    def _summary(self, event: Event) -> str:
+        d = event.details
+        verb = "jumped" if self.profile.direction > 0 else "dropped"
+        where = f"at step {format_step(event.peak_step)}"
+        if d["parts"] > 1:
+            where = f"between steps {format_step(event.start_step)} and {format_step(event.end_step)} ({d['parts']} times)"
+        return (
+            f"{self.metric} {verb} from {format_value(d['base'])} to {format_value(d['peak'])} "
+            f"({event.score:.1f} robust σ) {where} and recovered by step {format_step(d['recovered_step'])}"
+        )
+
+    def state(self) -> dict[str, Any]:
+        """JSON-serialisable state."""
+        return {"open": self.open, "last_end_index": self.last_end_index, "events": [e.to_dict() for e in self.events]}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Load what `state()` returned."""
+        self.open = state["open"]
+        self.last_end_index = state["last_end_index"]
+        self.events = [Event.from_dict(e) for e in state["events"]]

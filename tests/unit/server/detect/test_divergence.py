@@ -1,0 +1,52 @@
+import numpy as np
+
+from holter_server.detect import classify_series
+
+from detect_curves import decaying_loss
+
+
+def test_nan_is_divergence_naming_nan_and_the_first_bad_step():
+    values = decaying_loss()
+    values[600:] = np.nan
+    events = classify_series(np.arange(800), values, metric="loss")
+    assert [e.kind for e in events] == ["divergence"]
+    assert events[0].start_step == 600 and events[0].severity == "critical"
+    assert "became NaN at step 600" in events[0].summary
+
+
+def test_positive_infinity_is_named_as_such():
+    values = decaying_loss()
+    values[600] = np.inf
+    values[601:] = np.nan
+    events = classify_series(np.arange(800), values, metric="loss")
+    assert "became +Inf at step 600" in events[0].summary
+
+
+def test_loss_that_shoots_up_and_stays_is_divergence_not_spike():
+    values = decaying_loss()
+    values[500:] *= 3.0
+    events = classify_series(np.arange(800), values, metric="loss")
+    assert [e.kind for e in events] == ["divergence"]
+    assert "has not come back" in events[0].summary
+
+
+def test_gradient_norm_growing_toward_inf_is_divergence():
+    rng = np.random.default_rng(1)
+    values = 0.3 * np.exp(rng.normal(0, 0.05, 1000))
+    values[400:] *= np.exp(0.02 * np.arange(600))
+    events = classify_series(np.arange(1000), values, metric="grad_norm")
+    assert "divergence" in [e.kind for e in events]
+
+
+def test_eval_loss_turning_up_is_divergence_on_the_eval_series():
+    t = np.arange(40) / 40
+    values = 1.2 + 2.5 * np.exp(-t / 0.05) + np.where(t > 0.25, (t - 0.25) * 3, 0)
+    events = classify_series(np.arange(40) * 400, values, metric="eval_loss")
+    assert [e.kind for e in events] == ["divergence"] and events[0].severity == "warning"
+
+
+def test_gradient_norm_drifting_up_slowly_is_not_divergence():
+    rng = np.random.default_rng(2)
+    values = np.linspace(1.0, 2.6, 190) * np.exp(rng.normal(0, 0.1, 190))
+    events = classify_series(np.arange(190) * 15, values, metric="grad_norm")
+    assert all(e.severity == "info" for e in events)

@@ -1,0 +1,103 @@
+"""Batch and incremental entry points agree; state survives a save and restore."""
+
+import json
+
+import numpy as np
+import pytest
+
+from holter_server.detect import IncrementalDetector, classify_series
+
+from detect_curves import CURVES, decaying_loss, flat, load_curve
+
+
+def synthetic_corpus():
+    rng = np.random.default_rng(11)
+    loss_spike = decaying_loss(1500)
+    loss_spike[[700, 1100]] *= 1.6
+    nan_loss = decaying_loss(900)
+    nan_loss[700:] = np.nan
+    saw = flat(1600, 170, 0.01)
+    saw[np.arange(50, 1600, 150)] = 330
+    shift = flat(1200, 5e4, 0.02)
+    shift[800:] *= 0.6
+    grow = 0.3 * np.exp(rng.normal(0, 0.05, 1200))
+    grow[600:] *= np.exp(0.01 * np.arange(600))
+    zig = decaying_loss(2500, noise=0.003) * (1 + 0.06 * ((np.arange(2500) % 90) / 90 - 0.5))
+    return [
+        ("loss", loss_spike), ("loss", nan_loss), ("step_time", saw), ("tokens_per_s", shift),
+        ("grad_norm", grow), ("loss", zig), ("grad_norm", np.zeros(40)),
+        ("eval_loss", 1.2 + np.abs(np.linspace(-1, 1, 30))),
+    ]
+
+
+def corpus():
+    cases = [(f"synthetic-{i}-{m}", m, np.arange(len(v)) * 3, v) for i, (m, v) in enumerate(synthetic_corpus())]
+    if (CURVES / "labels.json").exists():
+        for path in sorted(CURVES.glob("*.csv")):
+            steps, values = load_curve(path)
+            cases.append((path.name, path.stem, steps, values))
+    return cases
+
+
+def feed_in_random_batches(metric, steps, values, seed, restore_every=None):
+    rng = np.random.default_rng(seed)
+    detector = IncrementalDetector(metric)
+    i = 0
+    while i < len(steps):
+        n = int(rng.integers(1, 80))
+        order = rng.permutation(min(n, len(steps) - i))
+        detector.add(steps[i : i + n][order], values[i : i + n][order])
+        i += n
+        if restore_every and rng.random() < restore_every:
+            detector = IncrementalDetector.from_state(json.loads(json.dumps(detector.state())))
+    return detector
+
+
+@pytest.mark.parametrize("case", corpus(), ids=lambda c: c[0])
+def test_incremental_in_random_out_of_order_batches_equals_batch(case):
+    _, metric, steps, values = case
+    batch = [e.to_dict() for e in classify_series(steps, values, metric=metric)]
+    incremental = feed_in_random_batches(metric, steps, values, seed=len(steps))
+    assert [e.to_dict() for e in incremental.events] == batch
+
+
+@pytest.mark.parametrize("case", corpus()[:8], ids=lambda c: c[0])
+def test_state_saved_and_restored_mid_stream_gives_identical_events(case):
+    _, metric, steps, values = case
+    batch = [e.to_dict() for e in classify_series(steps, values, metric=metric)]
+    restored = feed_in_random_batches(metric, steps, values, seed=3, restore_every=0.2)
+    assert [e.to_dict() for e in restored.events] == batch
+
+
+def test_state_is_json_serialisable_and_bounded():
+    detector = IncrementalDetector("loss")
+    detector.add(np.arange(50_000), decaying_loss(50_000))
+    text = json.dumps(detector.state(), allow_nan=False)
+    assert len(text) < 200_000
+
+
+def test_growing_event_keeps_its_identity_and_is_not_duplicated():
+    values = np.full(20, 0.0)
+    detector = IncrementalDetector("grad_norm")
+    first = detector.add(np.arange(5), values[:5]).changed
+    second = detector.add(np.arange(5, 20), values[5:]).changed
+    assert [e.event_id for e in first] == [e.event_id for e in second]
+    assert len(detector.events) == 1 and detector.events[0].end_step == 19
+
+
+def test_late_and_duplicate_steps_are_ignored_and_counted():
+    detector = IncrementalDetector("loss")
+    detector.add([1, 2, 3], [5.0, 4.0, 3.0])
+    detector.add([2, 3, 4, 4], [9.0, 9.0, 2.9, 7.0])
+    assert detector.late_points == 3 and detector.finite_seen == 4
+
+
+def test_spikes_folded_into_a_sawtooth_are_withdrawn():
+    values = flat(1500, 170, 0.01)
+    values[np.arange(100, 1500, 189)] = 320
+    detector = IncrementalDetector("step_time")
+    withdrawn = []
+    for i in range(0, 1500, 50):
+        withdrawn += detector.add(np.arange(i, i + 50), values[i : i + 50]).withdrawn
+    assert withdrawn and all(":spike@" in w for w in withdrawn)
+    assert [e.kind for e in detector.events] == ["sawtooth"]

@@ -1,0 +1,41 @@
+import numpy as np
+
+from holter_server.detect import classify_series
+
+from detect_curves import decaying_loss, flat
+
+
+def test_step_time_spike_every_n_steps_is_a_sawtooth_with_its_period():
+    values = flat(1500, 170, 0.01)
+    values[np.arange(100, 1500, 189)] = 320
+    events = classify_series(np.arange(1500), values, metric="step_time_ms")
+    saws = [e for e in events if e.kind == "sawtooth"]
+    assert len(saws) == 1 and abs(saws[0].period - 189) <= 18.9
+
+
+def test_periodic_spikes_are_folded_into_the_sawtooth_not_listed_one_by_one():
+    values = flat(1500, 170, 0.01)
+    values[np.arange(100, 1500, 189)] = 320
+    events = classify_series(np.arange(1500), values, metric="step_time_ms")
+    assert [e.kind for e in events] == ["sawtooth"]
+
+
+def test_logprob_mismatch_spiking_every_12_steps_is_a_sawtooth():
+    values = np.abs(np.random.default_rng(0).normal(0.004, 0.001, 300))
+    values[np.arange(12, 300, 12)] = 0.11
+    events = classify_series(np.arange(300), values, metric="training/rollout_probs_diff_mean")
+    saw = [e for e in events if e.kind == "sawtooth"]
+    assert saw and abs(saw[0].period - 12) <= 1.2
+
+
+def test_epoch_zigzag_on_the_loss_is_a_sawtooth_with_its_period():
+    n, period = 2000, 100
+    values = decaying_loss(n, noise=0.003) * (1 + 0.06 * ((np.arange(n) % period) / period - 0.5))
+    saw = [e for e in classify_series(np.arange(n) * 5, values, metric="loss") if e.kind == "sawtooth"]
+    assert saw and abs(saw[0].period - 500) <= 50
+
+
+def test_irregular_spikes_are_not_a_sawtooth():
+    values = flat(1500, 170, 0.01)
+    values[[100, 260, 300, 700, 1290]] = 320
+    assert "sawtooth" not in [e.kind for e in classify_series(np.arange(1500), values, metric="step_time")]

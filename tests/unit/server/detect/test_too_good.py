@@ -1,0 +1,28 @@
+import numpy as np
+
+from holter_server.detect import classify_series
+
+from detect_curves import decaying_loss
+
+
+def test_lm_loss_falling_to_hundredths_is_too_good():
+    t = np.arange(1000)
+    values = 0.03 + 10.8 * np.exp(-t / 100)
+    events = classify_series(t, values, metric="loss")
+    assert [e.kind for e in events] == ["too_good"]
+
+
+def test_loss_below_the_expected_floor_is_too_good():
+    values = decaying_loss(floor=1.5)
+    events = classify_series(np.arange(800), values, metric="loss", expected_floor=2.5)
+    assert [e.kind for e in events] == ["too_good"] and "expected floor 2.5" in events[0].summary
+
+
+def test_loss_at_its_expected_floor_is_fine():
+    values = decaying_loss(floor=2.5)
+    assert classify_series(np.arange(800), values, metric="loss", expected_floor=2.5) == []
+
+
+def test_rl_loss_near_zero_is_not_too_good():
+    values = np.random.default_rng(0).normal(0.0, 0.02, 500)
+    assert "too_good" not in [e.kind for e in classify_series(np.arange(500), values, metric="loss")]
