@@ -39,6 +39,27 @@ class Barrier:
         self.done = threading.Event()
 
 
+class _Batch:
+    """Points gathered for one request: columns per metric, and one wall time per step
+    (metrics logged together share it, which keeps the body a third of the size)."""
+
+    def __init__(self) -> None:
+        self.columns: dict[str, tuple[list[int], list[Any]]] = {}
+        self.step_times: dict[int, float] = {}
+        self.count = 0
+
+    def add(self, step: int, wall_time: float, metrics: dict[str, Any]) -> None:
+        columns = self.columns
+        for name, value in metrics.items():
+            column = columns.get(name)
+            if column is None:
+                column = columns[name] = ([], [])
+            column[0].append(step)
+            column[1].append(value)
+        self.step_times[step] = wall_time
+        self.count += len(metrics)
+
+
 def encode_entry(path: str, body: bytes) -> bytes:
     """One spool entry: the request path on the first line, the JSON body after it."""
     return path.encode() + b"\n" + body
@@ -126,54 +147,44 @@ class Sender(threading.Thread):
 
     def _drain(self) -> None:
         """Turn everything queued so far into requests, keeping the order of controls and points."""
-        columns: dict[str, tuple[list[int], list[Any], list[float]]] = {}
-        count = 0
+        batch = _Batch()
         queue = self.queue
         while queue:
             item = queue.popleft()
             if type(item) is tuple:
-                step, wall_time, metrics = item
-                for name, value in metrics.items():
-                    column = columns.get(name)
-                    if column is None:
-                        column = columns[name] = ([], [], [])
-                    column[0].append(step)
-                    column[1].append(value)
-                    column[2].append(wall_time)
-                count += len(metrics)
-                if count >= self._max_batch_points:
-                    self._deliver(self._points_path, self._points_body(columns))
-                    columns, count = {}, 0
-            elif isinstance(item, Control):
-                if columns:
-                    self._deliver(self._points_path, self._points_body(columns))
-                    columns, count = {}, 0
+                batch.add(*item)
+                if batch.count >= self._max_batch_points:
+                    self._deliver(self._points_path, self._points_body(batch))
+                    batch = _Batch()
+                continue
+            if batch.count:
+                self._deliver(self._points_path, self._points_body(batch))
+                batch = _Batch()
+            if isinstance(item, Control):
                 self._deliver(item.path, dumps(item.payload))
             elif isinstance(item, Barrier):
-                if columns:
-                    self._deliver(self._points_path, self._points_body(columns))
-                    columns, count = {}, 0
                 if self._spooling and time.monotonic() >= self._next_retry:
                     self._replay()
                 item.done.set()
-        if columns:
-            self._deliver(self._points_path, self._points_body(columns))
+        if batch.count:
+            self._deliver(self._points_path, self._points_body(batch))
 
-    def _points_body(self, columns: dict[str, tuple[list[int], list[Any], list[float]]]) -> bytes:
+    def _points_body(self, batch: _Batch) -> bytes:
         metrics = {}
-        for name, (steps, values, times) in columns.items():
+        for name, (steps, values) in batch.columns.items():
             try:
                 floats = [float(v) for v in values]
             except (TypeError, ValueError):
-                floats, steps, times = self._keep_numeric(name, steps, values, times)
+                floats, steps = self._keep_numeric(name, steps, values)
                 if not floats:
                     continue
-            metrics[name] = {"steps": steps, "values": encode_values(floats), "times": times}
-        return dumps({"metrics": metrics})
+            metrics[name] = {"steps": steps, "values": encode_values(floats)}
+        step_times = {"steps": list(batch.step_times), "times": list(batch.step_times.values())}
+        return dumps({"metrics": metrics, "step_times": step_times})
 
-    def _keep_numeric(self, name: str, steps: list[int], values: list[Any], times: list[float]) -> tuple[list[float], list[int], list[float]]:
-        kept: tuple[list[float], list[int], list[float]] = ([], [], [])
-        for step, value, wall_time in zip(steps, values, times):
+    def _keep_numeric(self, name: str, steps: list[int], values: list[Any]) -> tuple[list[float], list[int]]:
+        kept: tuple[list[float], list[int]] = ([], [])
+        for step, value in zip(steps, values):
             try:
                 kept[0].append(float(value))
             except (TypeError, ValueError):
@@ -182,7 +193,6 @@ class Sender(threading.Thread):
                     print(f"holter: metric {name!r} got a non-numeric value {value!r}; such values are skipped", file=sys.stderr)
                 continue
             kept[1].append(step)
-            kept[2].append(wall_time)
         return kept
 
     def _deliver(self, path: str, body: bytes) -> None:

@@ -49,6 +49,16 @@ def test_msgpack_batch_and_msgpack_read_carry_floats_natively(api: httpx.Client,
     assert series["times"] == [1.5, 2.5, 3.5]
 
 
+def test_step_times_give_wall_times_to_metrics_without_their_own(api: httpx.Client, run_id: str) -> None:
+    batch = {
+        "metrics": {"loss": {"steps": [1, 2], "values": [1.0, 2.0]}, "lr": {"steps": [2], "values": [0.1], "times": [99.0]}},
+        "step_times": {"steps": [1, 2], "times": [10.5, 11.5]},
+    }
+    api.post(f"/runs/{run_id}/points", json=batch).raise_for_status()
+    assert read(api, run_id, "loss")["times"] == [10.5, 11.5]
+    assert read(api, run_id, "lr")["times"] == [99.0]
+
+
 def test_resent_batch_stores_nothing_twice(api: httpx.Client, run_id: str) -> None:
     batch = {"metrics": {"loss": {"steps": list(range(100)), "values": [float(i) for i in range(100)]}, "lr": {"steps": [0], "values": [0.1]}}}
     assert api.post(f"/runs/{run_id}/points", json=batch).json()["stored"] == 101

@@ -22,7 +22,9 @@ class SeriesPoints(BaseModel):
 
     steps: list[Step] = Field(description="integer steps, >= 0")
     values: list[WireFloat]
-    times: list[float | None] | None = Field(default=None, description="wall-clock seconds since the epoch, per point")
+    times: list[float | None] | None = Field(
+        default=None, description="wall-clock seconds since the epoch, per point (else from the batch's step_times)"
+    )
 
     @model_validator(mode="after")
     def _same_lengths(self) -> SeriesPoints:
@@ -30,6 +32,21 @@ class SeriesPoints(BaseModel):
             raise ValueError(f"steps has {len(self.steps)} entries but values has {len(self.values)}")
         if self.times is not None and len(self.times) != len(self.steps):
             raise ValueError(f"steps has {len(self.steps)} entries but times has {len(self.times)}")
+        return self
+
+
+class StepTimes(BaseModel):
+    """Wall-clock time per step, shared by every metric of the batch logged at that step."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    steps: list[Step]
+    times: list[float]
+
+    @model_validator(mode="after")
+    def _same_lengths(self) -> StepTimes:
+        if len(self.times) != len(self.steps):
+            raise ValueError(f"step_times has {len(self.steps)} steps but {len(self.times)} times")
         return self
 
 
@@ -46,6 +63,9 @@ class PointsBatch(BaseModel):
     )
 
     metrics: dict[MetricName, SeriesPoints]
+    step_times: StepTimes | None = Field(
+        default=None, description="wall time per step for metrics without their own `times` (what the client sends)"
+    )
 
     def point_count(self) -> int:
         return sum(len(series.steps) for series in self.metrics.values())

@@ -18,10 +18,11 @@ def ingest_batch(*, session: Session, run_id: str, batch: PointsBatch) -> Stored
     """Store a batch exactly once and record the run's progress."""
     if runs_store.get_run(session=session, run_id=run_id) is None:
         raise UnknownRunError(run_id)
-    columns = {
-        name: (series.steps, series.values, series.times if series.times is not None else [None] * len(series.steps))
-        for name, series in batch.metrics.items()
-    }
+    step_time = dict(zip(batch.step_times.steps, batch.step_times.times)) if batch.step_times else {}
+    columns = {}
+    for name, series in batch.metrics.items():
+        times = series.times if series.times is not None else [step_time.get(step) for step in series.steps]
+        columns[name] = (series.steps, series.values, times)
     result = points_store.add_points(session=session, run_id=run_id, columns=columns)
     last_steps = [max(series.steps) for series in batch.metrics.values() if series.steps]
     runs_store.record_activity(session=session, run_id=run_id, last_step=max(last_steps) if last_steps else None)
