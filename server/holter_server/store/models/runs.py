@@ -1,0 +1,45 @@
+"""Runs and their metric series."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, BigInteger, Double, ForeignKey, Index, Integer, String
+from sqlalchemy.orm import Mapped, mapped_column
+
+from holter_server.store.models.base import Base, UTCDateTime
+
+
+class RunRow(Base):
+    """A training run. Its id is chosen by the client so that `init` can resume it."""
+
+    __tablename__ = "runs"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    project: Mapped[str] = mapped_column(String(128), index=True)
+    name: Mapped[str | None] = mapped_column(String(256))
+    config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    tags: Mapped[list[str]] = mapped_column(JSON, default=list)
+    status: Mapped[str] = mapped_column(String(16), index=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    heartbeat_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    last_step: Mapped[int | None] = mapped_column(BigInteger)
+
+
+class MetricRow(Base):
+    """A metric series of a run, with its latest value so run pages need not touch the points."""
+
+    __tablename__ = "metrics"
+
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    metric_id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    name: Mapped[str] = mapped_column(String(256))
+    count: Mapped[int] = mapped_column(BigInteger, default=0)
+    first_step: Mapped[int | None] = mapped_column(BigInteger)
+    last_step: Mapped[int | None] = mapped_column(BigInteger)
+    last_value: Mapped[float | None] = mapped_column(Double)
+
+    __table_args__ = (Index("uq_metrics_run_id_name", "run_id", "name", unique=True),)
