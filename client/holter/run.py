@@ -9,13 +9,15 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
-from types import TracebackType
+from types import MappingProxyType, TracebackType
 from typing import Any
 
 from holter.sender import Barrier, Control, Sender
 from holter.spool import Spool, default_spool_root
+from holter.throughput import ThroughputMeter, rates
 from holter.transport import RejectedError, Transport, TransportError
 from holter.wire import dumps
 
@@ -53,6 +55,8 @@ class Run:
         self.status = "running"
         self._max_queued_calls = max_queued_calls
         self._next_step = 0
+        self._summary: dict[str, Any] = {}
+        self._throughput = ThroughputMeter()
         self._finish_lock = threading.Lock()
         register = Control(
             "/api/v1/runs",
@@ -103,10 +107,42 @@ class Run:
         elif type(step) is not int:
             step = operator.index(step)  # accepts numpy ints; refuses 1.5 here rather than at the service
         self._next_step = step + 1
+        values = dict(metrics)
+        self._summary.update(values)
         queue = self._queue
-        queue.append((step, time.time(), dict(metrics)))
+        queue.append((step, time.time(), values))
         if len(queue) >= self._max_queued_calls:
             self._wait_for_room()
+
+    def update_config(self, values: Mapping[str, Any]) -> None:
+        """Merge `values` into the run's config, here and at the service (wandb's `config.update`)."""
+        self.config.update(values)
+        # creating an existing run resumes it and merges the config it is given into the stored one
+        self._queue.append(Control("/api/v1/runs", {"id": self.id, "project": self.project, "name": self.name,
+                                                    "config": dict(values), "tags": []}))
+        self._wake.set()
+
+    @property
+    def summary(self) -> Mapping[str, Any]:
+        """The last value logged for each metric (read-only, like the service's latest values)."""
+        return MappingProxyType(self._summary)
+
+    def log_throughput(self, tokens: float | None = None, samples: float | None = None, *, step: int | None = None) -> None:
+        """Call once per training step, after it: logs `step_time` (the time since the previous
+        call), `throughput/tokens_per_s` and `throughput/samples_per_s` for the step's `tokens`
+        and `samples`. The first call only starts the clock and logs nothing.
+        """
+        metrics = self._throughput.mark(tokens, samples)
+        if metrics is not None:
+            self.log(metrics, step=step)
+
+    @contextmanager
+    def timed_step(self, tokens: float | None = None, samples: float | None = None, *, step: int | None = None) -> Iterator[None]:
+        """Time the block as one step and log `step_time` and the throughput of its `tokens` and
+        `samples`; nothing is logged when the block raises."""
+        started = time.perf_counter()
+        yield
+        self.log(rates(time.perf_counter() - started, tokens, samples), step=step)
 
     def _wait_for_room(self) -> None:
         # Memory stays bounded: the sender always drains the queue, to the service or to disk.

@@ -1,8 +1,14 @@
-"""`holter demo`: start the service if none answers, then stream a synthetic run into it."""
+"""`holter demo`: start the service if none answers, then stream runs into it.
+
+`--real` (the default when torch is installed) trains a tiny transformer on CPU in six ways,
+each showing one diagnosis (`holter_server.demo.real`); `--synthetic` streams one generated run
+with planted problems.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import subprocess
@@ -73,13 +79,53 @@ def stream(url: str, project: str, steps: int, rate: float) -> holter.Run:
     return run
 
 
+# The series whose diagnosis the real demo prints for each run.
+HEADLINE_METRICS = ("loss", "eval_loss", "grad_norm", "logprob_mismatch/abs_diff_mean")
+
+
+def stream_real(url: str, project: str, names: list[str] | None) -> None:
+    """Train each real scenario in turn, streaming it, and print the diagnosis of its headline series."""
+    import torch
+
+    from holter_server.demo import real
+    from holter_server.detect import classify_series, verdict
+
+    # A model this small runs no faster on more threads, and several threads spinning against
+    # other work on a busy machine run it many times slower.
+    torch.set_num_threads(1)
+    corpus = real.Corpus.generate()
+    for scenario in real.scenarios(names):
+        print(f"training {scenario.name} ({scenario.steps} steps): {scenario.description}", flush=True)
+        recorder = real.stream_scenario(scenario, url=url, project=project, corpus=corpus)
+        print(f"  run {recorder.run.id}: {url}/api/v1/runs/{recorder.run.id} (expected: {scenario.expected})", flush=True)
+        for metric in HEADLINE_METRICS:
+            if metric not in recorder.series:
+                continue
+            steps, values = recorder.series[metric]
+            events = [e for e in classify_series(steps, values, metric=metric) if e.severity != "info"]
+            kinds = ", ".join(sorted({e.kind for e in events}))
+            print(f"  {metric}: {verdict(events)}{f' ({kinds})' if kinds else ''}", flush=True)
+
+
+def torch_available() -> bool:
+    """Whether the real demo can run here."""
+    return importlib.util.find_spec("torch") is not None
+
+
 def run(args: argparse.Namespace) -> int:
     url = (args.url or os.environ.get("HOLTER_URL") or DEFAULT_URL).rstrip("/")
+    real = args.mode == "real" or (args.mode is None and torch_available())
+    if real and not torch_available():
+        print("holter demo --real needs PyTorch: pip install 'holter[torch]' (or use --synthetic)", file=sys.stderr)
+        return 2
     child = None if service_is_up(url) else start_service(url, args.database_url)
     print(f"Holter is running at {url}", flush=True)
     try:
-        finished = stream(url, args.project, args.steps, args.rate)
-        print(f"run {finished.id} finished; read it at {url}/api/v1/runs/{finished.id}", flush=True)
+        if real:
+            stream_real(url, args.project, args.scenario)
+        else:
+            finished = stream(url, args.project, args.steps, args.rate)
+            print(f"run {finished.id} finished; read it at {url}/api/v1/runs/{finished.id}", flush=True)
         if child is not None:
             print("the service keeps running; press Ctrl-C to stop it", flush=True)
             child.wait()

@@ -1,0 +1,131 @@
+"""`HolterCallback` on a real `Trainer` with a tiny config-initialised GPT-2 (no download)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+import torch  # noqa: E402
+
+from holter.integrations import transformers as integration  # noqa: E402
+from holter.integrations.transformers import HolterCallback, numeric_logs  # noqa: E402
+
+
+class RecordingRun:
+    """Stands in for `holter.Run`: what was logged, and how the run ended."""
+
+    def __init__(self, **init_kwargs) -> None:  # type: ignore[no-untyped-def]
+        self.init_kwargs = init_kwargs
+        self.id = "recorded"
+        self.logged: list[tuple[int | None, dict[str, float]]] = []
+        self.status = "running"
+
+    def log(self, metrics, step=None) -> None:  # type: ignore[no-untyped-def]
+        self.logged.append((step, dict(metrics)))
+
+    def update_config(self, values) -> None:  # type: ignore[no-untyped-def]
+        self.init_kwargs["config"] = {**self.init_kwargs.get("config", {}), **values}
+
+    def finish(self, status: str = "finished") -> None:
+        self.status = status
+
+    def series(self, name: str) -> list[tuple[int, float]]:
+        return [(step, metrics[name]) for step, metrics in self.logged if name in metrics]
+
+
+class TokenDataset(torch.utils.data.Dataset):
+    def __init__(self, rows: int = 64) -> None:
+        generator = torch.Generator().manual_seed(0)
+        self.ids = torch.randint(0, 50, (rows, 16), generator=generator)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
+        return {"input_ids": self.ids[index], "labels": self.ids[index]}
+
+
+def make_trainer(tmp_path: Path, callback: HolterCallback, **arguments) -> transformers.Trainer:  # type: ignore[no-untyped-def]
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(vocab_size=50, n_positions=16, n_embd=32, n_layer=2, n_head=2, bos_token_id=0, eos_token_id=0)
+    model = transformers.GPT2LMHeadModel(config)
+    args = transformers.TrainingArguments(
+        output_dir=str(tmp_path), max_steps=6, logging_steps=2, per_device_train_batch_size=4, learning_rate=1e-3,
+        report_to=[], save_strategy="no", use_cpu=True, disable_tqdm=True, run_name="tiny-gpt2", **arguments,
+    )
+    return transformers.Trainer(model=model, args=args, train_dataset=TokenDataset(), eval_dataset=TokenDataset(8),
+                                callbacks=[callback])
+
+
+@pytest.fixture
+def started(monkeypatch: pytest.MonkeyPatch) -> list[RecordingRun]:
+    """Runs the callback starts, recorded instead of sent."""
+    runs: list[RecordingRun] = []
+
+    def init(**kwargs) -> RecordingRun:  # type: ignore[no-untyped-def]
+        runs.append(RecordingRun(**kwargs))
+        return runs[-1]
+
+    monkeypatch.setattr(integration.holter, "init", init)
+    return runs
+
+
+def test_trainer_logs_arrive_at_their_global_step(tmp_path: Path, started: list[RecordingRun]) -> None:
+    make_trainer(tmp_path, HolterCallback(project="hf")).train()
+    (run,) = started
+    assert [step for step, _ in run.series("loss")] == [2, 4, 6]
+    assert [step for step, _ in run.series("grad_norm")] == [2, 4, 6]
+    assert all(value > 0 for _, value in run.series("learning_rate"))
+    assert run.status == "finished"
+
+
+def test_run_is_started_with_the_training_arguments_as_config(tmp_path: Path, started: list[RecordingRun]) -> None:
+    make_trainer(tmp_path, HolterCallback(project="hf", config={"dataset": "tiny"}, tags=["test"])).train()
+    (run,) = started
+    assert run.init_kwargs["project"] == "hf" and run.init_kwargs["name"] == "tiny-gpt2"
+    assert run.init_kwargs["config"]["learning_rate"] == 1e-3 and run.init_kwargs["config"]["dataset"] == "tiny"
+    assert run.init_kwargs["tags"] == ["test"]
+
+
+def test_eval_loss_is_logged_at_the_step_it_was_measured(tmp_path: Path, started: list[RecordingRun]) -> None:
+    make_trainer(tmp_path, HolterCallback(project="hf"), eval_strategy="steps", eval_steps=3).train()
+    assert [step for step, _ in started[0].series("eval_loss")] == [3, 6]
+
+
+def test_step_time_and_samples_per_second_are_logged_every_step(tmp_path: Path, started: list[RecordingRun]) -> None:
+    make_trainer(tmp_path, HolterCallback(project="hf")).train()
+    run = started[0]
+    assert [step for step, _ in run.series("step_time")] == [1, 2, 3, 4, 5, 6]
+    for (_, seconds), (_, rate) in zip(run.series("step_time"), run.series("throughput/samples_per_s")):
+        assert rate == pytest.approx(4 / seconds)
+
+
+def test_watch_every_logs_per_layer_norms_at_the_trainers_steps(tmp_path: Path, started: list[RecordingRun]) -> None:
+    make_trainer(tmp_path, HolterCallback(project="hf", watch_every=2)).train()
+    run = started[0]
+    steps = [step for step, metrics in run.logged if "grad_norm/transformer.h.0" in metrics]
+    assert steps == [2, 4, 6]
+    assert any("act_norm/transformer.h.1" in metrics for step, metrics in run.logged if step == 2)
+
+
+def test_a_given_run_is_used_and_left_open(tmp_path: Path) -> None:
+    run = RecordingRun()
+    make_trainer(tmp_path, HolterCallback(run)).train()
+    assert run.series("loss") and run.status == "running"
+
+
+def test_numeric_logs_keeps_numbers_and_drops_the_rest() -> None:
+    logs = {"loss": 1.5, "nan": math.nan, "t": torch.tensor(2.0), "flag": True, "name": "x", "hist": [1, 2]}
+    assert numeric_logs(logs) == {"loss": 1.5, "nan": pytest.approx(math.nan, nan_ok=True), "t": 2.0}
+
+
+def test_trl_mismatch_names_are_read_as_the_mismatch_signal() -> None:
+    from holter_server.detect import infer_kind
+
+    names = ["sampling/sampling_logp_difference/mean", "sampling/sampling_logp_difference/max"]
+    assert {infer_kind(name) for name in numeric_logs(dict.fromkeys(names, 0.01))} == {"logprob_mismatch"}

@@ -1,0 +1,185 @@
+"""`holter.torch.watch` on a tiny model: logged norms equal the ones computed directly."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+from torch import nn  # noqa: E402
+
+from holter.torch import layers_of, watch  # noqa: E402
+
+
+class Block(nn.Module):
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(width)
+        self.mlp = nn.Sequential(nn.Linear(width, 2 * width), nn.GELU(), nn.Linear(2 * width, width))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.mlp(self.norm(x))
+
+
+class TinyModel(nn.Module):
+    """Embedding, two residual blocks in a ModuleList, a head: a transformer's shape without attention."""
+
+    def __init__(self, vocab: int = 11, width: int = 8) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(vocab, width)
+        self.blocks = nn.ModuleList([Block(width), Block(width)])
+        self.head = nn.Linear(width, vocab)
+        self.scale = nn.Parameter(torch.ones(()))
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        x = self.embed(tokens)
+        for block in self.blocks:
+            x = block(x)
+        return self.head(x) * self.scale
+
+
+class RecordingRun:
+    def __init__(self) -> None:
+        self.logged: list[tuple[int, dict[str, float]]] = []
+
+    def log(self, metrics, step=None) -> None:  # type: ignore[no-untyped-def]
+        self.logged.append((step, dict(metrics)))
+
+    def steps(self) -> list[int]:
+        return [step for step, _ in self.logged]
+
+
+@pytest.fixture
+def model() -> TinyModel:
+    torch.manual_seed(0)
+    return TinyModel()
+
+
+def tokens(seed: int) -> torch.Tensor:
+    return torch.randint(0, 11, (4, 6), generator=torch.Generator().manual_seed(seed))
+
+
+def train_step(model: nn.Module, seed: int) -> None:
+    model.zero_grad(set_to_none=True)
+    batch = tokens(seed)
+    logits = model(batch)
+    nn.functional.cross_entropy(logits.reshape(-1, 11), batch.reshape(-1)).backward()
+
+
+def norm_of(parameters) -> float:  # type: ignore[no-untyped-def]
+    return torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(p.grad) for p in parameters if p.grad is not None])).item()
+
+
+def test_layers_are_container_elements_or_owning_modules(model: TinyModel) -> None:
+    assert [layer.name for layer in layers_of(model)] == ["scale", "embed", "blocks.0", "blocks.1", "head"]
+
+
+def test_total_gradient_norm_equals_the_norm_of_all_gradients(model: TinyModel) -> None:
+    run = RecordingRun()
+    watch(model, run, every=1)
+    train_step(model, seed=1)
+    (_, logged), = run.logged
+    assert logged["grad_norm"] == pytest.approx(norm_of(model.parameters()), rel=1e-5)
+    assert logged["grad_norm"] == pytest.approx(nn.utils.clip_grad_norm_(model.parameters(), float("inf")).item(), rel=1e-5)
+
+
+def test_layer_gradient_norms_equal_each_layers_own_norm(model: TinyModel) -> None:
+    run = RecordingRun()
+    watch(model, run, every=1)
+    train_step(model, seed=1)
+    logged = run.logged[0][1]
+    assert logged["grad_norm/blocks.0"] == pytest.approx(norm_of(model.blocks[0].parameters()), rel=1e-5)
+    assert logged["grad_norm/head"] == pytest.approx(norm_of(model.head.parameters()), rel=1e-5)
+    assert logged["grad_norm/scale"] == pytest.approx(abs(model.scale.grad.item()), rel=1e-5)
+
+
+def test_activation_norms_are_the_rms_of_each_layers_output(model: TinyModel) -> None:
+    run = RecordingRun()
+    watch(model, run, every=1)
+    train_step(model, seed=2)
+    logged = run.logged[0][1]
+    with torch.no_grad():
+        x = model.embed(tokens(2))
+        assert logged["act_norm/embed"] == pytest.approx(x.pow(2).mean().sqrt().item(), rel=1e-5)
+        for index, block in enumerate(model.blocks):
+            x = block(x)
+            assert logged[f"act_norm/blocks.{index}"] == pytest.approx(x.pow(2).mean().sqrt().item(), rel=1e-5)
+        assert logged["act_norm/head"] == pytest.approx(model.head(x).pow(2).mean().sqrt().item(), rel=1e-5)
+    assert "act_norm/scale" not in logged
+
+
+def test_only_every_nth_step_is_logged(model: TinyModel) -> None:
+    run = RecordingRun()
+    watch(model, run, every=3)
+    for seed in range(7):
+        train_step(model, seed)
+    assert run.steps() == [0, 3, 6]
+
+
+def test_no_grad_evaluation_is_ignored_and_does_not_count_as_a_step(model: TinyModel) -> None:
+    run = RecordingRun()
+    handle = watch(model, run, every=1)
+    train_step(model, seed=0)
+    model.eval()
+    with torch.no_grad():
+        model(tokens(5))
+    with torch.inference_mode():
+        model(tokens(6))
+    model.train()
+    train_step(model, seed=1)
+    assert run.steps() == [0, 1] and handle.step == 2
+
+
+def test_a_frozen_layer_logs_a_zero_gradient_norm(model: TinyModel) -> None:
+    model.blocks[1].requires_grad_(False)
+    run = RecordingRun()
+    watch(model, run, every=1)
+    train_step(model, seed=0)
+    logged = run.logged[0][1]
+    assert logged["grad_norm/blocks.1"] == 0.0 and logged["grad_norm/blocks.0"] > 0.0
+
+
+def test_remove_takes_every_hook_off(model: TinyModel) -> None:
+    run = RecordingRun()
+    watch(model, run, every=1).remove()
+    train_step(model, seed=0)
+    assert run.logged == []
+    assert not any(m._forward_hooks or m._forward_pre_hooks for m in model.modules())
+
+
+def test_step_function_logs_the_gradients_accumulated_over_the_step(model: TinyModel) -> None:
+    run = RecordingRun()
+    optimizer_step = 0
+    handle = watch(model, run, every=1, step=lambda: optimizer_step)
+    for optimizer_step in range(2):
+        model.zero_grad(set_to_none=True)
+        for micro in range(3):
+            batch = tokens(10 * optimizer_step + micro)
+            nn.functional.cross_entropy(model(batch).reshape(-1, 11), batch.reshape(-1)).backward()
+        accumulated = norm_of(model.parameters())
+    handle.remove()
+    assert run.steps() == [0, 1]
+    assert run.logged[1][1]["grad_norm"] == pytest.approx(accumulated, rel=1e-5)
+
+
+def test_a_counted_step_can_be_set_to_follow_the_callers_step(model: TinyModel) -> None:
+    run = RecordingRun()
+    handle = watch(model, run, every=10)
+    handle.step = 1000
+    train_step(model, seed=0)
+    assert run.steps() == [1000]
+
+
+def test_two_outputs_backpropagated_together_count_as_one_step(model: TinyModel) -> None:
+    run = RecordingRun()
+    handle = watch(model, run, every=1)
+    first, second = model(tokens(0)), model(tokens(1))
+    (first.square().mean() + second.square().mean()).backward()
+    assert run.steps() == [0] and handle.step == 1
+
+
+def test_importing_holter_does_not_import_torch() -> None:
+    code = "import sys, holter, holter.rl, holter.throughput, holter.integrations; assert 'torch' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)
