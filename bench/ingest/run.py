@@ -6,7 +6,8 @@
 Measures, in one run on this machine:
 * end-to-end ingest into Postgres and SQLite: 1,000,000 points over 10 metrics from one client,
   timed from the first `log()` until `finish()` returns (every batch acknowledged, which the
-  service does only after its transaction committed);
+  service does only after its transaction committed); on Postgres also with live detection
+  switched off (HOLTER_DETECTION_ENABLED=false), to show what detection costs ingest;
 * microseconds per `run.log()` call with a 5-metric dict while the service runs;
 * MLflow's tracking server on the same Postgres server (`log_batch` at its 1,000-value limit,
   and `log_metric` per call), from a virtual environment of its own (bench/.venv-mlflow);
@@ -158,9 +159,13 @@ def main() -> None:
     results: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp, postgres_database() as pg_url:
         spool = Path(tmp) / "spool"
-        stores = {"postgres": pg_url, "sqlite": f"sqlite:///{tmp}/holter.db"}
-        for store, database_url in stores.items():
-            server = ServerProcess(database_url, log_path=Path(tmp) / f"{store}.log").start()
+        stores = {
+            "postgres": (pg_url, {}),
+            "postgres, detection off": (pg_url, {"HOLTER_DETECTION_ENABLED": "false"}),
+            "sqlite": (f"sqlite:///{tmp}/holter.db", {}),
+        }
+        for store, (database_url, env) in stores.items():
+            server = ServerProcess(database_url, env=env, log_path=Path(tmp) / "server.log").start()
             try:
                 rates = [holter_ingest(server.url, args.points, args.metrics, spool) for _ in range(args.repeats)]
                 results[f"holter_{store}"] = statistics.median(rates)
@@ -184,6 +189,7 @@ def main() -> None:
     print()
     print(f"{'measure':<48}{'median':>16}")
     print(f"{'Holter ingest, Postgres (points/s)':<48}{results['holter_postgres']:>16,.0f}")
+    print(f"{'  same, live detection off (points/s)':<48}{results['holter_postgres, detection off']:>16,.0f}")
     print(f"{'Holter ingest, SQLite (points/s)':<48}{results['holter_sqlite']:>16,.0f}")
     print(f"{'store exactly-once limit, Postgres (rows/s)':<48}{results['store_limit']:>16,.0f}")
     print(f"{'run.log() with 5 metrics (µs/call)':<48}{results['log_us']:>16.2f}")

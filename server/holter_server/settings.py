@@ -27,6 +27,18 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(default=64 * 1024 * 1024, description="larger request bodies get 413")
     max_points_per_batch: int = Field(default=1_000_000, description="batches with more points get 413")
     max_points_per_read: int = Field(default=1_000_000, description="cap on points one plain range read returns")
+    detection_enabled: bool = Field(default=True, description="run live detection inside this service process")
+    detection_interval: float = Field(default=0.5, description="seconds between live-detection passes when idle")
+    stall_after: float = Field(default=600.0, description="seconds without points or heartbeat before a run is stalled")
+    stall_check_interval: float = Field(default=5.0, description="seconds between stall checks")
+    public_url: str | None = Field(default=None, description="address people reach the service at, for links in alerts")
+    alert_timeout: float = Field(default=10.0, description="seconds to wait for a chat webhook to answer")
+    allow_private_webhooks: bool = Field(default=False, description="let channels post to loopback and private addresses")
+    alert_give_up_after: float = Field(default=86_400.0, description="seconds after which an undeliverable alert is marked failed")
+
+    def base_url(self) -> str:
+        """Where links in alerts point: `public_url`, else this service's own address."""
+        return (self.public_url or f"http://{self.host}:{self.port}").rstrip("/")
 
     def resolved_database_url(self) -> str:
         """The database URL to use, with the driver spelled out (psycopg 3 for Postgres)."""

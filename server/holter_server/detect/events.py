@@ -58,6 +58,8 @@ def format_value(value: float) -> str:
     """Values are printed with four significant digits: enough to read, few enough to scan."""
     if value != value:  # NaN
         return "NaN"
-    if abs(value) >= 1e5 or (value != 0 and abs(value) < 1e-3):
+    if 1e4 <= abs(value) < 1e9:
+        return f"{value:,.0f}"  # throughput reads better as 51,840 than as 5.184e+04
+    if abs(value) >= 1e9 or (value != 0 and abs(value) < 1e-3):
         return f"{value:.3g}"
     return f"{value:.4g}"

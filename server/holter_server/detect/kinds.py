@@ -113,11 +113,22 @@ def infer_kind(metric: str) -> str:
     >>> infer_kind("sampling/sampling_logp_difference/mean")
     'logprob_mismatch'
     """
+    return recognised_kind(metric) or "loss"
+
+
+def recognised_kind(metric: str) -> str | None:
+    """The kind a metric's name names, or None for names that say nothing (say "accuracy").
+
+    Live detection watches only recognised vital signs: reading an accuracy as a loss would
+    call its rise a divergence.
+    """
     lowered = metric.lower()
+    if not is_vital_sign(metric):
+        return None
     for pattern, kind in _NAME_PATTERNS:
         if re.search(pattern, lowered):
             return kind
-    return "loss"
+    return None
 
 
 def profile_for(metric: str, kind: str | None = None) -> KindProfile:

@@ -27,6 +27,15 @@ class RunCreate(BaseModel):
     tags: list[str] = Field(default_factory=list, max_length=64)
 
 
+class RunUpdate(BaseModel):
+    """Change a run's tags or notes (fields left out stay as they are)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tags: list[str] | None = Field(default=None, max_length=64)
+    notes: str | None = Field(default=None, max_length=20_000)
+
+
 class RunFinish(BaseModel):
     """End a run: it finished, or the client saw it crash."""
 
@@ -57,19 +66,23 @@ class RunPublic(BaseModel):
     name: str | None
     config: dict[str, Any]
     tags: list[str]
-    status: str
+    notes: str | None
+    status: str = Field(description="running, finished, crashed or stalled")
     created_at: datetime
     updated_at: datetime
     heartbeat_at: datetime
     finished_at: datetime | None
     last_step: int | None
+    health: str | None = Field(default=None, description="worst open event: healthy, info, warning or critical")
+    open_events: int | None = None
     metrics: list[MetricPublic] | None = Field(default=None, description="present when one run is read")
 
     @classmethod
-    def from_row(cls, row: RunRow, metrics: list[MetricRow] | None = None) -> RunPublic:
+    def from_row(cls, row: RunRow, metrics: list[MetricRow] | None = None, health: tuple[str, int] | None = None) -> RunPublic:
         return cls(
             id=row.id, project=row.project, name=row.name, config=row.config or {}, tags=row.tags or [],
-            status=row.status, created_at=row.created_at, updated_at=row.updated_at, heartbeat_at=row.heartbeat_at,
+            notes=row.notes, status=row.status, health=health[0] if health else None,
+            open_events=health[1] if health else None, created_at=row.created_at, updated_at=row.updated_at, heartbeat_at=row.heartbeat_at,
             finished_at=row.finished_at, last_step=row.last_step,
             metrics=None if metrics is None else [MetricPublic.from_row(m) for m in metrics],
         )

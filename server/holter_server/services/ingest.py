@@ -5,6 +5,7 @@ from __future__ import annotations
 from sqlalchemy.orm import Session
 
 from holter_server.schemas.points import PointsBatch
+from holter_server.services import lifecycle
 from holter_server.store import points as points_store
 from holter_server.store import runs as runs_store
 from holter_server.store.points import StoredCount
@@ -25,5 +26,5 @@ def ingest_batch(*, session: Session, run_id: str, batch: PointsBatch) -> Stored
         columns[name] = (series.steps, series.values, times)
     result = points_store.add_points(session=session, run_id=run_id, columns=columns)
     last_steps = [max(series.steps) for series in batch.metrics.values() if series.steps]
-    runs_store.record_activity(session=session, run_id=run_id, last_step=max(last_steps) if last_steps else None)
+    lifecycle.record_activity(session=session, run_id=run_id, last_step=max(last_steps) if last_steps else None)
     return result

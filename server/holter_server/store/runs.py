@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import case, delete, func, select, update
+from sqlalchemy import String, case, cast, delete, func, select, update
 from sqlalchemy.orm import Session
 
-from holter_server.store.models import MetricRow, PointRow, RunRow
+from holter_server.store.models import DetectorStateRow, MetricRow, PointRow, RunRow
 
-RUN_STATUSES = ("running", "finished", "crashed")
+RUN_STATUSES = ("running", "finished", "crashed", "stalled")
 
 
 def now() -> datetime:
@@ -53,7 +54,7 @@ def create_or_resume_run(
 
 
 def list_runs(
-    *, session: Session, project: str | None, status: str | None, limit: int, offset: int
+    *, session: Session, project: str | None, status: str | None, tag: str | None = None, limit: int, offset: int
 ) -> tuple[Sequence[RunRow], int]:
     """Runs, newest first, with the total count matching the filters."""
     query = select(RunRow)
@@ -61,6 +62,9 @@ def list_runs(
         query = query.where(RunRow.project == project)
     if status is not None:
         query = query.where(RunRow.status == status)
+    if tag is not None:
+        # Tags are a JSON list; match the quoted element so "a" does not match "ab".
+        query = query.where(cast(RunRow.tags, String).contains(json.dumps(tag), autoescape=True))
     count = session.scalar(select(func.count()).select_from(query.subquery())) or 0
     rows = session.scalars(query.order_by(RunRow.created_at.desc(), RunRow.id).limit(limit).offset(offset)).all()
     return rows, count
@@ -85,6 +89,17 @@ def record_activity(*, session: Session, run_id: str, last_step: int | None) -> 
     session.execute(update(RunRow).where(RunRow.id == run_id).values(**values))
 
 
+def update_run(*, session: Session, run: RunRow, tags: list[str] | None, notes: str | None) -> RunRow:
+    """Replace the run's tags and/or notes."""
+    if tags is not None:
+        run.tags = list(dict.fromkeys(tags))
+    if notes is not None:
+        run.notes = notes
+    run.updated_at = now()
+    session.flush()
+    return run
+
+
 def finish_run(*, session: Session, run: RunRow, status: str) -> RunRow:
     """Mark the run finished or crashed."""
     moment = now()
@@ -97,5 +112,6 @@ def finish_run(*, session: Session, run: RunRow, status: str) -> RunRow:
 def delete_run(*, session: Session, run_id: str) -> None:
     """Remove a run and everything stored under it."""
     session.execute(delete(PointRow).where(PointRow.run_id == run_id))
+    session.execute(delete(DetectorStateRow).where(DetectorStateRow.run_id == run_id))
     session.execute(delete(MetricRow).where(MetricRow.run_id == run_id))
     session.execute(delete(RunRow).where(RunRow.id == run_id))

@@ -1,4 +1,4 @@
-"""Runs: create or resume, heartbeat, finish, list, read."""
+"""Runs: create or resume, heartbeat, finish, update, list, read, analyze."""
 
 from __future__ import annotations
 
@@ -8,7 +8,11 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, HTTPException, Query
 
 from holter_server.api.deps import SessionDep
-from holter_server.schemas.runs import RunCreate, RunCreated, RunFinish, RunPublic, RunsPublic
+from holter_server.schemas.events import AnalyzedSeries, RunAnalysis
+from holter_server.schemas.runs import RunCreate, RunCreated, RunFinish, RunPublic, RunsPublic, RunUpdate
+from holter_server.services import lifecycle
+from holter_server.services.detection import analyze_run
+from holter_server.store import events as events_store
 from holter_server.store import runs as runs_store
 from holter_server.store.models import RunRow
 
@@ -36,34 +40,55 @@ def create_run(session: SessionDep, body: RunCreate) -> RunCreated:
     return RunCreated(**RunPublic.from_row(run).model_dump(), resumed=resumed)
 
 
-@router.get("", response_model=RunsPublic, summary="List runs, newest first")
+@router.get("", response_model=RunsPublic, summary="List runs, newest first, with their health")
 def list_runs(
     session: SessionDep,
     project: str | None = None,
-    status: Literal["running", "finished", "crashed"] | None = None,
+    status: Literal["running", "finished", "crashed", "stalled"] | None = None,
+    tag: str | None = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     offset: Annotated[int, Query(ge=0)] = 0,
 ) -> RunsPublic:
-    rows, count = runs_store.list_runs(session=session, project=project, status=status, limit=limit, offset=offset)
-    return RunsPublic(data=[RunPublic.from_row(row) for row in rows], count=count)
+    rows, count = runs_store.list_runs(session=session, project=project, status=status, tag=tag, limit=limit, offset=offset)
+    health = events_store.health_of_runs(session=session, run_ids=[row.id for row in rows])
+    return RunsPublic(data=[RunPublic.from_row(row, health=health[row.id]) for row in rows], count=count)
 
 
-@router.get("/{run_id}", response_model=RunPublic, summary="One run with its config, status and metric series")
+@router.get("/{run_id}", response_model=RunPublic, summary="One run with its config, status, health and metric series")
 def read_run(session: SessionDep, run_id: str) -> RunPublic:
     run = require_run(session, run_id)
-    return RunPublic.from_row(run, list(runs_store.list_metrics(session=session, run_id=run_id)))
+    health = events_store.health_of_runs(session=session, run_ids=[run_id])[run_id]
+    return RunPublic.from_row(run, list(runs_store.list_metrics(session=session, run_id=run_id)), health=health)
+
+
+@router.patch("/{run_id}", response_model=RunPublic, summary="Change a run's tags or notes")
+def update_run(session: SessionDep, run_id: str, body: RunUpdate) -> RunPublic:
+    run = runs_store.update_run(session=session, run=require_run(session, run_id), tags=body.tags, notes=body.notes)
+    session.commit()
+    return RunPublic.from_row(run)
 
 
 @router.post("/{run_id}/heartbeat", summary="The run is alive (sent by the client when it has nothing to log)")
 def heartbeat(session: SessionDep, run_id: str) -> dict[str, str]:
     require_run(session, run_id)
-    runs_store.record_activity(session=session, run_id=run_id, last_step=None)
+    lifecycle.record_activity(session=session, run_id=run_id, last_step=None)
     session.commit()
     return {"status": "ok"}
 
 
 @router.post("/{run_id}/finish", response_model=RunPublic, summary="Mark the run finished or crashed")
 def finish_run(session: SessionDep, run_id: str, body: RunFinish) -> RunPublic:
-    run = runs_store.finish_run(session=session, run=require_run(session, run_id), status=body.status)
+    run = lifecycle.finish(session=session, run=require_run(session, run_id), status=body.status)
     session.commit()
     return RunPublic.from_row(run)
+
+
+@router.post("/{run_id}/analyze", response_model=RunAnalysis, summary="Re-run the batch classifier over every stored point")
+def analyze(session: SessionDep, run_id: str) -> RunAnalysis:
+    require_run(session, run_id)
+    analyses, findings = analyze_run(session=session, run_id=run_id)
+    return RunAnalysis(
+        run_id=run_id,
+        series=[AnalyzedSeries(metric=a.metric, kind=a.kind, verdict=a.verdict, events=[e.to_dict() for e in a.events]) for a in analyses],
+        findings=[f.to_dict() for f in findings],
+    )

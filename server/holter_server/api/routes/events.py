@@ -1,0 +1,67 @@
+"""Events: list them (per run or project-wide), acknowledge, dismiss and mute."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, HTTPException, Query
+
+from holter_server.api.deps import SessionDep
+from holter_server.api.routes.runs import require_run
+from holter_server.schemas.events import EventDecision, EventDismissal, EventPublic, EventsPublic, EventStatus, Severity
+from holter_server.store import events as events_store
+from holter_server.store.events import EventFilter
+from holter_server.store.models import EventRow
+
+router = APIRouter(tags=["events"])
+Limit = Annotated[int, Query(ge=1, le=1000)]
+Offset = Annotated[int, Query(ge=0)]
+
+
+@router.get("/runs/{run_id}/events", response_model=EventsPublic, summary="A run's events, latest step first")
+def run_events(
+    session: SessionDep, run_id: str, metric: str | None = None, kind: str | None = None, severity: Severity | None = None,
+    status: EventStatus | None = None, limit: Limit = 500, offset: Offset = 0,
+) -> EventsPublic:
+    require_run(session, run_id)
+    where = EventFilter(run_id=run_id, metric=metric, kind=kind, severity=severity, status=status)
+    rows, count = events_store.list_events(session=session, where=where, limit=limit, offset=offset)
+    return EventsPublic(data=[EventPublic.from_row(row) for row in rows], count=count)
+
+
+@router.get("/events", response_model=EventsPublic, summary="Events across runs (filter by project, run, kind, severity, status)")
+def all_events(
+    session: SessionDep, project: str | None = None, run_id: str | None = None, kind: str | None = None,
+    severity: Severity | None = None, status: EventStatus | None = None, limit: Limit = 100, offset: Offset = 0,
+) -> EventsPublic:
+    where = EventFilter(run_id=run_id, project=project, kind=kind, severity=severity, status=status)
+    rows, count = events_store.list_events(session=session, where=where, limit=limit, offset=offset)
+    return EventsPublic(data=[EventPublic.from_row(row) for row in rows], count=count)
+
+
+def _require_event(session: SessionDep, run_id: str, event_id: int) -> EventRow:
+    require_run(session, run_id)
+    event = events_store.get_event(session=session, run_id=run_id, event_id=event_id)
+    if event is None:
+        raise HTTPException(status_code=404, detail=f"run {run_id!r} has no event {event_id}")
+    return event
+
+
+@router.post("/runs/{run_id}/events/{event_id}/acknowledge", response_model=EventPublic, summary="Someone has seen it and is on it")
+def acknowledge(session: SessionDep, run_id: str, event_id: int, body: EventDecision) -> EventPublic:
+    event = events_store.set_event_status(session=session, event=_require_event(session, run_id, event_id), status="acknowledged",
+                                          by=body.by, reason=body.reason)
+    session.commit()
+    return EventPublic.from_row(event)
+
+
+@router.post("/runs/{run_id}/events/{event_id}/dismiss", response_model=EventPublic, summary="Not a problem; optionally mute its kind on its metric")
+def dismiss(session: SessionDep, run_id: str, event_id: int, body: EventDismissal) -> EventPublic:
+    event = _require_event(session, run_id, event_id)
+    if body.mute:
+        if event.metric is None:
+            raise HTTPException(status_code=422, detail="run-level events have no metric to mute")
+        events_store.add_mute(session=session, run_id=run_id, metric=event.metric, kind=event.kind, by=body.by, reason=body.reason)
+    event = events_store.set_event_status(session=session, event=event, status="dismissed", by=body.by, reason=body.reason)
+    session.commit()
+    return EventPublic.from_row(event)

@@ -1,0 +1,58 @@
+"""API schemas for annotations: notes on a run, a step range of a metric, or an event."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from holter_server.store.models import AnnotationRow
+
+
+class AnnotationCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    author: str = Field(min_length=1, max_length=128)
+    text: str = Field(min_length=1, max_length=10_000)
+    metric: str | None = Field(default=None, max_length=256)
+    start_step: int | None = Field(default=None, ge=0)
+    end_step: int | None = Field(default=None, ge=0)
+    event_id: int | None = Field(default=None, description="comment on this event")
+
+    @model_validator(mode="after")
+    def _range_in_order(self) -> AnnotationCreate:
+        if self.start_step is not None and self.end_step is not None and self.end_step < self.start_step:
+            raise ValueError("end_step is before start_step")
+        return self
+
+
+class AnnotationUpdate(BaseModel):
+    """Edit the text of one's own annotation."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    author: str = Field(min_length=1, max_length=128, description="must be the annotation's author")
+    text: str = Field(min_length=1, max_length=10_000)
+
+
+class AnnotationPublic(BaseModel):
+    id: int
+    run_id: str
+    metric: str | None
+    start_step: int | None
+    end_step: int | None
+    event_id: int | None
+    author: str
+    text: str
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def from_row(cls, row: AnnotationRow) -> AnnotationPublic:
+        return cls(id=row.id, run_id=row.run_id, metric=row.metric, start_step=row.start_step, end_step=row.end_step,
+                   event_id=row.event_id, author=row.author, text=row.text, created_at=row.created_at, updated_at=row.updated_at)
+
+
+class AnnotationsPublic(BaseModel):
+    data: list[AnnotationPublic]
+    count: int

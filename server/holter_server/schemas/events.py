@@ -1,0 +1,81 @@
+"""API schemas for events (what Holter found) and the decisions people make about them."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from holter_server.store.models import EventRow
+
+Severity = Literal["info", "warning", "critical"]
+EventStatus = Literal["open", "acknowledged", "dismissed", "muted", "withdrawn"]
+
+
+class EventPublic(BaseModel):
+    """A named anomaly with its evidence: where (steps), how bad (severity, score), and a sentence with the numbers."""
+
+    id: int
+    run_id: str
+    metric: str | None = Field(description="null for run-level events (lifecycle)")
+    kind: str
+    severity: Severity
+    score: float
+    start_step: int | None
+    end_step: int | None
+    peak_step: int | None
+    period: float | None = Field(description="sawtooth and recurring mismatch: the period in steps")
+    summary: str
+    details: dict[str, Any]
+    status: EventStatus
+    status_by: str | None
+    status_reason: str | None
+    detector_version: str
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def from_row(cls, row: EventRow) -> EventPublic:
+        return cls(
+            id=row.id, run_id=row.run_id, metric=row.metric, kind=row.kind, severity=row.severity,  # type: ignore[arg-type]
+            score=row.score, start_step=row.start_step, end_step=row.end_step, peak_step=row.peak_step, period=row.period,
+            summary=row.summary, details=row.details or {}, status=row.status, status_by=row.status_by,  # type: ignore[arg-type]
+            status_reason=row.status_reason, detector_version=row.detector_version, created_at=row.created_at,
+            updated_at=row.updated_at,
+        )
+
+
+class EventsPublic(BaseModel):
+    data: list[EventPublic]
+    count: int
+
+
+class EventDecision(BaseModel):
+    """Who acknowledges or dismisses an event, and why."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    by: str = Field(min_length=1, max_length=128)
+    reason: str | None = Field(default=None, max_length=4000)
+
+
+class EventDismissal(EventDecision):
+    """Dismiss an event; `mute` also silences later events of its kind on its metric in this run."""
+
+    mute: bool = False
+
+
+class AnalyzedSeries(BaseModel):
+    metric: str
+    kind: str
+    verdict: str
+    events: list[dict[str, Any]]
+
+
+class RunAnalysis(BaseModel):
+    """The batch classifier's reading of a whole run (nothing is stored)."""
+
+    run_id: str
+    series: list[AnalyzedSeries]
+    findings: list[dict[str, Any]]

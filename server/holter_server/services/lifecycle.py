@@ -1,0 +1,67 @@
+"""Run lifecycle: running, finished, crashed, stalled — and each change recorded as an event
+so that alert rules can use it."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from holter_server.services.alerting import alert_on_event
+from holter_server.services.postmortem import record_reference_drifts
+from holter_server.store import events as events_store
+from holter_server.store import runs as runs_store
+from holter_server.store.models import EventRow, RunRow
+
+
+def _ago(delta: timedelta) -> str:
+    minutes = delta.total_seconds() / 60
+    return f"{minutes:.0f} min" if minutes >= 1 else f"{delta.total_seconds():.0f} s"
+
+
+def _announce(session: Session, event: EventRow) -> None:
+    alert_on_event(session=session, event=event, previous_severity=None)
+
+
+def record_activity(*, session: Session, run_id: str, last_step: int | None) -> None:
+    """Points or a heartbeat arrived: the run is alive; a stalled run is running again."""
+    run = session.get(RunRow, run_id)
+    if run is not None and run.status == "stalled":
+        silence = runs_store.now() - run.heartbeat_at
+        run.status = "running"
+        _announce(session, events_store.record_status_event(
+            session=session, run_id=run_id, kind="run_resumed", severity="info", step=last_step or run.last_step,
+            summary=f"run {run.name or run_id} resumed after {_ago(silence)} without points or heartbeat",
+        ))
+    runs_store.record_activity(session=session, run_id=run_id, last_step=last_step)
+
+
+def finish(*, session: Session, run: RunRow, status: str) -> RunRow:
+    """The client ended the run; a crash becomes an event; the losses are compared with the
+    run's reference, if it has one."""
+    runs_store.finish_run(session=session, run=run, status=status)
+    record_reference_drifts(session=session, run=run)
+    if status == "crashed":
+        _announce(session, events_store.record_status_event(
+            session=session, run_id=run.id, kind="run_crashed", severity="critical", step=run.last_step,
+            summary=f"run {run.name or run.id} crashed at step {run.last_step if run.last_step is not None else '?'} (reported by the client)",
+        ))
+    return run
+
+
+def mark_stalled(*, session: Session, stall_after: timedelta) -> list[str]:
+    """Running runs silent for longer than `stall_after` become stalled; returns their ids."""
+    cutoff = runs_store.now() - stall_after
+    silent = session.scalars(
+        select(RunRow).where(RunRow.status == "running", RunRow.heartbeat_at < cutoff).with_for_update(skip_locked=True)
+    ).all()
+    for run in silent:
+        run.status = "stalled"
+        run.updated_at = runs_store.now()
+        last = f" at step {run.last_step:,}" if run.last_step is not None else ""
+        _announce(session, events_store.record_status_event(
+            session=session, run_id=run.id, kind="run_stalled", severity="warning", step=run.last_step,
+            summary=f"run {run.name or run.id} stalled{last}: no points or heartbeat for {_ago(runs_store.now() - run.heartbeat_at)}",
+        ))
+    return [run.id for run in silent]

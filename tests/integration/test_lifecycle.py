@@ -1,0 +1,63 @@
+"""Run status: stalled when silent, running again when data returns, crashed as an event."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import new_run_id
+from tests.integration.test_live_detection import wait_until
+from tests.servers import ServerProcess
+
+
+@pytest.fixture
+def quick_stall_server(store_url: str, tmp_path: Path) -> Iterator[ServerProcess]:
+    env = {"HOLTER_STALL_AFTER": "1.5", "HOLTER_STALL_CHECK_INTERVAL": "0.2"}
+    server = ServerProcess(store_url, env=env, log_path=tmp_path / "server.log").start()
+    yield server
+    server.stop()
+
+
+def test_a_silent_run_stalls_and_resumes_when_points_return(quick_stall_server: ServerProcess) -> None:
+    api = httpx.Client(base_url=f"{quick_stall_server.url}/api/v1")
+    run_id = new_run_id()
+    api.post("/runs", json={"id": run_id, "project": "life"})
+    api.post(f"/runs/{run_id}/points", json={"metrics": {"loss": {"steps": [7], "values": [1.0]}}})
+    wait_until(lambda: api.get(f"/runs/{run_id}").json()["status"] == "stalled", timeout=15)
+    (stalled,) = api.get(f"/runs/{run_id}/events", params={"kind": "run_stalled"}).json()["data"]
+    assert stalled["metric"] is None and "step 7" in stalled["summary"]
+    api.post(f"/runs/{run_id}/points", json={"metrics": {"loss": {"steps": [8], "values": [1.0]}}})
+    assert api.get(f"/runs/{run_id}").json()["status"] == "running"
+    (resumed,) = api.get(f"/runs/{run_id}/events", params={"kind": "run_resumed"}).json()["data"]
+    assert "resumed after" in resumed["summary"]
+
+
+def test_heartbeats_keep_a_quiet_run_from_stalling(quick_stall_server: ServerProcess) -> None:
+    api = httpx.Client(base_url=f"{quick_stall_server.url}/api/v1")
+    run_id = new_run_id()
+    api.post("/runs", json={"id": run_id, "project": "life"})
+    for _ in range(8):
+        time.sleep(0.5)
+        api.post(f"/runs/{run_id}/heartbeat")
+    assert api.get(f"/runs/{run_id}").json()["status"] == "running"
+
+
+def test_finished_runs_never_stall(quick_stall_server: ServerProcess) -> None:
+    api = httpx.Client(base_url=f"{quick_stall_server.url}/api/v1")
+    run_id = new_run_id()
+    api.post("/runs", json={"id": run_id, "project": "life"})
+    api.post(f"/runs/{run_id}/finish", json={"status": "finished"})
+    time.sleep(2.5)
+    assert api.get(f"/runs/{run_id}").json()["status"] == "finished"
+
+
+def test_a_crash_is_recorded_as_a_critical_event(api: httpx.Client) -> None:
+    run_id = new_run_id()
+    api.post("/runs", json={"id": run_id, "project": "life"})
+    api.post(f"/runs/{run_id}/finish", json={"status": "crashed"})
+    (crash,) = api.get(f"/runs/{run_id}/events", params={"kind": "run_crashed"}).json()["data"]
+    assert crash["severity"] == "critical"
