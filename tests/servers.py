@@ -27,7 +27,8 @@ class ServerProcess:
         self.database_url = database_url
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.env = {**os.environ, **(env or {})}
+        # Test receivers listen on loopback, which a real deployment refuses as a webhook target.
+        self.env = {**os.environ, "HOLTER_ALLOW_PRIVATE_WEBHOOKS": "true", **(env or {})}
         self.log_path = log_path
         self.process: subprocess.Popen[bytes] | None = None
 

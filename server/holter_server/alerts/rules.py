@@ -1,0 +1,79 @@
+"""Which alert rules an event matches. Pure: facts in, a yes or no out."""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+from dataclasses import dataclass
+
+SEVERITY_RANK = {"info": 0, "warning": 1, "critical": 2}
+THRESHOLD_OPS = ("above", "below", "nonfinite")
+
+# What a new project's first channel is told about unless someone says otherwise.
+DEFAULT_RULES = (
+    {"name": "divergence and NaN", "kinds": ["divergence"], "min_severity": "warning"},
+    {"name": "run stalled or crashed", "kinds": ["run_stalled", "run_crashed"], "min_severity": "warning"},
+    {"name": "logprob mismatch off zero", "kinds": ["mismatch_off_zero"], "min_severity": "warning"},
+)
+
+
+@dataclass(frozen=True)
+class RuleSpec:
+    """The filters of one rule; None means any."""
+
+    project: str | None = None
+    run_tag: str | None = None
+    metric_pattern: str | None = None
+    kinds: tuple[str, ...] | None = None
+    min_severity: str = "warning"
+    threshold_op: str | None = None
+    threshold_value: float | None = None
+
+
+@dataclass(frozen=True)
+class EventFacts:
+    """What a rule looks at in an event and its run."""
+
+    project: str
+    run_tags: tuple[str, ...]
+    metric: str | None
+    kind: str
+    severity: str
+
+
+def matches(rule: RuleSpec, event: EventFacts) -> bool:
+    """True when the event passes every filter of an event rule (threshold rules never match events)."""
+    if rule.threshold_op is not None:
+        return False
+    if rule.project is not None and rule.project != event.project:
+        return False
+    if rule.run_tag is not None and rule.run_tag not in event.run_tags:
+        return False
+    if rule.metric_pattern is not None and (event.metric is None or not fnmatch.fnmatchcase(event.metric, rule.metric_pattern)):
+        return False
+    if rule.kinds and event.kind not in rule.kinds:
+        return False
+    return SEVERITY_RANK.get(event.severity, 0) >= SEVERITY_RANK.get(rule.min_severity, 1)
+
+
+def threshold_applies(rule: RuleSpec, project: str, run_tags: tuple[str, ...], metric: str) -> bool:
+    """True when a threshold rule watches this metric of this run."""
+    if rule.threshold_op is None:
+        return False
+    if rule.project is not None and rule.project != project:
+        return False
+    if rule.run_tag is not None and rule.run_tag not in run_tags:
+        return False
+    return rule.metric_pattern is None or fnmatch.fnmatchcase(metric, rule.metric_pattern)
+
+
+def first_crossing(rule: RuleSpec, steps: list[int], values: list[float]) -> tuple[int, float] | None:
+    """The first (step, value) that crosses the rule's threshold, or None."""
+    for step, value in zip(steps, values):
+        if rule.threshold_op == "nonfinite" and not math.isfinite(value):
+            return step, value
+        if rule.threshold_op == "above" and (value > rule.threshold_value or (math.isnan(value))):  # type: ignore[operator]
+            return step, value
+        if rule.threshold_op == "below" and (value < rule.threshold_value or math.isnan(value)):  # type: ignore[operator]
+            return step, value
+    return None

@@ -1,0 +1,134 @@
+"""Alerting: channels, rules, deliveries, test messages, and the curve picture alerts link to."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import httpx
+from fastapi import APIRouter, HTTPException, Query, Response
+
+from holter_server.alerts.sparkline import png_sparkline
+from holter_server.alerts.targets import TargetRefused, check_target
+from holter_server.api.deps import SessionDep, SettingsDep
+from holter_server.api.routes.runs import require_run
+from holter_server.schemas.alerts import ChannelCreate, ChannelPublic, DeliveryPublic, RuleCreate, RulePublic, RuleUpdate
+from holter_server.services.alerting import CONTEXT_POINTS, add_default_rules
+from holter_server.services.dispatch import DeliveryError, send_test
+from holter_server.store import alerts as alerts_store
+from holter_server.store import events as events_store
+from holter_server.store import points as points_store
+from holter_server.store import runs as runs_store
+from holter_server.store.models import ChannelRow
+
+router = APIRouter(tags=["alerts"])
+
+
+def _require_channel(session: SessionDep, channel_id: int) -> ChannelRow:
+    channel = alerts_store.get_channel(session=session, channel_id=channel_id)
+    if channel is None:
+        raise HTTPException(status_code=404, detail=f"unknown channel {channel_id}")
+    return channel
+
+
+@router.post("/channels", response_model=ChannelPublic, status_code=201, summary="Add a chat channel (its secret is never shown again)")
+def add_channel(session: SessionDep, settings: SettingsDep, body: ChannelCreate) -> ChannelPublic:
+    if body.kind != "apprise":
+        try:
+            check_target(body.target, allow_private=settings.allow_private_webhooks)
+        except TargetRefused as exc:
+            raise HTTPException(status_code=422, detail=str(exc)) from exc
+    channel = alerts_store.add_channel(session=session, name=body.name, kind=body.kind, project=body.project,
+                                       target=body.target, signing_secret=body.signing_secret)
+    if body.default_rules:
+        add_default_rules(session=session, channel_id=channel.id, project=body.project)
+    session.commit()
+    return ChannelPublic.from_row(channel)
+
+
+@router.get("/channels", response_model=list[ChannelPublic], summary="Channels (secrets masked)")
+def list_channels(session: SessionDep, project: str | None = None) -> list[ChannelPublic]:
+    return [ChannelPublic.from_row(row) for row in alerts_store.list_channels(session=session, project=project)]
+
+
+@router.delete("/channels/{channel_id}", status_code=204, summary="Remove a channel and its rules")
+def delete_channel(session: SessionDep, channel_id: int) -> Response:
+    alerts_store.delete_channel(session=session, channel=_require_channel(session, channel_id))
+    session.commit()
+    return Response(status_code=204)
+
+
+@router.post("/channels/{channel_id}/test", summary="Send a test message now")
+def test_channel(session: SessionDep, settings: SettingsDep, channel_id: int) -> dict[str, str]:
+    channel = _require_channel(session, channel_id)
+    with httpx.Client(timeout=settings.alert_timeout) as client:
+        try:
+            send_test(channel=channel, client=client, base_url=settings.base_url(), allow_private=settings.allow_private_webhooks)
+        except DeliveryError as exc:
+            raise HTTPException(status_code=502, detail=f"the channel did not take the test message: {exc}") from exc
+    return {"status": "delivered"}
+
+
+@router.post("/rules", response_model=RulePublic, status_code=201, summary="Add an alert rule")
+def add_rule(session: SessionDep, body: RuleCreate) -> RulePublic:
+    _require_channel(session, body.channel_id)
+    rule = alerts_store.add_rule(session=session, channel_id=body.channel_id, fields=body.model_dump(exclude={"channel_id"}))
+    session.commit()
+    return RulePublic.from_row(rule)
+
+
+@router.get("/rules", response_model=list[RulePublic], summary="Alert rules")
+def list_rules(session: SessionDep, channel_id: int | None = None) -> list[RulePublic]:
+    return [RulePublic.from_row(row) for row in alerts_store.list_rules(session=session, channel_id=channel_id)]
+
+
+@router.patch("/rules/{rule_id}", response_model=RulePublic, summary="Enable or disable a rule")
+def update_rule(session: SessionDep, rule_id: int, body: RuleUpdate) -> RulePublic:
+    rule = alerts_store.get_rule(session=session, rule_id=rule_id)
+    if rule is None:
+        raise HTTPException(status_code=404, detail=f"unknown rule {rule_id}")
+    rule.enabled = body.enabled
+    session.commit()
+    return RulePublic.from_row(rule)
+
+
+@router.delete("/rules/{rule_id}", status_code=204, summary="Remove a rule")
+def delete_rule(session: SessionDep, rule_id: int) -> Response:
+    rule = alerts_store.get_rule(session=session, rule_id=rule_id)
+    if rule is None:
+        raise HTTPException(status_code=404, detail=f"unknown rule {rule_id}")
+    alerts_store.delete_rule(session=session, rule=rule)
+    session.commit()
+    return Response(status_code=204)
+
+
+@router.get("/deliveries", response_model=list[DeliveryPublic], summary="Recent deliveries, newest first, with failures")
+def list_deliveries(
+    session: SessionDep, channel_id: int | None = None, status: str | None = None, run_id: str | None = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> list[DeliveryPublic]:
+    rows = alerts_store.list_deliveries(session=session, channel_id=channel_id, status=status, run_id=run_id, limit=limit)
+    return [DeliveryPublic.from_row(row) for row in rows]
+
+
+@router.post("/deliveries/{delivery_id}/retry", response_model=DeliveryPublic, summary="Queue a failed delivery again")
+def retry_delivery(session: SessionDep, delivery_id: int) -> DeliveryPublic:
+    delivery = alerts_store.get_delivery(session=session, delivery_id=delivery_id)
+    if delivery is None:
+        raise HTTPException(status_code=404, detail=f"unknown delivery {delivery_id}")
+    delivery = alerts_store.retry_delivery(session=session, delivery=delivery)
+    session.commit()
+    return DeliveryPublic.from_row(delivery)
+
+
+@router.get("/runs/{run_id}/events/{event_id}/sparkline.png", summary="A small picture of the curve around an event",
+            response_class=Response, responses={200: {"content": {"image/png": {}}}})
+def event_sparkline(session: SessionDep, run_id: str, event_id: int) -> Response:
+    require_run(session, run_id)
+    event = events_store.get_event(session=session, run_id=run_id, event_id=event_id)
+    metric = runs_store.get_metric(session=session, run_id=run_id, name=event.metric) if event and event.metric else None
+    if event is None or metric is None or event.start_step is None:
+        raise HTTPException(status_code=404, detail=f"run {run_id!r} has no metric event {event_id}")
+    around = points_store.read_points(session=session, run_id=run_id, metric_id=metric.metric_id,
+                                      start=max(0, event.start_step - CONTEXT_POINTS // 2), end=None, limit=CONTEXT_POINTS)
+    mark = around.steps.index(event.start_step) if event.start_step in around.steps else None
+    return Response(png_sparkline(around.values, mark_index=mark), media_type="image/png", headers={"Cache-Control": "max-age=3600"})

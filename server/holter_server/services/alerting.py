@@ -1,0 +1,149 @@
+"""Turning events into alerts: match the rules and queue deliveries in the outbox, in the same
+transaction that records the event (so an event is never stored without its alerts, nor the
+other way round)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from sqlalchemy.orm import Session
+
+from holter_server.alerts.rules import DEFAULT_RULES, SEVERITY_RANK, EventFacts, RuleSpec, first_crossing, matches, threshold_applies
+from holter_server.alerts.sparkline import text_sparkline
+from holter_server.store import alerts as alerts_store
+from holter_server.store import points as points_store
+from holter_server.store import runs as runs_store
+from holter_server.store.models import AlertRuleRow, EventRow, RunRow
+from holter_server.store.runs import now
+
+CONTEXT_POINTS = 120  # points around an event shown in its sparkline
+
+
+def rule_spec(rule: AlertRuleRow) -> RuleSpec:
+    return RuleSpec(project=rule.project, run_tag=rule.run_tag, metric_pattern=rule.metric_pattern,
+                    kinds=tuple(rule.kinds) if rule.kinds else None, min_severity=rule.min_severity,
+                    threshold_op=rule.threshold_op, threshold_value=rule.threshold_value)
+
+
+def add_default_rules(*, session: Session, channel_id: int, project: str | None) -> list[AlertRuleRow]:
+    """The rules a new channel starts with: divergence and NaN, stalled or crashed runs, and the
+    logprob mismatch leaving ≈0."""
+    return [alerts_store.add_rule(session=session, channel_id=channel_id,
+                                  fields={**rule, "project": project, "cooldown_s": 300.0}) for rule in DEFAULT_RULES]
+
+
+def dashboard_link(base_url: str, run_id: str, metric: str | None, start: int | None, end: int | None) -> str:
+    """The dashboard's run page, showing the metric and zoomed around the steps (its URL restores the view)."""
+    params: dict[str, Any] = {}
+    if metric:
+        params["metrics"] = metric
+    if start is not None:
+        span = max((end or start) - start, 50)
+        params["start"] = max(0, start - span)
+        params["end"] = (end or start) + span
+    query = f"?{urlencode(params)}" if params else ""
+    return f"{base_url.rstrip('/')}/runs/{quote(run_id)}{query}"
+
+
+def describe_event(*, session: Session, event: EventRow, run: RunRow) -> dict[str, Any]:
+    """What an alert says about an event: everything a channel formatter needs, with the evidence.
+
+    Links are added when it is sent (`with_links`), from the base URL the sender is configured with.
+    """
+    sparkline = ""
+    if event.metric is not None and event.start_step is not None:
+        metric = runs_store.get_metric(session=session, run_id=run.id, name=event.metric)
+        if metric is not None:
+            around = points_store.read_points(session=session, run_id=run.id, metric_id=metric.metric_id,
+                                              start=max(0, event.start_step - CONTEXT_POINTS // 2), end=None, limit=CONTEXT_POINTS)
+            sparkline = text_sparkline(around.values)
+    moment = event.updated_at or now()
+    return {
+        "project": run.project, "run_id": run.id, "run_name": run.name, "metric": event.metric, "kind": event.kind,
+        "severity": event.severity, "summary": event.summary, "step": event.peak_step if event.peak_step is not None else event.start_step,
+        "start_step": event.start_step, "end_step": event.end_step, "time": moment.isoformat(),
+        "sparkline": sparkline, "event_id": event.id,
+    }
+
+
+def with_links(alert: dict[str, Any], base_url: str) -> dict[str, Any]:
+    """The alert with its dashboard link and, for metric events, the URL of its curve picture."""
+    image_url = None
+    if alert.get("metric") and alert.get("start_step") is not None and alert.get("event_id") is not None:
+        image_url = f"{base_url.rstrip('/')}/api/v1/runs/{quote(alert['run_id'])}/events/{alert['event_id']}/sparkline.png"
+    link = dashboard_link(base_url, alert["run_id"], alert.get("metric"), alert.get("start_step"), alert.get("end_step"))
+    return {**alert, "link": link, "image_url": image_url}
+
+
+def alert_on_event(*, session: Session, event: EventRow, previous_severity: str | None) -> int:
+    """Queue alerts for an event that is new (previous_severity None) or got worse; returns how many.
+
+    Updates to a growing event do not notify again unless its severity rose. Within a rule's
+    cooldown for the run, the alert waits until the cooldown ends and goes out grouped with
+    whatever else came up meanwhile.
+    """
+    if event.status not in ("open",):
+        return 0
+    if previous_severity is not None and SEVERITY_RANK.get(event.severity, 0) <= SEVERITY_RANK.get(previous_severity, 0):
+        return 0
+    run = session.get(RunRow, event.run_id)
+    if run is None:
+        return 0
+    facts = EventFacts(project=run.project, run_tags=tuple(run.tags or ()), metric=event.metric, kind=event.kind, severity=event.severity)
+    queued = 0
+    alert: dict[str, Any] | None = None
+    for rule in alerts_store.list_rules(session=session, enabled_only=True):
+        if not matches(rule_spec(rule), facts):
+            continue
+        alert = alert or describe_event(session=session, event=event, run=run)
+        queued += _queue(session, rule, run.id, event.id, alert, f"event:{event.id}:{event.severity}:rule:{rule.id}")
+    if event.kind == "run_resumed":
+        queued += _resolve_stalls(session, run, event)
+    return queued
+
+
+def _queue(session: Session, rule: AlertRuleRow, run_id: str, event_id: int | None, alert: dict[str, Any], key: str, purpose: str = "alert") -> int:
+    moment = now()
+    not_before = moment
+    last = alerts_store.last_delivery_time(session=session, rule_id=rule.id, run_id=run_id)
+    if last is not None and last > moment:
+        not_before = last  # one is already waiting out the cooldown: go with it, as one message
+    elif last is not None and moment - last < timedelta(seconds=rule.cooldown_s):
+        not_before = last + timedelta(seconds=rule.cooldown_s)
+    row = alerts_store.queue_delivery(session=session, channel_id=rule.channel_id, rule_id=rule.id, run_id=run_id, event_id=event_id,
+                                      purpose=purpose, idempotency_key=key, alert=alert, not_before=not_before)
+    return 0 if row is None else 1
+
+
+def _resolve_stalls(session: Session, run: RunRow, event: EventRow) -> int:
+    """A stalled run came back: tell every channel that heard about the stall."""
+    queued = 0
+    for stall in alerts_store.delivered_for(session=session, run_id=run.id, kind="run_stalled"):
+        alert = describe_event(session=session, event=event, run=run)
+        row = alerts_store.queue_delivery(session=session, channel_id=stall.channel_id, rule_id=stall.rule_id, run_id=run.id,
+                                          event_id=event.id, purpose="resolved", idempotency_key=f"resolved:{stall.id}:{event.id}",
+                                          alert=alert, not_before=now())
+        queued += row is not None
+    return queued
+
+
+def threshold_rules_for(*, session: Session, run: RunRow, metric: str) -> list[AlertRuleRow]:
+    """Enabled threshold rules that watch this metric of this run."""
+    return [r for r in alerts_store.list_rules(session=session, enabled_only=True)
+            if threshold_applies(rule_spec(r), run.project, tuple(run.tags or ()), metric)]
+
+
+def threshold_crossing(rule: AlertRuleRow, steps: list[int], values: list[float]) -> tuple[int, float] | None:
+    """Where new points first cross a threshold rule, if they do."""
+    return first_crossing(rule_spec(rule), steps, values)
+
+
+def alert_on_threshold(*, session: Session, rule: AlertRuleRow, event: EventRow) -> int:
+    """Queue the alert of a threshold rule's own event to that rule's channel."""
+    run = session.get(RunRow, event.run_id)
+    if run is None or event.status != "open":
+        return 0
+    alert = describe_event(session=session, event=event, run=run)
+    return _queue(session, rule, run.id, event.id, alert, f"event:{event.id}:threshold:rule:{rule.id}")

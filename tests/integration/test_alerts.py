@@ -1,0 +1,304 @@
+"""Alerts end to end, on SQLite and Postgres: a real service, the real client, and real HTTP
+receivers that imitate each chat channel (down for a while, 429, slow)."""
+
+from __future__ import annotations
+
+import math
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import jsonschema
+import pytest
+
+import holter
+from holter_server.alerts.signing import verify
+from tests.chat_schemas import SCHEMAS
+from tests.receivers import Receiver
+from tests.servers import ServerProcess
+
+SECRET = "test-signing-secret-0123456789"
+
+
+@pytest.fixture(scope="module")
+def alert_server(store_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    env = {"HOLTER_STALL_AFTER": "2", "HOLTER_STALL_CHECK_INTERVAL": "0.2", "HOLTER_ALERT_GIVE_UP_AFTER": "4",
+           "HOLTER_PUBLIC_URL": "http://holter.example:8765"}
+    server = ServerProcess(store_url, env=env, log_path=tmp_path_factory.mktemp("alerts") / "server.log").start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def api(alert_server: ServerProcess) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=f"{alert_server.url}/api/v1", timeout=30) as client:
+        yield client
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    hook = Receiver().start()
+    yield hook
+    hook.stop()
+
+
+@pytest.fixture
+def project() -> str:
+    return f"alerts-{uuid.uuid4().hex[:8]}"
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.1)
+
+
+def statuses(api: httpx.Client, channel_id: int) -> list[str]:
+    return [d["status"] for d in api.get("/deliveries", params={"channel_id": channel_id}).json()]
+
+
+def add_channel(api: httpx.Client, receiver: Receiver, project: str, kind: str = "webhook", **extra: object) -> dict:
+    body = {"name": f"{kind}-{project}", "kind": kind, "target": receiver.url, "project": project, **extra}
+    if kind == "webhook" and "signing_secret" not in extra:
+        body["signing_secret"] = SECRET
+    answer = api.post("/channels", json=body)
+    assert answer.status_code == 201, answer.text
+    return answer.json()
+
+
+def diverge(url: str, project: str, spool: Path, *, nan_from: int = 200, steps: int = 260) -> holter.Run:
+    """A run whose loss goes NaN at `nan_from`."""
+    run = holter.init(project=project, name="diverging", url=url, spool_dir=spool)
+    for step in range(steps):
+        run.log({"loss": math.nan if step >= nan_from else 3.0 - step / 300}, step=step)
+    run.finish()
+    return run
+
+
+def test_a_divergence_reaches_a_signed_webhook_once_with_its_evidence(alert_server: ServerProcess, api: httpx.Client,
+                                                                      receiver: Receiver, project: str, spool_dir: Path) -> None:
+    add_channel(api, receiver, project)
+    run = diverge(alert_server.url, project, spool_dir)
+    wait_until(lambda: len(receiver.messages()) >= 1)
+    time.sleep(2)  # more detection passes over the growing divergence: no second message
+    (message,) = receiver.messages()
+    assert verify(SECRET, message.body, message.headers["x-holter-signature"])
+    payload = message.json()
+    jsonschema.validate(payload, SCHEMAS["webhook"])
+    (alert,) = payload["alerts"]
+    assert (alert["project"], alert["run_id"], alert["metric"], alert["kind"], alert["severity"]) == (project, run.id, "loss", "divergence", "critical")
+    assert "NaN" in alert["summary"] and "200" in alert["summary"] and alert["start_step"] == 200
+    assert alert["link"].startswith(f"http://holter.example:8765/runs/{run.id}?metrics=loss&start=")
+    assert alert["sparkline"] and "×" in alert["sparkline"]
+    assert alert["image_url"].endswith(".png") and message.headers["idempotency-key"] == payload["idempotency_key"]
+
+
+@pytest.mark.parametrize("kind", ["slack", "discord", "teams"])
+def test_each_chat_channel_gets_its_documented_payload(alert_server: ServerProcess, api: httpx.Client, receiver: Receiver,
+                                                      project: str, spool_dir: Path, kind: str) -> None:
+    add_channel(api, receiver, project, kind=kind)
+    diverge(alert_server.url, project, spool_dir)
+    wait_until(lambda: len(receiver.messages()) >= 1)
+    (message,) = receiver.messages()
+    jsonschema.validate(message.json(), SCHEMAS[kind])
+    assert "NaN" in message.body.decode()
+
+
+def test_the_curve_picture_in_an_alert_is_served(alert_server: ServerProcess, api: httpx.Client, receiver: Receiver,
+                                                 project: str, spool_dir: Path) -> None:
+    add_channel(api, receiver, project)
+    diverge(alert_server.url, project, spool_dir)
+    wait_until(lambda: len(receiver.messages()) >= 1)
+    image_url = receiver.messages()[0].json()["alerts"][0]["image_url"]
+    png = httpx.get(image_url.replace("http://holter.example:8765", alert_server.url))
+    assert png.headers["content-type"] == "image/png" and png.content.startswith(b"\x89PNG")
+
+
+def test_an_outage_delays_the_alert_but_never_loses_it(alert_server: ServerProcess, api: httpx.Client, project: str, spool_dir: Path) -> None:
+    receiver = Receiver()  # not started: the port refuses connections
+    channel = add_channel(api, receiver, project)
+    diverge(alert_server.url, project, spool_dir)
+    wait_until(lambda: any(d["attempts"] >= 1 and d["last_error"] for d in api.get("/deliveries", params={"channel_id": channel["id"]}).json()))
+    (pending,) = api.get("/deliveries", params={"channel_id": channel["id"]}).json()
+    assert pending["status"] == "pending"
+    receiver.start()
+    try:
+        wait_until(lambda: statuses(api, channel["id"]) == ["delivered"])
+        assert len(receiver.messages()) == 1
+    finally:
+        receiver.stop()
+
+
+def test_a_429_waits_as_long_as_retry_after_says(alert_server: ServerProcess, api: httpx.Client, receiver: Receiver,
+                                                 project: str, spool_dir: Path) -> None:
+    receiver.answers = [(429, {"Retry-After": "2"})]
+    add_channel(api, receiver, project)
+    diverge(alert_server.url, project, spool_dir)
+    wait_until(lambda: len(receiver.messages()) == 2)
+    first, second = receiver.messages()
+    assert first.headers["idempotency-key"] == second.headers["idempotency-key"]
+    assert first.body == second.body or first.json()["alerts"] == second.json()["alerts"]
+
+
+def test_a_slow_receiver_still_gets_its_alert_once(alert_server: ServerProcess, api: httpx.Client, receiver: Receiver,
+                                                   project: str, spool_dir: Path) -> None:
+    receiver.delay = 3.0
+    channel = add_channel(api, receiver, project)
+    diverge(alert_server.url, project, spool_dir)
+    wait_until(lambda: statuses(api, channel["id"]) == ["delivered"])
+    assert len(receiver.messages()) == 1
+
+
+def test_an_undeliverable_alert_ends_failed_and_can_be_retried(alert_server: ServerProcess, api: httpx.Client,
+                                                              project: str, spool_dir: Path) -> None:
+    receiver = Receiver()  # down for longer than the server's give-up time (4 s)
+    channel = add_channel(api, receiver, project)
+    diverge(alert_server.url, project, spool_dir)
+    wait_until(lambda: statuses(api, channel["id"]) == ["failed"], timeout=60)
+    (failed,) = api.get("/deliveries", params={"channel_id": channel["id"], "status": "failed"}).json()
+    assert failed["last_error"]
+    receiver.start()
+    try:
+        assert api.post(f"/deliveries/{failed['id']}/retry").json()["status"] == "pending"
+        wait_until(lambda: len(receiver.messages()) == 1)
+    finally:
+        receiver.stop()
+
+
+def test_a_burst_of_events_goes_out_as_one_message(alert_server: ServerProcess, api: httpx.Client, receiver: Receiver,
+                                                   project: str, spool_dir: Path) -> None:
+    channel = add_channel(api, receiver, project, default_rules=False)
+    api.post("/rules", json={"channel_id": channel["id"], "name": "everything", "min_severity": "info", "cooldown_s": 0}).raise_for_status()
+    run = holter.init(project=project, url=alert_server.url)
+    for step in range(300):
+        run.log({"loss": math.nan if step >= 250 else 2.0, "grad_norm": math.nan if step >= 250 else 1.0, "act_norm/layer.0": math.nan if step >= 250 else 1.0}, step=step)
+    run.finish()
+    wait_until(lambda: len(receiver.messages()) >= 1)
+    time.sleep(1.5)
+    alerts = [a for m in receiver.messages() for a in m.json()["alerts"]]
+    assert len(alerts) >= 3 and len(receiver.messages()) < len(alerts)
+
+
+def test_within_the_cooldown_alerts_wait_and_go_out_together(alert_server: ServerProcess, api: httpx.Client, receiver: Receiver,
+                                                             project: str, spool_dir: Path) -> None:
+    channel = add_channel(api, receiver, project, default_rules=False)
+    api.post("/rules", json={"channel_id": channel["id"], "name": "spikes", "kinds": ["spike"], "min_severity": "info", "cooldown_s": 3}).raise_for_status()
+    run = holter.init(project=project, url=alert_server.url, flush_interval=0.1)
+    for step in range(400):
+        run.log({"grad_norm": 50.0 if step in (100, 200, 300) else 1.0 + 0.01 * (step % 5)}, step=step)
+        if step in (150, 250):
+            run.flush()
+            time.sleep(1.0)  # the second and third spikes arrive inside the first one's cooldown
+    run.finish()
+    wait_until(lambda: sum(len(m.json()["alerts"]) for m in receiver.messages()) == 3, timeout=30)
+    assert len(receiver.messages()) == 2  # the first at once, the other two together after the cooldown
+
+
+def test_a_stalled_run_alerts_and_its_resumption_follows_up(alert_server: ServerProcess, api: httpx.Client, receiver: Receiver,
+                                                            project: str) -> None:
+    add_channel(api, receiver, project)
+    run_id = f"stall-{uuid.uuid4().hex[:8]}"
+    api.post("/runs", json={"id": run_id, "project": project})
+    api.post(f"/runs/{run_id}/points", json={"metrics": {"loss": {"steps": [1], "values": [2.0]}}})
+    wait_until(lambda: len(receiver.messages()) == 1)
+    assert receiver.messages()[0].json()["alerts"][0]["kind"] == "run_stalled"
+    api.post(f"/runs/{run_id}/points", json={"metrics": {"loss": {"steps": [2], "values": [2.0]}}})
+    wait_until(lambda: len(receiver.messages()) == 2)
+    resolved = receiver.messages()[1].json()
+    assert resolved["type"] == "holter.resolved" and resolved["alerts"][0]["kind"] == "run_resumed"
+    api.post(f"/runs/{run_id}/finish", json={"status": "finished"})
+
+
+def test_a_threshold_rule_fires_once_at_the_first_crossing(alert_server: ServerProcess, api: httpx.Client, receiver: Receiver,
+                                                          project: str, spool_dir: Path) -> None:
+    channel = add_channel(api, receiver, project, default_rules=False)
+    api.post("/rules", json={"channel_id": channel["id"], "name": "acc too low", "metric_pattern": "accuracy",
+                             "threshold_op": "below", "threshold_value": 0.5}).raise_for_status()
+    run = holter.init(project=project, url=alert_server.url)
+    for step in range(100):
+        run.log({"accuracy": 0.9 if step < 60 else 0.3}, step=step)
+    run.finish()
+    wait_until(lambda: len(receiver.messages()) == 1)
+    time.sleep(1.5)
+    (message,) = receiver.messages()
+    alert = message.json()["alerts"][0]
+    assert (alert["kind"], alert["start_step"]) == ("threshold", 60) and "below 0.5" in alert["summary"]
+
+
+def test_secrets_are_never_returned(api: httpx.Client, receiver: Receiver, project: str) -> None:
+    secret_url = receiver.url + "?token=T0P-SECRET-TOKEN-abcdef"
+    created = api.post("/channels", json={"name": "s", "kind": "slack", "target": secret_url, "project": project}).json()
+    listing = api.get("/channels", params={"project": project}).text
+    for text in (str(created), listing):
+        assert "T0P-SECRET" not in text and SECRET not in text
+    assert created["target"].startswith("http://127.0.0.1/…")
+
+
+def test_a_test_message_goes_out_now_and_reports_failure(api: httpx.Client, receiver: Receiver, project: str) -> None:
+    channel = add_channel(api, receiver, project, kind="discord")
+    assert api.post(f"/channels/{channel['id']}/test").json() == {"status": "delivered"}
+    jsonschema.validate(receiver.messages()[0].json(), SCHEMAS["discord"])
+    receiver.answers = [(500, {})]
+    failed = api.post(f"/channels/{channel['id']}/test")
+    assert failed.status_code == 502 and "500" in failed.json()["detail"]
+
+
+def test_bad_channels_and_rules_are_422(api: httpx.Client, project: str) -> None:
+    assert api.post("/channels", json={"name": "x", "kind": "slack", "target": "ftp://nope"}).status_code == 422
+    assert api.post("/channels", json={"name": "x", "kind": "pager", "target": "http://x"}).status_code == 422
+    assert api.post("/rules", json={"channel_id": 1, "name": "t", "threshold_op": "above"}).status_code == 422
+    assert api.post("/rules", json={"channel_id": 999999, "name": "t"}).status_code == 404
+
+
+def test_alerts_go_out_exactly_once_through_a_service_restart(store_url: str, tmp_path: Path, spool_dir: Path) -> None:
+    receiver = Receiver(delay=2.0).start()  # slow: the kill lands while the webhook request is in flight
+    server = ServerProcess(store_url, log_path=tmp_path / "server.log").start()
+    project = f"alerts-restart-{uuid.uuid4().hex[:6]}"
+    try:
+        api = httpx.Client(base_url=f"{server.url}/api/v1", timeout=30)
+        add_channel(api, receiver, project)
+        diverge(server.url, project, spool_dir)
+        wait_until(lambda: len(receiver.messages()) >= 1)
+        server.kill()
+        server.start()
+        time.sleep(4)  # the restarted dispatcher finds the delivery still pending and sends it again
+        keys = [m.headers["idempotency-key"] for m in receiver.messages()]
+        assert len(set(keys)) == 1  # a resend after the crash carries the same key: the receiver keeps one
+        deliveries = [d for d in api.get("/deliveries").json() if d["idempotency_key"] == keys[0]]
+        assert [d["status"] for d in deliveries] == ["delivered"]
+    finally:
+        server.stop()
+        receiver.stop()
+
+
+def test_a_default_service_refuses_channels_pointing_at_its_own_network(store_url: str, tmp_path: Path) -> None:
+    server = ServerProcess(store_url, env={"HOLTER_ALLOW_PRIVATE_WEBHOOKS": "false"}, log_path=tmp_path / "server.log").start()
+    try:
+        answer = httpx.post(f"{server.url}/api/v1/channels", json={"name": "x", "kind": "slack", "target": "http://127.0.0.1:9/hook"})
+        assert answer.status_code == 422 and "private or loopback" in answer.json()["detail"]
+    finally:
+        server.stop()
+
+
+def test_the_cli_manages_channels_rules_and_deliveries(alert_server: ServerProcess, receiver: Receiver, project: str) -> None:
+    import subprocess
+    import sys
+
+    def holter_cli(*args: str) -> str:
+        result = subprocess.run([sys.executable, "-m", "holter.cli", "alerts", "--url", alert_server.url, *args],
+                                capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    added = holter_cli("add-channel", "cli-hook", "webhook", receiver.url, "--project", project, "--secret", SECRET)
+    channel_id = added.split()[1]
+    assert project in holter_cli("channels", "--project", project) and receiver.url not in holter_cli("channels")
+    assert "delivered" in holter_cli("test", channel_id)
+    assert verify(SECRET, receiver.messages()[0].body, receiver.messages()[0].headers["x-holter-signature"])
+    holter_cli("add-rule", channel_id, "loss spikes", "--metric", "loss*", "--kind", "spike", "--cooldown", "60")
+    rules = holter_cli("rules", "--channel-id", channel_id)
+    assert "loss spikes" in rules and "divergence and NaN" in rules  # the defaults came with the channel
+    assert holter_cli("deliveries", "--channel-id", channel_id).strip() == "(none)"  # a test message skips the outbox

@@ -1,0 +1,53 @@
+"""Each channel's payload matches what that service documents, for one alert, a burst, and a
+resolved follow-up."""
+
+from __future__ import annotations
+
+import jsonschema
+import pytest
+
+from holter_server.alerts import formatters
+from tests.chat_schemas import SCHEMAS
+
+ALERT = {
+    "project": "gpt2", "run_id": "r1", "run_name": "baseline", "metric": "loss", "kind": "divergence", "severity": "critical",
+    "summary": "loss became NaN at step 8,412; 20 non-finite points", "step": 8412, "start_step": 8412, "end_step": 8431,
+    "time": "2026-11-21T23:59:00+00:00", "link": "http://holter.local:8765/runs/r1?metrics=loss&start=8362&end=8481",
+    "sparkline": "▁▁▂▃▅▇×", "image_url": "http://holter.local:8765/api/v1/runs/r1/events/7/sparkline.png", "event_id": 7,
+}
+
+
+def render(kind: str, alerts: list[dict], purpose: str) -> dict:
+    if kind == "webhook":
+        return formatters.webhook(alerts, purpose, delivery_key="k1")
+    return formatters.FORMATTERS[kind](alerts, purpose)
+
+
+@pytest.mark.parametrize("kind", ["slack", "discord", "teams", "webhook"])
+@pytest.mark.parametrize("purpose", ["alert", "resolved", "test"])
+def test_payload_matches_the_channels_documented_schema(kind: str, purpose: str) -> None:
+    jsonschema.validate(render(kind, [ALERT], purpose), SCHEMAS[kind])
+
+
+@pytest.mark.parametrize("kind", ["slack", "discord", "teams", "webhook"])
+def test_a_burst_of_fifteen_alerts_still_fits_the_channels_limits(kind: str) -> None:
+    burst = [{**ALERT, "event_id": i, "summary": f"event {i} " + "x" * 400} for i in range(15)]
+    jsonschema.validate(render(kind, burst, "alert"), SCHEMAS[kind])
+
+
+@pytest.mark.parametrize("kind", ["slack", "discord", "teams"])
+def test_every_message_carries_the_evidence_and_the_link(kind: str) -> None:
+    text = str(render(kind, [ALERT], "alert"))
+    for needed in ("gpt2", "baseline", "loss", "divergence", "NaN at step 8,412", "8,412", ALERT["link"], ALERT["sparkline"], ALERT["image_url"]):
+        assert needed in text, needed
+
+
+def test_run_level_events_render_without_a_metric_or_picture() -> None:
+    stalled = {**ALERT, "metric": None, "kind": "run_stalled", "severity": "warning", "image_url": None, "sparkline": "", "start_step": 900, "end_step": 900}
+    for kind in ("slack", "discord", "teams", "webhook"):
+        jsonschema.validate(render(kind, [stalled], "alert"), SCHEMAS[kind])
+
+
+def test_a_burst_is_titled_by_its_count_and_worst_severity() -> None:
+    title = formatters.slack([ALERT, {**ALERT, "severity": "warning"}], "alert")["text"]
+    assert title.startswith("🔴 2 problems")
