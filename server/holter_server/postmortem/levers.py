@@ -1,0 +1,265 @@
+"""The lever finder: configuration parameters whose value changes the *structure* of a failure.
+
+The model is the source story (shared/seeds/002): the glitch's period tracked `rollouts_num`
+(8 → 128), which moved the search from "training instability" to "the rollout path". Given
+runs with their configs and events, relate per-run event features (presence of a kind, first
+step, count, sawtooth period, spike spacing, peak size) to every config key that varies, and
+rank the candidates with their evidence. Pure: runs in, candidates out.
+
+Guarding against invented levers: every candidate needs at least `MIN_RUNS` runs, a strong
+relation, and a permutation p-value below `ALPHA` (exact for few runs); keys that move
+together across the runs are reported as confounded instead of being told apart.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+MIN_RUNS = 3
+ALPHA = 0.05
+MIN_CORRELATION = 0.9
+PERMUTATIONS = 5000
+STRUCTURAL = {"presence", "period", "first_step", "spike_spacing"}  # what changes the shape, not the size
+SIZE = {"count", "peak_score"}
+
+
+@dataclass(frozen=True)
+class RunEvents:
+    """One run as the lever finder sees it."""
+
+    run_id: str
+    config: dict[str, Any]
+    events: Sequence[dict[str, Any]]  # each with metric, kind, start_step, period, score
+
+
+@dataclass
+class Candidate:
+    """A config key whose value tracks a feature of a failure, with the evidence."""
+
+    key: str
+    metric: str
+    kind: str
+    feature: str
+    relation: str  # proportional, correlated, separates, determines
+    statistic: float
+    p_value: float
+    runs: int
+    evidence: str
+    confounded_with: list[str] = field(default_factory=list)
+
+    @property
+    def rank(self) -> float:
+        weight = 1.0 if self.feature in STRUCTURAL else 0.5
+        return weight * abs(self.statistic) * (1 - self.p_value) * min(1.0, self.runs / 5)
+
+
+@dataclass
+class LeverReport:
+    runs: int
+    varying_keys: list[str]
+    candidates: list[Candidate]
+    confounded: list[list[str]]
+    note: str
+
+
+def _flatten(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in config.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(_flatten(value, f"{name}."))
+        elif isinstance(value, (str, int, float, bool)) or value is None:
+            flat[name] = value
+    return flat
+
+
+def _numeric(values: list[Any]) -> bool:
+    return all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in values)
+
+
+def features(run: RunEvents) -> dict[tuple[str, str, str], float]:
+    """Per (metric, kind, feature): the run's value. Presence is 1.0 when the kind occurred."""
+    grouped: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for event in run.events:
+        if event.get("metric"):
+            grouped.setdefault((event["metric"], event["kind"]), []).append(event)
+    found: dict[tuple[str, str, str], float] = {}
+    for (metric, kind), events in grouped.items():
+        found[(metric, kind, "presence")] = 1.0
+        found[(metric, kind, "count")] = float(len(events))
+        found[(metric, kind, "first_step")] = float(min(e["start_step"] for e in events))
+        found[(metric, kind, "peak_score")] = float(max(e.get("score") or 0.0 for e in events))
+        periods = [e["period"] for e in events if e.get("period")]
+        if periods:
+            found[(metric, kind, "period")] = float(statistics.median(periods))
+        starts = sorted(e["start_step"] for e in events)
+        if kind == "spike" and len(starts) >= 3:
+            found[(metric, kind, "spike_spacing")] = float(statistics.median(b - a for a, b in zip(starts, starts[1:])))
+    return found
+
+
+def _pearson(xs: Sequence[float], ys: Sequence[float]) -> float:
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    sx = math.sqrt(sum((x - mx) ** 2 for x in xs))
+    sy = math.sqrt(sum((y - my) ** 2 for y in ys))
+    if sx == 0 or sy == 0:
+        return 0.0
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / (sx * sy)
+
+
+def _permutation_p(xs: Sequence[float], ys: Sequence[float], observed: float, seed: int = 0) -> float:
+    """P(|r| >= |observed|) when ys are shuffled: exact for up to 8 runs, sampled beyond."""
+    ys = list(ys)
+    if len(ys) <= 8:
+        orders = list(itertools.permutations(ys))
+    else:
+        rng = random.Random(seed)
+        orders = [rng.sample(ys, len(ys)) for _ in range(PERMUTATIONS)]
+    hits = sum(1 for order in orders if abs(_pearson(xs, order)) >= abs(observed) - 1e-12)
+    return hits / len(orders)
+
+
+def _separation_p(n: int, positives: int) -> float:
+    """Chance that a random labelling of n sorted runs is split perfectly by one threshold."""
+    if positives in (0, n):
+        return 1.0
+    return min(1.0, 2 / math.comb(n, positives))
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:,.4g}"
+    return str(value)
+
+
+def find_levers(runs: Sequence[RunEvents]) -> LeverReport:
+    """Rank config keys whose value changes the structure of a failure across `runs`."""
+    configs = {run.run_id: _flatten(run.config) for run in runs}
+    keys = sorted({k for cfg in configs.values() for k in cfg})
+    varying = [k for k in keys if len({repr(cfg.get(k)) for cfg in configs.values()}) > 1]
+    per_run = {run.run_id: features(run) for run in runs}
+    feature_keys = sorted({f for fs in per_run.values() for f in fs})
+    confounded = _confounded(varying, configs, [run.run_id for run in runs])
+    partners = {k: [other for group in confounded if k in group for other in group if other != k] for k in varying}
+    candidates: list[Candidate] = []
+    if len(runs) < MIN_RUNS:
+        return LeverReport(len(runs), varying, [], confounded, f"{len(runs)} runs: at least {MIN_RUNS} are needed to name a lever")
+    for key in varying:
+        with_key = [run.run_id for run in runs if configs[run.run_id].get(key) is not None]
+        values = [configs[r][key] for r in with_key]
+        for metric, kind, feature in feature_keys:
+            if feature == "presence":
+                found = _presence(key, values, with_key, per_run, metric, kind)
+            else:
+                found = _numeric_feature(key, values, with_key, per_run, metric, kind, feature)
+            if found is not None:
+                found.confounded_with = partners.get(key, [])
+                candidates.append(found)
+    candidates.sort(key=lambda c: c.rank, reverse=True)
+    note = "" if candidates else f"no configuration key explains the failures across these {len(runs)} runs"
+    return LeverReport(len(runs), varying, candidates, confounded, note)
+
+
+def _presence(key: str, values: list[Any], run_ids: list[str], per_run: dict, metric: str, kind: str) -> Candidate | None:
+    has = [bool(per_run[r].get((metric, kind, "presence"))) for r in run_ids]
+    positives = sum(has)
+    if len(run_ids) < MIN_RUNS or positives in (0, len(run_ids)):
+        return None
+    if _numeric(values):
+        order = sorted(zip(values, has), key=lambda pair: pair[0])
+        labels = [h for _, h in order]
+        # The event occurs only above one cut (ascending) or only below it (descending).
+        ascending_cut = labels == sorted(labels)
+        descending_cut = labels == sorted(labels, reverse=True)
+        if not (ascending_cut or descending_cut):
+            return None
+        with_event = [v for v, h in order if h]
+        without = [v for v, h in order if not h]
+        if ascending_cut:
+            cut = (max(without) + min(with_event)) / 2
+            if max(without) == min(with_event):
+                return None
+            side = "above"
+        else:
+            cut = (max(with_event) + min(without)) / 2
+            if max(with_event) == min(without):
+                return None
+            side = "below"
+        p = _separation_p(len(labels), positives)
+        if p >= ALPHA:
+            return None
+        return Candidate(key, metric, kind, "presence", "separates", 1.0, p, len(labels),
+                         f"{key} {side} {_fmt(cut)} separates the {positives} runs with {kind} on {metric} from the "
+                         f"{len(labels) - positives} without (p = {p:.3f})")
+    groups: dict[str, set[bool]] = {}
+    for value, flag in zip(values, has):
+        groups.setdefault(repr(value), set()).add(flag)
+    if any(len(flags) > 1 for flags in groups.values()) or len(groups) < 2:
+        return None
+    with_values = sorted({repr(v) for v, h in zip(values, has) if h})
+    # Exact chance that a random labelling is constant within every value group.
+    sizes = [sum(1 for v in values if repr(v) == g) for g in groups]
+    ways = sum(1 for combo in itertools.product([0, 1], repeat=len(sizes)) if sum(s for s, c in zip(sizes, combo) if c) == positives)
+    p = min(1.0, ways / math.comb(len(values), positives))
+    if p >= ALPHA:
+        return None
+    return Candidate(key, metric, kind, "presence", "determines", 1.0, p, len(values),
+                     f"{kind} on {metric} occurs exactly in the runs where {key} is {', '.join(with_values)} "
+                     f"({positives} of {len(values)} runs, p = {p:.3f})")
+
+
+def _numeric_feature(key: str, values: list[Any], run_ids: list[str], per_run: dict, metric: str, kind: str, feature: str) -> Candidate | None:
+    pairs = [(v, per_run[r][(metric, kind, feature)]) for v, r in zip(values, run_ids) if (metric, kind, feature) in per_run[r]]
+    if len(pairs) < MIN_RUNS or not _numeric([v for v, _ in pairs]):
+        return None
+    xs, ys = [float(v) for v, _ in pairs], [y for _, y in pairs]
+    if len(set(xs)) < MIN_RUNS or len(set(ys)) < 2:
+        return None
+    r = _pearson(xs, ys)
+    if abs(r) < MIN_CORRELATION:
+        return None
+    p = _permutation_p(xs, ys, r)
+    if p >= ALPHA:
+        return None
+    ratios = [y / x for x, y in zip(xs, ys) if x]
+    proportional = len(ratios) == len(xs) and all(q > 0 for q in ratios) and statistics.pstdev(ratios) / statistics.fmean(ratios) < 0.15
+    label = feature.replace("_", " ")
+    if proportional:
+        evidence = (f"{label} of {kind} on {metric} is proportional to {key} across {len(xs)} runs "
+                    f"(≈{statistics.fmean(ratios):.3g} × {key}; r = {r:.2f}, p = {p:.3f})")
+    else:
+        direction = "rises" if r > 0 else "falls"
+        evidence = f"{label} of {kind} on {metric} {direction} with {key} across {len(xs)} runs (r = {r:.2f}, p = {p:.3f})"
+    return Candidate(key, metric, kind, feature, "proportional" if proportional else "correlated", r, p, len(xs), evidence)
+
+
+def _confounded(keys: list[str], configs: dict[str, dict[str, Any]], run_ids: list[str]) -> list[list[str]]:
+    """Groups of varying keys that move together across the runs, so the runs cannot tell them
+    apart: numeric keys in the same rank order, other keys splitting the runs the same way."""
+    def signature(key: str) -> tuple:
+        values = [configs[r].get(key) for r in run_ids]
+        if _numeric(values):
+            order = sorted(range(len(values)), key=lambda i: values[i])
+            return ("rank", tuple(order), tuple(values[i] == values[j] for i, j in zip(order, order[1:])))
+        seen: dict[str, int] = {}
+        return ("partition", tuple(seen.setdefault(repr(v), len(seen)) for v in values))
+
+    def reversed_signature(key: str) -> tuple:
+        kind, *rest = signature(key)
+        if kind != "rank":
+            return (kind, *rest)
+        order, ties = rest
+        return ("rank", tuple(reversed(order)), tuple(reversed(ties)))
+
+    groups: dict[tuple, list[str]] = {}
+    for key in keys:
+        sig = signature(key)
+        target = sig if sig in groups or reversed_signature(key) not in groups else reversed_signature(key)
+        groups.setdefault(target, []).append(key)
+    return [sorted(group) for group in groups.values() if len(group) > 1]

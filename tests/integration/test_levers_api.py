@@ -1,0 +1,45 @@
+"""The lever finder over runs streamed into the real service, on SQLite and Postgres."""
+
+from __future__ import annotations
+
+import random
+import uuid
+from pathlib import Path
+
+import httpx
+
+import holter
+from tests.integration.test_live_detection import settled_events
+from tests.servers import ServerProcess
+
+
+def stream_runs(server: ServerProcess, project: str, periods: dict[int, int], seeds: list[int]) -> None:
+    """One run per config; logprob_mismatch spikes every `period` steps."""
+    rng = random.Random(0)
+    for (rollouts, period), seed in zip(periods.items(), seeds):
+        run = holter.init(project=project, config={"rollouts_num": rollouts, "seed": seed, "lr": 1e-6}, url=server.url)
+        for step in range(900):
+            run.log({"logprob_mismatch": 0.002 + abs(rng.gauss(0, 0.0005)) + (0.1 if step % period == 0 and step >= 100 else 0.0)}, step=step)
+        run.finish()
+        settled_events(server.url, run.id)
+
+
+def test_the_planted_lever_is_recovered(server: ServerProcess, api: httpx.Client, spool_dir: Path) -> None:
+    project = f"levers-{uuid.uuid4().hex[:6]}"
+    stream_runs(server, project, {8: 16, 16: 32, 32: 64, 64: 128}, seeds=[3, 1, 4, 2])
+    report = api.get("/levers", params={"project": project}).json()
+    assert report["runs"] == 4 and "rollouts_num" in report["varying_keys"]
+    top = report["candidates"][0]
+    assert (top["key"], top["feature"], top["relation"]) == ("rollouts_num", "period", "proportional")
+    assert "proportional to rollouts_num" in top["evidence"]
+
+
+def test_runs_without_a_lever_get_none(server: ServerProcess, api: httpx.Client, spool_dir: Path) -> None:
+    project = f"levers-{uuid.uuid4().hex[:6]}"
+    stream_runs(server, project, {8: 40, 16: 40, 32: 40}, seeds=[1, 2, 3])
+    report = api.get("/levers", params={"project": project}).json()
+    assert report["candidates"] == [] and report["note"]
+
+
+def test_levers_need_a_selection(api: httpx.Client) -> None:
+    assert api.get("/levers").status_code == 422

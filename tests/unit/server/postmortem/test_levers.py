@@ -1,0 +1,66 @@
+"""The lever finder recovers planted levers and invents none."""
+
+from __future__ import annotations
+
+import random
+
+from holter_server.postmortem.levers import RunEvents, find_levers
+
+
+def sawtooth(period: float, start: int = 100) -> dict:
+    return {"metric": "logprob_mismatch", "kind": "sawtooth", "start_step": start, "period": period, "score": 5.0}
+
+
+def test_a_period_that_tracks_a_parameter_is_named_proportional() -> None:
+    rng = random.Random(1)
+    runs = [RunEvents(f"r{n}", {"rollouts_num": n, "seed": rng.randint(0, 99), "lr": 1e-6}, [sawtooth(period=n * 2.0 * rng.uniform(0.97, 1.03))])
+            for n in (8, 16, 32, 64, 128)]
+    report = find_levers(runs)
+    top = report.candidates[0]
+    assert (top.key, top.feature, top.relation) == ("rollouts_num", "period", "proportional")
+    assert "proportional to rollouts_num across 5 runs" in top.evidence and top.p_value < 0.05
+    assert all(c.key != "seed" for c in report.candidates)
+
+
+def test_a_threshold_on_a_parameter_separates_runs_with_the_event_from_those_without() -> None:
+    utilisation = [0.3, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9]
+    seeds = [5, 2, 7, 1, 8, 3, 6, 4]  # not in the same order as the utilisation: not confounded
+    runs = [RunEvents(f"r{i}", {"gpu_memory_utilization": u, "seed": seeds[i]}, [sawtooth(64.0)] if u > 0.55 else [])
+            for i, u in enumerate(utilisation)]
+    candidates = [c for c in find_levers(runs).candidates if c.feature == "presence"]
+    (found,) = [c for c in candidates if c.key == "gpu_memory_utilization"]
+    assert found.relation == "separates" and "gpu_memory_utilization above 0.55" in found.evidence
+    assert not found.confounded_with
+
+
+def test_a_categorical_parameter_that_decides_the_failure_is_found() -> None:
+    runs = [RunEvents(f"r{i}", {"attention": "flash" if i % 2 else "eager", "seed": i}, [sawtooth(64.0)] if i % 2 else []) for i in range(8)]
+    (found,) = [c for c in find_levers(runs).candidates if c.key == "attention"]
+    assert found.relation == "determines" and "'flash'" in found.evidence
+
+
+def test_no_lever_is_invented_when_failures_are_unrelated_to_the_config() -> None:
+    rng = random.Random(7)
+    runs = [RunEvents(f"r{i}", {"lr": rng.choice([1e-4, 3e-4, 1e-3]), "seed": i, "batch": rng.choice([32, 64])},
+                      [sawtooth(rng.uniform(20, 200))] if rng.random() < 0.5 else []) for i in range(8)]
+    report = find_levers(runs)
+    assert report.candidates == [] and "no configuration key" in report.note
+
+
+def test_keys_that_move_together_are_reported_as_confounded() -> None:
+    runs = [RunEvents(f"r{n}", {"rollouts_num": n, "batch_size": n * 4}, [sawtooth(n * 2.0)]) for n in (8, 16, 32, 64)]
+    report = find_levers(runs)
+    assert ["batch_size", "rollouts_num"] in report.confounded
+    named = {c.key: c for c in report.candidates if c.feature == "period"}
+    assert named["rollouts_num"].confounded_with == ["batch_size"]
+
+
+def test_two_runs_are_too_few_to_name_a_lever() -> None:
+    runs = [RunEvents("a", {"x": 1}, [sawtooth(10)]), RunEvents("b", {"x": 2}, [sawtooth(20)])]
+    report = find_levers(runs)
+    assert report.candidates == [] and "at least 3" in report.note
+
+
+def test_nested_config_keys_are_compared_by_dotted_name() -> None:
+    runs = [RunEvents(f"r{n}", {"rollout": {"n": n}}, [sawtooth(n * 3.0)]) for n in (4, 8, 16, 32)]
+    assert find_levers(runs).candidates[0].key == "rollout.n"
