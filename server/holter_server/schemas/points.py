@@ -79,12 +79,41 @@ class PointsStored(BaseModel):
     duplicates: int
 
 
+class BucketsPublic(BaseModel):
+    """Per-bucket summaries of a downsampled series, as parallel columns. Bucket i holds steps
+    `start[i]` to `start[i] + bucket_width - 1` (cut to the range read). `min`, `max` and `mean`
+    are over finite values (null when a bucket has none); `nan`, `posinf` and `neginf` count the
+    non-finite values, so none is ever averaged away."""
+
+    start: list[int]
+    count: list[int]
+    min: list[float | None]
+    max: list[float | None]
+    mean: list[float | None]
+    first: list[float | str]
+    last: list[float | str]
+    nan: list[int]
+    posinf: list[int]
+    neginf: list[int]
+
+
 class SeriesPointsPublic(BaseModel):
-    """Points of one metric in step order (JSON: non-finite values as "NaN", "Infinity", "-Infinity")."""
+    """Points of one metric in step order (JSON: non-finite values as "NaN", "Infinity", "-Infinity").
+
+    Downsampled (`downsampled` true) when the range held more than `max_points` points: `steps`
+    and `values` are then each bucket's minimum and maximum at the steps where they happened
+    (or its first value when nothing in it is finite), `buckets` the summaries behind them.
+    """
 
     run_id: str
     metric: str
+    start: int | None = Field(default=None, description="first step of the range read, narrowed to the series")
+    end: int | None = Field(default=None, description="last step of the range read, narrowed to the series")
     steps: list[int]
     values: list[float | str]
-    times: list[float | None]
+    times: list[float | None] | None = Field(description="wall times of the points; null when downsampled")
     truncated: bool = Field(description="true when more points lie in the range than `limit` allowed")
+    downsampled: bool = False
+    bucket_width: int | None = Field(default=None, description="steps per bucket when downsampled")
+    points_in_range: int | None = Field(default=None, description="points the downsampled picture stands for")
+    buckets: BucketsPublic | None = None

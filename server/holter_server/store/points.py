@@ -4,7 +4,8 @@ A point is identified by (run, metric, step) and stored once: a re-sent batch st
 twice, and when a step arrives again with a different value the first stored value is kept
 (the later one is counted as a duplicate). Postgres takes a batch through COPY into a
 transaction-local staging table and one `INSERT ... ON CONFLICT DO NOTHING`; SQLite through
-`INSERT OR IGNORE` executemany on the raw connection.
+`INSERT OR IGNORE` executemany on the raw connection. The same transaction brings the
+metric's rollups (store/rollups.py) up to date with what was actually stored.
 """
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 
+import numpy as np
 from sqlalchemy import case, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from holter_server.store import rollups as rollups_store
 from holter_server.store.models import MetricRow, PointRow
 
 # One metric's share of a batch: parallel lists of steps, values and wall times (or None).
@@ -80,6 +83,7 @@ def add_points(*, session: Session, run_id: str, columns: dict[str, Column]) -> 
         stored = _insert_postgres(session, run_id, by_id)
     else:
         stored = _insert_sqlite(session, run_id, by_id)
+    _update_rollups(session, run_id, by_id, stored)
     for metric_id, column in by_id.items():
         _update_metric_summary(session, run_id, metric_id, column, stored.get(metric_id, 0))
     received = sum(len(column[0]) for column in by_id.values())
@@ -125,6 +129,31 @@ def _insert_sqlite(session: Session, run_id: str, by_id: dict[int, Column]) -> d
     return stored
 
 
+def _update_rollups(session: Session, run_id: str, by_id: dict[int, Column], stored: dict[int, int]) -> None:
+    # When every distinct step of a metric's column was stored, the stored points are exactly
+    # the column with repeats dropped, first kept (both stores insert in batch order), so its
+    # summary adds to the rollups. When none was, nothing changed. Otherwise which values won is
+    # unknown here, and the touched buckets are rebuilt from the store.
+    new_points, touched = {}, {}
+    for metric_id, (steps, values, _times) in by_id.items():
+        count = stored.get(metric_id, 0)
+        if not count:
+            continue
+        step_array = np.asarray(steps, dtype=np.int64)
+        order = np.argsort(step_array, kind="stable")
+        step_array = step_array[order]
+        first = np.r_[True, step_array[1:] != step_array[:-1]]
+        if count == int(first.sum()):
+            new_points[metric_id] = (step_array[first], np.asarray(values, dtype=np.float64)[order][first])
+        else:
+            touched[metric_id] = step_array[first]
+    if not new_points and not touched:
+        return
+    rollups_store.lock_metrics(session=session, run_id=run_id, metric_ids=[*new_points, *touched])
+    rollups_store.add_to_rollups(session=session, run_id=run_id, new_points=new_points)
+    rollups_store.rebuild_rollups(session=session, run_id=run_id, touched=touched)
+
+
 def _update_metric_summary(session: Session, run_id: str, metric_id: int, column: Column, stored: int) -> None:
     # Every step of the batch is in the store now (new or kept from before), so the batch's
     # first and last steps bound the series correctly even when some points were duplicates.
@@ -165,3 +194,17 @@ def read_points(*, session: Session, run_id: str, metric_id: int, start: int | N
 def count_points(*, session: Session, run_id: str) -> int:
     """How many points a run holds (all metrics)."""
     return session.scalar(select(func.count()).select_from(PointRow).where(PointRow.run_id == run_id)) or 0
+
+
+def list_metrics_with_prefix(*, session: Session, run_id: str, prefix: str, limit: int) -> list[MetricRow]:
+    """The run's metrics whose name starts with `prefix` (taken literally), by name, at most `limit`."""
+    # substr, not LIKE: SQLite's LIKE ignores case, and a prefix may hold % or _.
+    query = select(MetricRow).where(MetricRow.run_id == run_id, func.substr(MetricRow.name, 1, len(prefix)) == prefix)
+    return list(session.scalars(query.order_by(MetricRow.name).limit(limit)))
+
+
+def get_metrics(*, session: Session, run_id: str, names: Iterable[str]) -> dict[str, MetricRow]:
+    """The run's metrics with these names (name → row); names it lacks are left out."""
+    rows = session.scalars(select(MetricRow).where(MetricRow.run_id == run_id, MetricRow.name.in_(set(names))))
+    return {row.name: row for row in rows}
+

@@ -1,8 +1,11 @@
-"""Points: the columnar batch ingest and a plain range read."""
+"""Points: the columnar batch ingest and the range read (plain, or downsampled to a chart's size)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import numpy as np
 
 from fastapi import APIRouter, HTTPException, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
@@ -12,12 +15,16 @@ from starlette.concurrency import run_in_threadpool
 from holter_server.api.deps import SessionDep, SettingsDep
 from holter_server.api.routes.runs import require_run
 from holter_server.schemas.points import PointsBatch, PointsStored, SeriesPointsPublic
-from holter_server.services.ingest import UnknownRunError, ingest_batch
-from holter_server.store import points as points_store
+from holter_server.services import reads
+from holter_server.services.ingest import TooManyMetricsError, UnknownRunError, ingest_batch
+from holter_server.services.reads import SeriesRead
 from holter_server.store import runs as runs_store
+from holter_server.store.rollups import NO_STEP
 from holter_server.wire import BodyError, decode_body, encode_json, encode_msgpack, is_msgpack, json_safe_column
 
 router = APIRouter(prefix="/runs/{run_id}", tags=["points"])
+
+MAX_CHART_POINTS = 100_000  # a downsampled read's largest size; plain reads have max_points_per_read
 
 BATCH_BODY = {
     "required": True,
@@ -58,15 +65,17 @@ async def add_points(request: Request, run_id: str, settings: SettingsDep) -> Po
     if batch.point_count() > settings.max_points_per_batch:
         raise HTTPException(status_code=413, detail=f"batch of {batch.point_count()} points exceeds the limit of {settings.max_points_per_batch}")
     # The database work blocks; run it off the event loop as FastAPI runs a sync route.
-    return await run_in_threadpool(_store_batch, request, run_id, batch)
+    return await run_in_threadpool(_store_batch, request, run_id, batch, settings.max_metrics_per_run)
 
 
-def _store_batch(request: Request, run_id: str, batch: PointsBatch) -> PointsStored:
+def _store_batch(request: Request, run_id: str, batch: PointsBatch, max_metrics: int) -> PointsStored:
     with request.app.state.session_factory() as session:
         try:
-            result = ingest_batch(session=session, run_id=run_id, batch=batch)
+            result = ingest_batch(session=session, run_id=run_id, batch=batch, max_metrics=max_metrics)
         except UnknownRunError:
             raise HTTPException(status_code=404, detail=f"unknown run {run_id!r}; create it with POST /api/v1/runs first") from None
+        except TooManyMetricsError as exc:
+            raise HTTPException(status_code=422, detail=str(exc)) from None
         session.commit()
     return PointsStored(received=result.received, stored=result.stored, duplicates=result.duplicates)
 
@@ -74,7 +83,8 @@ def _store_batch(request: Request, run_id: str, batch: PointsBatch) -> PointsSto
 @router.get(
     "/metrics/{metric:path}/points",
     response_model=SeriesPointsPublic,
-    summary="Points of one metric in a step range (JSON, or msgpack with Accept: application/msgpack)",
+    summary="Points of one metric in a step range, downsampled to max_points without hiding an extreme "
+    "(JSON, or msgpack with Accept: application/msgpack)",
 )
 def read_points(
     request: Request,
@@ -84,24 +94,69 @@ def read_points(
     metric: str,
     start: Annotated[int | None, Query(ge=0, description="first step (inclusive)")] = None,
     end: Annotated[int | None, Query(ge=0, description="last step (inclusive)")] = None,
-    limit: Annotated[int | None, Query(ge=1, description="most points to return")] = None,
+    max_points: Annotated[int | None, Query(ge=2, le=MAX_CHART_POINTS, description="most points to return; a range holding more is downsampled")] = None,
+    limit: Annotated[int | None, Query(ge=1, description="without max_points: most points to return (the rest is cut, `truncated`)")] = None,
 ) -> Response:
     require_run(session, run_id)
     row = runs_store.get_metric(session=session, run_id=run_id, name=metric)
     if row is None:
         raise HTTPException(status_code=404, detail=f"run {run_id!r} has no metric {metric!r}")
     cap = min(limit or settings.max_points_per_read, settings.max_points_per_read)
-    series = points_store.read_points(session=session, run_id=run_id, metric_id=row.metric_id, start=start, end=end, limit=cap + 1)
-    truncated = len(series.steps) > cap
-    payload = {
-        "run_id": run_id,
-        "metric": metric,
-        "steps": series.steps[:cap],
-        "values": series.values[:cap],
-        "times": series.wall_times[:cap],
-        "truncated": truncated,
+    read = reads.read_series(session=session, metric=row, start=start, end=end, max_points=max_points, plain_cap=cap)
+    return encode_for(request, series_body(read))
+
+
+def series_body(read: SeriesRead) -> dict[str, Any]:
+    """A series read as the response body, floats as they are (see `encode_for`)."""
+    body: dict[str, Any] = {
+        "run_id": read.run_id,
+        "metric": read.metric,
+        "start": read.start,
+        "end": read.end,
+        "steps": read.steps,
+        "values": read.values,
+        "times": read.times,
+        "truncated": read.truncated,
+        "downsampled": read.downsampled,
+        "bucket_width": read.bucket_width,
+        "points_in_range": read.points_in_range,
+        "buckets": None,
     }
+    buckets = read.buckets
+    if buckets is not None:
+        has_finite = buckets.min_step != NO_STEP
+        body["buckets"] = {
+            "start": (buckets.bucket * read.bucket_width).tolist(),
+            "count": buckets.count.tolist(),
+            "min": _nulls_where(buckets.min_value, ~has_finite),
+            "max": _nulls_where(buckets.max_value, ~has_finite),
+            "mean": _nulls_where(reads.finite_mean(buckets), ~has_finite),
+            "first": buckets.first_value.tolist(),
+            "last": buckets.last_value.tolist(),
+            "nan": buckets.nan_count.tolist(),
+            "posinf": buckets.posinf_count.tolist(),
+            "neginf": buckets.neginf_count.tolist(),
+        }
+    return body
+
+
+def _nulls_where(values: np.ndarray, missing: np.ndarray) -> list[float | None]:
+    out: list[float | None] = values.tolist()
+    for index in np.flatnonzero(missing).tolist():
+        out[index] = None
+    return out
+
+
+def json_safe_series(body: dict[str, Any]) -> dict[str, Any]:
+    """The body with non-finite floats spelled out for JSON."""
+    body = {**body, "values": json_safe_column(body["values"])}
+    if body["buckets"] is not None:
+        body["buckets"] = {**body["buckets"], "first": json_safe_column(body["buckets"]["first"]), "last": json_safe_column(body["buckets"]["last"])}
+    return body
+
+
+def encode_for(request: Request, payload: Any, make_json_safe: Callable[[Any], Any] = json_safe_series) -> Response:
+    """msgpack when the client accepts it (floats natively), else JSON with non-finite floats spelled out."""
     if is_msgpack(request.headers.get("accept")):
         return Response(encode_msgpack(payload), media_type="application/msgpack")
-    payload["values"] = json_safe_column(payload["values"])
-    return Response(encode_json(payload), media_type="application/json")
+    return Response(encode_json(make_json_safe(payload)), media_type="application/json")

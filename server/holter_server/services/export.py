@@ -1,0 +1,111 @@
+"""Export a run or some of its series as CSV or Parquet, streamed in constant memory.
+
+Points are read a chunk at a time in step order (each chunk a fresh keyed range read, so no
+transaction stays open across a slow download) and written out as they come: CSV row by row,
+Parquet one row group per chunk. Columns: metric, step, value, wall_time. NaN and ±Inf are
+written as `NaN`, `Infinity`, `-Infinity` in CSV and natively in Parquet.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
+
+from sqlalchemy.orm import Session
+
+from holter_server.store import points as points_store
+from holter_server.store.points import SeriesSlice
+
+CHUNK_POINTS = 50_000
+CSV_HEADER = ("metric", "step", "value", "wall_time")
+
+
+def _slices(
+    open_session: Callable[[], AbstractContextManager[Session]], run_id: str, series: Sequence[tuple[str, int]],
+    start: int | None, end: int | None, chunk_points: int,
+) -> Iterator[tuple[str, SeriesSlice]]:
+    for name, metric_id in series:
+        next_step = start
+        while True:
+            with open_session() as session:
+                chunk = points_store.read_points(session=session, run_id=run_id, metric_id=metric_id, start=next_step, end=end, limit=chunk_points)
+            if chunk.steps:
+                yield name, chunk
+            if len(chunk.steps) < chunk_points:
+                break
+            next_step = chunk.steps[-1] + 1
+
+
+def _csv_value(value: float) -> str:
+    if math.isfinite(value):
+        return repr(value)
+    if math.isnan(value):
+        return "NaN"
+    return "Infinity" if value > 0 else "-Infinity"
+
+
+def csv_stream(
+    *, open_session: Callable[[], AbstractContextManager[Session]], run_id: str, series: Sequence[tuple[str, int]],
+    start: int | None = None, end: int | None = None, chunk_points: int = CHUNK_POINTS,
+) -> Iterator[bytes]:
+    """The series (name, metric id) as CSV, one chunk of bytes per chunk of points."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(CSV_HEADER)
+    yield buffer.getvalue().encode()
+    for name, chunk in _slices(open_session, run_id, series, start, end, chunk_points):
+        buffer.seek(0)
+        buffer.truncate()
+        writer.writerows(
+            (name, step, _csv_value(value), "" if wall_time is None else repr(wall_time))
+            for step, value, wall_time in zip(chunk.steps, chunk.values, chunk.wall_times)
+        )
+        yield buffer.getvalue().encode()
+
+
+class _Drain(io.RawIOBase):
+    """A write-only file that hands back what was written since the last `take()`."""
+
+    def __init__(self) -> None:
+        self._parts: list[bytes] = []
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: bytes) -> int:  # type: ignore[override]
+        self._parts.append(bytes(data))
+        return len(data)
+
+    def take(self) -> bytes:
+        out = b"".join(self._parts)
+        self._parts.clear()
+        return out
+
+
+def parquet_stream(
+    *, open_session: Callable[[], AbstractContextManager[Session]], run_id: str, series: Sequence[tuple[str, int]],
+    start: int | None = None, end: int | None = None, chunk_points: int = CHUNK_POINTS,
+) -> Iterator[bytes]:
+    """The series (name, metric id) as one Parquet file, a row group per chunk of points."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = pa.schema([("metric", pa.string()), ("step", pa.int64()), ("value", pa.float64()), ("wall_time", pa.float64())])
+    sink = _Drain()
+    with pq.ParquetWriter(sink, schema, compression="zstd") as writer:
+        for name, chunk in _slices(open_session, run_id, series, start, end, chunk_points):
+            table = pa.table(
+                {
+                    "metric": pa.array([name] * len(chunk.steps), pa.string()),
+                    "step": pa.array(chunk.steps, pa.int64()),
+                    "value": pa.array(chunk.values, pa.float64()),
+                    "wall_time": pa.array(chunk.wall_times, pa.float64()),
+                },
+                schema=schema,
+            )
+            writer.write_table(table)
+            yield sink.take()
+    yield sink.take()

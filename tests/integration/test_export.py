@@ -1,0 +1,53 @@
+"""Export through the real server on SQLite and Postgres: CSV and Parquet, streamed."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+
+import httpx
+import pyarrow.parquet as pq
+import pytest
+
+from tests.conftest import new_run_id
+
+LOSS = [2.5, "NaN", "Infinity", "-Infinity", 1e-300]
+
+
+@pytest.fixture
+def run_id(api: httpx.Client) -> str:
+    run_id = new_run_id()
+    api.post("/runs", json={"id": run_id, "project": "export"}).raise_for_status()
+    batch = {
+        "metrics": {"loss": {"steps": [0, 1, 2, 3, 4], "values": LOSS}, "lr": {"steps": list(range(120_000)), "values": [0.1] * 120_000}},
+        "step_times": {"steps": [0, 1], "times": [100.5, 101.5]},
+    }
+    api.post(f"/runs/{run_id}/points", json=batch).raise_for_status()
+    return run_id
+
+
+def test_csv_export_of_one_series_keeps_non_finite_values_and_wall_times(api: httpx.Client, run_id: str) -> None:
+    answer = api.get(f"/runs/{run_id}/export", params={"format": "csv", "metric": "loss"})
+    assert answer.headers["content-type"].startswith("text/csv")
+    rows = list(csv.reader(io.StringIO(answer.text)))
+    assert rows[0] == ["metric", "step", "value", "wall_time"]
+    assert rows[1:] == [["loss", "0", "2.5", "100.5"], ["loss", "1", "NaN", "101.5"], ["loss", "2", "Infinity", ""],
+                        ["loss", "3", "-Infinity", ""], ["loss", "4", "1e-300", ""]]
+
+
+def test_parquet_export_of_a_whole_run_holds_every_point(api: httpx.Client, run_id: str) -> None:
+    with api.stream("GET", f"/runs/{run_id}/export", params={"format": "parquet"}) as answer:
+        assert answer.headers.get("transfer-encoding") == "chunked"  # streamed, not built whole
+        body = b"".join(answer.iter_bytes())
+    parquet = pq.ParquetFile(io.BytesIO(body))
+    assert parquet.metadata.num_row_groups >= 3  # one per chunk of points
+    table = parquet.read().to_pydict()
+    assert table["metric"].count("lr") == 120_000 and table["metric"].count("loss") == 5
+    loss = [v for m, v in zip(table["metric"], table["value"]) if m == "loss"]
+    assert loss[0] == 2.5 and math.isnan(loss[1]) and loss[2:4] == [math.inf, -math.inf]
+
+
+def test_export_of_an_unknown_metric_is_404(api: httpx.Client, run_id: str) -> None:
+    answer = api.get(f"/runs/{run_id}/export", params={"metric": "nothing"})
+    assert answer.status_code == 404 and "nothing" in answer.json()["detail"]
