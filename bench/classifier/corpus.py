@@ -1,5 +1,9 @@
 """Seeded, labelled synthetic curves for every event kind and metric kind, plus hard healthy ones.
 
+The last group imitates what small real PyTorch trainings show (`holter demo --real`): activation
+norms growing several-fold from init, per-layer gradient norms drifting up by half or more,
+an activation norm blowing up late, and spike trains a few steps apart.
+
 Each curve is a dict: name, metric, kind, steps, values, label ('healthy' or an event kind),
 and where it applies the true spike step, sawtooth period (steps) and expected_floor.
 """
@@ -218,6 +222,78 @@ def healthy_case(rng, kind):
     return _curve(rng, kind, y, steps, "healthy", case=case)
 
 
+# -- shapes seen on real small PyTorch trainings (`holter demo --real`) ---------------------------
+
+def _norm_steps(rng):
+    n = int(rng.integers(100, 1500))
+    every = int(rng.choice([1, 5, 5, 10]))
+    return n, np.arange(n) * every, every
+
+
+def _init_growth(rng, n, every):
+    """Activation RMS growing 3-6x from its initialisation in the first ~50 steps, then bounded
+    (with the slow, log-like growth of a head's logits on some layers)."""
+    t = np.arange(n) * every
+    start = rng.uniform(0.5, 1.5)
+    growth = rng.uniform(3.0, 6.0)
+    tau = rng.uniform(8, 25) if rng.random() < 0.5 else rng.uniform(15, 60)
+    if rng.random() < 0.5:  # saturating
+        level = start * (1 + (growth - 1) * (1 - np.exp(-t / tau)))
+    else:  # log-like, as the output head's RMS
+        level = start * (1 + (growth - 1) * np.log1p(t / tau) / np.log1p(t[-1] / tau))
+    return level * (1 + _noise(rng, n, rng.uniform(0.005, 0.02)))
+
+
+def healthy_real_like(rng, kind):
+    n, steps, every = _norm_steps(rng)
+    if kind == "activation_norm":
+        return _curve(rng, kind, _init_growth(rng, n, every), steps, "healthy", case="init_growth")
+    # per-layer gradient norm: falls from init, then rises by half to three-fold over tens of
+    # points as the layer starts to learn, and eases back or drifts slowly
+    t = np.arange(n)
+    rise_at, rise_len = rng.uniform(5, 20), rng.uniform(20, 60)
+    amount = rng.uniform(0.5, 2.0)
+    ease = rng.uniform(0.0, 0.8)
+    up = amount / (1 + np.exp(-(t - rise_at - rise_len / 2) / (rise_len / 6)))
+    down = ease * amount * np.clip((t - rise_at - rise_len) / max(n - rise_at - rise_len, 1), 0, 1)
+    level = rng.uniform(0.02, 0.5) * (1 + 0.6 * np.exp(-t / 4) + up - down)
+    values = level * np.exp(_noise(rng, n, rng.uniform(0.08, 0.15)))
+    return _curve(rng, kind, values, steps, "healthy", case="layer_drift")
+
+
+def divergence_real_like(rng, kind):
+    """An activation norm (after its healthy growth from init) growing ~8x in the last quarter."""
+    n, steps, every = _norm_steps(rng)
+    n = max(n, 120)
+    steps = np.arange(n) * every
+    values = _init_growth(rng, n, every)
+    at = int(n * rng.uniform(0.7, 0.8))
+    values[at:] *= np.exp(np.log(rng.uniform(6, 10)) * np.arange(n - at) / (n - at))
+    return _curve(rng, kind, values, steps, "divergence", case="late_growth")
+
+
+def short_period_spikes(rng, kind):
+    """Spikes every 3-8 points: the logprob mismatch every `rollouts_num` steps, a slow step."""
+    n = int(rng.integers(200, 1500))
+    steps, every = _steps(rng, n)
+    y = healthy(rng, kind, n)
+    period = int(rng.integers(3, 9))
+    first = int(rng.integers(int(0.2 * n), int(0.6 * n)))
+    last = min(n, first + period * int(rng.integers(8, 40)))
+    for at in range(first, last, period):
+        y[at] = rng.uniform(0.08, 0.15) if kind == "logprob_mismatch" else y[at] * rng.uniform(1.8, 2.5)
+    return _curve(rng, kind, y, steps, "sawtooth", period=float(period * every), case="short_period")
+
+
+REAL_LIKE: tuple[tuple[Callable, str, int], ...] = (
+    (healthy_real_like, "activation_norm", 20),
+    (healthy_real_like, "grad_norm", 20),
+    (divergence_real_like, "activation_norm", 10),
+    (short_period_spikes, "logprob_mismatch", 5),
+    (short_period_spikes, "step_time", 5),
+)
+
+
 GENERATORS: dict[str, tuple[Callable, tuple[str, ...]]] = {
     "spike": (spike, ("loss", "grad_norm", "activation_norm", "logprob_mismatch", "throughput")),
     "divergence": (divergence, ("loss", "eval_loss", "grad_norm", "activation_norm")),
@@ -239,6 +315,11 @@ def make_corpus(seed: int, per_class: int = 40, healthy_per_kind: int = 30) -> l
     for kind in HEALTHY_KINDS:
         for _ in range(healthy_per_kind):
             curves.append(healthy_case(rng, kind))
+    # drawn from their own stream, so the curves above stay what they were
+    extra = np.random.default_rng([seed, 1])
+    for make, kind, count in REAL_LIKE:
+        for _ in range(count * per_class // 40 or count):
+            curves.append(make(extra, kind))
     for i, c in enumerate(curves):
         c["name"] = f"{c['label']}-{c['kind']}-{i}"
         c["steps"] = np.asarray(c["steps"], dtype=np.int64)

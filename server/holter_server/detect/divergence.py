@@ -5,6 +5,13 @@ Two detectors:
 * `RiseDetector` — the smoothed level holds at `rise_factor` x its running minimum (and far
   outside the noise) for `rise_persist` points: a loss that shot up and never came back, an
   eval loss turning up (overfitting), a gradient norm growing toward inf.
+
+Norms (profiles with `rise_warmup_factor`) legitimately grow from their initialisation: the RMS
+of a layer's activations rises several-fold in the first steps, then stays bounded. For them the
+running minimum starts only once the level has settled — it grew by less than `SETTLE_GROWTH`
+over the last `SETTLE_SPAN` points, at least `SETTLE_MIN_POINTS` in (or `SETTLE_MAX_POINTS` in
+at the latest) — and before that only a rise of `rise_warmup_factor` x the minimum since init
+counts (a blow-up during warm-up).
 """
 
 from __future__ import annotations
@@ -23,6 +30,10 @@ NONFINITE_MERGE_GAP = 16
 RISE_NOISE_UNITS = 4.0
 # The first points of a series are all start-up; the running minimum starts after them.
 RISE_SKIP_POINTS = 2
+SETTLE_SPAN = 8
+SETTLE_GROWTH = 1.1
+SETTLE_MIN_POINTS = 16
+SETTLE_MAX_POINTS = 100
 
 
 class NonFiniteDetector:
@@ -119,9 +130,17 @@ class RiseDetector:
         self.metric = metric
         self.profile = profile
         self.enabled = profile.rise_factor is not None and profile.direction > 0
+        self.settles = profile.rise_warmup_factor is not None
         self.runs = RunTracker(min_len=profile.rise_persist, merge_gap=profile.rise_persist)
         self.best = np.inf
         self.best_step = 0
+        # norms only: where the level settled (series index), the running minimum since then,
+        # and the last `SETTLE_SPAN` levels to judge settling on
+        self.settled_at: int | None = None
+        self.settled_best = np.inf
+        self.settled_best_step = 0
+        self.recent_levels: list[float] = []
+        self.run_reference: tuple[float, int] | None = None
         self.events: list[Event] = []
 
     def process(self, window: Window) -> None:
@@ -131,22 +150,30 @@ class RiseDetector:
         level = window.level
         first = window.first_index + window.new_from
         index = np.arange(first, first + len(level))
-        eligible = np.where(index >= RISE_SKIP_POINTS, level, np.inf)
-        running = np.minimum.accumulate(np.concatenate([[self.best], eligible]))
-        is_new_best = np.concatenate([[False], running[1:] < running[:-1]])
-        best_pos = np.maximum.accumulate(np.where(is_new_best, np.arange(len(running)), 0))
         new_steps = window.steps[window.new_from :]
-        best_step = np.where(best_pos > 0, new_steps[np.maximum(best_pos - 1, 0)], self.best_step)[1:]
-        running = running[1:]
+        eligible = np.where(index >= RISE_SKIP_POINTS, level, np.inf)
+        running, best_step = _running_min(eligible, self.best, self.best_step, new_steps)
         factor = self.profile.rise_factor or 0.0
+        if self.settles:
+            settled = self._settled(level, index)
+            eligible = np.where(settled, level, np.inf)
+            settled_running, settled_step = _running_min(eligible, self.settled_best, self.settled_best_step, new_steps)
+            # before the level settles, a rise counts against the minimum since init, by a wider margin
+            warm = ~settled
+            factor = np.where(warm, self.profile.rise_warmup_factor or 0.0, factor)
+            reference = np.where(warm, running, settled_running)
+            reference_step = np.where(warm, best_step, settled_step)
+        else:
+            reference, reference_step = running, best_step
         with np.errstate(invalid="ignore"):
-            needed = np.maximum((factor - 1.0) * np.abs(running), RISE_NOISE_UNITS * window.scale)
-            above = np.isfinite(running) & (level - running >= needed)
+            needed = np.maximum((factor - 1.0) * np.abs(reference), RISE_NOISE_UNITS * window.scale)
+            above = np.isfinite(reference) & (level - reference >= needed)
         for update in self.runs.update(above, first, score=level):
             if update.opened:
                 at = update.start - first
-                minimum_step = int(best_step[at]) if at >= 0 else self.best_step
-                minimum = float(running[at]) if at >= 0 else float(self.best)
+                minimum, minimum_step = (
+                    (float(reference[at]), int(reference_step[at])) if at >= 0 else self.run_reference or (np.inf, 0)
+                )
                 event = Event(
                     kind="divergence", metric=self.metric, start_step=minimum_step, end_step=0,
                     severity="warning" if self.profile.name == "eval_loss" else "critical", score=0.0, summary="",
@@ -164,8 +191,37 @@ class RiseDetector:
             event.details["ongoing"] = update.ongoing
             event.summary = self._summary(event, window.value_at(update.end))
         if len(level):
+            # the reference where the current run of "above" began, for a run that opens later
+            if not above[-1]:
+                self.run_reference = None
+            else:
+                below = np.flatnonzero(~above)
+                begin = int(below[-1]) + 1 if len(below) else 0
+                if begin > 0 or self.run_reference is None:
+                    self.run_reference = (float(reference[begin]), int(reference_step[begin]))
             self.best = float(running[-1])
             self.best_step = int(best_step[-1])
+            if self.settles:
+                self.settled_best = float(settled_running[-1])
+                self.settled_best_step = int(settled_step[-1])
+                self.recent_levels = [float(v) for v in np.concatenate([self.recent_levels, level])[-SETTLE_SPAN:]]
+
+    def _settled(self, level: np.ndarray, index: np.ndarray) -> np.ndarray:
+        """Per new point: has the level settled by then (and so the minimum since settling counts)?"""
+        if self.settled_at is None:
+            history = np.concatenate([np.asarray(self.recent_levels, dtype=float), level])
+            offset = len(self.recent_levels)
+            pos = np.arange(len(level)) + offset - SETTLE_SPAN
+            earlier = np.where(pos >= 0, history[np.maximum(pos, 0)], np.nan)
+            with np.errstate(invalid="ignore"):
+                calm = (index >= SETTLE_MIN_POINTS) & (np.abs(level) <= SETTLE_GROWTH * np.abs(earlier))
+            calm |= index >= SETTLE_MAX_POINTS
+            hits = np.flatnonzero(calm)
+            if len(hits):
+                self.settled_at = int(index[hits[0]])
+        if self.settled_at is None:
+            return np.zeros(len(level), dtype=bool)
+        return index >= self.settled_at
 
     def _summary(self, event: Event, last_value: float) -> str:
         d = event.details
@@ -185,7 +241,11 @@ class RiseDetector:
         """JSON-serialisable state."""
         return {
             "runs": self.runs.state(), "best": None if self.best == np.inf else self.best,
-            "best_step": self.best_step, "events": [e.to_dict() for e in self.events],
+            "best_step": self.best_step, "settled_at": self.settled_at,
+            "settled_best": None if self.settled_best == np.inf else self.settled_best,
+            "settled_best_step": self.settled_best_step, "recent_levels": self.recent_levels,
+            "run_reference": list(self.run_reference) if self.run_reference else None,
+            "events": [e.to_dict() for e in self.events],
         }
 
     def restore(self, state: dict[str, Any]) -> None:
@@ -193,4 +253,21 @@ class RiseDetector:
         self.runs.restore(state["runs"])
         self.best = np.inf if state["best"] is None else state["best"]
         self.best_step = state["best_step"]
+        self.settled_at = state.get("settled_at")
+        self.settled_best = np.inf if state.get("settled_best") is None else state["settled_best"]
+        self.settled_best_step = state.get("settled_best_step", 0)
+        self.recent_levels = list(state.get("recent_levels", []))
+        reference = state.get("run_reference")
+        self.run_reference = (float(reference[0]), int(reference[1])) if reference else None
         self.events = [Event.from_dict(e) for e in state["events"]]
+
+
+def _running_min(
+    eligible: np.ndarray, best: float, best_step: int, steps: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Running minimum over `eligible` (inf = not eligible) continuing from `best`, and its step."""
+    running = np.minimum.accumulate(np.concatenate([[best], eligible]))
+    is_new_best = np.concatenate([[False], running[1:] < running[:-1]])
+    best_pos = np.maximum.accumulate(np.where(is_new_best, np.arange(len(running)), 0))
+    at_step = np.where(best_pos > 0, steps[np.maximum(best_pos - 1, 0)], best_step)[1:]
+    return running[1:], at_step

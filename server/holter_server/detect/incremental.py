@@ -26,7 +26,7 @@ from holter_server.detect.spikes import SpikeDetector
 from holter_server.detect.too_good import TooGoodDetector
 from holter_server.detect.window import Window
 
-DETECTOR_VERSION = "1.0.0"
+DETECTOR_VERSION = "1.1.0"
 TAIL_POINTS = ACF_WINDOW
 STATE_FORMAT = 1
 
@@ -107,6 +107,7 @@ class IncrementalDetector:
         opened_spikes = self.spikes.process(window)
         interval = float(np.median(np.diff(all_steps))) if len(all_steps) > 1 else 1.0
         self.sawtooth.add_spikes(opened_spikes, interval)
+        self.sawtooth.add_parts(self.spikes.parts, interval)
         self.sawtooth.process(window)
         first_block, block_medians, block_mads = self.baseline.new_blocks
         self.shifts.process(window, first_block, block_medians, block_mads)

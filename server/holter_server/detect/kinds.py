@@ -31,9 +31,16 @@ class KindProfile:
     # divergence by a sustained rise above the running minimum of the smoothed level
     rise_factor: float | None = 1.5
     rise_persist: int = 5
+    # norms grow from their initialisation before they settle: when set, the running minimum
+    # starts once the level has settled (see divergence.py), and before that only a rise of
+    # `rise_warmup_factor` x the minimum since init counts
+    rise_warmup_factor: float | None = None
     # level shift between two 16-point windows
     shift_min_rel: float = 0.5
     shift_severity: str = "warning"
+    # when set, only an abrupt change is a shift (both windows flat, the change in the gap block)
+    # and not one out of the first blocks: a slow drift or the growth from init is not a regime change
+    shift_abrupt: bool = False
     # plateau
     zero_is_plateau: bool = False
     frozen_min_points: int | None = 20
@@ -58,11 +65,13 @@ KINDS: dict[str, KindProfile] = {
         shift_severity="info", too_good=True,
     ),
     "grad_norm": KindProfile(
-        name="grad_norm", spike_min_rel=0.5, spike_warn_ratio=8.0, spike_warn_points=None, rise_factor=5.0, shift_min_rel=0.5, zero_is_plateau=True,
+        name="grad_norm", spike_min_rel=0.5, spike_warn_ratio=8.0, spike_warn_points=None, rise_factor=5.0,
+        rise_warmup_factor=10.0, shift_min_rel=0.5, shift_abrupt=True, zero_is_plateau=True,
         frozen_min_points=30, sawtooth_min_rel=0.05,
     ),
     "activation_norm": KindProfile(
-        name="activation_norm", spike_min_rel=0.3, spike_warn_ratio=3.0, spike_warn_points=None, rise_factor=3.0, shift_min_rel=0.3, zero_is_plateau=True,
+        name="activation_norm", spike_min_rel=0.3, spike_warn_ratio=3.0, spike_warn_points=None, rise_factor=3.0,
+        rise_warmup_factor=20.0, shift_min_rel=0.3, shift_abrupt=True, zero_is_plateau=True,
         frozen_min_points=30, sawtooth_min_rel=0.02,
     ),
     "logprob_mismatch": KindProfile(
@@ -79,36 +88,75 @@ KINDS: dict[str, KindProfile] = {
     ),
 }
 
-# Ordered: the first pattern that matches the lower-cased metric name wins.
-_NAME_PATTERNS: tuple[tuple[str, str], ...] = (
-    # logprob mismatch between the rollout engine and the trainer (TRL, verl, OpenRLHF, slime)
+# Ordered: the first pattern that matches the lower-cased metric name wins. A kind of None marks
+# quantities that are logged next to the vital signs but are not read by the classifier: RL
+# rewards and scores, accuracies, KL to the reference policy, entropy, clip ratios, policy-gradient
+# losses (hover around 0 and may go negative), and agreement statistics such as the
+# rollout/actor probability correlation (healthy ≈ 1, flat). Reading them as a loss would call a
+# rising reward a divergence and a flat correlation "nothing learns from step zero".
+_NAME_PATTERNS: tuple[tuple[str, str | None], ...] = (
+    # logprob mismatch between the rollout engine and the trainer (TRL, verl, OpenRLHF, slime,
+    # holter.rl's `logprob_mismatch/*`)
     (r"logp_diff|logp_difference|logprob.*(diff|mismatch)|rollout_probs_diff|vllm_kl|rollout_logprob", "logprob_mismatch"),
     (r"grad(ient)?[_/ ]?norm|gnorm", "grad_norm"),
     (r"act(ivation)?s?[_/ ]?(norm|rms)|resid(ual)?[_/]?(norm|rms)", "activation_norm"),
-    (r"step[_/ ]?time|iter(ation)?[_/ ]?time|time[_/ ]?per[_/ ]?step|batch[_/ ]?time|runtime|_ms$|ms[_/]per[_/]step", "step_time"),
+    # step and phase timings: verl `timing_s/step` (and every `timing_s/<phase>`,
+    # `timing_per_token_ms/<phase>`), `perf/time_per_step`
+    (r"(^|[_/])timing(_s|_ms|_per_token_ms)?/|step[_/ ]?time|iter(ation)?[_/ ]?time|time[_/ ]?per[_/ ]?step|"
+     r"batch[_/ ]?time|runtime|_ms$|ms[_/]per[_/]step", "step_time"),
     (r"tokens?[_/ ]?per[_/ ]?s|tok/s|tokens_per_sec|samples?[_/ ]?per[_/ ]?s|throughput|tflops|mfu|it/s|steps_per_second", "throughput"),
+    (r"reward|(^|[^a-z])(?<!cross_)(score|scores|return|returns|advantages?|acc|accuracy|entropy|kl|ppo_kl|approx_kl|"
+     r"pg_clipfrac|clipfrac|clip_frac(tion)?|pg_loss|policy_loss|actor_loss|kl_loss|entropy_loss|(mean_)?length|"
+     r"(mean_)?len|loss_scale|loss_scaler)([^a-z]|$)|clip_ratio|clipped_ratio|pearson|corr(elation)?([^a-z]|$)|accuracy|win_rate|pass@", None),
     (r"(^|[^a-z])(eval|val|valid|validation|test)([^a-z]|$).*(loss|nll|perplexity|ppl)", "eval_loss"),
     (r"loss|nll|perplexity|ppl|cross_?entropy", "loss"),
 )
 
-# Names that are probabilities or maxima of the mismatch are naturally larger; give them room.
-_MISMATCH_TOLERANCE_BY_SUFFIX: tuple[tuple[str, float], ...] = (("max", 0.5), ("std", 0.1))
+# Tolerances (the healthy ceiling) of the mismatch statistics, by the end of the name: maxima
+# and high percentiles of a per-token gap are naturally larger than its mean; the share of
+# tokens above the per-token tolerance and the KL estimate are small numbers of their own.
+_MISMATCH_TOLERANCE_BY_SUFFIX: tuple[tuple[str, float], ...] = (
+    ("max", 0.5), ("p99", 0.3), ("p95", 0.2), ("std", 0.1), ("frac_above_tol", 0.02), ("kl_k3", 0.01),
+)
 
 
-# Schedules and bookkeeping: logged next to the metrics but not vital signs.
+# Schedules and bookkeeping: logged next to the metrics but not vital signs. Timings named after
+# the step (`timing_s/step`, `perf/time_per_step`) are step times, not step counters.
 _BOOKKEEPING = re.compile(
     r"(^|[_/])(learning_rate|lr|epoch|total_flos|train_runtime|num_tokens|num_input_tokens_seen|samples_seen|"
     r"global_step|step|timestamp|wall_time|runtime)$"
 )
+_TIMING = re.compile(r"(^|[_/])timing(_s|_ms|_per_token_ms)?/|time[_/ ]?per[_/ ]?step")
+
+
+def _is_bookkeeping(lowered: str) -> bool:
+    return bool(_BOOKKEEPING.search(lowered)) and not _TIMING.search(lowered)
+
+
+def _match(metric: str) -> tuple[bool, str | None]:
+    """(whether a name pattern matched, the kind it names: None for a quantity not read)."""
+    lowered = metric.lower()
+    for pattern, kind in _NAME_PATTERNS:
+        if re.search(pattern, lowered):
+            return True, kind
+    return False, None
 
 
 def is_vital_sign(metric: str) -> bool:
-    """False for schedules and bookkeeping (learning rate, epoch, counters) that `analyze` skips."""
-    return not _BOOKKEEPING.search(metric.lower())
+    """False for what `analyze` skips: schedules and bookkeeping (learning rate, epoch, counters)
+    and quantities the classifier does not read (reward, accuracy, KL to the reference, entropy,
+    clip ratios, policy-gradient losses, correlations). Unknown names count as vital signs."""
+    if _is_bookkeeping(metric.lower()):
+        return False
+    matched, kind = _match(metric)
+    return not matched or kind is not None
 
 
 def infer_kind(metric: str) -> str:
-    """Guess the metric kind from its name; 'loss' when nothing matches.
+    """Guess the metric kind from its name; 'loss' when the name names no kind.
+
+    Callers that must not read a non-loss as a loss check `is_vital_sign` (as `analyze` does)
+    or use `recognised_kind` (as live detection does) first.
 
     >>> infer_kind("sampling/sampling_logp_difference/mean")
     'logprob_mismatch'
@@ -117,18 +165,15 @@ def infer_kind(metric: str) -> str:
 
 
 def recognised_kind(metric: str) -> str | None:
-    """The kind a metric's name names, or None for names that say nothing (say "accuracy").
+    """The kind a metric's name names, or None for names that say nothing (say "my_metric"),
+    bookkeeping (lr, epoch) and quantities that are not read (reward, accuracy, KL, entropy).
 
     Live detection watches only recognised vital signs: reading an accuracy as a loss would
     call its rise a divergence.
     """
-    lowered = metric.lower()
-    if not is_vital_sign(metric):
+    if _is_bookkeeping(metric.lower()):
         return None
-    for pattern, kind in _NAME_PATTERNS:
-        if re.search(pattern, lowered):
-            return kind
-    return None
+    return _match(metric)[1]
 
 
 def profile_for(metric: str, kind: str | None = None) -> KindProfile:

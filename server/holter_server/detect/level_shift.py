@@ -3,7 +3,9 @@
 Throughput dropping and staying down, a gradient norm moving to a new regime. Two windows of
 two blocks (16 points) are compared across a one-block gap where the change happens; the shift
 must clear `shift_min_rel` of the earlier level and six robust σ, and both later blocks must
-agree. For kinds with a healthy ceiling (logprob mismatch ≈ 0) the question is simpler: has the
+agree. For norms the change must also be abrupt (each window flat): a gradient norm drifting up
+by half over a few hundred steps, or an activation norm growing from its initialisation, is not
+a new regime. For kinds with a healthy ceiling (logprob mismatch ≈ 0) the question is simpler: has the
 level stayed above the tolerance?
 """
 
@@ -22,6 +24,14 @@ from holter_server.detect.window import Window
 SHIFT_NOISE_UNITS = 6.0
 HISTORY = 5  # blocks: two before, the gap, two after
 TOLERANCE_PERSIST = 5
+# `shift_abrupt` kinds (norms): within each window the two blocks differ by at most this share of
+# the shift (a linear drift across the five blocks moves each window by a third of it), and the
+# windows start after the first `ABRUPT_SKIP_BLOCKS` blocks (the growth from initialisation)
+ABRUPT_MAX_WITHIN = 0.25
+ABRUPT_SKIP_BLOCKS = 6
+# ... and the new level must hold for this many blocks after the later window before it is
+# reported: a hump (a gradient norm rising for a hundred steps, then easing back) is not a regime
+ABRUPT_CONFIRM_BLOCKS = 2
 
 
 class LevelShiftDetector:
@@ -32,7 +42,7 @@ class LevelShiftDetector:
         self.profile = profile
         self.medians: list[float] = []
         self.mads: list[float] = []
-        self.open: dict[str, float] | None = None
+        self.open: dict[str, Any] | None = None
         self.tolerance_runs = RunTracker(min_len=TOLERANCE_PERSIST, merge_gap=2 * TOLERANCE_PERSIST)
         self.events: list[Event] = []
 
@@ -68,6 +78,10 @@ class LevelShiftDetector:
             both = np.minimum(d * (m[idx - 1] - b), d * (m[idx] - b))
             before[full], needed[full] = b, need
             ok[full] = (shift >= need) & (both >= 0.7 * need)
+            if self.profile.shift_abrupt:
+                within = np.maximum(np.abs(m[idx] - m[idx - 1]), np.abs(m[idx - 3] - m[idx - 4]))
+                block_number = first_block + np.arange(n)[full]
+                ok[full] &= (within <= ABRUPT_MAX_WITHIN * shift) & (block_number - 4 >= ABRUPT_SKIP_BLOCKS)
             noise_of[full] = noise
         i = 0
         while i < n:
@@ -75,7 +89,12 @@ class LevelShiftDetector:
                 stays = d * (medians[i:] - self.open["before"]) >= 0.5 * self.open["shift"]
                 failed = np.flatnonzero(~stays)
                 last_staying = n - 1 if not len(failed) else i + int(failed[0]) - 1
-                if last_staying >= i:
+                if last_staying >= i and self.open.get("pending"):
+                    self.open["pending"] -= last_staying - i + 1
+                    if self.open["pending"] <= 0:
+                        self.open.pop("pending")
+                        self.events.append(Event.from_dict(self.open.pop("event")))
+                if last_staying >= i and not self.open.get("pending"):
                     event = self.events[-1]
                     event.end_step = window.step_at((first_block + last_staying + 1) * BLOCK - 1)
                     event.summary = self._summary(event)
@@ -109,8 +128,12 @@ class LevelShiftDetector:
             severity=self.profile.shift_severity, score=float(shift / noise), summary="",
             details={"before": before, "after": after, "relative": shift / abs(before) if before else None},
         )
-        self.events.append(event)
         event.summary = self._summary(event)
+        if self.profile.shift_abrupt:
+            # reported once the new level has held `ABRUPT_CONFIRM_BLOCKS` more blocks
+            self.open.update(pending=ABRUPT_CONFIRM_BLOCKS, event=event.to_dict())
+        else:
+            self.events.append(event)
 
     def _summary(self, event: Event) -> str:
         d = event.details

@@ -3,7 +3,10 @@
 Two kinds of evidence, one event:
 * a spike train: at least `MIN_TRAIN` spikes whose spacing agrees within `PERIOD_TOLERANCE`
   (the slow step at every data-shard load, the logprob-mismatch spike every `rollouts_num`);
-  the spikes become members of the sawtooth rather than separate events;
+  the spikes become members of the sawtooth rather than separate events. Spikes closer than
+  the spike detector's merge gap form one spike event; when at least `MIN_SHORT_TRAIN` of them
+  in a row are evenly spaced (exactly, within `PERIOD_TOLERANCE`) at `MIN_SHORT_PERIOD` points
+  or more, they are a sawtooth with that short period, not one "spike x N";
 * the autocorrelation of the detrended last `ACF_WINDOW` points, checked every `ACF_EVERY`
   points: a clear peak after the first zero crossing, seen in two consecutive checks.
 The period is reported in steps (points x the median logging interval), because the period is
@@ -30,6 +33,8 @@ ACF_MIN_PEAK = 0.4
 ACF_MAX_TROUGH = -0.15
 ACF_MIN_LAG = 4
 ACF_MIN_CYCLES = 4
+MIN_SHORT_TRAIN = 5
+MIN_SHORT_PERIOD = 3  # points, and steps
 
 
 def _agrees(a: float, b: float, slack: float = 0.0) -> bool:
@@ -44,6 +49,10 @@ class SawtoothDetector:
         self.profile = profile
         self.train: list[tuple[int, int]] = []  # (start_step, peak_step) of recent spikes
         self.acf_candidate: tuple[float, int] | None = None  # (period, window start step)
+        # start steps of the spikes of the current merged spike event (its first one first)
+        self.cluster: list[int] = []
+        self.cluster_head: int | None = None
+        self.hidden: list[int] = []  # merged spike events a short train stands for
         self.events: list[Event] = []
 
     # -- spike trains -------------------------------------------------------------------------
@@ -70,13 +79,39 @@ class SawtoothDetector:
                     members=[s for s, _ in members],
                 )
 
-    def _extend_train(self, event: Event, spike: Event) -> None:
+    def _extend_train(self, event: Event, spike: Event | int) -> None:
+        start = spike if isinstance(spike, int) else spike.start_step
         d = event.details
-        d["members"] = d["members"] + [spike.start_step]
+        d["members"] = d["members"] + [start]
         count = len(d["members"])
-        event.period = float((spike.start_step - d["members"][0]) / (count - 1))
-        event.end_step = spike.start_step
+        event.period = float((start - d["members"][0]) / (count - 1))
+        event.end_step = start
         event.summary = self._summary(event)
+
+    def add_parts(self, parts: list[tuple[int, bool]], step_interval: float) -> None:
+        """Consider every confirmed spike, (start step, merged into the previous spike event),
+        for a train too short-period for separate spike events."""
+        for start, merged in parts:
+            if not merged:
+                self.cluster, self.cluster_head = [start], start
+                continue
+            self.cluster = (self.cluster + [start])[-TRAIN_MEMORY:]
+            event = self.events[-1] if self.events else None
+            if (event is not None and event.details.get("short") and len(self.cluster) > 1
+                    and event.end_step == self.cluster[-2]
+                    and _agrees(self.cluster[-1] - self.cluster[-2], event.period, step_interval)):
+                self._extend_train(event, start)
+                continue
+            if len(self.cluster) < MIN_SHORT_TRAIN:
+                continue
+            members = self.cluster[-MIN_SHORT_TRAIN:]
+            gaps = np.diff(np.asarray(members, dtype=float))
+            period = float(np.median(gaps))
+            if period < max(MIN_SHORT_PERIOD * step_interval, MIN_SHORT_PERIOD) or not all(_agrees(g, period) for g in gaps):
+                continue
+            self._open(start=members[0], end=members[-1], period=period, source="spikes", members=members, short=True)
+            if self.cluster_head is not None and self.cluster_head not in members:
+                self.hidden.append(self.cluster_head)
 
     # -- autocorrelation ----------------------------------------------------------------------
     def process(self, window: Window) -> None:
@@ -111,7 +146,7 @@ class SawtoothDetector:
 
     # -- events -------------------------------------------------------------------------------
     def _open(self, *, start: int, end: int, period: float, source: str, members: list[int] | None = None,
-              amplitude: float | None = None) -> None:
+              amplitude: float | None = None, short: bool = False) -> None:
         last = self.events[-1] if self.events else None
         if last is not None and last.end_step >= start - period and _agrees(period, last.period):
             # the same pattern seen by the other kind of evidence: one event, not two
@@ -123,6 +158,8 @@ class SawtoothDetector:
             last.summary = self._summary(last)
             return
         details: dict[str, Any] = {"source": source}
+        if short:
+            details["short"] = True
         if members is not None:
             details["members"] = members
         if amplitude is not None:
@@ -152,7 +189,7 @@ class SawtoothDetector:
 
     def member_spike_steps(self) -> set[int]:
         """Start steps of spikes that belong to a reported train (hidden as separate events)."""
-        out: set[int] = set()
+        out: set[int] = set(self.hidden)
         for event in self.events:
             out.update(event.details.get("members", []))
         return out
@@ -162,6 +199,7 @@ class SawtoothDetector:
         return {
             "train": [list(t) for t in self.train],
             "acf_candidate": list(self.acf_candidate) if self.acf_candidate else None,
+            "cluster": self.cluster, "cluster_head": self.cluster_head, "hidden": self.hidden,
             "events": [e.to_dict() for e in self.events],
         }
 
@@ -169,6 +207,9 @@ class SawtoothDetector:
         """Load what `state()` returned."""
         self.train = [tuple(t) for t in state["train"]]
         self.acf_candidate = tuple(state["acf_candidate"]) if state["acf_candidate"] else None
+        self.cluster = [int(s) for s in state.get("cluster", [])]
+        self.cluster_head = state.get("cluster_head")
+        self.hidden = [int(s) for s in state.get("hidden", [])]
         self.events = [Event.from_dict(e) for e in state["events"]]
 
 

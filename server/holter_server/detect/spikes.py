@@ -36,6 +36,9 @@ class SpikeDetector:
         self.last_end_index = -(10**12)
         self.events: list[Event] = []
         self.confirmed: list[Event] = []  # events that opened during the last `process`
+        # every spike confirmed during the last `process`, merged into an earlier event or not:
+        # (start step, whether it merged); periodic spikes closer than the merge gap are a sawtooth
+        self.parts: list[tuple[int, bool]] = []
 
     def candidates(self, window: Window) -> np.ndarray:
         """Mask over the new points: far enough beyond the baseline to open a spike."""
@@ -52,6 +55,7 @@ class SpikeDetector:
     def process(self, window: Window) -> list[Event]:
         """Feed the new points; return the spike events that opened (not merged) in them."""
         self.confirmed = []
+        self.parts = []
         candidates = np.flatnonzero(self.candidates(window)) + window.new_from
         values = window.values
         pos = window.new_from
@@ -102,7 +106,9 @@ class SpikeDetector:
             "base": base, "peak": peak_value, "z": z, "points": recovered - onset, "longest": recovered - onset,
             "recovered_step": window.step_at(window.first_index + recovered),
         }
-        if self.events and onset_index - self.last_end_index <= MERGE_GAP_POINTS:
+        merged = bool(self.events) and onset_index - self.last_end_index <= MERGE_GAP_POINTS
+        self.parts.append((window.step_at(onset_index), merged))
+        if merged:
             event = self.events[-1]
             event.end_step = window.step_at(last_index)
             event.details["recovered_step"] = record["recovered_step"]

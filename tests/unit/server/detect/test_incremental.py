@@ -23,10 +23,20 @@ def synthetic_corpus():
     grow = 0.3 * np.exp(rng.normal(0, 0.05, 1200))
     grow[600:] *= np.exp(0.01 * np.arange(600))
     zig = decaying_loss(2500, noise=0.003) * (1 + 0.06 * ((np.arange(2500) % 90) / 90 - 0.5))
+    short_saw = np.abs(rng.normal(0.004, 0.001, 600))
+    short_saw[np.arange(100, 400, 6)] = 0.11
+    short_saw[[40, 45]] = 0.2
+    t = np.arange(400)
+    act = 0.6 * (1 + 5 * np.log1p(t / 30) / np.log1p(400 / 30)) * (1 + rng.normal(0, 0.01, 400))
+    act[300:] *= np.exp(np.log(8) * np.arange(100) / 100)
+    layer = 0.3 * np.exp(rng.normal(0, 0.08, 800))
+    layer[300:] *= 2.5
+    layer[600:] /= 2.5
     return [
         ("loss", loss_spike), ("loss", nan_loss), ("step_time", saw), ("tokens_per_s", shift),
         ("grad_norm", grow), ("loss", zig), ("grad_norm", np.zeros(40)),
         ("eval_loss", 1.2 + np.abs(np.linspace(-1, 1, 30))),
+        ("logprob_mismatch/abs_diff_mean", short_saw), ("act_norm/head", act), ("grad_norm/blocks.0", layer),
     ]
 
 
@@ -61,7 +71,7 @@ def test_incremental_in_random_out_of_order_batches_equals_batch(case):
     assert [e.to_dict() for e in incremental.events] == batch
 
 
-@pytest.mark.parametrize("case", corpus()[:8], ids=lambda c: c[0])
+@pytest.mark.parametrize("case", corpus()[:11], ids=lambda c: c[0])
 def test_state_saved_and_restored_mid_stream_gives_identical_events(case):
     _, metric, steps, values = case
     batch = [e.to_dict() for e in classify_series(steps, values, metric=metric)]
