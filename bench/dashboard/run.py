@@ -1,0 +1,156 @@
+"""Dashboard benchmark: how long until a big run's charts are drawn, and how long a logged
+point takes to reach the screen.
+
+    .venv/bin/python bench/dashboard/run.py [--points 1000000] [--metrics 12] [--db URL] [--repeat 5]
+
+Starts `holter serve` (dashboard included) on a fresh SQLite file (or `--db`, e.g. Postgres),
+writes a run of `--metrics` metrics × `--points` steps through the HTTP API, then drives headless
+Chromium (/usr/bin/chromium) with Playwright:
+
+* load: from navigation start to every chart of the run page holding its data, `--repeat` times;
+* lag: a second, live run open in the page; `run.log()` through the real client, then the time
+  until the browser's chart holds that step; 10 times.
+
+Prints medians (and min/max).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+import msgpack
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+import holter  # noqa: E402
+from tests.servers import ServerProcess  # noqa: E402
+
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
+METRICS = ["loss", "eval_loss", "grad_norm", "logprob_mismatch", "tokens_per_s", "lr", *(f"act_norm/layer.{i}" for i in range(6))]
+CHARTS_DRAWN = """(expected) => {
+    const plots = document.querySelectorAll('.chart-card .js-plotly-plot');
+    if (plots.length < expected) return false;
+    for (const el of plots) {
+        if (!el._fullData || !el.data || !el.data.length || !el.data[0].x || el.data[0].x.length < 10) return false;
+    }
+    return performance.now();
+}"""
+
+
+def write_run(api: httpx.Client, metrics: list[str], points: int, chunk: int = 50_000) -> str:
+    """A run with `points` steps of every metric, sent as msgpack batches, with a spike planted in each."""
+    import numpy as np
+
+    run_id = f"bench{uuid.uuid4().hex[:8]}"
+    api.post("/runs", json={"id": run_id, "project": "bench", "name": f"{len(metrics)} x {points:,}"}).raise_for_status()
+    rng = np.random.default_rng(0)
+    started = time.monotonic()
+    for lo in range(0, points, chunk):
+        steps = np.arange(lo, min(lo + chunk, points))
+        batch = {"metrics": {}, "step_times": {"steps": steps.tolist(), "times": (1.7e9 + steps * 0.1).tolist()}}
+        for i, name in enumerate(metrics):
+            values = 2.0 + np.exp(-steps / (points / 10)) + rng.normal(0, 0.02, len(steps)) + 0.1 * i
+            values[(steps % 250_000) == 123_456] += 5.0
+            batch["metrics"][name] = {"steps": steps.tolist(), "values": values.tolist()}
+        body = msgpack.packb(batch)
+        api.post(f"/runs/{run_id}/points", content=body, headers={"content-type": "application/msgpack"}, timeout=600).raise_for_status()
+        done = min(lo + chunk, points)
+        if done % 200_000 == 0 or done == points:
+            rate = done * len(metrics) / (time.monotonic() - started)
+            print(f"  wrote {done:,} steps × {len(metrics)} metrics ({rate:,.0f} points/s)", flush=True)
+    api.post(f"/runs/{run_id}/finish", json={"status": "finished"}).raise_for_status()
+    return run_id
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--points", type=int, default=1_000_000, help="steps per metric")
+    parser.add_argument("--metrics", type=int, default=12, choices=range(1, len(METRICS) + 1), metavar="N")
+    parser.add_argument("--db", help="database URL (default: a fresh SQLite file)")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--lag-samples", type=int, default=10)
+    parser.add_argument("--chromium", default="/usr/bin/chromium")
+    args = parser.parse_args()
+
+    from playwright.sync_api import sync_playwright
+
+    with tempfile.TemporaryDirectory(prefix="holter-bench-dashboard-") as tmp, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=args.chromium, args=CHROMIUM_ARGS)
+        store = "SQLite" if not args.db else "Postgres"
+        # lag: a service as people run it (live detection on), one live run
+        lag_server = ServerProcess(f"sqlite:///{Path(tmp) / 'live.db'}", log_path=Path(tmp) / "live.log",
+                                   env={"HOLTER_SPOOL_DIR": str(Path(tmp) / "spool")}).start()
+        try:
+            lags = live_lag(browser, lag_server, args.lag_samples)
+        finally:
+            lag_server.stop()
+        print(f"log() → point on screen: median {statistics.median(lags):.2f} s (min {min(lags):.2f}, max {max(lags):.2f}, "
+              f"n={len(lags)}; goal ≤ 2 s; client flush interval 1 s, page refresh 1 s)", flush=True)
+        # load: the big run written in bulk; live detection is off so that it does not spend the
+        # next minutes catching up on 12M points while the page loads (a real run's detection
+        # keeps pace as it goes)
+        url = args.db or f"sqlite:///{Path(tmp) / 'holter.db'}"
+        server = ServerProcess(url, log_path=Path(tmp) / "server.log",
+                               env={"HOLTER_SPOOL_DIR": str(Path(tmp) / "spool"), "HOLTER_DETECTION_ENABLED": "false"}).start()
+        try:
+            with httpx.Client(base_url=f"{server.url}/api/v1", timeout=120) as api:
+                print(f"writing {args.metrics} metrics × {args.points:,} points ({store}) ...", flush=True)
+                big = write_run(api, METRICS[: args.metrics], args.points)
+            expected = _expected_charts(METRICS[: args.metrics])
+            loads = []
+            for i in range(args.repeat + 1):
+                page = browser.new_page(viewport={"width": 1440, "height": 900})
+                page.goto(f"{server.url}/runs/{big}", wait_until="commit")
+                drawn = page.wait_for_function(CHARTS_DRAWN, arg=expected, polling="raf", timeout=60_000).json_value()
+                if i:  # the first load warms the browser cache and the service
+                    loads.append(drawn / 1000)
+                page.close()
+        finally:
+            server.stop()
+        browser.close()
+    print(f"run page, {args.metrics} metrics × {args.points:,} points ({store}): charts drawn in median {statistics.median(loads):.2f} s "
+          f"(min {min(loads):.2f}, max {max(loads):.2f}, n={len(loads)}; goal < 1.5 s)")
+    return 0
+
+
+def _expected_charts(metrics: list[str]) -> int:
+    from holter_dashboard.figures import plan_panels
+
+    return len(plan_panels(metrics))
+
+
+def live_lag(browser, server: ServerProcess, samples: int) -> list[float]:  # type: ignore[no-untyped-def]
+    """Seconds from `run.log()` to the step being in the browser's chart, per sample."""
+    run = holter.init(project="bench", name="live", url=server.url)
+    for step in range(20):
+        run.log({"loss": 3.0 - 0.01 * step}, step=step)
+    run.flush()
+    page = browser.new_page(viewport={"width": 1440, "height": 900})
+    page.goto(f"{server.url}/runs/{run.id}")
+    has_step = """(step) => { const el = document.querySelector('.chart-card .js-plotly-plot');
+                              return !!(el && el.data && el.data[0].x.includes(step)); }"""
+    page.wait_for_function(has_step, arg=19, timeout=30_000)
+    lags = []
+    for i in range(samples):
+        step = 20 + i
+        time.sleep(0.37 * (i % 3))  # land at different phases of the flush and refresh timers
+        logged = time.monotonic()
+        run.log({"loss": 2.0 + math.sin(step)}, step=step)
+        page.wait_for_function(has_step, arg=step, polling="raf", timeout=30_000)
+        lags.append(time.monotonic() - logged)
+    run.finish()
+    page.close()
+    return lags
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,203 @@
+"""The dashboard's only way to the data: Holter's HTTP API, through httpx.
+
+By default the dashboard mounted in `holter serve` talks to the very service it is mounted in,
+over an in-process ASGI transport: the same routes, validation and JSON as any other client,
+without a socket or a guess at the service's public address (which may be 0.0.0.0, or behind a
+proxy). Set `HOLTER_DASHBOARD_API_URL` to read from another Holter service over the network.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+
+API_PREFIX = "/api/v1"
+SERIES_PER_READ = 200  # the service takes at most 256 series per /series read
+
+
+class ApiError(Exception):
+    """An API call failed; `message` is fit to show a person."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+
+
+class HolterAPI:
+    """Async client for the read/write routes the dashboard uses.
+
+    `base_url` is the service's address (ends before `/api/v1`); `transport` lets the mounted
+    dashboard call its own app in-process (`httpx.ASGITransport`).
+    """
+
+    def __init__(self, base_url: str = "http://holter", *, transport: httpx.AsyncBaseTransport | None = None, timeout: float = 30.0) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._transport = transport
+        self._timeout = timeout
+        self._clients: dict[int, httpx.AsyncClient] = {}
+
+    def _client(self) -> httpx.AsyncClient:
+        # one client per event loop: an AsyncClient must not cross loops
+        loop = id(asyncio.get_running_loop())
+        client = self._clients.get(loop)
+        if client is None:
+            client = httpx.AsyncClient(base_url=self.base_url + API_PREFIX, transport=self._transport, timeout=self._timeout)
+            self._clients[loop] = client
+        return client
+
+    def browser_url(self, path: str) -> str:
+        """Where a browser finds an API path (a download): the page's own origin when the dashboard
+        reads its own service in-process, else the remote service's address."""
+        return (API_PREFIX if self._transport is not None else self.base_url + API_PREFIX) + path
+
+    async def _request(self, method: str, path: str, *, params: Mapping[str, Any] | None = None, json: Any = None) -> Any:
+        clean = {k: v for k, v in (params or {}).items() if v is not None and v != ""}
+        try:
+            response = await self._client().request(method, path, params=clean, json=json)
+        except httpx.HTTPError as exc:
+            raise ApiError(f"the Holter API at {self.base_url} did not answer: {exc.__class__.__name__} {exc}".strip()) from exc
+        if response.status_code >= 400:
+            raise ApiError(_detail(response), response.status_code)
+        if response.status_code == 204 or not response.content:
+            return None
+        return response.json()
+
+    # -- runs
+    async def list_runs(self, **filters: Any) -> dict[str, Any]:
+        return await self._request("GET", "/runs", params={"limit": 500, **filters})
+
+    async def get_run(self, run_id: str) -> dict[str, Any]:
+        return await self._request("GET", f"/runs/{run_id}")
+
+    async def update_run(self, run_id: str, **fields: Any) -> dict[str, Any]:
+        return await self._request("PATCH", f"/runs/{run_id}", json=fields)
+
+    # -- points
+    async def points(self, run_id: str, metric: str, *, start: int | None = None, end: int | None = None,
+                     max_points: int | None = None, limit: int | None = None) -> dict[str, Any]:
+        """One metric's points; with `max_points` the service downsamples (min/max per bucket)."""
+        return await self._request("GET", f"/runs/{run_id}/metrics/{metric}/points",
+                                   params={"start": start, "end": end, "max_points": max_points, "limit": limit})
+
+    async def many_points(self, run_id: str, metrics: list[str], *, start: int | None = None, end: int | None = None,
+                          max_points: int = 2000) -> dict[str, dict[str, Any] | ApiError]:
+        """Several metrics of a run in one read (`GET /series`), each downsampled to `max_points`;
+        a metric the run lacks comes back as an ApiError."""
+        if not metrics:
+            return {}
+        if len(metrics) > SERIES_PER_READ:
+            parts = await asyncio.gather(*(self.many_points(run_id, metrics[i:i + SERIES_PER_READ], start=start, end=end, max_points=max_points)
+                                           for i in range(0, len(metrics), SERIES_PER_READ)))
+            return {k: v for part in parts for k, v in part.items()}
+        params: list[tuple[str, Any]] = [("run", run_id), *(("metric", m) for m in metrics), ("max_points", max_points)]
+        params += [(k, v) for k, v in (("start", start), ("end", end)) if v is not None]
+        try:
+            response = await self._client().get("/series", params=params)
+        except httpx.HTTPError as exc:
+            raise ApiError(f"the Holter API at {self.base_url} did not answer: {exc.__class__.__name__} {exc}".strip()) from exc
+        if response.status_code >= 400:
+            raise ApiError(_detail(response), response.status_code)
+        body = response.json()
+        out: dict[str, dict[str, Any] | ApiError] = {item["metric"]: item for item in body["data"]}
+        for missing in body.get("missing", []):
+            out[missing["metric"]] = ApiError(f"run {run_id!r} has no metric {missing['metric']!r}", 404)
+        return out
+
+    # -- events
+    async def run_events(self, run_id: str, **filters: Any) -> list[dict[str, Any]]:
+        return (await self._request("GET", f"/runs/{run_id}/events", params=filters))["data"]
+
+    async def events(self, **filters: Any) -> list[dict[str, Any]]:
+        return (await self._request("GET", "/events", params={"limit": 1000, **filters}))["data"]
+
+    async def acknowledge(self, run_id: str, event_id: int, *, by: str, reason: str) -> dict[str, Any]:
+        return await self._request("POST", f"/runs/{run_id}/events/{event_id}/acknowledge", json={"by": by, "reason": reason})
+
+    async def dismiss(self, run_id: str, event_id: int, *, by: str, reason: str, mute: bool = False) -> dict[str, Any]:
+        return await self._request("POST", f"/runs/{run_id}/events/{event_id}/dismiss", json={"by": by, "reason": reason, "mute": mute})
+
+    # -- annotations
+    async def annotations(self, run_id: str) -> list[dict[str, Any]]:
+        return (await self._request("GET", f"/runs/{run_id}/annotations"))["data"]
+
+    async def add_annotation(self, run_id: str, **fields: Any) -> dict[str, Any]:
+        return await self._request("POST", f"/runs/{run_id}/annotations", json={k: v for k, v in fields.items() if v is not None})
+
+    async def delete_annotation(self, run_id: str, annotation_id: int, *, author: str) -> None:
+        await self._request("DELETE", f"/runs/{run_id}/annotations/{annotation_id}", params={"author": author})
+
+    # -- alerts: channels, rules, deliveries
+    async def channels(self) -> list[dict[str, Any]]:
+        return await self._request("GET", "/channels")
+
+    async def add_channel(self, **fields: Any) -> dict[str, Any]:
+        return await self._request("POST", "/channels", json={k: v for k, v in fields.items() if v not in (None, "")})
+
+    async def delete_channel(self, channel_id: int) -> None:
+        await self._request("DELETE", f"/channels/{channel_id}")
+
+    async def test_channel(self, channel_id: int) -> dict[str, Any]:
+        """Send a test message now; an ApiError (502) carries the channel's answer."""
+        return await self._request("POST", f"/channels/{channel_id}/test")
+
+    async def rules(self, channel_id: int | None = None) -> list[dict[str, Any]]:
+        return await self._request("GET", "/rules", params={"channel_id": channel_id})
+
+    async def add_rule(self, **fields: Any) -> dict[str, Any]:
+        return await self._request("POST", "/rules", json={k: v for k, v in fields.items() if v not in (None, "", [])})
+
+    async def set_rule_enabled(self, rule_id: int, enabled: bool) -> dict[str, Any]:
+        return await self._request("PATCH", f"/rules/{rule_id}", json={"enabled": enabled})
+
+    async def delete_rule(self, rule_id: int) -> None:
+        await self._request("DELETE", f"/rules/{rule_id}")
+
+    async def deliveries(self, **filters: Any) -> list[dict[str, Any]]:
+        return await self._request("GET", "/deliveries", params={"limit": 50, **filters})
+
+    async def retry_delivery(self, delivery_id: int) -> dict[str, Any]:
+        return await self._request("POST", f"/deliveries/{delivery_id}/retry")
+
+    # -- post-mortem: review, reference runs, levers
+    async def postmortem(self, run_id: str) -> dict[str, Any]:
+        return await self._request("GET", f"/runs/{run_id}/postmortem")
+
+    async def set_reference(self, project: str, run_id: str, *, tag: str | None = None, by: str | None = None) -> dict[str, Any]:
+        return await self._request("PUT", f"/projects/{project}/reference",
+                                   json={k: v for k, v in {"run_id": run_id, "tag": tag, "by": by}.items() if v})
+
+    async def references(self, project: str) -> list[dict[str, Any]]:
+        return await self._request("GET", f"/projects/{project}/references")
+
+    async def compare_to_reference(self, run_id: str, metric: str, *, reference: str | None = None) -> dict[str, Any]:
+        """The run's `metric` against its reference's band; an ApiError 404 when it has no reference."""
+        return await self._request("GET", f"/runs/{run_id}/compare", params={"metric": metric, "reference": reference})
+
+    async def levers(self, *, project: str | None = None, tag: str | None = None, run_ids: list[str] | None = None) -> dict[str, Any]:
+        return await self._request("GET", "/levers", params={"project": project, "tag": tag, "run_id": run_ids or None})
+
+
+async def optional(call: Any, default: Any) -> tuple[Any, str | None]:
+    """Await an API call whose route may not exist on an older service: (result, None), or
+    (default, message) when it failed; a 404/405 for the route itself is not an error worth showing."""
+    try:
+        return await call, None
+    except ApiError as exc:
+        if exc.status in (404, 405) and "Not Found" in exc.message:
+            return default, None
+        return default, exc.message
+
+
+def _detail(response: httpx.Response) -> str:
+    try:
+        body = response.json()
+    except ValueError:
+        return f"HTTP {response.status_code}: {response.text[:200]}"
+    detail = body.get("detail") if isinstance(body, dict) else None
+    if isinstance(detail, list):  # FastAPI validation errors
+        detail = "; ".join(f"{'.'.join(str(p) for p in d.get('loc', [])[1:])}: {d.get('msg')}" for d in detail)
+    return str(detail or f"HTTP {response.status_code}")

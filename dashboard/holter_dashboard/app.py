@@ -1,0 +1,102 @@
+"""The Dash app mounted on the service's FastAPI app: theme, header, pages and their callbacks."""
+
+from __future__ import annotations
+
+import os
+
+import dash
+import dash_mantine_components as dmc
+import httpx
+from dash import Dash, dcc, html
+from fastapi import FastAPI
+from fastapi.responses import JSONResponse
+
+from holter_dashboard.api import HolterAPI
+from holter_dashboard.components import THEME
+from holter_dashboard.pages import alerts, compare, levers, postmortem, run, runs
+
+API_URL_ENV = "HOLTER_DASHBOARD_API_URL"
+
+
+def mount(app: FastAPI, *, api: HolterAPI | None = None) -> Dash:
+    """Serve the dashboard from `app` at `/`.
+
+    The dashboard's API client defaults to `app` itself over an in-process ASGI transport, or
+    to `$HOLTER_DASHBOARD_API_URL` when set (another service); tests may pass their own.
+    """
+    if api is None:
+        remote = os.environ.get(API_URL_ENV)
+        api = HolterAPI(remote) if remote else HolterAPI("http://holter.local", transport=httpx.ASGITransport(app=app))
+    _guard_api_paths(app)
+    dash_app = Dash(
+        __name__,
+        server=app,
+        url_base_pathname="/",
+        use_pages=True,
+        pages_folder="",
+        title="Holter",
+        update_title=None,
+        suppress_callback_exceptions=True,
+        assets_folder=os.path.join(os.path.dirname(__file__), "assets"),
+    )
+    dash.register_page("holter_dashboard.pages.runs", path="/", name="Runs", title="Runs · Holter", layout=runs.layout)
+    dash.register_page("holter_dashboard.pages.run", path_template="/runs/<run_id>", name="Run", title=run.title, layout=run.layout)
+    dash.register_page("holter_dashboard.pages.compare", path="/compare", name="Compare", title="Compare · Holter", layout=compare.layout)
+    # pages are matched in module-name order: ".postmortem" comes before ".run", whose template would also match
+    dash.register_page("holter_dashboard.pages.postmortem", path_template="/runs/<run_id>/postmortem", name="Post-mortem",
+                       title=postmortem.title, layout=postmortem.layout)
+    dash.register_page("holter_dashboard.pages.levers", path="/levers", name="Levers", title="Levers · Holter", layout=levers.layout)
+    dash.register_page("holter_dashboard.pages.alerts", path="/alerts", name="Alerts", title="Alerts · Holter", layout=alerts.layout)
+    dash_app.layout = shell
+    runs.register(dash_app, api)
+    run.register(dash_app, api)
+    compare.register(dash_app, api)
+    postmortem.register(dash_app, api)
+    levers.register(dash_app, api)
+    alerts.register(dash_app, api)
+    app.state.dashboard = dash_app
+    return dash_app
+
+
+def _guard_api_paths(app: FastAPI) -> None:
+    """Unknown paths under /api answer a JSON 404, not the dashboard's page (Dash serves its
+    index for every other GET so that page URLs work on reload)."""
+
+    async def not_found(path: str) -> JSONResponse:
+        return JSONResponse({"detail": "Not Found"}, status_code=404)
+
+    app.add_api_route("/api/{path:path}", not_found, methods=["GET"], include_in_schema=False)
+
+
+def shell() -> dmc.MantineProvider:
+    """The frame around every page: header with navigation and the reader's name."""
+    header = dmc.AppShellHeader(
+        dmc.Group(
+            [
+                dmc.Group(
+                    [
+                        dmc.Anchor(dmc.Group([html.Span("♥", style={"color": "#e03131", "fontSize": 22}),
+                                              dmc.Text("Holter", fw=700, size="lg")], gap=6),
+                                   href="/", underline="never", c="dark"),
+                        dmc.Anchor("Runs", href="/", size="sm", c="dimmed", id="nav-runs"),
+                        dmc.Anchor("Compare", href="/compare", size="sm", c="dimmed", id="nav-compare"),
+                        dmc.Anchor("Levers", href="/levers", size="sm", c="dimmed", id="nav-levers"),
+                        dmc.Anchor("Alerts", href="/alerts", size="sm", c="dimmed", id="nav-alerts"),
+                        dmc.Anchor("API", href="/docs", size="sm", c="dimmed", target="_blank"),
+                    ],
+                    gap="lg",
+                ),
+                dmc.TextInput(id="author", placeholder="your name (for notes)", size="xs", w=200,
+                              persistence=True, persistence_type="local", debounce=True),
+            ],
+            justify="space-between", h="100%", px="md",
+        )
+    )
+    return dmc.MantineProvider(
+        dmc.AppShell(
+            [header, dmc.AppShellMain(dash.page_container, bg="#f8f9fa")],
+            header={"height": 52},
+            padding="md",
+        ),
+        theme=THEME,
+    )

@@ -1,0 +1,85 @@
+"""Small building blocks shared by the pages: badges, empty states, error messages, the theme."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+import dash_mantine_components as dmc
+from dash import html
+
+THEME: dict[str, Any] = {
+    "primaryColor": "indigo",
+    "fontFamily": "Inter, -apple-system, 'Segoe UI', Roboto, sans-serif",
+    "defaultRadius": "md",
+    "components": {"Card": {"defaultProps": {"withBorder": True, "shadow": "xs"}}},
+}
+
+STATUS_COLORS = {"running": "blue", "finished": "gray", "crashed": "red", "stalled": "orange"}
+HEALTH_COLORS = {"healthy": "teal", "info": "blue", "warning": "orange", "critical": "red"}
+SEVERITY_BADGE = {"critical": "red", "warning": "orange", "info": "blue"}
+# a badge in a table cell otherwise lets the table squeeze its label to "FAIL…"
+UNCLIPPED = {"root": {"overflow": "visible"}, "label": {"overflow": "visible"}}
+
+
+def status_badge(status: str | None) -> dmc.Badge:
+    status = status or "unknown"
+    return dmc.Badge(status, color=STATUS_COLORS.get(status, "gray"), variant="light" if status != "running" else "dot",
+                     className=f"status-{status}")
+
+
+def health_badge(health: str | None, open_events: int | None = None) -> dmc.Badge:
+    """Worst open event of a run; runs from a service without events show as unknown."""
+    if health is None:
+        return dmc.Badge("—", color="gray", variant="outline")
+    label = health if not open_events else f"{health} · {open_events}"
+    return dmc.Badge(label, color=HEALTH_COLORS.get(health, "gray"), variant="filled" if health == "critical" else "light",
+                     className=f"health-{health}")
+
+
+def empty_state(title: str, text: Any = None, command: str | None = None) -> dmc.Paper:
+    children: list[Any] = [dmc.Title(title, order=4, c="dimmed")]
+    if text:
+        children.append(dmc.Text(text, c="dimmed", size="sm"))
+    if command:
+        children.append(dmc.Code(command, block=True, w="fit-content"))
+    return dmc.Paper(dmc.Stack(children, align="center", gap="xs"), p="xl", withBorder=True, radius="md",
+                     className="empty-state", style={"borderStyle": "dashed"})
+
+
+def error_alert(message: str, title: str = "Something went wrong") -> dmc.Alert:
+    return dmc.Alert(message, title=title, color="red", variant="light", className="error-alert")
+
+
+def parse_time(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
+def age(value: str | None, now: datetime | None = None) -> str:
+    """'12 s ago', '5 min ago', '3 h ago', '2 d ago'."""
+    then = parse_time(value)
+    if then is None:
+        return "—"
+    seconds = max(0, int(((now or datetime.now(timezone.utc)) - then).total_seconds()))
+    if seconds < 60:
+        return f"{seconds} s ago"
+    if seconds < 3600:
+        return f"{seconds // 60} min ago"
+    if seconds < 86400:
+        return f"{seconds // 3600} h ago"
+    return f"{seconds // 86400} d ago"
+
+
+def link(text: Any, href: str, **kwargs: Any) -> dmc.Anchor:
+    return dmc.Anchor(text, href=href, underline="hover", **kwargs)
+
+
+def section(title: str, *children: Any, right: Any = None) -> dmc.Card:
+    head = dmc.Group([dmc.Text(title, fw=600, size="sm")] + ([right] if right is not None else []), justify="space-between")
+    return dmc.Card([head, html.Div(list(children), style={"marginTop": 8})], padding="sm", radius="md")

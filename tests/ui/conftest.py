@@ -1,0 +1,69 @@
+"""Browser tests: a real `holter serve` with the dashboard, driven by headless Debian Chromium.
+
+They use Playwright's Python API with the system browser (/usr/bin/chromium, from Debian's
+`chromium` package; Playwright never downloads one here). Without that browser, or without the
+dashboard's packages, the tests are skipped, unless HOLTER_TEST_REQUIRE_BROWSER=1 (CI), which
+turns that into a failure.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.servers import ServerProcess
+
+CHROMIUM = os.environ.get("HOLTER_TEST_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
+
+
+def _missing() -> str | None:
+    if not Path(CHROMIUM).exists():
+        return f"no Chromium at {CHROMIUM} (apt-get install chromium)"
+    for module in ("playwright", "holter_dashboard", "dash", "dash_mantine_components"):
+        if importlib.util.find_spec(module) is None:
+            return f"{module} is not installed (pip install 'holter[dashboard,test]')"
+    return None
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Iterator[object]:
+    """One headless Chromium for the whole session."""
+    problem = _missing()
+    if problem:
+        if os.environ.get("HOLTER_TEST_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"the browser tests are required (HOLTER_TEST_REQUIRE_BROWSER=1): {problem}")
+        pytest.skip(problem)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(scope="module")
+def ui_server(chromium: object, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """A fresh `holter serve` (dashboard included) on an empty SQLite file, per test module."""
+    root = tmp_path_factory.mktemp("ui")
+    process = ServerProcess(f"sqlite:///{root / 'holter.db'}", log_path=root / "server.log",
+                            env={"HOLTER_SPOOL_DIR": str(root / "spool")}).start()
+    yield process
+    process.stop()
+
+
+@pytest.fixture
+def page(chromium, ui_server: ServerProcess) -> Iterator[object]:  # type: ignore[no-untyped-def]
+    """A browser tab at laptop size; JavaScript errors fail the test."""
+    context = chromium.new_context(viewport={"width": 1440, "height": 900}, base_url=ui_server.url)
+    tab = context.new_page()
+    errors: list[str] = []
+    tab.on("pageerror", lambda exc: errors.append(str(exc)))
+    tab.set_default_timeout(15_000)
+    yield tab
+    context.close()
+    assert not errors, f"JavaScript errors on the page: {errors}"
