@@ -1,5 +1,8 @@
 """Fixtures shared by the whole suite: the two stores and real servers on them.
 
+PyTorch: the hook, integration and real-demo tests skip without torch/transformers/lightning,
+unless HOLTER_TEST_REQUIRE_TORCH=1 (CI), which makes a missing one a failure at start.
+
 Postgres: HOLTER_TEST_POSTGRES_URL (default postgresql://postgres@127.0.0.1:5432/postgres) is
 used to create a fresh database for the test run, dropped at the end. When no Postgres answers,
 its tests are skipped, unless HOLTER_TEST_REQUIRE_POSTGRES=1 (CI), which makes that a failure.
@@ -19,6 +22,15 @@ from tests.servers import ServerProcess
 
 POSTGRES_ADMIN_URL = os.environ.get("HOLTER_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 STORES = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if os.environ.get("HOLTER_TEST_REQUIRE_TORCH") == "1":
+        import importlib.util
+
+        missing = [name for name in ("torch", "transformers", "lightning") if importlib.util.find_spec(name) is None]
+        if missing:
+            raise pytest.UsageError(f"HOLTER_TEST_REQUIRE_TORCH=1 but {', '.join(missing)} cannot be imported")
 
 
 def _postgres_database(name: str) -> str:

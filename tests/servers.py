@@ -28,7 +28,9 @@ class ServerProcess:
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         # Test receivers listen on loopback, which a real deployment refuses as a webhook target.
-        self.env = {**os.environ, "HOLTER_ALLOW_PRIVATE_WEBHOOKS": "true", **(env or {})}
+        # Auth is off unless a test turns it on: the access tests create keys in the shared store,
+        # which would switch `auto` on for every other server of the session.
+        self.env = {**os.environ, "HOLTER_ALLOW_PRIVATE_WEBHOOKS": "true", "HOLTER_AUTH": "off", **(env or {})}
         self.log_path = log_path
         self.process: subprocess.Popen[bytes] | None = None
 

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import timedelta
 from typing import Any
 
-from fastapi import APIRouter, FastAPI
+from fastapi import APIRouter, Depends, FastAPI
 from fastapi.openapi.utils import get_openapi
+from sqlalchemy.orm import Session, sessionmaker
 
 from holter_server import __version__
-from holter_server.api.routes import health, points, runs
+from holter_server.api.deps import authorize
+from holter_server.api.routes import alerts, annotations, events, health, keys, points, postmortem, runs, series
 from holter_server.schemas.points import PointsBatch
+from holter_server.services.auth import AuthMode
+from holter_server.services.loops import AlertDispatcher, DetectionLoop, LoopService, StallWatch
 from holter_server.settings import Settings
 from holter_server.store.database import make_engine, make_session_factory, upgrade
 
@@ -30,20 +35,55 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         engine = make_engine(url)
         app.state.engine = engine
         app.state.session_factory = make_session_factory(engine)
+        loops = background_loops(settings, app.state.session_factory)
+        for loop in loops:
+            loop.start()
         try:
             yield
         finally:
+            for loop in loops:
+                loop.stop()
             engine.dispose()
 
     app = FastAPI(title="Holter", version=__version__, summary="Training-health monitor for ML runs", lifespan=lifespan)
     app.state.settings = settings
-    api = APIRouter(prefix=API_PREFIX)
+    app.state.auth_mode = AuthMode(settings)
+    # Every API route passes `authorize`: its scope comes from one table (api/deps.py).
+    api = APIRouter(prefix=API_PREFIX, dependencies=[Depends(authorize)])
     api.include_router(health.router)
     api.include_router(runs.router)
     api.include_router(points.router)
+    api.include_router(events.router)
+    api.include_router(annotations.router)
+    api.include_router(alerts.router)
+    api.include_router(postmortem.router)
+    api.include_router(keys.router)
+    api.include_router(series.router)
     app.include_router(api)
     app.openapi = lambda: _openapi_with_batch_schema(app)  # type: ignore[method-assign]
+    _mount_dashboard(app)
     return app
+
+
+def _mount_dashboard(app: FastAPI) -> None:
+    """Serve the dashboard at `/` when it is installed (`holter[dashboard]`); the API works without it."""
+    try:
+        from holter_dashboard import mount
+    except ImportError:
+        return
+    mount(app)
+
+
+def background_loops(settings: Settings, session_factory: sessionmaker[Session]) -> list[LoopService]:
+    """The loops this process runs: the stall watch, the alert dispatcher and live detection (unless disabled)."""
+    loops: list[LoopService] = [
+        StallWatch(session_factory, timedelta(seconds=settings.stall_after), settings.stall_check_interval),
+        AlertDispatcher(session_factory, base_url=settings.base_url(), timeout=settings.alert_timeout,
+                        give_up_after=timedelta(seconds=settings.alert_give_up_after), allow_private=settings.allow_private_webhooks),
+    ]
+    if settings.detection_enabled:
+        loops.append(DetectionLoop(session_factory, settings.detection_interval))
+    return loops
 
 
 def _openapi_with_batch_schema(app: FastAPI) -> dict[str, Any]:

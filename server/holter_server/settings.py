@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 import platformdirs
 from pydantic import Field
@@ -27,6 +28,10 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(default=64 * 1024 * 1024, description="larger request bodies get 413")
     max_points_per_batch: int = Field(default=1_000_000, description="batches with more points get 413")
     max_points_per_read: int = Field(default=1_000_000, description="cap on points one plain range read returns")
+    auth: Literal["auto", "on", "off"] = Field(default="auto", description="auto: on unless on loopback with no keys")
+    admin_token: str | None = Field(default=None, description="a bootstrap admin key (docker-compose secret)")
+    max_metrics_per_run: int = Field(default=10_000, description="a batch that would give a run more metrics gets 422")
+    max_config_bytes: int = Field(default=256 * 1024, description="a run config larger than this (as JSON) gets 413")
     detection_enabled: bool = Field(default=True, description="run live detection inside this service process")
     detection_interval: float = Field(default=0.5, description="seconds between live-detection passes when idle")
     stall_after: float = Field(default=600.0, description="seconds without points or heartbeat before a run is stalled")

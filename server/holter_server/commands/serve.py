@@ -7,6 +7,7 @@ import argparse
 import uvicorn
 
 from holter_server.app import create_app
+from holter_server.services.auth import AuthMode
 from holter_server.settings import Settings
 
 
@@ -21,5 +22,6 @@ def run(args: argparse.Namespace) -> int:
     url = settings.resolved_database_url()
     store = "SQLite at " + url.removeprefix("sqlite:///") if url.startswith("sqlite") else "Postgres"
     print(f"Holter {store}; listening on http://{settings.host}:{settings.port} (API docs at /docs)", flush=True)
+    print(AuthMode(settings).describe(), flush=True)
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level=args.log_level, access_log=False)
     return 0

@@ -61,7 +61,7 @@ class ChannelPublic(BaseModel):
 class RuleCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    channel_id: int
+    channel_id: int = Field(ge=1, le=2**31 - 1)
     name: str = Field(min_length=1, max_length=128)
     project: str | None = Field(default=None, max_length=128)
     run_tag: str | None = Field(default=None, max_length=128)

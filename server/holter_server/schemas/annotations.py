@@ -17,7 +17,7 @@ class AnnotationCreate(BaseModel):
     metric: str | None = Field(default=None, max_length=256)
     start_step: int | None = Field(default=None, ge=0)
     end_step: int | None = Field(default=None, ge=0)
-    event_id: int | None = Field(default=None, description="comment on this event")
+    event_id: int | None = Field(default=None, ge=1, le=2**31 - 1, description="comment on this event")
 
     @model_validator(mode="after")
     def _range_in_order(self) -> AnnotationCreate:

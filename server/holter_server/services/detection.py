@@ -26,7 +26,11 @@ from holter_server.store import runs as runs_store
 from holter_server.store.database import session_scope
 from holter_server.store.models import AlertRuleRow, EventRow, RunRow
 
-CHUNK_POINTS = 200_000  # points fed per metric per pass; a long backlog takes several passes
+CHUNK_POINTS = 200_000  # points read at a time by the batch re-analysis
+# Points fed per live transaction, over all the metrics it claimed: a long backlog (an imported
+# run, a bulk load) is worked off in many short transactions, so ingest never waits long for
+# SQLite's one write lock.
+POINTS_PER_TRANSACTION = 20_000
 
 
 def event_fields(event: Event) -> dict[str, Any]:
@@ -61,8 +65,22 @@ def record_event(*, session: Session, run_id: str, key: str, event: Event, muted
     return row
 
 
-def detect_pending(*, session_factory: sessionmaker[Session], limit: int = 50) -> int:
-    """One pass of live detection over up to `limit` metrics with new points; returns how many."""
+def detect_pending(*, session_factory: sessionmaker[Session], limit: int = 50, per_transaction: int = 8) -> int:
+    """One pass of live detection over up to `limit` metrics with new points; returns how many.
+
+    Metrics are claimed a few at a time, each group in its own short transaction: on SQLite a
+    transaction holds the one write lock, and ingest must not wait behind a long pass.
+    """
+    done = 0
+    while done < limit:
+        claimed = _detect_some(session_factory, min(per_transaction, limit - done))
+        if not claimed:
+            break
+        done += claimed
+    return done
+
+
+def _detect_some(session_factory: sessionmaker[Session], limit: int) -> int:
     with session_scope(session_factory) as session:
         work = events_store.claim_detection_work(session=session, limit=limit)
         touched: set[str] = set()
@@ -75,8 +93,9 @@ def detect_pending(*, session_factory: sessionmaker[Session], limit: int = 50) -
             kind = recognised_kind(item.metric)
             thresholds = alerting.threshold_rules_for(session=session, run=run, metric=item.metric)
             detector = _detector_for(item.state, item.metric, kind) if kind else None
+            share = max(1_000, POINTS_PER_TRANSACTION // len(work))
             series = points_store.read_points(session=session, run_id=item.run_id, metric_id=item.metric_id,
-                                              start=item.detected_step + 1, end=None, limit=CHUNK_POINTS)
+                                              start=item.detected_step + 1, end=None, limit=share)
             detected_step = series.steps[-1] if series.steps else (metric.last_step or item.detected_step)
             muted = muted_by_run.setdefault(item.run_id, events_store.muted_kinds(session=session, run_id=item.run_id))
             if detector is not None and series.steps:

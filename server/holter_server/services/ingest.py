@@ -15,10 +15,17 @@ class UnknownRunError(LookupError):
     """The batch names a run the service does not know."""
 
 
-def ingest_batch(*, session: Session, run_id: str, batch: PointsBatch) -> StoredCount:
-    """Store a batch exactly once and record the run's progress."""
+class TooManyMetricsError(ValueError):
+    """The batch would give the run more metric series than the service allows."""
+
+
+def ingest_batch(*, session: Session, run_id: str, batch: PointsBatch, max_metrics: int) -> StoredCount:
+    """Store a batch exactly once and record the run's progress (all of it, or none of it)."""
     if runs_store.get_run(session=session, run_id=run_id) is None:
         raise UnknownRunError(run_id)
+    new = set(batch.metrics) - runs_store.existing_metric_names(session=session, run_id=run_id, names=batch.metrics)
+    if new and runs_store.count_metrics(session=session, run_id=run_id) + len(new) > max_metrics:
+        raise TooManyMetricsError(f"run {run_id!r} would have more than {max_metrics} metrics with {len(new)} new ones in this batch")
     step_time = dict(zip(batch.step_times.steps, batch.step_times.times)) if batch.step_times else {}
     columns = {}
     for name, series in batch.metrics.items():

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -78,6 +78,17 @@ def list_metrics(*, session: Session, run_id: str) -> Sequence[MetricRow]:
 def get_metric(*, session: Session, run_id: str, name: str) -> MetricRow | None:
     """One metric series of a run, or None."""
     return session.scalar(select(MetricRow).where(MetricRow.run_id == run_id, MetricRow.name == name))
+
+
+def count_metrics(*, session: Session, run_id: str) -> int:
+    """How many metric series a run has."""
+    return session.scalar(select(func.count()).select_from(MetricRow).where(MetricRow.run_id == run_id)) or 0
+
+
+def existing_metric_names(*, session: Session, run_id: str, names: Iterable[str]) -> set[str]:
+    """Which of `names` the run already has."""
+    wanted = list(names)
+    return set(session.scalars(select(MetricRow.name).where(MetricRow.run_id == run_id, MetricRow.name.in_(wanted)))) if wanted else set()
 
 
 def record_activity(*, session: Session, run_id: str, last_step: int | None) -> None:

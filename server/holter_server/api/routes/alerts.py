@@ -9,7 +9,7 @@ from fastapi import APIRouter, HTTPException, Query, Response
 
 from holter_server.alerts.sparkline import png_sparkline
 from holter_server.alerts.targets import TargetRefused, check_target
-from holter_server.api.deps import SessionDep, SettingsDep
+from holter_server.api.deps import PrincipalDep, RowId, SessionDep, SettingsDep
 from holter_server.api.routes.runs import require_run
 from holter_server.schemas.alerts import ChannelCreate, ChannelPublic, DeliveryPublic, RuleCreate, RulePublic, RuleUpdate
 from holter_server.services.alerting import CONTEXT_POINTS, add_default_rules
@@ -23,7 +23,7 @@ from holter_server.store.models import ChannelRow
 router = APIRouter(tags=["alerts"])
 
 
-def _require_channel(session: SessionDep, channel_id: int) -> ChannelRow:
+def _require_channel(session: SessionDep, channel_id: RowId) -> ChannelRow:
     channel = alerts_store.get_channel(session=session, channel_id=channel_id)
     if channel is None:
         raise HTTPException(status_code=404, detail=f"unknown channel {channel_id}")
@@ -31,7 +31,9 @@ def _require_channel(session: SessionDep, channel_id: int) -> ChannelRow:
 
 
 @router.post("/channels", response_model=ChannelPublic, status_code=201, summary="Add a chat channel (its secret is never shown again)")
-def add_channel(session: SessionDep, settings: SettingsDep, body: ChannelCreate) -> ChannelPublic:
+def add_channel(session: SessionDep, settings: SettingsDep, principal: PrincipalDep, body: ChannelCreate) -> ChannelPublic:
+    if principal.project is not None and body.project != principal.project:
+        raise HTTPException(status_code=403, detail=f"this key can only add channels for project {principal.project!r}")
     if body.kind != "apprise":
         try:
             check_target(body.target, allow_private=settings.allow_private_webhooks)
@@ -46,19 +48,20 @@ def add_channel(session: SessionDep, settings: SettingsDep, body: ChannelCreate)
 
 
 @router.get("/channels", response_model=list[ChannelPublic], summary="Channels (secrets masked)")
-def list_channels(session: SessionDep, project: str | None = None) -> list[ChannelPublic]:
-    return [ChannelPublic.from_row(row) for row in alerts_store.list_channels(session=session, project=project)]
+def list_channels(session: SessionDep, principal: PrincipalDep, project: str | None = None) -> list[ChannelPublic]:
+    rows = alerts_store.list_channels(session=session, project=project or principal.project)
+    return [ChannelPublic.from_row(row) for row in rows if principal.sees(row.project)]
 
 
 @router.delete("/channels/{channel_id}", status_code=204, summary="Remove a channel and its rules")
-def delete_channel(session: SessionDep, channel_id: int) -> Response:
+def delete_channel(session: SessionDep, channel_id: RowId) -> Response:
     alerts_store.delete_channel(session=session, channel=_require_channel(session, channel_id))
     session.commit()
     return Response(status_code=204)
 
 
 @router.post("/channels/{channel_id}/test", summary="Send a test message now")
-def test_channel(session: SessionDep, settings: SettingsDep, channel_id: int) -> dict[str, str]:
+def test_channel(session: SessionDep, settings: SettingsDep, channel_id: RowId) -> dict[str, str]:
     channel = _require_channel(session, channel_id)
     with httpx.Client(timeout=settings.alert_timeout) as client:
         try:
@@ -69,20 +72,23 @@ def test_channel(session: SessionDep, settings: SettingsDep, channel_id: int) ->
 
 
 @router.post("/rules", response_model=RulePublic, status_code=201, summary="Add an alert rule")
-def add_rule(session: SessionDep, body: RuleCreate) -> RulePublic:
-    _require_channel(session, body.channel_id)
+def add_rule(session: SessionDep, principal: PrincipalDep, body: RuleCreate) -> RulePublic:
+    channel = _require_channel(session, body.channel_id)
+    if not principal.sees(channel.project):
+        raise HTTPException(status_code=404, detail=f"unknown channel {body.channel_id}")
     rule = alerts_store.add_rule(session=session, channel_id=body.channel_id, fields=body.model_dump(exclude={"channel_id"}))
     session.commit()
     return RulePublic.from_row(rule)
 
 
 @router.get("/rules", response_model=list[RulePublic], summary="Alert rules")
-def list_rules(session: SessionDep, channel_id: int | None = None) -> list[RulePublic]:
-    return [RulePublic.from_row(row) for row in alerts_store.list_rules(session=session, channel_id=channel_id)]
+def list_rules(session: SessionDep, principal: PrincipalDep, channel_id: RowId | None = None) -> list[RulePublic]:
+    visible = {c.id for c in alerts_store.list_channels(session=session) if principal.sees(c.project)}
+    return [RulePublic.from_row(row) for row in alerts_store.list_rules(session=session, channel_id=channel_id) if row.channel_id in visible]
 
 
 @router.patch("/rules/{rule_id}", response_model=RulePublic, summary="Enable or disable a rule")
-def update_rule(session: SessionDep, rule_id: int, body: RuleUpdate) -> RulePublic:
+def update_rule(session: SessionDep, rule_id: RowId, body: RuleUpdate) -> RulePublic:
     rule = alerts_store.get_rule(session=session, rule_id=rule_id)
     if rule is None:
         raise HTTPException(status_code=404, detail=f"unknown rule {rule_id}")
@@ -92,7 +98,7 @@ def update_rule(session: SessionDep, rule_id: int, body: RuleUpdate) -> RulePubl
 
 
 @router.delete("/rules/{rule_id}", status_code=204, summary="Remove a rule")
-def delete_rule(session: SessionDep, rule_id: int) -> Response:
+def delete_rule(session: SessionDep, rule_id: RowId) -> Response:
     rule = alerts_store.get_rule(session=session, rule_id=rule_id)
     if rule is None:
         raise HTTPException(status_code=404, detail=f"unknown rule {rule_id}")
@@ -103,15 +109,16 @@ def delete_rule(session: SessionDep, rule_id: int) -> Response:
 
 @router.get("/deliveries", response_model=list[DeliveryPublic], summary="Recent deliveries, newest first, with failures")
 def list_deliveries(
-    session: SessionDep, channel_id: int | None = None, status: str | None = None, run_id: str | None = None,
+    session: SessionDep, principal: PrincipalDep, channel_id: RowId | None = None, status: str | None = None, run_id: str | None = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> list[DeliveryPublic]:
+    visible = {c.id for c in alerts_store.list_channels(session=session) if principal.sees(c.project)}
     rows = alerts_store.list_deliveries(session=session, channel_id=channel_id, status=status, run_id=run_id, limit=limit)
-    return [DeliveryPublic.from_row(row) for row in rows]
+    return [DeliveryPublic.from_row(row) for row in rows if row.channel_id in visible]
 
 
 @router.post("/deliveries/{delivery_id}/retry", response_model=DeliveryPublic, summary="Queue a failed delivery again")
-def retry_delivery(session: SessionDep, delivery_id: int) -> DeliveryPublic:
+def retry_delivery(session: SessionDep, delivery_id: RowId) -> DeliveryPublic:
     delivery = alerts_store.get_delivery(session=session, delivery_id=delivery_id)
     if delivery is None:
         raise HTTPException(status_code=404, detail=f"unknown delivery {delivery_id}")
@@ -122,7 +129,7 @@ def retry_delivery(session: SessionDep, delivery_id: int) -> DeliveryPublic:
 
 @router.get("/runs/{run_id}/events/{event_id}/sparkline.png", summary="A small picture of the curve around an event",
             response_class=Response, responses={200: {"content": {"image/png": {}}}})
-def event_sparkline(session: SessionDep, run_id: str, event_id: int) -> Response:
+def event_sparkline(session: SessionDep, run_id: str, event_id: RowId) -> Response:
     require_run(session, run_id)
     event = events_store.get_event(session=session, run_id=run_id, event_id=event_id)
     metric = runs_store.get_metric(session=session, run_id=run_id, name=event.metric) if event and event.metric else None

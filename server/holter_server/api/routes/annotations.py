@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, HTTPException, Response
 
-from holter_server.api.deps import SessionDep
+from holter_server.api.deps import RowId, SessionDep
 from holter_server.api.routes.runs import require_run
 from holter_server.schemas.annotations import AnnotationCreate, AnnotationPublic, AnnotationsPublic, AnnotationUpdate
 from holter_server.store import annotations as annotations_store
@@ -15,7 +15,7 @@ router = APIRouter(prefix="/runs/{run_id}/annotations", tags=["annotations"])
 
 
 @router.get("", response_model=AnnotationsPublic, summary="A run's notes, oldest first")
-def list_annotations(session: SessionDep, run_id: str, metric: str | None = None, event_id: int | None = None) -> AnnotationsPublic:
+def list_annotations(session: SessionDep, run_id: str, metric: str | None = None, event_id: RowId | None = None) -> AnnotationsPublic:
     require_run(session, run_id)
     rows = annotations_store.list_annotations(session=session, run_id=run_id, metric=metric, event_id=event_id)
     return AnnotationsPublic(data=[AnnotationPublic.from_row(row) for row in rows], count=len(rows))
@@ -31,7 +31,7 @@ def add_annotation(session: SessionDep, run_id: str, body: AnnotationCreate) -> 
     return AnnotationPublic.from_row(row)
 
 
-def _own_annotation(session: SessionDep, run_id: str, annotation_id: int, author: str) -> AnnotationRow:
+def _own_annotation(session: SessionDep, run_id: str, annotation_id: RowId, author: str) -> AnnotationRow:
     require_run(session, run_id)
     row = annotations_store.get_annotation(session=session, run_id=run_id, annotation_id=annotation_id)
     if row is None:
@@ -42,14 +42,14 @@ def _own_annotation(session: SessionDep, run_id: str, annotation_id: int, author
 
 
 @router.patch("/{annotation_id}", response_model=AnnotationPublic, summary="Edit one's own note")
-def edit_annotation(session: SessionDep, run_id: str, annotation_id: int, body: AnnotationUpdate) -> AnnotationPublic:
+def edit_annotation(session: SessionDep, run_id: str, annotation_id: RowId, body: AnnotationUpdate) -> AnnotationPublic:
     row = annotations_store.edit_annotation(session=session, annotation=_own_annotation(session, run_id, annotation_id, body.author), text=body.text)
     session.commit()
     return AnnotationPublic.from_row(row)
 
 
 @router.delete("/{annotation_id}", status_code=204, summary="Delete one's own note")
-def delete_annotation(session: SessionDep, run_id: str, annotation_id: int, author: str) -> Response:
+def delete_annotation(session: SessionDep, run_id: str, annotation_id: RowId, author: str) -> Response:
     annotations_store.delete_annotation(session=session, annotation=_own_annotation(session, run_id, annotation_id, author))
     session.commit()
     return Response(status_code=204)

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query
 
-from holter_server.api.deps import SessionDep
+from holter_server.api.deps import PrincipalDep, RowId, SessionDep
 from holter_server.api.routes.runs import require_run
 from holter_server.schemas.events import EventDecision, EventDismissal, EventPublic, EventsPublic, EventStatus, Severity
 from holter_server.store import events as events_store
@@ -31,15 +31,15 @@ def run_events(
 
 @router.get("/events", response_model=EventsPublic, summary="Events across runs (filter by project, run, kind, severity, status)")
 def all_events(
-    session: SessionDep, project: str | None = None, run_id: str | None = None, kind: str | None = None,
+    session: SessionDep, principal: PrincipalDep, project: str | None = None, run_id: str | None = None, kind: str | None = None,
     severity: Severity | None = None, status: EventStatus | None = None, limit: Limit = 100, offset: Offset = 0,
 ) -> EventsPublic:
-    where = EventFilter(run_id=run_id, project=project, kind=kind, severity=severity, status=status)
+    where = EventFilter(run_id=run_id, project=project or principal.project, kind=kind, severity=severity, status=status)
     rows, count = events_store.list_events(session=session, where=where, limit=limit, offset=offset)
     return EventsPublic(data=[EventPublic.from_row(row) for row in rows], count=count)
 
 
-def _require_event(session: SessionDep, run_id: str, event_id: int) -> EventRow:
+def _require_event(session: SessionDep, run_id: str, event_id: RowId) -> EventRow:
     require_run(session, run_id)
     event = events_store.get_event(session=session, run_id=run_id, event_id=event_id)
     if event is None:
@@ -48,7 +48,7 @@ def _require_event(session: SessionDep, run_id: str, event_id: int) -> EventRow:
 
 
 @router.post("/runs/{run_id}/events/{event_id}/acknowledge", response_model=EventPublic, summary="Someone has seen it and is on it")
-def acknowledge(session: SessionDep, run_id: str, event_id: int, body: EventDecision) -> EventPublic:
+def acknowledge(session: SessionDep, run_id: str, event_id: RowId, body: EventDecision) -> EventPublic:
     event = events_store.set_event_status(session=session, event=_require_event(session, run_id, event_id), status="acknowledged",
                                           by=body.by, reason=body.reason)
     session.commit()
@@ -56,7 +56,7 @@ def acknowledge(session: SessionDep, run_id: str, event_id: int, body: EventDeci
 
 
 @router.post("/runs/{run_id}/events/{event_id}/dismiss", response_model=EventPublic, summary="Not a problem; optionally mute its kind on its metric")
-def dismiss(session: SessionDep, run_id: str, event_id: int, body: EventDismissal) -> EventPublic:
+def dismiss(session: SessionDep, run_id: str, event_id: RowId, body: EventDismissal) -> EventPublic:
     event = _require_event(session, run_id, event_id)
     if body.mute:
         if event.metric is None:

@@ -8,7 +8,7 @@ import numpy as np
 from fastapi import APIRouter, HTTPException, Query, Response
 from fastapi.responses import HTMLResponse
 
-from holter_server.api.deps import SessionDep
+from holter_server.api.deps import PrincipalDep, SessionDep
 from holter_server.api.routes.runs import require_run
 from holter_server.schemas.annotations import AnnotationPublic
 from holter_server.schemas.events import EventPublic
@@ -27,13 +27,14 @@ router = APIRouter(tags=["post-mortem"])
 @router.get("/levers", response_model=LeversPublic, summary="Config parameters that change the structure of a failure across runs")
 def find_levers(
     session: SessionDep,
+    principal: PrincipalDep,
     project: str | None = None,
     tag: str | None = None,
     run_id: Annotated[list[str] | None, Query(description="a selection of runs (repeat the parameter)")] = None,
 ) -> LeversPublic:
     if not (project or tag or run_id):
         raise HTTPException(status_code=422, detail="name the runs: project, tag, or run_id (repeatable)")
-    return LeversPublic.from_report(postmortem.levers(session=session, project=project, tag=tag, run_ids=run_id))
+    return LeversPublic.from_report(postmortem.levers(session=session, project=project or principal.project, tag=tag, run_ids=run_id))
 
 
 @router.put("/projects/{project}/reference", response_model=ReferencePublic, summary="Make a run the reference of its project (or of a tag)")

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, HTTPException, Query
 
-from holter_server.api.deps import SessionDep
+from holter_server.api.deps import PrincipalDep, SessionDep, SettingsDep
 from holter_server.schemas.events import AnalyzedSeries, RunAnalysis
 from holter_server.schemas.runs import RunCreate, RunCreated, RunFinish, RunPublic, RunsPublic, RunUpdate
 from holter_server.services import lifecycle
@@ -28,7 +29,12 @@ def require_run(session: SessionDep, run_id: str) -> RunRow:
 
 
 @router.post("", response_model=RunCreated, summary="Create a run, or resume it when its id exists")
-def create_run(session: SessionDep, body: RunCreate) -> RunCreated:
+def create_run(session: SessionDep, settings: SettingsDep, principal: PrincipalDep, body: RunCreate) -> RunCreated:
+    config_size = len(json.dumps(body.config))
+    if config_size > settings.max_config_bytes:
+        raise HTTPException(status_code=413, detail=f"config of {config_size} bytes exceeds the limit of {settings.max_config_bytes}")
+    if not principal.sees(body.project):
+        raise HTTPException(status_code=403, detail=f"this key is for project {principal.project!r}, not {body.project!r}")
     run_id = body.id or uuid.uuid4().hex[:16]
     existing = runs_store.get_run(session=session, run_id=run_id)
     if existing is not None and existing.project != body.project:
@@ -43,13 +49,14 @@ def create_run(session: SessionDep, body: RunCreate) -> RunCreated:
 @router.get("", response_model=RunsPublic, summary="List runs, newest first, with their health")
 def list_runs(
     session: SessionDep,
+    principal: PrincipalDep,
     project: str | None = None,
     status: Literal["running", "finished", "crashed", "stalled"] | None = None,
     tag: str | None = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     offset: Annotated[int, Query(ge=0)] = 0,
 ) -> RunsPublic:
-    rows, count = runs_store.list_runs(session=session, project=project, status=status, tag=tag, limit=limit, offset=offset)
+    rows, count = runs_store.list_runs(session=session, project=project or principal.project, status=status, tag=tag, limit=limit, offset=offset)
     health = events_store.health_of_runs(session=session, run_ids=[row.id for row in rows])
     return RunsPublic(data=[RunPublic.from_row(row, health=health[row.id]) for row in rows], count=count)
 

@@ -6,8 +6,14 @@ changing a query: each hot query names one run. Import every model here so that
 `Base.metadata` (used by Alembic) knows them all.
 """
 
+from holter_server.store.models.alerts import AlertRuleRow, ChannelRow, DeliveryRow
+from holter_server.store.models.annotations import AnnotationRow
 from holter_server.store.models.base import Base, UTCDateTime
+from holter_server.store.models.events import DetectorStateRow, EventRow, MuteRow
+from holter_server.store.models.keys import ApiKeyRow
 from holter_server.store.models.points import PointRow
+from holter_server.store.models.references import ReferenceRow
+from holter_server.store.models.rollups import RollupRow
 from holter_server.store.models.runs import MetricRow, RunRow
 
-__all__ = ["Base", "MetricRow", "PointRow", "RunRow", "UTCDateTime"]
+__all__ = ["AlertRuleRow", "ApiKeyRow", "AnnotationRow", "ChannelRow", "DeliveryRow", "Base", "DetectorStateRow", "EventRow", "MuteRow", "MetricRow", "PointRow", "ReferenceRow", "RollupRow", "RunRow", "UTCDateTime"]

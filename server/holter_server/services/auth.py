@@ -1,0 +1,123 @@
+"""Who is calling, and what they may do.
+
+Keys have a scope and a project (or all projects):
+* `ingest` — what a training job needs: create or resume runs, send points, heartbeat, finish;
+* `read` — what a person at the dashboard needs: read everything, annotate, acknowledge or
+  dismiss events, tag and note runs, re-analyse;
+* `admin` — everything, including alert channels and rules, reference runs and keys.
+A key for project A neither reads nor writes project B: routes that name a run, channel, rule
+or delivery are checked against the key's project, and lists are filtered to it.
+
+Auth is on when `HOLTER_AUTH=on`, off when `off`, and in the default `auto` mode on unless the
+service listens on loopback and no key exists (zero set-up for one person on one machine).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+import secrets
+import time
+from dataclasses import dataclass
+
+from sqlalchemy.orm import Session
+
+from holter_server.settings import Settings
+from holter_server.store import keys as keys_store
+from holter_server.store.models import ApiKeyRow
+
+SCOPE_RANK = {"ingest": 0, "read": 1, "admin": 2}
+
+
+@dataclass(frozen=True)
+class Principal:
+    """The caller: its scope and the one project it is limited to (None: every project)."""
+
+    scope: str
+    project: str | None
+    key_id: int | None = None
+
+    def allows(self, needed: str) -> bool:
+        """Admin may do anything; read may not ingest; ingest may only ingest."""
+        if self.scope == "admin":
+            return True
+        return self.scope == needed
+
+    def sees(self, project: str | None) -> bool:
+        """True when the caller may touch `project` (a None project: shared, admin-wide things)."""
+        return self.project is None or self.project == project
+
+
+OPEN = Principal(scope="admin", project=None)  # auth off: the one person on this machine
+
+
+def new_key() -> tuple[str, str, str]:
+    """A new key: (the full key to show once, its prefix, the hash to store)."""
+    prefix, secret = secrets.token_hex(4), secrets.token_urlsafe(24)
+    return f"hk_{prefix}_{secret}", prefix, hash_secret(secret)
+
+
+def hash_secret(secret: str) -> str:
+    # Keys are 192 random bits: a fast hash is enough (no dictionary to defend against).
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def create_key(*, session: Session, name: str, scope: str, project: str | None) -> tuple[ApiKeyRow, str]:
+    """Store a new key; returns the row and the full key, which is never stored or shown again."""
+    full, prefix, secret_hash = new_key()
+    return keys_store.add_key(session=session, name=name, prefix=prefix, secret_hash=secret_hash, scope=scope, project=project), full
+
+
+def authenticate(*, session: Session, token: str, settings: Settings) -> Principal | None:
+    """The principal of a presented key, or None when it is unknown, malformed or revoked."""
+    if settings.admin_token and hmac.compare_digest(token, settings.admin_token):
+        return Principal(scope="admin", project=None)
+    parts = token.split("_", 2)
+    if len(parts) != 3 or parts[0] != "hk":
+        return None
+    key = keys_store.key_by_prefix(session=session, prefix=parts[1])
+    if key is None or key.revoked_at is not None or not hmac.compare_digest(key.secret_hash, hash_secret(parts[2])):
+        return None
+    keys_store.touch(session=session, key=key)
+    return Principal(scope=key.scope, project=key.project, key_id=key.id)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class AuthMode:
+    """Whether auth is on, re-checked every few seconds in `auto` mode (creating the first key turns it on)."""
+
+    RECHECK_S = 5.0
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._checked_at = 0.0
+        self._keys_exist = False
+
+    def enabled(self, session: Session) -> bool:
+        mode = self.settings.auth
+        if mode in ("on", "off"):
+            return mode == "on"
+        if not is_loopback(self.settings.host) or self.settings.admin_token:
+            return True
+        if time.monotonic() - self._checked_at > self.RECHECK_S:
+            self._keys_exist = keys_store.active_key_count(session=session) > 0
+            self._checked_at = time.monotonic()
+        return self._keys_exist
+
+    def describe(self) -> str:
+        """One line for the start-up banner."""
+        mode = self.settings.auth
+        if mode == "off":
+            return "auth: off (HOLTER_AUTH=off): anyone who can reach this port can read and write"
+        if mode == "on" or not is_loopback(self.settings.host) or self.settings.admin_token:
+            return "auth: on: every API call needs a key (holter keys create)"
+        return "auth: off while this service listens on loopback and has no API keys (zero set-up for one person); creating a key turns it on"

@@ -1,0 +1,154 @@
+"""Access control on a real server with auth on, on SQLite and Postgres: keys are scoped, and a
+key for project B gets nothing of project A from any route of the API."""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+import holter
+from tests.receivers import Receiver
+from tests.servers import ServerProcess
+
+ADMIN_TOKEN = "bootstrap-admin-token-0123456789"
+
+
+@pytest.fixture(scope="module")
+def secured(store_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    env = {"HOLTER_AUTH": "on", "HOLTER_ADMIN_TOKEN": ADMIN_TOKEN}
+    server = ServerProcess(store_url, env=env, log_path=tmp_path_factory.mktemp("access") / "server.log").start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def world(secured: ServerProcess, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
+    """Project A with a run, its events, a note, a channel, a rule, a delivery and a reference;
+    keys of every scope for A and for B."""
+    admin = httpx.Client(base_url=f"{secured.url}/api/v1", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}, timeout=30)
+    keys = {}
+    for project in ("acc-a", "acc-b"):
+        for scope in ("ingest", "read", "admin"):
+            keys[(project, scope)] = admin.post("/keys", json={"name": f"{project}-{scope}", "scope": scope, "project": project}).json()
+    receiver = Receiver().start()
+    channel = admin.post("/channels", json={"name": "a-hook", "kind": "webhook", "target": receiver.url, "project": "acc-a"}).json()
+    run = holter.init(project="acc-a", name="secret-run", url=secured.url, api_key=keys[("acc-a", "ingest")]["key"],
+                      spool_dir=tmp_path_factory.mktemp("spool"))
+    for step in range(260):
+        run.log({"loss": math.nan if step >= 200 else 3.0 - step / 300}, step=step)
+    run.finish()
+    deadline = time.monotonic() + 30
+    while not admin.get("/deliveries", params={"channel_id": channel["id"]}).json() or not admin.get(f"/runs/{run.id}/events").json()["data"]:
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    event = admin.get(f"/runs/{run.id}/events").json()["data"][0]
+    note = admin.post(f"/runs/{run.id}/annotations", json={"author": "ana", "text": "private note"}).json()
+    rule = admin.get("/rules", params={"channel_id": channel["id"]}).json()[0]
+    delivery = admin.get("/deliveries", params={"channel_id": channel["id"]}).json()[0]
+    admin.put("/projects/acc-a/reference", json={"run_id": run.id})
+    yield {"keys": keys, "run_id": run.id, "event_id": event["id"], "annotation_id": note["id"], "channel_id": channel["id"],
+           "rule_id": rule["id"], "delivery_id": delivery["id"], "key_id": keys[("acc-a", "read")]["id"], "project": "acc-a",
+           "metric": "loss"}
+    receiver.stop()
+
+
+def as_key(server: ServerProcess, key: str | None) -> httpx.Client:
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    return httpx.Client(base_url=f"{server.url}/api/v1", headers=headers, timeout=30)
+
+
+BODIES = {
+    ("POST", "/runs"): {"id": "intruder", "project": "acc-a"},
+    ("POST", "/runs/{run_id}/points"): {"metrics": {"loss": {"steps": [999], "values": [0.0]}}},
+    ("POST", "/runs/{run_id}/finish"): {"status": "crashed"},
+    ("PATCH", "/runs/{run_id}"): {"notes": "defaced"},
+    ("POST", "/runs/{run_id}/annotations"): {"author": "mallory", "text": "x"},
+    ("PATCH", "/runs/{run_id}/annotations/{annotation_id}"): {"author": "ana", "text": "x"},
+    ("POST", "/runs/{run_id}/events/{event_id}/acknowledge"): {"by": "mallory"},
+    ("POST", "/runs/{run_id}/events/{event_id}/dismiss"): {"by": "mallory", "mute": True},
+    ("POST", "/channels"): {"name": "x", "kind": "slack", "target": "http://127.0.0.1:9/x", "project": "acc-a"},
+    ("POST", "/rules"): {"channel_id": 0, "name": "x"},
+    ("PATCH", "/rules/{rule_id}"): {"enabled": False},
+    ("PUT", "/projects/{project}/reference"): {"run_id": "x"},
+    ("POST", "/keys"): {"name": "x", "scope": "admin", "project": "acc-a"},
+}
+
+
+def api_routes(server: ServerProcess) -> list[tuple[str, str]]:
+    schema = httpx.get(f"{server.url}/openapi.json").json()
+    return [(method.upper(), path.removeprefix("/api/v1")) for path, ops in schema["paths"].items() if path.startswith("/api/v1")
+            for method in ops]
+
+
+def fill(path: str, world: dict) -> str:
+    return re.sub(r"\{(\w+)(?::path)?\}", lambda m: str(world[m.group(1)]), path)
+
+
+def test_every_route_refuses_the_other_projects_key(secured: ServerProcess, world: dict) -> None:
+    intruder = as_key(secured, world["keys"][("acc-b", "admin")]["key"])
+    leaks = []
+    for method, path in api_routes(secured):
+        if path == "/health":
+            continue
+        body = dict(BODIES.get((method, path), {}))
+        if (method, path) == ("POST", "/rules"):
+            body["channel_id"] = world["channel_id"]
+        params = {"project": "acc-a"} if path in ("/runs", "/events", "/channels", "/levers") else {"run_id": world["run_id"], "run": world["run_id"], "metric": "loss"}
+        answer = intruder.request(method, fill(path, world), params=params, json=body or None)
+        # The intruder named A's ids itself; a leak is a 2xx or anything of A's content coming back.
+        if answer.status_code not in (403, 404) or any(secret in answer.text for secret in ("secret-run", "private note", "a-hook")):
+            leaks.append((method, path, answer.status_code, answer.text[:120]))
+    assert leaks == []
+
+
+def test_lists_show_a_scoped_key_only_its_own_project(secured: ServerProcess, world: dict) -> None:
+    intruder = as_key(secured, world["keys"][("acc-b", "admin")]["key"])
+    for path in ("/runs", "/events", "/channels", "/rules", "/deliveries", "/keys"):
+        answer = intruder.get(path)
+        assert answer.status_code == 200, path
+        assert world["run_id"] not in answer.text and "a-hook" not in answer.text and "acc-a" not in answer.text, path
+    owner = as_key(secured, world["keys"][("acc-a", "read")]["key"])
+    assert [run["id"] for run in owner.get("/runs").json()["data"]] == [world["run_id"]]
+
+
+def test_every_route_but_health_needs_a_key(secured: ServerProcess, world: dict) -> None:
+    anonymous = as_key(secured, None)
+    for method, path in api_routes(secured):
+        answer = anonymous.request(method, fill(path, world), json=BODIES.get((method, path)))
+        assert answer.status_code == (200 if path == "/health" else 401), (method, path, answer.status_code)
+    assert as_key(secured, "hk_deadbeef_not-a-real-key").get("/runs").status_code == 401
+
+
+def test_scopes_limit_what_a_key_may_do(secured: ServerProcess, world: dict) -> None:
+    ingest = as_key(secured, world["keys"][("acc-a", "ingest")]["key"])
+    read = as_key(secured, world["keys"][("acc-a", "read")]["key"])
+    assert ingest.get(f"/runs/{world['run_id']}").status_code == 403
+    assert read.post(f"/runs/{world['run_id']}/points", json=BODIES[("POST", "/runs/{run_id}/points")]).status_code == 403
+    assert read.post("/channels", json=BODIES[("POST", "/channels")]).status_code == 403
+    assert read.post(f"/runs/{world['run_id']}/annotations", json={"author": "ana", "text": "ok"}).status_code == 201
+    assert ingest.post("/runs", json={"id": "ok-run", "project": "acc-a"}).status_code == 200
+
+
+def test_a_key_is_shown_once_stored_hashed_and_revocable(secured: ServerProcess, world: dict) -> None:
+    admin = as_key(secured, ADMIN_TOKEN)
+    created = admin.post("/keys", json={"name": "temp", "scope": "read", "project": "acc-a"}).json()
+    assert created["key"].startswith(f"hk_{created['prefix']}_")
+    listed = admin.get("/keys").text
+    assert created["key"] not in listed and created["key"].split("_", 2)[2] not in listed
+    temp = as_key(secured, created["key"])
+    assert temp.get("/runs").status_code == 200
+    assert admin.get("/keys").json()[-1]["last_used_at"] is not None
+    admin.delete(f"/keys/{created['id']}")
+    assert temp.get("/runs").status_code == 401
+
+
+def test_a_scoped_admin_cannot_mint_keys_for_another_project(secured: ServerProcess, world: dict) -> None:
+    b_admin = as_key(secured, world["keys"][("acc-b", "admin")]["key"])
+    assert b_admin.post("/keys", json={"name": "x", "scope": "admin", "project": "acc-a"}).status_code == 403
+    assert b_admin.post("/keys", json={"name": "x", "scope": "admin"}).status_code == 403  # every project is more than it has
