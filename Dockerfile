@@ -5,6 +5,7 @@ WORKDIR /app
 COPY pyproject.toml README.md alembic.ini ./
 COPY client ./client
 COPY server ./server
+COPY dashboard ./dashboard
 COPY migrations ./migrations
 RUN pip install --no-cache-dir ".[all]" \
     && useradd --create-home --uid 10001 holter
