@@ -68,6 +68,10 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("-o", "--output", default=None, help="file to write (default holter-<run id>.html)")
     report.add_argument("--url", default=None, help="service URL (default $HOLTER_URL or http://127.0.0.1:8765)")
 
+    worker = commands.add_parser("worker", help="run live detection, alert dispatch and the stall watch (no HTTP)")
+    worker.add_argument("--db", dest="database_url", default=None, help="database URL (default: the configured one)")
+    worker.add_argument("--with-parent", action="store_true", help=argparse.SUPPRESS)
+
     keys = commands.add_parser("keys", help="API keys (directly in the database: how the first key is made)")
     keys.add_argument("--db", dest="database_url", default=None, help="database URL (default: the configured one)")
     key_actions = keys.add_subparsers(dest="keys_command", required=True, metavar="ACTION")

@@ -35,7 +35,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         engine = make_engine(url)
         app.state.engine = engine
         app.state.session_factory = make_session_factory(engine)
-        loops = background_loops(settings, app.state.session_factory)
+        loops = background_loops(settings, app.state.session_factory) if settings.background == "thread" else []
         for loop in loops:
             loop.start()
         try:

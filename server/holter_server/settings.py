@@ -32,6 +32,11 @@ class Settings(BaseSettings):
     admin_token: str | None = Field(default=None, description="a bootstrap admin key (docker-compose secret)")
     max_metrics_per_run: int = Field(default=10_000, description="a batch that would give a run more metrics gets 422")
     max_config_bytes: int = Field(default=256 * 1024, description="a run config larger than this (as JSON) gets 413")
+    background: Literal["process", "thread", "off"] = Field(
+        default="thread",
+        description="where detection, alert dispatch and the stall watch run: `holter serve` uses a worker process "
+        "beside the API (ingest keeps its CPU); thread: inside the API process; off: elsewhere (holter worker)",
+    )
     detection_enabled: bool = Field(default=True, description="run live detection inside this service process")
     detection_interval: float = Field(default=0.5, description="seconds between live-detection passes when idle")
     stall_after: float = Field(default=600.0, description="seconds without points or heartbeat before a run is stalled")
