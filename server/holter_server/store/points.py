@@ -2,7 +2,8 @@
 
 A point is identified by (run, metric, step) and stored once: a re-sent batch stores nothing
 twice, and when a step arrives again with a different value the first stored value is kept
-(the later one is counted as a duplicate). Postgres takes a batch through COPY into a
+(the later one is counted as a duplicate). Postgres takes a new batch by COPY straight into
+the table, and a batch holding points already stored (a retry) through COPY into a
 transaction-local staging table and one `INSERT ... ON CONFLICT DO NOTHING`; SQLite through
 `INSERT OR IGNORE` executemany on the raw connection. The same transaction brings the
 metric's rollups (store/rollups.py) up to date with what was actually stored.
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from itertools import repeat
 
 import numpy as np
+import psycopg
 from sqlalchemy import case, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
@@ -91,8 +93,26 @@ def add_points(*, session: Session, run_id: str, columns: dict[str, Column]) -> 
 
 
 def _insert_postgres(session: Session, run_id: str, by_id: dict[int, Column]) -> dict[int, int]:
-    cursor = session.connection().connection.driver_connection.cursor()
-    with cursor:
+    """COPY straight into the points table, which is about twice as fast as going through a
+    staging table; when any point is already stored (a retried batch) the COPY fails on the key,
+    its savepoint is rolled back, and the batch goes the exactly-once way instead."""
+    raw = session.connection().connection.driver_connection
+    try:
+        with raw.transaction(), raw.cursor() as cursor:  # a savepoint inside the request's transaction
+            with cursor.copy("COPY points (run_id, metric_id, step, value, wall_time) FROM STDIN (FORMAT BINARY)") as copy:
+                copy.set_types(["varchar", "int4", "int8", "float8", "float8"])
+                for metric_id, (steps, values, times) in by_id.items():
+                    for row in zip(repeat(run_id), repeat(metric_id), steps, values, times):
+                        copy.write_row(row)
+        return {metric_id: len(column[0]) for metric_id, column in by_id.items()}
+    except psycopg.errors.UniqueViolation:
+        return _insert_postgres_once(raw, run_id, by_id)
+
+
+def _insert_postgres_once(raw: psycopg.Connection, run_id: str, by_id: dict[int, Column]) -> dict[int, int]:
+    """Store the points not stored yet: COPY into a transaction-local staging table, then one
+    INSERT ... ON CONFLICT DO NOTHING; returns how many were new per metric."""
+    with raw.cursor() as cursor:
         cursor.execute(
             "CREATE TEMP TABLE IF NOT EXISTS points_incoming "
             "(metric_id integer, step bigint, value double precision, wall_time double precision) "
