@@ -18,7 +18,7 @@ from itertools import repeat
 
 import numpy as np
 import psycopg
-from sqlalchemy import case, func, select, update
+from sqlalchemy import func, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -86,8 +86,7 @@ def add_points(*, session: Session, run_id: str, columns: dict[str, Column]) -> 
     else:
         stored = _insert_sqlite(session, run_id, by_id)
     _update_rollups(session, run_id, by_id, stored)
-    for metric_id, column in by_id.items():
-        _update_metric_summary(session, run_id, metric_id, column, stored.get(metric_id, 0))
+    _update_metric_summaries(session, run_id, by_id, stored)
     received = sum(len(column[0]) for column in by_id.values())
     return StoredCount(received=received, stored=sum(stored.values()))
 
@@ -174,26 +173,31 @@ def _update_rollups(session: Session, run_id: str, by_id: dict[int, Column], sto
     rollups_store.rebuild_rollups(session=session, run_id=run_id, touched=touched)
 
 
-def _update_metric_summary(session: Session, run_id: str, metric_id: int, column: Column, stored: int) -> None:
+def _update_metric_summaries(session: Session, run_id: str, by_id: dict[int, Column], stored: dict[int, int]) -> None:
+    """Bring every touched metric's count, first and last step and latest value up to date, in
+    one statement (a statement per metric was most of a small batch's cost)."""
     # Every step of the batch is in the store now (new or kept from before), so the batch's
     # first and last steps bound the series correctly even when some points were duplicates.
-    first, last = min(column[0]), max(column[0])
-    new_last = case((MetricRow.last_step.is_(None) | (MetricRow.last_step < last), last), else_=MetricRow.last_step)
-    last_value = (
-        select(PointRow.value)
-        .where(PointRow.run_id == run_id, PointRow.metric_id == metric_id, PointRow.step == new_last)
-        .scalar_subquery()
-    )
-    session.execute(
-        update(MetricRow)
-        .where(MetricRow.run_id == run_id, MetricRow.metric_id == metric_id)
-        .values(
-            count=MetricRow.count + stored,
-            first_step=case((MetricRow.first_step.is_(None) | (MetricRow.first_step > first), first), else_=MetricRow.first_step),
-            last_step=new_last,
-            last_value=last_value,
-        )
-    )
+    rows = [(metric_id, stored.get(metric_id, 0), min(column[0]), max(column[0])) for metric_id, column in by_id.items()]
+    if not rows:
+        return
+    params: dict[str, int | str] = {"run_id": run_id}
+    values = []
+    for i, (metric_id, count, first, last) in enumerate(rows):
+        values.append(f"(CAST(:m{i} AS INTEGER), CAST(:n{i} AS BIGINT), CAST(:f{i} AS BIGINT), CAST(:l{i} AS BIGINT))")
+        params.update({f"m{i}": metric_id, f"n{i}": count, f"f{i}": first, f"l{i}": last})
+    new_last = "CASE WHEN metrics.last_step IS NULL OR metrics.last_step < v.last_step THEN v.last_step ELSE metrics.last_step END"
+    # VALUES columns are called column1, column2, ... on both SQLite and Postgres.
+    session.execute(text(
+        "UPDATE metrics SET"
+        " count = metrics.count + v.stored,"
+        " first_step = CASE WHEN metrics.first_step IS NULL OR metrics.first_step > v.first_step THEN v.first_step ELSE metrics.first_step END,"
+        f" last_step = {new_last},"
+        f" last_value = (SELECT p.value FROM points p WHERE p.run_id = metrics.run_id AND p.metric_id = metrics.metric_id AND p.step = {new_last})"
+        " FROM (SELECT column1 AS metric_id, column2 AS stored, column3 AS first_step, column4 AS last_step"
+        f" FROM (VALUES {', '.join(values)}) AS vals) AS v"
+        " WHERE metrics.run_id = :run_id AND metrics.metric_id = v.metric_id"
+    ), params)
 
 
 def read_points(*, session: Session, run_id: str, metric_id: int, start: int | None, end: int | None, limit: int) -> SeriesSlice:
