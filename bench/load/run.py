@@ -62,6 +62,8 @@ def main() -> None:
     print(f"{'points sent / stored':<36}{sent:>14,} / {stored:,}  ({'exact' if sent == stored else 'MISMATCH'})")
     print(f"{'ingest rate (points/s)':<36}{sent / elapsed:>14,.0f}")
     print(f"{'errors (retried)':<36}{errors:>14}")
+    for sample in sorted({e for r in results for e in r.errors})[:5]:
+        print(f"  e.g. {sample}")
     print(f"{'ingest latency p50 / p95 (ms)':<36}{statistics.median(latencies) * 1000:>14.1f} / {percentile(latencies, 0.95) * 1000:.1f}")
     if memory:
         print(f"{'service RSS first / max / last (MB)':<36}{memory[0]:>14.0f} / {max(memory):.0f} / {memory[-1]:.0f}")

@@ -70,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     worker = commands.add_parser("worker", help="run live detection, alert dispatch and the stall watch (no HTTP)")
     worker.add_argument("--db", dest="database_url", default=None, help="database URL (default: the configured one)")
-    worker.add_argument("--with-parent", action="store_true", help=argparse.SUPPRESS)
+    worker.add_argument("--parent-pid", type=int, default=None, help=argparse.SUPPRESS)
 
     keys = commands.add_parser("keys", help="API keys (directly in the database: how the first key is made)")
     keys.add_argument("--db", dest="database_url", default=None, help="database URL (default: the configured one)")

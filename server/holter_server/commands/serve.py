@@ -26,7 +26,7 @@ class WorkerSupervisor:
     """Keeps one `holter worker` process running beside the API, restarting it if it dies."""
 
     def __init__(self, database_url: str) -> None:
-        self.command = [sys.executable, "-m", "holter.cli", "worker", "--db", database_url, "--with-parent"]
+        self.command = [sys.executable, "-m", "holter.cli", "worker", "--db", database_url, "--parent-pid", str(os.getpid())]
         self.process: subprocess.Popen[bytes] | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="holter-worker-supervisor", daemon=True)
