@@ -66,7 +66,10 @@ def run(args: argparse.Namespace) -> int:
         supervisor.start()
         settings = settings.model_copy(update={"background": "off"})
     try:
-        uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level=args.log_level, access_log=False)
+        # Clients send every second on a kept-alive connection; a short keep-alive makes the server
+        # close it just as the next batch goes out (the client retries, but it costs a round trip).
+        uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level=args.log_level, access_log=False,
+                    timeout_keep_alive=75)
     finally:
         if supervisor is not None:
             supervisor.stop()
