@@ -5,19 +5,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from typing import Any
 
 import httpx
 
-from holter.run import DEFAULT_URL
+from holter_server.commands.service import auth_headers, service_url
 
 
 def _client(args: argparse.Namespace) -> httpx.Client:
-    url = (args.url or os.environ.get("HOLTER_URL") or DEFAULT_URL).rstrip("/")
-    headers = {"Authorization": f"Bearer {key}"} if (key := os.environ.get("HOLTER_API_KEY")) else {}
-    return httpx.Client(base_url=f"{url}/api/v1", timeout=30, headers=headers)
+    return httpx.Client(base_url=f"{service_url(args.url)}/api/v1", timeout=30, headers=auth_headers())
 
 
 def _table(rows: list[dict[str, Any]], columns: list[str]) -> str:

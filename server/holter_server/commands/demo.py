@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import os
 import subprocess
 import sys
 import time
@@ -19,7 +18,7 @@ import urllib.parse
 import urllib.request
 
 import holter
-from holter.run import DEFAULT_URL
+from holter_server.commands.service import service_url
 from holter_server.demo.synthetic import SyntheticRun
 
 
@@ -113,7 +112,7 @@ def torch_available() -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    url = (args.url or os.environ.get("HOLTER_URL") or DEFAULT_URL).rstrip("/")
+    url = service_url(args.url)
     real = args.mode == "real" or (args.mode is None and torch_available())
     if real and not torch_available():
         print("holter demo --real needs PyTorch: pip install 'holter[torch]' (or use --synthetic)", file=sys.stderr)

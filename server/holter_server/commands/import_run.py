@@ -10,7 +10,6 @@ one.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from array import array
@@ -21,7 +20,7 @@ from typing import TextIO
 import numpy as np
 
 import holter
-from holter.run import DEFAULT_URL
+from holter_server.commands.service import service_url
 from holter_server.commands.demo import service_is_up
 from holter_server.detect import IncrementalDetector, is_alarm, is_vital_sign, verdict
 from holter_server.detect.events import Event, format_step
@@ -108,7 +107,7 @@ def stream_points(points: Iterator[Point], run: holter.Run, diagnoses: dict[str,
 
 def run(args: argparse.Namespace) -> int:
     """Import `args.path` as a run of `args.project` named `args.name`, then print its findings."""
-    url = (args.url or os.environ.get("HOLTER_URL") or DEFAULT_URL).rstrip("/")
+    url = service_url(args.url)
     path = Path(args.path)
     try:
         file_format = detect_format(path)

@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
 import httpx
 
-from holter.run import DEFAULT_URL
+from holter_server.commands.service import auth_headers, service_url
 
 
 def run(args: argparse.Namespace) -> int:
-    url = (args.url or os.environ.get("HOLTER_URL") or DEFAULT_URL).rstrip("/")
-    headers = {"Authorization": f"Bearer {key}"} if (key := os.environ.get("HOLTER_API_KEY")) else {}
+    url = service_url(args.url)
     try:
-        response = httpx.get(f"{url}/api/v1/runs/{args.run_id}/report.html", headers=headers, timeout=120)
+        response = httpx.get(f"{url}/api/v1/runs/{args.run_id}/report.html", headers=auth_headers(), timeout=120)
     except httpx.HTTPError as exc:
         print(f"holter report: cannot reach the service at {url}: {exc}", file=sys.stderr)
         return 2
