@@ -14,6 +14,8 @@ from typing import Any
 
 import httpx
 
+from holter_dashboard.login import current_key
+
 API_PREFIX = "/api/v1"
 SERIES_PER_READ = 200  # the service takes at most 256 series per /series read
 
@@ -57,7 +59,7 @@ class HolterAPI:
     async def _request(self, method: str, path: str, *, params: Mapping[str, Any] | None = None, json: Any = None) -> Any:
         clean = {k: v for k, v in (params or {}).items() if v is not None and v != ""}
         try:
-            response = await self._client().request(method, path, params=clean, json=json)
+            response = await self._client().request(method, path, params=clean, json=json, headers=_auth_headers())
         except httpx.HTTPError as exc:
             raise ApiError(f"the Holter API at {self.base_url} did not answer: {exc.__class__.__name__} {exc}".strip()) from exc
         if response.status_code >= 400:
@@ -96,7 +98,7 @@ class HolterAPI:
         params: list[tuple[str, Any]] = [("run", run_id), *(("metric", m) for m in metrics), ("max_points", max_points)]
         params += [(k, v) for k, v in (("start", start), ("end", end)) if v is not None]
         try:
-            response = await self._client().get("/series", params=params)
+            response = await self._client().get("/series", params=params, headers=_auth_headers())
         except httpx.HTTPError as exc:
             raise ApiError(f"the Holter API at {self.base_url} did not answer: {exc.__class__.__name__} {exc}".strip()) from exc
         if response.status_code >= 400:
@@ -190,6 +192,12 @@ async def optional(call: Any, default: Any) -> tuple[Any, str | None]:
         if exc.status in (404, 405) and "Not Found" in exc.message:
             return default, None
         return default, exc.message
+
+
+def _auth_headers() -> dict[str, str]:
+    """The signed-in person's key, when the dashboard serves a request from one (auth on)."""
+    key = current_key()
+    return {"Authorization": f"Bearer {key}"} if key else {}
 
 
 def _detail(response: httpx.Response) -> str:

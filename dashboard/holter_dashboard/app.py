@@ -11,8 +11,9 @@ from dash import Dash, dcc, html
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 
+from holter_dashboard import login
 from holter_dashboard.api import HolterAPI
-from holter_dashboard.components import THEME
+from holter_dashboard.components import THEME, sign_out_link
 from holter_dashboard.pages import alerts, compare, levers, postmortem, run, runs
 
 API_URL_ENV = "HOLTER_DASHBOARD_API_URL"
@@ -28,6 +29,7 @@ def mount(app: FastAPI, *, api: HolterAPI | None = None) -> Dash:
         remote = os.environ.get(API_URL_ENV)
         api = HolterAPI(remote) if remote else HolterAPI("http://holter.local", transport=httpx.ASGITransport(app=app))
     _guard_api_paths(app)
+    login.install(app)  # sign-in when auth is on; before Dash, whose catch-all serves every other GET
     dash_app = Dash(
         __name__,
         server=app,
@@ -69,7 +71,7 @@ def _guard_api_paths(app: FastAPI) -> None:
 
 
 def shell() -> dmc.MantineProvider:
-    """The frame around every page: header with navigation and the reader's name."""
+    """The frame around every page: header with navigation, the reader's name and, when signed in, "Sign out"."""
     header = dmc.AppShellHeader(
         dmc.Group(
             [
@@ -86,8 +88,11 @@ def shell() -> dmc.MantineProvider:
                     ],
                     gap="lg",
                 ),
-                dmc.TextInput(id="author", placeholder="your name (for notes)", size="xs", w=200,
-                              persistence=True, persistence_type="local", debounce=True),
+                dmc.Group([
+                    dmc.TextInput(id="author", placeholder="your name (for notes)", size="xs", w=200,
+                                  persistence=True, persistence_type="local", debounce=True),
+                    *filter(None, [sign_out_link()]),
+                ], gap="md"),
             ],
             justify="space-between", h="100%", px="md",
         )

@@ -8,6 +8,8 @@ from typing import Any
 import dash_mantine_components as dmc
 from dash import html
 
+from holter_dashboard.login import current_key
+
 THEME: dict[str, Any] = {
     "primaryColor": "indigo",
     "fontFamily": "Inter, -apple-system, 'Segoe UI', Roboto, sans-serif",
@@ -78,6 +80,13 @@ def age(value: str | None, now: datetime | None = None) -> str:
 
 def link(text: Any, href: str, **kwargs: Any) -> dmc.Anchor:
     return dmc.Anchor(text, href=href, underline="hover", **kwargs)
+
+
+def sign_out_link() -> dmc.Anchor | None:
+    """The header's sign-out link, when someone signed in (auth on): a full page load, not Dash's routing."""
+    if current_key() is None:
+        return None
+    return dmc.Anchor("Sign out", href="/logout", refresh=True, size="sm", c="dimmed", id="sign-out")
 
 
 def section(title: str, *children: Any, right: Any = None) -> dmc.Card:

@@ -1,0 +1,199 @@
+"""Signing in to the dashboard when auth is on: pages lead to the sign-in page, a wrong key or a
+training job's (ingest) key is refused, a read key signs in and reads only its project's runs
+(logged with the real client and an ingest key), signing out ends it; with auth off nothing is
+asked. Plus the `next` check that keeps the sign-in page from redirecting to another site."""
+
+from __future__ import annotations
+
+import secrets
+import uuid
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from tests.servers import ServerProcess
+
+login = pytest.importorskip("holter_dashboard.login")
+
+ADMIN_TOKEN = f"admin-{secrets.token_urlsafe(16)}"
+PROJECT = "guarded"
+
+
+# --- `next`: only a local path -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("/", "/"),
+    ("/runs/abc123", "/runs/abc123"),
+    ("/runs/abc123/postmortem?metric=loss#top", "/runs/abc123/postmortem?metric=loss#top"),
+    ("/compare?run=a,b", "/compare?run=a,b"),
+    (None, "/"),
+    ("", "/"),
+    ("runs/abc", "/"),
+    ("https://evil.example/", "/"),
+    ("http:/evil.example", "/"),
+    ("javascript:alert(1)", "/"),
+    ("//evil.example/path", "/"),
+    ("///evil.example", "/"),
+    ("/\\evil.example", "/"),
+    ("\\\\evil.example", "/"),
+    ("/\t/evil.example", "/"),
+    ("/\n/evil.example", "/"),
+    (" /runs", "/"),
+    ("/login", "/"),
+    ("/login?next=/x", "/"),
+    ("/logout", "/"),
+    ("/" + "a" * 5000, "/"),
+])
+def test_next_is_a_local_path_or_the_runs_page(value: str | None, expected: str) -> None:
+    assert login.safe_next(value) == expected
+
+
+# --- in a browser, against `holter serve` with auth on ---------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def secure_server(chromium: object, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    root = tmp_path_factory.mktemp("ui-login")
+    process = ServerProcess(f"sqlite:///{root / 'holter.db'}", log_path=root / "server.log",
+                            env={"HOLTER_SPOOL_DIR": str(root / "spool"), "HOLTER_AUTH": "on", "HOLTER_ADMIN_TOKEN": ADMIN_TOKEN}).start()
+    yield process
+    process.stop()
+
+
+@pytest.fixture(scope="module")
+def keys(secure_server: ServerProcess) -> dict[str, str]:
+    """Keys made through the API with the admin token: ingest and read for the project, read for another."""
+    made = {}
+    with httpx.Client(base_url=f"{secure_server.url}/api/v1", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}, timeout=30) as api:
+        for name, scope, project in (("ingest", "ingest", PROJECT), ("read", "read", PROJECT), ("other", "read", "someone-else")):
+            answer = api.post("/keys", json={"name": f"ui-{name}", "scope": scope, "project": project})
+            assert answer.status_code == 201, answer.text
+            made[name] = answer.json()["key"]
+    return made
+
+
+@pytest.fixture(scope="module")
+def guarded_run(secure_server: ServerProcess, keys: dict[str, str]) -> str:
+    """A finished run, logged by the real client with the ingest key."""
+    import holter
+
+    run = holter.init(project=PROJECT, name="behind-the-door", id=f"gd{uuid.uuid4().hex[:10]}", url=secure_server.url,
+                      api_key=keys["ingest"], tags=["secret-sauce"])
+    for step in range(50):
+        run.log({"loss": 2.0 / (step + 1), "grad_norm": 1.0}, step=step)
+    run.finish()
+    with httpx.Client(base_url=f"{secure_server.url}/api/v1", headers={"Authorization": f"Bearer {keys['read']}"}, timeout=30) as api:
+        assert api.get(f"/runs/{run.id}").json()["status"] == "finished"
+    return run.id
+
+
+@pytest.fixture
+def tab(chromium, secure_server: ServerProcess) -> Iterator[object]:  # type: ignore[no-untyped-def]
+    """A fresh browser (no cookies) on the auth-on server; JavaScript errors fail the test."""
+    context = chromium.new_context(viewport={"width": 1440, "height": 900}, base_url=secure_server.url)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.set_default_timeout(15_000)
+    yield page
+    context.close()
+    assert not errors, f"JavaScript errors on the page: {errors}"
+
+
+def sign_in(page, key: str) -> None:  # type: ignore[no-untyped-def]
+    page.locator("#key").fill(key)
+    page.locator("#sign-in").click()
+
+
+def on_login_page(page) -> bool:  # type: ignore[no-untyped-def]
+    return page.url.split("?")[0].endswith("/login") and page.locator("#sign-in").is_visible()
+
+
+@pytest.mark.slow
+def test_the_dashboard_leads_to_the_sign_in_page(tab, secure_server: ServerProcess) -> None:  # type: ignore[no-untyped-def]
+    tab.goto("/")
+    tab.wait_for_url("**/login")
+    assert on_login_page(tab)
+    card = tab.locator("form.card").inner_text()
+    assert "Holter" in card and "API key" in card
+    assert tab.locator("#key").get_attribute("type") == "password"
+    tab.goto("/alerts")
+    tab.wait_for_url("**/login?next=%2Falerts")
+    # Dash's callbacks answer 401 without a key, the API too
+    assert httpx.post(f"{secure_server.url}/_dash-update-component", json={}, timeout=10).status_code == 401
+    assert httpx.get(f"{secure_server.url}/api/v1/runs", timeout=10).status_code == 401
+
+
+@pytest.mark.slow
+def test_a_wrong_key_shows_an_error(tab) -> None:  # type: ignore[no-untyped-def]
+    tab.goto("/")
+    sign_in(tab, "hk_deadbeef_not-a-real-key")
+    error = tab.locator("#login-error")
+    error.wait_for()
+    assert "unknown or has been revoked" in error.inner_text()
+    assert on_login_page(tab)
+    assert not [c for c in tab.context.cookies() if c["name"] == "holter_key"]
+
+
+@pytest.mark.slow
+def test_a_training_jobs_ingest_key_may_not_read_the_dashboard(tab, keys: dict[str, str]) -> None:  # type: ignore[no-untyped-def]
+    tab.goto("/")
+    sign_in(tab, keys["ingest"])
+    error = tab.locator("#login-error")
+    error.wait_for()
+    assert "read or admin key" in error.inner_text()
+    assert on_login_page(tab)
+    assert not [c for c in tab.context.cookies() if c["name"] == "holter_key"]
+    # nor does the key get in by being set as the cookie by hand
+    tab.context.add_cookies([{"name": "holter_key", "value": keys["ingest"], "url": tab.url}])
+    tab.goto("/")
+    tab.wait_for_url("**/login")
+
+
+@pytest.mark.slow
+def test_a_read_key_signs_in_reads_the_runs_and_signs_out(tab, keys: dict[str, str], guarded_run: str) -> None:  # type: ignore[no-untyped-def]
+    tab.goto(f"/runs/{guarded_run}")
+    tab.wait_for_url("**/login?next=*")
+    sign_in(tab, keys["read"])
+    tab.wait_for_url(f"**/runs/{guarded_run}")  # back where the person was going
+    tab.locator("#run-title", has_text="behind-the-door").wait_for()
+    cookie = next(c for c in tab.context.cookies() if c["name"] == "holter_key")
+    assert cookie["httpOnly"] and cookie["sameSite"] == "Strict" and cookie["value"] == keys["read"]
+
+    tab.locator("#nav-runs").click()
+    row = tab.locator(".run-row", has_text=guarded_run)
+    row.wait_for()
+    assert "secret-sauce" in row.inner_text().lower()
+    assert tab.locator(".error-alert").count() == 0
+
+    tab.locator("#sign-out").click()
+    tab.wait_for_url("**/login")
+    assert on_login_page(tab)
+    assert not [c for c in tab.context.cookies() if c["name"] == "holter_key"]
+    tab.goto("/")
+    tab.wait_for_url("**/login")
+
+
+@pytest.mark.slow
+def test_a_read_key_for_another_project_sees_none_of_its_runs(tab, keys: dict[str, str], guarded_run: str) -> None:  # type: ignore[no-untyped-def]
+    tab.goto("/")
+    sign_in(tab, keys["other"])
+    tab.wait_for_url(lambda url: not url.split("?")[0].endswith("/login"))
+    tab.locator(".empty-state").wait_for()
+    assert "No runs yet" in tab.locator(".empty-state").inner_text()
+    assert guarded_run not in tab.content()
+    tab.goto(f"/runs/{guarded_run}")
+    tab.locator(".error-alert").first.wait_for()
+    assert "behind-the-door" not in tab.content()
+
+
+@pytest.mark.slow
+def test_with_auth_off_no_sign_in_is_asked(page) -> None:  # type: ignore[no-untyped-def]
+    page.goto("/")
+    page.locator(".empty-state").wait_for()
+    assert "/login" not in page.url
+    assert page.locator("#sign-out").count() == 0
+    page.goto("/login?next=/alerts")
+    page.wait_for_url("**/alerts")
