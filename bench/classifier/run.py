@@ -25,9 +25,9 @@ REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 
 from corpus import make_corpus  # noqa: E402
-from scoring import KINDS, format_table, score  # noqa: E402
+from scoring import format_table, score  # noqa: E402
 
-from holter_server.detect import IncrementalDetector, classify_series, is_alarm, verdict  # noqa: E402
+from holter_server.detect import IncrementalDetector, classify_series, verdict  # noqa: E402
 
 PEERS_VENV = REPO / "bench" / ".venv-peers"
 CURVES = REPO.parent / "shared" / "curves"

@@ -7,7 +7,7 @@ import os
 import dash
 import dash_mantine_components as dmc
 import httpx
-from dash import Dash, dcc, html
+from dash import Dash, html
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 

@@ -7,7 +7,6 @@ import math
 import re
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest

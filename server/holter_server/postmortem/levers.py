@@ -25,8 +25,8 @@ MIN_RUNS = 3
 ALPHA = 0.05
 MIN_CORRELATION = 0.9
 PERMUTATIONS = 5000
-STRUCTURAL = {"presence", "period", "first_step", "spike_spacing"}  # what changes the shape, not the size
-SIZE = {"count", "peak_score"}
+# What changes the shape of a failure ranks above what changes its size (count, peak_score).
+STRUCTURAL = {"presence", "period", "first_step", "spike_spacing"}
 
 
 @dataclass(frozen=True)
