@@ -46,7 +46,8 @@ def test_an_empty_page_says_what_to_do(page) -> None:  # type: ignore[no-untyped
     page.goto("/")
     page.locator("#nav-alerts").click()
     page.wait_for_url("**/alerts")
-    assert "No channels yet" in page.locator(".empty-state").first.inner_text()
+    # The URL changes before Dash swaps the page in: wait for the alerts page's own empty state.
+    page.locator(".empty-state", has_text="No channels yet").first.wait_for(timeout=15_000)
 
 
 def test_a_new_channel_is_listed_masked_and_takes_a_test_message(page, receiver: Receiver) -> None:  # type: ignore[no-untyped-def]
