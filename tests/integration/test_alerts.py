@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -16,6 +16,7 @@ import pytest
 import holter
 from holter_server.alerts.signing import verify
 from tests.chat_schemas import SCHEMAS
+from tests.integration.test_live_detection import wait_until
 from tests.receivers import Receiver
 from tests.servers import ServerProcess
 
@@ -47,13 +48,6 @@ def receiver() -> Iterator[Receiver]:
 @pytest.fixture
 def project() -> str:
     return f"alerts-{uuid.uuid4().hex[:8]}"
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out waiting"
-        time.sleep(0.1)
 
 
 def statuses(api: httpx.Client, channel_id: int) -> list[str]:

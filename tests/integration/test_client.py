@@ -18,13 +18,6 @@ from tests.conftest import new_run_id
 from tests.servers import ServerProcess, free_port
 
 
-def wait_for(predicate, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.1)
-
-
 def metric_counts(url: str, run_id: str) -> dict[str, int]:
     answer = httpx.get(f"{url}/api/v1/runs/{run_id}")
     if answer.status_code == 404:

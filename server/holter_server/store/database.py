@@ -10,6 +10,7 @@ from pathlib import Path
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -33,6 +34,12 @@ def make_engine(url: str) -> Engine:
         cursor.close()
 
     return engine
+
+
+def insert_ignoring_conflicts(session: Session, model: type) -> postgresql.Insert | sqlite.Insert:
+    """`INSERT ... ON CONFLICT DO NOTHING` into `model`, in the session's SQL dialect."""
+    dialect = postgresql if session.get_bind().dialect.name == "postgresql" else sqlite
+    return dialect.insert(model).on_conflict_do_nothing()
 
 
 def make_session_factory(engine: Engine) -> sessionmaker[Session]:

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import BigInteger, and_, case, func, literal, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from holter_server.store.models import DetectorStateRow, EventRow, MetricRow, MuteRow, RunRow, UTCDateTime
+from holter_server.store.database import insert_ignoring_conflicts
 from holter_server.store.runs import now
 
 SEVERITY_ORDER = case({"info": 1, "warning": 2, "critical": 3}, value=EventRow.severity, else_=0)
@@ -41,12 +41,6 @@ class DetectionWork:
     detector_version: str | None
 
 
-def _insert_ignore(session: Session, model: type) -> Any:
-    if session.get_bind().dialect.name == "postgresql":
-        return postgresql.insert(model)
-    return sqlite.insert(model)
-
-
 def claim_detection_work(*, session: Session, limit: int) -> list[DetectionWork]:
     """Metrics whose newest step is past what detection has seen, locked for this transaction.
 
@@ -59,9 +53,8 @@ def claim_detection_work(*, session: Session, limit: int) -> list[DetectionWork]
         .where(DetectorStateRow.run_id.is_(None))
     )
     session.execute(
-        _insert_ignore(session, DetectorStateRow)
+        insert_ignoring_conflicts(session, DetectorStateRow)
         .from_select(["run_id", "metric_id", "detected_step", "updated_at"], missing)
-        .on_conflict_do_nothing()
     )
     rows = session.execute(
         select(DetectorStateRow, MetricRow.name)
@@ -97,9 +90,8 @@ def muted_kinds(*, session: Session, run_id: str) -> set[tuple[str, str]]:
 def add_mute(*, session: Session, run_id: str, metric: str, kind: str, by: str | None, reason: str | None) -> None:
     """Mute a kind of event for one metric of a run (idempotent)."""
     session.execute(
-        _insert_ignore(session, MuteRow)
+        insert_ignoring_conflicts(session, MuteRow)
         .values(run_id=run_id, metric=metric, kind=kind, created_by=by, reason=reason, created_at=now())
-        .on_conflict_do_nothing()
     )
 
 

@@ -19,10 +19,10 @@ from itertools import repeat
 import numpy as np
 import psycopg
 from sqlalchemy import func, select, text
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from holter_server.store import rollups as rollups_store
+from holter_server.store.database import insert_ignoring_conflicts
 from holter_server.store.models import MetricRow, PointRow
 
 # One metric's share of a batch: parallel lists of steps, values and wall times (or None).
@@ -61,7 +61,7 @@ def metric_ids(*, session: Session, run_id: str, names: Iterable[str]) -> dict[s
             return ids
         next_id = session.scalar(select(func.coalesce(func.max(MetricRow.metric_id), 0)).where(MetricRow.run_id == run_id))
         rows = [{"run_id": run_id, "metric_id": next_id + i + 1, "name": name, "count": 0} for i, name in enumerate(missing)]
-        session.execute(_insert_ignore(session, MetricRow).values(rows))
+        session.execute(insert_ignoring_conflicts(session, MetricRow).values(rows))
         ids = _existing_metric_ids(session=session, run_id=run_id, names=wanted)
     raise RuntimeError(f"could not allocate metric ids for run {run_id}")
 
@@ -69,12 +69,6 @@ def metric_ids(*, session: Session, run_id: str, names: Iterable[str]) -> dict[s
 def _existing_metric_ids(*, session: Session, run_id: str, names: set[str]) -> dict[str, int]:
     rows = session.execute(select(MetricRow.name, MetricRow.metric_id).where(MetricRow.run_id == run_id, MetricRow.name.in_(names)))
     return {name: metric_id for name, metric_id in rows}
-
-
-def _insert_ignore(session: Session, model: type) -> postgresql.Insert | sqlite.Insert:
-    if session.get_bind().dialect.name == "postgresql":
-        return postgresql.insert(model).on_conflict_do_nothing()
-    return sqlite.insert(model).on_conflict_do_nothing()
 
 
 def add_points(*, session: Session, run_id: str, columns: dict[str, Column]) -> StoredCount:
