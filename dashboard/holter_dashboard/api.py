@@ -86,17 +86,20 @@ class HolterAPI:
                                    params={"start": start, "end": end, "max_points": max_points, "limit": limit})
 
     async def many_points(self, run_id: str, metrics: list[str], *, start: int | None = None, end: int | None = None,
-                          max_points: int = 2000) -> dict[str, dict[str, Any] | ApiError]:
-        """Several metrics of a run in one read (`GET /series`), each downsampled to `max_points`;
-        a metric the run lacks comes back as an ApiError."""
+                          max_points: int = 2000, with_times: bool = False) -> dict[str, dict[str, Any] | ApiError]:
+        """Several metrics of a run in one read (`GET /series`), each downsampled to `max_points`
+        (with the drawn points' wall times when `with_times`); a metric the run lacks comes back as an ApiError."""
         if not metrics:
             return {}
         if len(metrics) > SERIES_PER_READ:
-            parts = await asyncio.gather(*(self.many_points(run_id, metrics[i:i + SERIES_PER_READ], start=start, end=end, max_points=max_points)
+            parts = await asyncio.gather(*(self.many_points(run_id, metrics[i:i + SERIES_PER_READ], start=start, end=end, max_points=max_points,
+                                                            with_times=with_times)
                                            for i in range(0, len(metrics), SERIES_PER_READ)))
             return {k: v for part in parts for k, v in part.items()}
         params: list[tuple[str, Any]] = [("run", run_id), *(("metric", m) for m in metrics), ("max_points", max_points)]
         params += [(k, v) for k, v in (("start", start), ("end", end)) if v is not None]
+        if with_times:
+            params.append(("with_times", "true"))
         try:
             response = await self._client().get("/series", params=params, headers=_auth_headers())
         except httpx.HTTPError as exc:

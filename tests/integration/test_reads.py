@@ -141,6 +141,30 @@ def test_a_downsampled_read_says_so_and_counts_the_points_behind_it(api: httpx.C
     assert body["steps"][0] == 17 and body["steps"][-1] == 9_001
 
 
+def test_a_downsampled_read_carries_the_wall_time_of_each_drawn_point_when_asked(api: httpx.Client, run_id: str) -> None:
+    steps = np.arange(10_000)
+    times = 1.7e9 + steps * 0.25
+    answer = api.post(f"/runs/{run_id}/points", json={"metrics": {"loss": {
+        "steps": steps.tolist(), "values": np.sin(steps / 50.0).tolist(), "times": times.tolist()}}})
+    answer.raise_for_status()
+    body = read(api, run_id, "loss", max_points=100, with_times=True)
+    assert body["downsampled"] is True and len(body["times"]) == len(body["steps"])
+    assert body["times"] == [1.7e9 + step * 0.25 for step in body["steps"]]
+
+
+def test_series_reads_carry_wall_times_when_asked_and_leave_out_points_without_one(api: httpx.Client, run_id: str) -> None:
+    steps = np.arange(8_000)
+    batch = {"metrics": {"loss": {"steps": steps.tolist(), "values": np.cos(steps / 40.0).tolist()}},
+             "step_times": {"steps": steps[::2].tolist(), "times": (1.7e9 + steps[::2] * 0.5).tolist()}}
+    api.post(f"/runs/{run_id}/points", json=batch).raise_for_status()
+    body = api.get("/series", params={"run": run_id, "metric": "loss", "max_points": 200, "with_times": "true"}).json()
+    series = body["data"][0]
+    assert series["downsampled"] is True
+    assert series["times"] == [1.7e9 + step * 0.5 if step % 2 == 0 else None for step in series["steps"]]
+    plain = api.get("/series", params={"run": run_id, "metric": "loss", "max_points": 200}).json()["data"][0]
+    assert plain["times"] is None  # not asked: no extra lookup
+
+
 def test_downsampled_msgpack_carries_non_finite_values_natively(api: httpx.Client, run_id: str) -> None:
     values = np.ones(4096)
     values[2048:] = math.nan

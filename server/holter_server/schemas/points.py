@@ -111,7 +111,7 @@ class SeriesPointsPublic(BaseModel):
     end: int | None = Field(default=None, description="last step of the range read, narrowed to the series")
     steps: list[int]
     values: list[float | str]
-    times: list[float | None] | None = Field(description="wall times of the points; null when downsampled")
+    times: list[float | None] | None = Field(description="wall times of the points (seconds since the epoch); null when downsampled unless `with_times` was asked")
     truncated: bool = Field(description="true when more points lie in the range than `limit` allowed")
     downsampled: bool = False
     bucket_width: int | None = Field(default=None, description="steps per bucket when downsampled")

@@ -65,13 +65,15 @@ class FamilyRead:
 
 
 def read_series(
-    *, session: Session, metric: MetricRow, start: int | None, end: int | None, max_points: int | None, plain_cap: int
+    *, session: Session, metric: MetricRow, start: int | None, end: int | None, max_points: int | None, plain_cap: int,
+    with_times: bool = False,
 ) -> SeriesRead:
     """One metric over steps start..end (inclusive; None: from its first or to its last step).
 
     Without `max_points` this is the plain read of old: at most `plain_cap` points, `truncated`
     when more lay in the range. With it, at most `max_points` points, downsampled when the
-    range holds more.
+    range holds more. A downsampled read carries the drawn points' wall times only when asked
+    (`with_times`): they cost one more lookup, and only a wall-time axis needs them.
     """
     first, last = _bounds(metric, start, end)
     if first is None or last is None:
@@ -86,14 +88,16 @@ def read_series(
     if total <= max_points:
         return _plain(session, metric, first, last, max_points)
     steps, values = minmax_points(buckets)
+    drawn = steps.tolist()
+    times = points_store.wall_times_at(session=session, run_id=metric.run_id, metric_id=metric.metric_id, steps=drawn) if with_times else None
     return SeriesRead(
-        run_id=metric.run_id, metric=metric.name, start=first, end=last, steps=steps.tolist(), values=values.tolist(),
-        times=None, downsampled=True, bucket_width=1 << shift, points_in_range=total, buckets=buckets,
+        run_id=metric.run_id, metric=metric.name, start=first, end=last, steps=drawn, values=values.tolist(),
+        times=times, downsampled=True, bucket_width=1 << shift, points_in_range=total, buckets=buckets,
     )
 
 
 def read_many(
-    *, session: Session, metrics: Sequence[MetricRow], start: int | None, end: int | None, max_points: int
+    *, session: Session, metrics: Sequence[MetricRow], start: int | None, end: int | None, max_points: int, with_times: bool = False
 ) -> list[SeriesRead]:
     """Several series for one chart. An open end of the range is the earliest first step (or
     latest last step) among them, so every series is cut on the same step range."""
@@ -101,7 +105,8 @@ def read_many(
     lasts = [m.last_step for m in metrics if m.last_step is not None]
     start = start if start is not None else (min(firsts) if firsts else None)
     end = end if end is not None else (max(lasts) if lasts else None)
-    return [read_series(session=session, metric=m, start=start, end=end, max_points=max_points, plain_cap=max_points) for m in metrics]
+    return [read_series(session=session, metric=m, start=start, end=end, max_points=max_points, plain_cap=max_points, with_times=with_times)
+            for m in metrics]
 
 
 def natural_key(name: str) -> list[str | int]:

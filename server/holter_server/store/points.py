@@ -27,6 +27,8 @@ from holter_server.store.models import MetricRow, PointRow
 
 # One metric's share of a batch: parallel lists of steps, values and wall times (or None).
 Column = tuple[Sequence[int], Sequence[float], Sequence[float | None]]
+# Steps per `IN (...)` lookup: well under SQLite's bound on bound parameters.
+_LOOKUP_CHUNK = 5_000
 
 
 @dataclass(frozen=True)
@@ -207,6 +209,17 @@ def read_points(*, session: Session, run_id: str, metric_id: int, start: int | N
         values=[math.nan if row[1] is None else row[1] for row in rows],
         wall_times=[row[2] for row in rows],
     )
+
+
+def wall_times_at(*, session: Session, run_id: str, metric_id: int, steps: Sequence[int]) -> list[float | None]:
+    """The wall time of the point at each of `steps` (None where it has none), in the order given."""
+    found: dict[int, float | None] = {}
+    for lo in range(0, len(steps), _LOOKUP_CHUNK):
+        chunk = list(steps[lo:lo + _LOOKUP_CHUNK])
+        query = select(PointRow.step, PointRow.wall_time).where(
+            PointRow.run_id == run_id, PointRow.metric_id == metric_id, PointRow.step.in_(chunk))
+        found.update((row[0], row[1]) for row in session.execute(query))
+    return [found.get(step) for step in steps]
 
 
 def count_points(*, session: Session, run_id: str) -> int:

@@ -96,13 +96,14 @@ def read_points(
     end: Annotated[int | None, Query(ge=0, description="last step (inclusive)")] = None,
     max_points: Annotated[int | None, Query(ge=2, le=MAX_CHART_POINTS, description="most points to return; a range holding more is downsampled")] = None,
     limit: Annotated[int | None, Query(ge=1, description="without max_points: most points to return (the rest is cut, `truncated`)")] = None,
+    with_times: Annotated[bool, Query(description="a downsampled read also returns the wall time of each point drawn (plain reads always do)")] = False,
 ) -> Response:
     require_run(session, run_id)
     row = runs_store.get_metric(session=session, run_id=run_id, name=metric)
     if row is None:
         raise HTTPException(status_code=404, detail=f"run {run_id!r} has no metric {metric!r}")
     cap = min(limit or settings.max_points_per_read, settings.max_points_per_read)
-    read = reads.read_series(session=session, metric=row, start=start, end=end, max_points=max_points, plain_cap=cap)
+    read = reads.read_series(session=session, metric=row, start=start, end=end, max_points=max_points, plain_cap=cap, with_times=with_times)
     return encode_for(request, series_body(read))
 
 

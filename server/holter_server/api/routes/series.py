@@ -39,6 +39,7 @@ def read_many(
     start: StartStep = None,
     end: EndStep = None,
     max_points: Annotated[int, Query(ge=2, le=MAX_CHART_POINTS, description="most points per series")] = 2000,
+    with_times: Annotated[bool, Query(description="downsampled series also return the wall time of each point drawn")] = False,
 ) -> Response:
     pairs = [(run_id, name) for run_id in dict.fromkeys(run) for name in dict.fromkeys(metric)]
     if len(pairs) > MAX_SERIES_PER_READ:
@@ -51,7 +52,7 @@ def read_many(
                 found.append(rows[name])
             else:
                 missing.append({"run_id": run_id, "metric": name})
-    series = reads.read_many(session=session, metrics=found, start=start, end=end, max_points=max_points)
+    series = reads.read_many(session=session, metrics=found, start=start, end=end, max_points=max_points, with_times=with_times)
     payload = {"data": [series_body(read) for read in series], "missing": missing}
     return encode_for(request, payload, lambda body: {**body, "data": [json_safe_series(item) for item in body["data"]]})
 
