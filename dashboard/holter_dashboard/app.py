@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
 
 import dash
 import dash_mantine_components as dmc
@@ -11,7 +14,7 @@ from dash import Dash, html
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 
-from holter_dashboard import login
+from holter_dashboard import login, plotly_loader
 from holter_dashboard.api import HolterAPI
 from holter_dashboard.components import THEME, sign_out_link
 from holter_dashboard.pages import alerts, compare, levers, postmortem, run, runs
@@ -39,10 +42,12 @@ def mount(app: FastAPI, *, api: HolterAPI | None = None) -> Dash:
         title="Holter",
         update_title=None,
         suppress_callback_exceptions=True,
+        use_async=True,  # page layouts may be coroutines (the run page reads the API in its layout)
         assets_folder=os.path.join(os.path.dirname(__file__), "assets"),
     )
     dash.register_page("holter_dashboard.pages.runs", path="/", name="Runs", title="Runs · Holter", layout=runs.layout)
-    dash.register_page("holter_dashboard.pages.run", path_template="/runs/<run_id>", name="Run", title=run.title, layout=run.layout)
+    dash.register_page("holter_dashboard.pages.run", path_template="/runs/<run_id>", name="Run", title=run.title,
+                       layout=run.page_layout(api))
     dash.register_page("holter_dashboard.pages.compare", path="/compare", name="Compare", title="Compare · Holter", layout=compare.layout)
     # pages are matched in module-name order: ".postmortem" comes before ".run", whose template would also match
     dash.register_page("holter_dashboard.pages.postmortem", path_template="/runs/<run_id>/postmortem", name="Post-mortem",
@@ -50,6 +55,7 @@ def mount(app: FastAPI, *, api: HolterAPI | None = None) -> Dash:
     dash.register_page("holter_dashboard.pages.levers", path="/levers", name="Levers", title="Levers · Holter", layout=levers.layout)
     dash.register_page("holter_dashboard.pages.alerts", path="/alerts", name="Alerts", title="Alerts · Holter", layout=alerts.layout)
     dash_app.layout = shell
+    plotly_loader.install(app, dash_app)
     runs.register(dash_app, api)
     run.register(dash_app, api)
     compare.register(dash_app, api)
@@ -57,7 +63,29 @@ def mount(app: FastAPI, *, api: HolterAPI | None = None) -> Dash:
     levers.register(dash_app, api)
     alerts.register(dash_app, api)
     app.state.dashboard = dash_app
+    _set_up_dash_on_start(app)
     return dash_app
+
+
+def _set_up_dash_on_start(app: FastAPI) -> None:
+    """Let Dash finish its set-up when the service starts, not on its first request.
+
+    Dash registers the pages' own callbacks (routing, the document title) on the first request to
+    `/` or `/_dash-*`; a page first opened at another path (`/runs/<id>`) then gets an index
+    without the title callback's script, and the browser reports a missing function. One
+    in-process request at start-up does that set-up before anyone asks.
+    """
+    inner = app.router.lifespan_context
+
+    @asynccontextmanager
+    async def lifespan(app_: FastAPI) -> AsyncIterator[Any]:
+        async with inner(app_) as state:
+            transport = httpx.ASGITransport(app=app_)
+            async with httpx.AsyncClient(transport=transport, base_url="http://holter.local") as client:
+                await client.get("/_dash-dependencies")
+            yield state
+
+    app.router.lifespan_context = lifespan
 
 
 def _guard_api_paths(app: FastAPI) -> None:
@@ -99,7 +127,7 @@ def shell() -> dmc.MantineProvider:
     )
     return dmc.MantineProvider(
         dmc.AppShell(
-            [header, dmc.AppShellMain(dash.page_container, bg="#f8f9fa")],
+            [*plotly_loader.components(), header, dmc.AppShellMain(dash.page_container, bg="#f8f9fa")],
             header={"height": 52},
             padding="md",
         ),

@@ -261,7 +261,7 @@ def line_traces(metric: str, color: str, series: Series, view: View, ema_state: 
     smoothed, state = ema(series.values, view.smoothing, ema_state)
     smoothing_on = view.smoothing > 0
     raw = {
-        "type": "scattergl" if len(x) > 5000 else "scatter", "mode": "lines", "name": metric, "x": x, "y": _clean(series.values),
+        "type": "scatter", "mode": "lines", "name": metric, "x": x, "y": _clean(series.values),
         "line": {"color": color, "width": 1 if smoothing_on else 1.6}, "opacity": 0.3 if smoothing_on else 1.0,
         "legendgroup": metric, "showlegend": not smoothing_on, "hovertemplate": f"{metric}<br>step %{{x}}: %{{y:.4g}}<extra></extra>",
         "connectgaps": False,

@@ -45,8 +45,9 @@ def spiky_run(ui_server: ServerProcess) -> str:
     return run.id
 
 
-def plotted_steps(page, metric: str) -> list[int]:  # type: ignore[no-untyped-def]
-    """The x values the browser holds for `metric`'s raw trace, whichever chart draws it."""
+def plotted_x(page, metric: str) -> list[float]:  # type: ignore[no-untyped-def]
+    """The x values (steps, or ms since the epoch on a wall-time axis) the browser holds for
+    `metric`'s raw trace, whichever chart draws it."""
     return page.evaluate(
         """(metric) => {
             for (const el of document.querySelectorAll('.js-plotly-plot')) {
@@ -85,7 +86,7 @@ def test_run_page_draws_the_charts_with_the_event_label(page, spiky_run: str) ->
     label.wait_for()
     assert label.is_visible()
     assert page.locator(".event-item.event-spike").count() >= 1  # and in the side list
-    assert wait_for(lambda: len(plotted_steps(page, "loss")) > 100)
+    assert wait_for(lambda: len(plotted_x(page, "loss")) > 100)
 
 
 def test_zooming_to_an_event_puts_the_range_in_the_url(page, spiky_run: str) -> None:  # type: ignore[no-untyped-def]
@@ -127,13 +128,85 @@ def test_a_logged_point_appears_live_without_reload(page, ui_server: ServerProce
     run.flush()
     try:
         page.goto(f"/runs/{run.id}")
-        wait_for(lambda: 49 in plotted_steps(page, "loss"), timeout=15)
+        wait_for(lambda: 49 in plotted_x(page, "loss"), timeout=15)
         page.evaluate("() => { window.__notReloaded = true; }")
         logged = time.monotonic()
         run.log({"loss": 2.0}, step=50)
-        wait_for(lambda: 50 in plotted_steps(page, "loss"), timeout=10, interval=0.05)
+        wait_for(lambda: 50 in plotted_x(page, "loss"), timeout=10, interval=0.05)
         lag = time.monotonic() - logged
         assert page.evaluate("() => window.__notReloaded === true")
         assert lag <= 3.0, f"the point took {lag:.2f} s to appear"
     finally:
         run.finish()
+
+
+@pytest.fixture(scope="module")
+def long_run(ui_server: ServerProcess) -> tuple[str, float]:
+    """A finished run of 6,000 steps (more than a chart draws), and when it started."""
+    run = holter.init(project="ui", name="long", id=f"ui{uuid.uuid4().hex[:10]}", url=ui_server.url)
+    started = time.time()
+    for step in range(6000):
+        run.log({"loss": 3.0 - step * 1e-4 + 0.05 * (step % 7)}, step=step)
+    run.finish()
+    return run.id, started
+
+
+def test_zooming_on_a_chart_reads_the_range_at_full_resolution_and_back(page, long_run: tuple[str, float]) -> None:  # type: ignore[no-untyped-def]
+    page.goto(f"/runs/{long_run[0]}")
+    page.locator(".chart-card .js-plotly-plot").first.wait_for()
+    overview = wait_for(lambda: plotted_x(page, "loss"))
+    assert len([x for x in overview if 1000 <= x <= 1100]) < 101  # downsampled
+    href = lambda: page.evaluate("() => window.location.href")  # noqa: E731
+    page.evaluate("() => Plotly.relayout(document.querySelector('.chart-card .js-plotly-plot'), {'xaxis.range[0]': 1000, 'xaxis.range[1]': 1100})")
+    wait_for(lambda: "start=1000" in href() and "end=1100" in href(), timeout=10)
+    wait_for(lambda: [x for x in plotted_x(page, "loss") if 1000 <= x <= 1100] == list(range(1000, 1101)), timeout=10)
+    page.evaluate("() => Plotly.relayout(document.querySelector('.chart-card .js-plotly-plot'), {'xaxis.autorange': true})")
+    wait_for(lambda: "start=" not in href(), timeout=10)
+
+
+def test_wall_time_axis_draws_a_long_run_downsampled_with_its_times(page, long_run: tuple[str, float]) -> None:  # type: ignore[no-untyped-def]
+    run_id, started = long_run
+    page.goto(f"/runs/{run_id}?x=time")
+    page.locator(".chart-card .js-plotly-plot").first.wait_for()
+    xs = wait_for(lambda: plotted_x(page, "loss"))
+    assert 100 < len(xs) < 6000  # downsampled, not the whole run
+    assert all(isinstance(x, (int, float)) and (started - 60) * 1000 <= x <= (time.time() + 60) * 1000 for x in xs)  # ms since the epoch
+    assert xs == sorted(xs)
+    assert page.evaluate("() => document.querySelector('.chart-card .js-plotly-plot').layout.xaxis.type") == "date"
+
+
+def test_a_run_page_opened_first_after_start_gets_its_title_without_errors(chromium, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Dash sets its pages up on the first request to `/`; a service must not depend on that."""
+    server = ServerProcess(f"sqlite:///{tmp_path / 'holter.db'}", log_path=tmp_path / "server.log",
+                           env={"HOLTER_SPOOL_DIR": str(tmp_path / "spool")}).start()
+    context = chromium.new_context(base_url=server.url)
+    try:
+        run = holter.init(project="ui", name="first", url=server.url)
+        run.log({"loss": 1.0}, step=0)
+        run.finish()
+        tab = context.new_page()
+        problems: list[str] = []
+        tab.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
+        tab.on("pageerror", lambda exc: problems.append(str(exc)))
+        tab.goto(f"/runs/{run.id}")
+        tab.locator(".chart-card .js-plotly-plot").first.wait_for(timeout=15_000)
+        wait_for(lambda: tab.title() == f"{run.id} · Holter", timeout=10)
+        assert not problems
+    finally:
+        context.close()
+        server.stop()
+
+
+def test_the_charts_use_the_shipped_cartesian_bundle_never_the_full_one(page, spiky_run: str, ui_server: ServerProcess) -> None:  # type: ignore[no-untyped-def]
+    page.goto(f"/runs/{spiky_run}")
+    page.locator(".chart-card .js-plotly-plot").first.wait_for()
+    wait_for(lambda: len(plotted_x(page, "loss")) > 100)
+    loaded = page.evaluate("() => performance.getEntriesByType('resource').map(r => r.name)")
+    assert any("/_holter/plotly-cartesian-" in name for name in loaded)
+    assert not any("package_data/plotly" in name for name in loaded)
+    from holter_dashboard.plotly_loader import PLOTLY_URL
+
+    answer = httpx.get(f"{ui_server.url}{PLOTLY_URL}", timeout=10)
+    assert answer.status_code == 200 and "javascript" in answer.headers["content-type"]
+    assert "immutable" in answer.headers["cache-control"]
+

@@ -1,11 +1,14 @@
 """Run page: one chart per signal family, updating live, with events and notes drawn on them.
 
 Data flow (all state in the browser's stores, all data through the API):
-* `tick` (every second) reads the run, its events and notes; plans the panels when the set of
-  metrics changes; otherwise appends new points to the charts with `dash.Patch()` (the user's
-  zoom stays, since the figures' `uirevision` does not change).
-* `draw` renders every chart from the view (range, smoothing, log, x axis) and the events; a
-  zoom changes the view's range, and `draw` reads that range again at full resolution.
+* the page's layout (`page_layout`) reads the run and draws every chart before it answers, so
+  opening a run costs one round trip, not a chain of callbacks;
+* `tick` (every second) reads the run, its events and notes; plans the panels again when the
+  set of metrics changes; otherwise appends new points to the charts with `dash.Patch()` (the
+  user's zoom stays, since the figures' `uirevision` does not change);
+* `draw` renders every chart again when the view (range, smoothing, log, x axis), the panels
+  or the events change; a zoom changes the view's range, and `draw` reads that range again at
+  full resolution.
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-from dataclasses import asdict
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import dash
@@ -61,9 +65,52 @@ def view_from_query(smooth: Any = None, log: Any = None, x: Any = None, start: A
     }
 
 
-def layout(run_id: str | None = None, smooth: Any = None, log: Any = None, x: Any = None, start: Any = None,
-           end: Any = None, metrics: Any = None, **_: Any) -> html.Div:
-    view = view_from_query(smooth, log, x, start, end, metrics)
+def page_layout(api: HolterAPI) -> Callable[..., Awaitable[html.Div]]:
+    """The run page's layout function for `dash.register_page`: the URL's path and query in, the page out."""
+
+    async def layout(run_id: str | None = None, smooth: Any = None, log: Any = None, x: Any = None, start: Any = None,
+                     end: Any = None, metrics: Any = None, **_: Any) -> html.Div:
+        view = view_from_query(smooth, log, x, start, end, metrics)
+        return build_layout(run_id, view, await first_render(api, run_id or "", view))
+
+    return layout
+
+
+@dataclass
+class Snapshot:
+    """The run as the page last read it: its header, chart plan, events and notes."""
+
+    run: dict[str, Any] | None
+    header: Any
+    panels: list[dict[str, Any]]
+    marks: dict[str, Any]
+
+    @property
+    def metric_names(self) -> list[str]:
+        return sorted(m["name"] for m in (self.run or {}).get("metrics") or [])
+
+
+@dataclass
+class FirstRender:
+    """Everything the page shows when it opens; None where a part could not be read."""
+
+    snapshot: Snapshot
+    info: Any = None
+    charts: Any = None
+    live: dict[str, Any] | None = None
+
+
+async def first_render(api: HolterAPI, run_id: str, view: dict[str, Any]) -> FirstRender:
+    snap = await read_snapshot(api, run_id)
+    if snap.run is None:
+        return FirstRender(snap)
+    charts, live = await render_charts(api, run_id, snap.panels, view, snap.marks)
+    return FirstRender(snap, run_info(snap.run, can_edit="notes" in snap.run), charts, live)
+
+
+def build_layout(run_id: str | None, view: dict[str, Any], first: FirstRender) -> html.Div:
+    snap = first.snapshot
+    options = snap.metric_names
     controls = dmc.Group(
         [
             dmc.SegmentedControl(id="run-x", value=view["x_axis"], size="xs",
@@ -72,7 +119,7 @@ def layout(run_id: str | None = None, smooth: Any = None, log: Any = None, x: An
             dmc.Group([dmc.Text("smoothing", size="xs", c="dimmed"),
                        dmc.Slider(id="run-smooth", min=0, max=0.99, step=0.01, value=view["smoothing"], w=140, size="sm",
                                   updatemode="mouseup", label=None)], gap=6),
-            dmc.MultiSelect(id="run-metrics", placeholder="all metrics", value=view["metrics"], data=view["metrics"],
+            dmc.MultiSelect(id="run-metrics", placeholder="all metrics", value=view["metrics"], data=sorted({*options, *view["metrics"]}),
                             clearable=True, searchable=True, size="xs", w=260),
             dmc.Button("Reset zoom", id="run-reset", size="xs", variant="subtle"),
         ],
@@ -87,12 +134,12 @@ def layout(run_id: str | None = None, smooth: Any = None, log: Any = None, x: An
                     dmc.Text("Drag on a chart with the box-select tool, or zoom, to fill the range.", size="xs", c="dimmed"),
                     dmc.Group([dmc.NumberInput(id="note-start", placeholder="from step", size="xs", w="48%", min=0),
                                dmc.NumberInput(id="note-end", placeholder="to step", size="xs", w="48%", min=0)], gap="xs", mt=6),
-                    dmc.Select(id="note-metric", placeholder="all charts", data=[], clearable=True, size="xs", mt=6),
+                    dmc.Select(id="note-metric", placeholder="all charts", data=options, clearable=True, size="xs", mt=6),
                     dmc.Textarea(id="note-text", placeholder="what happened here?", autosize=True, minRows=2, size="xs", mt=6),
                     dmc.Button("Add note", id="note-add", size="xs", mt=6, fullWidth=True),
                     html.Div(id="note-message"),
                     html.Div(id="run-notes", style={"marginTop": 8})),
-            section("Run", html.Div(id="run-info")),
+            section("Run", html.Div(id="run-info", children=first.info)),
         ],
         gap="sm",
     )
@@ -100,16 +147,17 @@ def layout(run_id: str | None = None, smooth: Any = None, log: Any = None, x: An
         [
             dcc.Store(id="run-id", data=run_id),
             dcc.Store(id="run-view", data=view),
-            dcc.Store(id="run-panels", data=None),
-            dcc.Store(id="run-marks", data=None),
-            dcc.Store(id="run-live", data=None),
+            dcc.Store(id="run-panels", data=snap.panels if snap.run else None),
+            dcc.Store(id="run-marks", data=snap.marks if snap.run else None),
+            dcc.Store(id="run-live", data=first.live),
             dcc.Interval(id="run-tick", interval=TICK_MS),
             html.Div(id="run-url-sink", hidden=True),
-            html.Div(id="run-header", children=dmc.Skeleton(h=40, mb="sm")),
+            html.Div(id="run-header", children=snap.header),
             dmc.Card(controls, padding="xs", mb="sm"),
             dmc.Grid(
                 [
-                    dmc.GridCol(html.Div(id="run-charts", children=dmc.Skeleton(h=300)), span={"base": 12, "lg": 9}),
+                    dmc.GridCol(html.Div(id="run-charts", children=first.charts if first.charts is not None else dmc.Skeleton(h=300)),
+                                span={"base": 12, "lg": 9}),
                     dmc.GridCol(side, span={"base": 12, "lg": 3}),
                 ],
                 gutter="md",
@@ -130,7 +178,8 @@ async def load_series(api: HolterAPI, run_id: str, metrics: list[str], view: Vie
         segments = [(a, b, n) for a, b, n in segments if b is None or b >= a]
     else:
         segments = [(None, None, MAX_POINTS)]
-    reads = await asyncio.gather(*(api.many_points(run_id, metrics, start=a, end=b, max_points=n) for a, b, n in segments))
+    with_times = view.x_axis == "time"
+    reads = await asyncio.gather(*(api.many_points(run_id, metrics, start=a, end=b, max_points=n, with_times=with_times) for a, b, n in segments))
     out: dict[str, Series] = {}
     errors: list[str] = []
     for metric in metrics:
@@ -165,6 +214,60 @@ def _panels(data: list[dict] | None) -> list[Panel]:
 
 def _shown(panels: list[Panel], wanted: list[str]) -> list[Panel]:
     return [p for p in panels if not wanted or any(m in wanted for m in p.metrics)]
+
+
+async def read_snapshot(api: HolterAPI, run_id: str) -> Snapshot:
+    """The run, its events and notes, and the charts its metrics call for; on an error, a header saying what went wrong."""
+    try:
+        run = await api.get_run(run_id)
+    except ApiError as exc:
+        text = f"There is no run {run_id!r}." if exc.status == 404 else exc.message
+        return Snapshot(None, error_alert(text, "Cannot show this run"), [], {})
+    (events, events_problem), (notes, _) = await asyncio.gather(optional(api.run_events(run_id), []), optional(api.annotations(run_id), []))
+    header: Any = run_header(run)
+    if events_problem:
+        header = [header, error_alert(events_problem, "Events unavailable")]
+    names = [m["name"] for m in run.get("metrics") or []]
+    panels = json.loads(json.dumps([asdict(p) for p in plan_panels(names)]))  # as the store holds it: lists, not tuples
+    marks = {"events": events, "notes": notes, "sig": _marks_signature(events, notes)}
+    return Snapshot(run, header, panels, marks)
+
+
+def drawn_signature(panels_data: list[dict] | None, view_data: dict | None, marks: dict | None) -> str:
+    """What the charts on screen were drawn from: `draw` skips a redraw from the same inputs."""
+    return json.dumps([panels_data, view_data, (marks or {}).get("sig")], sort_keys=True, default=str)
+
+
+async def render_charts(api: HolterAPI, run_id: str, panels_data: list[dict], view_data: dict | None,
+                        marks: dict | None) -> tuple[Any, dict[str, Any] | None]:
+    """The charts of the run page for this view, and the live cursor (last step drawn per metric, EMA states)."""
+    panels = _shown(_panels(panels_data), (view_data or {}).get("metrics") or [])
+    if not panels:
+        if not panels_data:
+            return empty_state("No metrics logged yet", "Points appear here within a second or two of `run.log()`."), None
+        return empty_state("No chart matches the chosen metrics"), None
+    view = _view(view_data)
+    metrics = [m for p in panels for m in p.metrics]
+    series, errors = await load_series(api, run_id, metrics, view)
+    marks = marks or {"events": [], "notes": []}
+    uirevision = f"{view.x_axis}:{view.start}:{view.end}:{view.log_y}"
+    graphs = []
+    ema_states: dict[str, list[float]] = {}
+    for panel in panels:
+        if panel.kind == "heatmap":
+            figure = heatmap_figure(panel, series, marks["events"], view)
+        else:
+            figure, states = line_figure(panel, series, marks["events"], marks["notes"], view)
+            ema_states.update(states)
+        figure["layout"]["uirevision"] = uirevision
+        graphs.append(dmc.Paper(dcc.Graph(id={"type": "panel", "key": panel.key}, figure=figure, config=GRAPH_CONFIG,
+                                          className=f"panel panel-{panel.kind}"),
+                                withBorder=True, radius="md", p=4, className="chart-card"))
+    live = {"cursor": {m: (s.steps[-1] if s.steps else -1) for m, s in series.items()}, "ema": ema_states, "heat_tick": 0,
+            "drawn": drawn_signature(panels_data, view_data, marks)}
+    body = [error_alert("; ".join(errors), "Some series could not be read")] if errors else []
+    body.append(dmc.SimpleGrid(graphs, cols={"base": 1, "xl": 2}, spacing="sm"))
+    return body, live
 
 
 def _marks_signature(events: list[dict], notes: list[dict]) -> str:
@@ -306,21 +409,14 @@ def register(app: Dash, api: HolterAPI) -> None:
                    view_data: dict | None) -> tuple:
         figure_outputs = ctx.outputs_list[4]
         keep_figures = [no_update] * len(figure_outputs)
-        try:
-            run = await api.get_run(run_id)
-        except ApiError as exc:
-            text = f"There is no run {run_id!r}." if exc.status == 404 else exc.message
-            return (error_alert(text, "Cannot show this run"), no_update, no_update, no_update, keep_figures, no_update, no_update, no_update)
-        (events, events_problem), (notes, _) = await asyncio.gather(optional(api.run_events(run_id), []), optional(api.annotations(run_id), []))
-        header = run_header(run)
-        if events_problem:
-            header = [header, error_alert(events_problem, "Events unavailable")]
-        names = [m["name"] for m in run.get("metrics") or []]
-        panels = json.loads(json.dumps([asdict(p) for p in plan_panels(names)]))  # as the store holds it: lists, not tuples
-        info = run_info(run, can_edit="notes" in run) if _n in (None, 0) or panels_data is None else no_update
-        new_marks = {"events": events, "notes": notes, "sig": _marks_signature(events, notes)}
+        snap = await read_snapshot(api, run_id)
+        if snap.run is None:
+            return (snap.header, no_update, no_update, no_update, keep_figures, no_update, no_update, no_update)
+        run, header, panels, new_marks = snap.run, snap.header, snap.panels, snap.marks
+        # the layout drew the run as it opened; the info panel is drawn again only for a run that appeared later
+        info = run_info(run, can_edit="notes" in run) if panels_data is None else no_update
         marks_out = new_marks if not marks or marks.get("sig") != new_marks["sig"] else no_update
-        metric_options = sorted(names)
+        metric_options = snap.metric_names
         if panels != panels_data:
             # first call or new metrics: `draw` renders everything (and sets the live cursor)
             return header, info, panels, marks_out, keep_figures, no_update, metric_options, metric_options
@@ -342,40 +438,32 @@ def register(app: Dash, api: HolterAPI) -> None:
     async def draw(panels_data: list[dict] | None, view_data: dict | None, marks: dict | None, run_id: str, live: dict | None) -> tuple:
         if panels_data is None:
             return no_update, no_update
-        drawn = json.dumps([panels_data, view_data, (marks or {}).get("sig")], sort_keys=True, default=str)
-        if live and live.get("drawn") == drawn:
+        if live and live.get("drawn") == drawn_signature(panels_data, view_data, marks):
             return no_update, no_update  # an input was set to what it already was
-        panels = _shown(_panels(panels_data), (view_data or {}).get("metrics") or [])
-        if not panels:
-            if not panels_data:
-                return empty_state("No metrics logged yet", "Points appear here within a second or two of `run.log()`."), None
-            return empty_state("No chart matches the chosen metrics"), None
-        view = _view(view_data)
-        metrics = [m for p in panels for m in p.metrics]
-        series, errors = await load_series(api, run_id, metrics, view)
-        marks = marks or {"events": [], "notes": []}
-        uirevision = f"{view.x_axis}:{view.start}:{view.end}:{view.log_y}"
-        graphs = []
-        ema_states: dict[str, list[float]] = {}
-        for panel in panels:
-            if panel.kind == "heatmap":
-                figure = heatmap_figure(panel, series, marks["events"], view)
-            else:
-                figure, states = line_figure(panel, series, marks["events"], marks["notes"], view)
-                ema_states.update(states)
-            figure["layout"]["uirevision"] = uirevision
-            graphs.append(dmc.Paper(dcc.Graph(id={"type": "panel", "key": panel.key}, figure=figure, config=GRAPH_CONFIG,
-                                              className=f"panel panel-{panel.kind}"),
-                                    withBorder=True, radius="md", p=4, className="chart-card"))
-        live = {"cursor": {m: (s.steps[-1] if s.steps else -1) for m, s in series.items()}, "ema": ema_states, "heat_tick": 0,
-                "drawn": drawn}
-        body = [error_alert("; ".join(errors), "Some series could not be read")] if errors else []
-        body.append(dmc.SimpleGrid(graphs, cols={"base": 1, "xl": 2}, spacing="sm"))
-        return body, live
+        return await render_charts(api, run_id, panels_data, view_data, marks)
+
+    # Two callbacks set the view, so that neither cancels the other: Dash drops the answer of a
+    # callback that is triggered again before it returns, and each chart reports a relayout (its
+    # autosize) as it is first drawn, which would swallow a click on "Zoom" made meanwhile.
+    @app.callback(
+        Output("run-view", "data", allow_duplicate=True),
+        Input({"type": "panel", "key": ALL}, "relayoutData"),
+        State("run-view", "data"),
+        prevent_initial_call=True,
+    )
+    def follow_zoom(_relayouts: list, view: dict | None) -> Any:
+        """A zoom (or double-click back out) on a chart becomes the view's step range."""
+        view = dict(view or {})
+        payload = (ctx.triggered[0]["value"] if ctx.triggered else None) or {}
+        new = dict(view)
+        if "xaxis.range[0]" in payload and view.get("x_axis", "step") == "step":
+            new["start"], new["end"] = max(0, math.floor(payload["xaxis.range[0]"])), math.ceil(payload["xaxis.range[1]"])
+        elif payload.get("xaxis.autorange"):
+            new["start"] = new["end"] = None
+        return no_update if new == view else new
 
     @app.callback(
         Output("run-view", "data"),
-        Input({"type": "panel", "key": ALL}, "relayoutData"),
         Input({"type": "panel", "key": ALL}, "clickData"),
         Input({"type": "event-zoom", "id": ALL}, "n_clicks"),
         Input("run-reset", "n_clicks"),
@@ -387,26 +475,18 @@ def register(app: Dash, api: HolterAPI) -> None:
         State("run-marks", "data"),
         prevent_initial_call=True,
     )
-    def change_view(relayouts: list, clicks: list, _zooms: list, _reset: int | None, smoothing: float, log_y: bool,
+    def change_view(clicks: list, _zooms: list, _reset: int | None, smoothing: float, log_y: bool,
                     x_axis: str, metrics: list[str] | None, view: dict, marks: dict | None) -> Any:
         view = dict(view or {})
         trigger = ctx.triggered_id
         new = dict(view, smoothing=smoothing if smoothing is not None else view.get("smoothing", 0.6), log_y=bool(log_y),
                    x_axis=x_axis or "step", metrics=metrics or [])
         if isinstance(trigger, dict) and trigger.get("type") == "panel":
-            prop = ctx.triggered[0]["prop_id"].rsplit(".", 1)[-1]
-            payload = ctx.triggered[0]["value"] or {}
-            if prop == "relayoutData":
-                if "xaxis.range[0]" in payload and new["x_axis"] == "step":
-                    new["start"], new["end"] = max(0, math.floor(payload["xaxis.range[0]"])), math.ceil(payload["xaxis.range[1]"])
-                elif payload.get("xaxis.autorange"):
-                    new["start"] = new["end"] = None
-            elif prop == "clickData":
-                point = (payload.get("points") or [{}])[0]
-                event = _event(marks, point.get("customdata"))
-                if event is None:
-                    return no_update
-                new["start"], new["end"] = _around(event)
+            point = ((ctx.triggered[0]["value"] or {}).get("points") or [{}])[0]
+            event = _event(marks, point.get("customdata"))
+            if event is None:
+                return no_update
+            new["start"], new["end"] = _around(event)
         elif isinstance(trigger, dict) and trigger.get("type") == "event-zoom":
             if not ctx.triggered[0]["value"]:
                 return no_update
