@@ -243,6 +243,17 @@ def _x(series: Series, view: View) -> list[Any]:
     return list(series.steps)
 
 
+def wall_clock(series: Iterable[Series], most: int = 1000) -> list[list[float]]:
+    """[step, wall time in ms] pairs of the first series that has wall times, at most `most` of
+    them: what a zoom on a wall-time axis is turned back into steps with (assets/run_zoom.js)."""
+    for s in series:
+        pairs = [[step, t * 1000] for step, t in zip(s.steps, s.times) if t is not None]
+        if pairs:
+            every = max(1, math.ceil(len(pairs) / most))
+            return pairs[::every] + ([pairs[-1]] if (len(pairs) - 1) % every else [])
+    return []
+
+
 def step_to_x(step: int | None, series: Iterable[Series], view: View) -> Any:
     """Where `step` falls on the x axis: the step itself, or its wall time (ms) interpolated."""
     if step is None or view.x_axis == "step":
@@ -335,12 +346,13 @@ def event_shapes(events: Sequence[Mapping[str, Any]], series: Iterable[Series], 
 def stagger(labels: list[dict], series: Iterable[Series], view: View, *, levels: int = 3, near: float = 0.09) -> list[dict]:
     """Lift labels that would overlap a neighbour (closer than `near` of the x span) onto
     up to `levels` rows, so two events at the same step stay readable."""
-    steps = [s.steps for s in series if s.steps]
-    if not labels or not steps:
+    series = list(series)
+    xs = [x for s in series for x in (_x(s, view)[:1] + _x(s, view)[-1:]) if isinstance(x, (int, float))]
+    if not labels or not xs:
         return labels
-    lo, hi = min(s[0] for s in steps), max(s[-1] for s in steps)
-    if view.start is not None and view.end is not None and view.x_axis == "step":
-        lo, hi = view.start, view.end
+    lo, hi = min(xs), max(xs)
+    if view.start is not None and view.end is not None:
+        lo, hi = step_to_x(view.start, series, view), step_to_x(view.end, series, view)
     span = max(hi - lo, 1)
     placed: list[tuple[float, int]] = []
     for label in sorted(labels, key=lambda a: a["x"] if isinstance(a["x"], (int, float)) else 0):
@@ -440,6 +452,9 @@ def line_figure(panel: Panel, series: Mapping[str, Series], events: Sequence[Map
                    "marker": {"symbol": "circle-open", "size": 13, "color": peak_colors, "line": {"width": 2.5}},
                    "text": peak_text, "customdata": peak_ids, "hovertemplate": "%{text}<extra></extra>", "showlegend": False})
     layout = _base_layout(panel.title, view)
+    if view.x_axis == "time" and view.start is not None and view.end is not None and view.end > view.start:
+        layout["xaxis"]["range"] = [step_to_x(view.start, series.values(), view), step_to_x(view.end, series.values(), view)]
+        layout["xaxis"]["autorange"] = False
     shapes, labels = event_shapes(panel_events, series.values(), view)
     note_s, note_l = note_shapes([n for n in notes if n.get("metric") in (None, *panel.metrics)], series.values(), view)
     layout["shapes"] = shapes + note_s

@@ -22,13 +22,13 @@ from typing import Any
 
 import dash
 import dash_mantine_components as dmc
-from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
+from dash import ALL, ClientsideFunction, Dash, Input, Output, State, ctx, dcc, html, no_update
 
 from holter_dashboard.api import ApiError, HolterAPI, optional
 from holter_dashboard.components import SEVERITY_BADGE, age, empty_state, error_alert, health_badge, section, status_badge
 from holter_dashboard.figures import (
     Panel, Series, View, ema, event_label, heatmap_figure, line_figure, minmax_downsample, nonfinite_trace_index,
-    plan_panels, trace_indexes,
+    plan_panels, trace_indexes, wall_clock,
 )
 
 MAX_POINTS = 1200  # per metric and chart: about two per horizontal pixel of a half-width chart, min and max
@@ -173,7 +173,7 @@ async def load_series(api: HolterAPI, run_id: str, metrics: list[str], view: Vie
     """The points to draw: the whole run at chart resolution, or a zoomed range at full
     resolution with coarse context either side (so panning shows something and live points
     append after a continuous line)."""
-    if view.start is not None and view.end is not None and view.x_axis == "step":
+    if view.start is not None and view.end is not None:
         segments = [(0, view.start - 1, EDGE_POINTS), (view.start, view.end, MAX_POINTS), (view.end + 1, None, EDGE_POINTS)]
         segments = [(a, b, n) for a, b, n in segments if b is None or b >= a]
     else:
@@ -264,7 +264,7 @@ async def render_charts(api: HolterAPI, run_id: str, panels_data: list[dict], vi
                                           className=f"panel panel-{panel.kind}"),
                                 withBorder=True, radius="md", p=4, className="chart-card"))
     live = {"cursor": {m: (s.steps[-1] if s.steps else -1) for m, s in series.items()}, "ema": ema_states, "heat_tick": 0,
-            "drawn": drawn_signature(panels_data, view_data, marks)}
+            "drawn": drawn_signature(panels_data, view_data, marks), "clock": wall_clock(series.values()) if view.x_axis == "time" else []}
     body = [error_alert("; ".join(errors), "Some series could not be read")] if errors else []
     body.append(dmc.SimpleGrid(graphs, cols={"base": 1, "xl": 2}, spacing="sm"))
     return body, live
@@ -442,25 +442,16 @@ def register(app: Dash, api: HolterAPI) -> None:
             return no_update, no_update  # an input was set to what it already was
         return await render_charts(api, run_id, panels_data, view_data, marks)
 
-    # Two callbacks set the view, so that neither cancels the other: Dash drops the answer of a
-    # callback that is triggered again before it returns, and each chart reports a relayout (its
-    # autosize) as it is first drawn, which would swallow a click on "Zoom" made meanwhile.
-    @app.callback(
+    # A zoom on a chart sets the view's step range in the browser (assets/run_zoom.js says why)
+    app.clientside_callback(
+        ClientsideFunction(namespace="holter", function_name="follow_zoom"),
         Output("run-view", "data", allow_duplicate=True),
         Input({"type": "panel", "key": ALL}, "relayoutData"),
         State("run-view", "data"),
+        State("run-live", "data"),
+        State("run-panels", "data"),
         prevent_initial_call=True,
     )
-    def follow_zoom(_relayouts: list, view: dict | None) -> Any:
-        """A zoom (or double-click back out) on a chart becomes the view's step range."""
-        view = dict(view or {})
-        payload = (ctx.triggered[0]["value"] if ctx.triggered else None) or {}
-        new = dict(view)
-        if "xaxis.range[0]" in payload and view.get("x_axis", "step") == "step":
-            new["start"], new["end"] = max(0, math.floor(payload["xaxis.range[0]"])), math.ceil(payload["xaxis.range[1]"])
-        elif payload.get("xaxis.autorange"):
-            new["start"] = new["end"] = None
-        return no_update if new == view else new
 
     @app.callback(
         Output("run-view", "data"),
@@ -710,4 +701,4 @@ async def _append_live(api: HolterAPI, run_id: str, run: dict, panels: list[Pane
     for metric, s in fresh.items():
         if len(s):
             cursor[metric] = s.steps[-1]
-    return figures, {"cursor": cursor, "ema": states, "heat_tick": heat_tick, "drawn": live.get("drawn")}
+    return figures, {**live, "cursor": cursor, "ema": states, "heat_tick": heat_tick}

@@ -6,7 +6,8 @@ import math
 
 from holter_dashboard.figures import (
     Panel, Series, View, band_exits, compare_figure, ema, event_shapes, family_matrix, heatmap_figure, layer_of, line_figure,
-    minmax_downsample, nonfinite_trace_index, parse_values, plan_panels, trace_indexes, worst_layer,
+    minmax_downsample, nonfinite_trace_index, parse_values, plan_panels, stagger, trace_indexes, wall_clock,
+    worst_layer,
 )
 from holter_dashboard.pages.runs import config_matches
 from holter_dashboard.pages.run import view_from_query
@@ -109,3 +110,26 @@ def test_config_filter_and_view_from_url() -> None:
     assert not config_matches({"lr": 1}, "lr=2") and config_matches({"lr": 1}, "lr") and config_matches({}, "")
     view = view_from_query(smooth="0.9", log="1", x="time", start="100", end="200", metrics="loss,grad_norm")
     assert view == {"smoothing": 0.9, "log_y": True, "x_axis": "time", "start": 100, "end": 200, "metrics": ["loss", "grad_norm"]}
+
+
+def test_a_wall_clock_keeps_first_and_last_of_the_first_series_with_times() -> None:
+    series = Series(list(range(0, 10_000, 2)), [1.0] * 5000, [100.0 + step for step in range(0, 10_000, 2)])
+    clock = wall_clock([Series([1], [1.0], [None]), series], most=100)  # the first series has no times
+    assert len(clock) <= 101 and clock[0] == [0, 100_000.0] and clock[-1] == [9998, 10_098_000.0]
+    assert all(a[0] < b[0] and a[1] < b[1] for a, b in zip(clock, clock[1:]))
+
+
+def test_a_zoomed_wall_time_chart_is_drawn_over_the_zoomed_steps() -> None:
+    series = {"loss": Series(list(range(100)), [1.0] * 100, [1000.0 + step for step in range(100)])}
+    figure, _ = line_figure(Panel("loss", "Loss", ("loss",)), series, view=View(x_axis="time", start=20, end=40))
+    assert figure["layout"]["xaxis"]["range"] == [1_020_000.0, 1_040_000.0] and figure["layout"]["xaxis"]["type"] == "date"
+
+
+def test_labels_on_a_wall_time_axis_are_staggered_by_their_distance_in_time() -> None:
+    series = [Series(list(range(1000)), [1.0] * 1000, [1000.0 + 10 * step for step in range(1000)])]
+    view = View(x_axis="time")
+    near = [{"x": 1_000_000.0 + 10_000 * step} for step in (100, 101)]
+    far = [{"x": 1_000_000.0 + 10_000 * step} for step in (100, 600)]
+    assert [label["yshift"] for label in stagger(near, series, view)] == [0, 17]
+    assert [label["yshift"] for label in stagger(far, series, view)] == [0, 0]
+

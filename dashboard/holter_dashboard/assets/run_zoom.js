@@ -1,0 +1,58 @@
+// The run page's zoom, in the browser: a drag-zoom (or a double-click back out) on a chart
+// becomes the view's step range, which the service then reads at full resolution.
+//
+// It runs here rather than as a server callback because Dash drops the answer of a server
+// callback that is triggered again before it returns, and every chart reports a relayout (its
+// autosize) as it is first drawn: a zoom made meanwhile would be lost.
+window.dash_clientside = Object.assign({}, window.dash_clientside, {
+    holter: {
+        follow_zoom: function (_relayouts, view, live, panels) {
+            const noUpdate = window.dash_clientside.no_update;
+            const trigger = (window.dash_clientside.callback_context.triggered || [])[0];
+            if (!trigger || !trigger.value || !view) return noUpdate;
+            const payload = trigger.value;
+            const key = JSON.parse(trigger.prop_id.slice(0, trigger.prop_id.lastIndexOf('.'))).key;
+            const heatmap = (panels || []).some(p => p.key === key && p.kind === 'heatmap');  // always by step
+            const next = Object.assign({}, view);
+            let range = payload['xaxis.range'] || [payload['xaxis.range[0]'], payload['xaxis.range[1]']];
+            if (range[0] !== undefined && range[1] !== undefined) {
+                if (view.x_axis === 'time' && !heatmap) {
+                    const clock = (live && live.clock) || [];
+                    if (clock.length < 2) return noUpdate;
+                    range = range.map(x => stepAt(clock, epochMs(x)));
+                }
+                next.start = Math.max(0, Math.floor(range[0]));
+                next.end = Math.ceil(range[1]);
+            } else if (payload['xaxis.autorange']) {
+                next.start = null;
+                next.end = null;
+            } else {
+                return noUpdate;
+            }
+            return next.start === view.start && next.end === view.end ? noUpdate : next;
+        },
+    },
+});
+
+// A point on a date axis as Plotly reports it ("2026-11-22 02:33:12.5", in UTC, or ms) in ms since the epoch.
+function epochMs(value) {
+    if (typeof value === 'number') return value;
+    const [date, time = '00:00:00'] = String(value).trim().split(/[ T]/);
+    const [year, month, day] = date.split('-').map(Number);
+    const [hours, minutes = 0, seconds = 0] = time.split(':').map(Number);
+    return Date.UTC(year, month - 1, day, hours, minutes, 0) + seconds * 1000;
+}
+
+// The step at a wall time (ms), interpolated on the [step, ms] pairs of the chart's clock.
+function stepAt(clock, ms) {
+    if (ms <= clock[0][1]) return clock[0][0];
+    const last = clock[clock.length - 1];
+    if (ms >= last[1]) return last[0];
+    let lo = 0, hi = clock.length - 1;
+    while (hi - lo > 1) {
+        const mid = (lo + hi) >> 1;
+        if (clock[mid][1] <= ms) lo = mid; else hi = mid;
+    }
+    const [s0, t0] = clock[lo], [s1, t1] = clock[hi];
+    return t1 === t0 ? s0 : s0 + (s1 - s0) * (ms - t0) / (t1 - t0);
+}
