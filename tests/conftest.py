@@ -65,6 +65,13 @@ def store_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
     return request.getfixturevalue("postgres_url")
 
 
+def own_store(store_url: str, folder: Path) -> str:
+    """A store for a server that must run its own background work (its stall, alert or detection
+    settings): on SQLite a fresh file in `folder`, since one process per SQLite file runs that
+    work; Postgres is shared, its workers claim work row by row."""
+    return f"sqlite:///{folder / 'own.db'}" if store_url.startswith("sqlite") else store_url
+
+
 @pytest.fixture(scope="session")
 def server(store_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     """A real `holter serve` on loopback over each store, shared by the tests of a session.

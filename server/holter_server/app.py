@@ -16,9 +16,9 @@ from holter_server.api.deps import authorize
 from holter_server.api.routes import alerts, annotations, events, health, keys, points, postmortem, runs, series
 from holter_server.schemas.points import PointsBatch
 from holter_server.services.auth import AuthMode
-from holter_server.services.loops import AlertDispatcher, DetectionLoop, LoopService, StallWatch
+from holter_server.services.loops import AlertDispatcher, BackgroundWork, DetectionLoop, LoopService, StallWatch
 from holter_server.settings import Settings
-from holter_server.store.database import make_engine, make_session_factory, upgrade
+from holter_server.store.database import background_lock_path, make_engine, make_session_factory, upgrade
 
 API_PREFIX = "/api/v1"
 
@@ -35,14 +35,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         engine = make_engine(url)
         app.state.engine = engine
         app.state.session_factory = make_session_factory(engine)
+        # background="off": a worker process (`holter serve` starts one) runs them, and holds the lock
         loops = background_loops(settings, app.state.session_factory) if settings.background == "thread" else []
-        for loop in loops:
-            loop.start()
+        work = BackgroundWork(loops, background_lock_path(url) if loops else None)
+        work.start()
         try:
             yield
         finally:
-            for loop in loops:
-                loop.stop()
+            work.stop()
             engine.dispose()
 
     app = FastAPI(title="Holter", version=__version__, summary="Training-health monitor for ML runs", lifespan=lifespan)

@@ -16,7 +16,8 @@ import pytest
 import holter
 from holter_server.alerts.signing import verify
 from tests.chat_schemas import SCHEMAS
-from tests.integration.test_live_detection import wait_until
+from tests.waiting import wait_until
+from tests.conftest import own_store
 from tests.receivers import Receiver
 from tests.servers import ServerProcess
 
@@ -27,7 +28,8 @@ SECRET = "test-signing-secret-0123456789"
 def alert_server(store_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     env = {"HOLTER_STALL_AFTER": "2", "HOLTER_STALL_CHECK_INTERVAL": "0.2", "HOLTER_ALERT_GIVE_UP_AFTER": "4",
            "HOLTER_PUBLIC_URL": "http://holter.example:8765"}
-    server = ServerProcess(store_url, env=env, log_path=tmp_path_factory.mktemp("alerts") / "server.log").start()
+    folder = tmp_path_factory.mktemp("alerts")
+    server = ServerProcess(own_store(store_url, folder), env=env, log_path=folder / "server.log").start()
     yield server
     server.stop()
 
@@ -249,7 +251,7 @@ def test_bad_channels_and_rules_are_422(api: httpx.Client, project: str) -> None
 
 def test_alerts_go_out_exactly_once_through_a_service_restart(store_url: str, tmp_path: Path, spool_dir: Path) -> None:
     receiver = Receiver(delay=2.0).start()  # slow: the kill lands while the webhook request is in flight
-    server = ServerProcess(store_url, log_path=tmp_path / "server.log").start()
+    server = ServerProcess(own_store(store_url, tmp_path), log_path=tmp_path / "server.log").start()
     project = f"alerts-restart-{uuid.uuid4().hex[:6]}"
     try:
         api = httpx.Client(base_url=f"{server.url}/api/v1", timeout=30)
@@ -265,6 +267,27 @@ def test_alerts_go_out_exactly_once_through_a_service_restart(store_url: str, tm
         assert [d["status"] for d in deliveries] == ["delivered"]
     finally:
         server.stop()
+        receiver.stop()
+
+
+def test_two_services_on_one_sqlite_file_send_an_alert_once(tmp_path: Path, spool_dir: Path) -> None:
+    """SQLite has no row locks: only the service holding the file's background lock dispatches."""
+    receiver = Receiver(delay=1.0).start()  # slow: a second dispatcher would find the delivery still pending
+    url = f"sqlite:///{tmp_path / 'shared.db'}"
+    first = ServerProcess(url, log_path=tmp_path / "first.log").start()
+    second = ServerProcess(url, log_path=tmp_path / "second.log").start()
+    project = f"alerts-shared-{uuid.uuid4().hex[:6]}"
+    try:
+        with httpx.Client(base_url=f"{first.url}/api/v1", timeout=30) as api:
+            add_channel(api, receiver, project)
+            diverge(second.url, project, spool_dir)
+            wait_until(lambda: len(receiver.messages()) >= 1)
+            time.sleep(3)  # time enough for a second dispatcher to send it again
+            assert len(receiver.messages()) == 1
+            assert [d["status"] for d in api.get("/deliveries").json()] == ["delivered"]
+    finally:
+        second.stop()
+        first.stop()
         receiver.stop()
 
 

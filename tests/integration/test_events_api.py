@@ -10,7 +10,8 @@ import httpx
 import pytest
 
 import holter
-from tests.integration.test_live_detection import events_of, wait_until
+from tests.integration.test_live_detection import events_of
+from tests.waiting import wait_until
 from tests.servers import ServerProcess
 
 

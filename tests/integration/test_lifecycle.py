@@ -9,15 +9,15 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import new_run_id
-from tests.integration.test_live_detection import wait_until
+from tests.conftest import new_run_id, own_store
+from tests.waiting import wait_until
 from tests.servers import ServerProcess
 
 
 @pytest.fixture
 def quick_stall_server(store_url: str, tmp_path: Path) -> Iterator[ServerProcess]:
     env = {"HOLTER_STALL_AFTER": "1.5", "HOLTER_STALL_CHECK_INTERVAL": "0.2"}
-    server = ServerProcess(store_url, env=env, log_path=tmp_path / "server.log").start()
+    server = ServerProcess(own_store(store_url, tmp_path), env=env, log_path=tmp_path / "server.log").start()
     yield server
     server.stop()
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 import time
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -14,7 +13,9 @@ import pytest
 
 import holter
 from holter_server.demo.synthetic import SyntheticRun
+from tests.conftest import own_store
 from tests.servers import ServerProcess
+from tests.waiting import wait_until
 
 STEPS = 3000
 
@@ -30,13 +31,6 @@ def events_of(url: str, run_id: str, **params: str) -> list[dict]:
     answer = httpx.get(f"{url}/api/v1/runs/{run_id}/events", params={"limit": 1000, **params})
     answer.raise_for_status()
     return answer.json()["data"]
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out waiting"
-        time.sleep(0.2)
 
 
 def settled_events(url: str, run_id: str) -> list[dict]:
@@ -126,7 +120,7 @@ def test_a_growing_divergence_is_updated_not_duplicated(server: ServerProcess, s
 
 
 def test_a_restart_mid_run_neither_misses_nor_repeats_events(store_url: str, spool_dir: Path, tmp_path: Path) -> None:
-    server = ServerProcess(store_url, log_path=tmp_path / "server.log").start()
+    server = ServerProcess(own_store(store_url, tmp_path), log_path=tmp_path / "server.log").start()
     try:
         synthetic = SyntheticRun(STEPS, seed=4)
         run = holter.init(project="live", name="restart", url=server.url)

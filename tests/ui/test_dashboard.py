@@ -11,18 +11,9 @@ import pytest
 import holter
 from holter_server.demo.synthetic import SyntheticRun
 from tests.servers import ServerProcess
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow
-
-
-def wait_for(predicate, timeout: float = 30.0, interval: float = 0.2):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError(f"gave up after {timeout} s waiting for {predicate}")
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +32,7 @@ def spiky_run(ui_server: ServerProcess) -> str:
         events = httpx.get(f"{ui_server.url}/api/v1/runs/{run.id}/events", timeout=10).json()["data"]
         return any(e["kind"] == "spike" for e in events)
 
-    wait_for(spike_found, timeout=60)
+    wait_until(spike_found, timeout=60)
     return run.id
 
 
@@ -62,7 +53,7 @@ def plotted_x(page, metric: str) -> list[float]:  # type: ignore[no-untyped-def]
 def test_empty_service_says_how_to_start(page) -> None:  # type: ignore[no-untyped-def]
     page.goto("/")
     empty = page.locator(".empty-state")
-    empty.wait_for()
+    empty.wait_until()
     assert "No runs yet" in empty.inner_text()
     assert "holter demo" in empty.inner_text()
 
@@ -70,43 +61,43 @@ def test_empty_service_says_how_to_start(page) -> None:  # type: ignore[no-untyp
 def test_runs_page_lists_the_run_and_opens_it(page, spiky_run: str) -> None:  # type: ignore[no-untyped-def]
     page.goto("/")
     row = page.locator(".run-row", has_text=spiky_run)
-    row.wait_for()
+    row.wait_until()
     assert "finished" in row.inner_text().lower()
     assert "ui-test" in row.inner_text().lower()
     row.locator(".run-link").click()
     page.wait_for_url(f"**/runs/{spiky_run}")
-    page.locator("#run-title", has_text="spiky").wait_for()
+    page.locator("#run-title", has_text="spiky").wait_until()
 
 
 def test_run_page_draws_the_charts_with_the_event_label(page, spiky_run: str) -> None:  # type: ignore[no-untyped-def]
     page.goto(f"/runs/{spiky_run}")
-    page.locator(".chart-card .js-plotly-plot").first.wait_for()
+    page.locator(".chart-card .js-plotly-plot").first.wait_until()
     assert page.locator(".chart-card .js-plotly-plot").count() >= 4  # loss, grad norm, mismatch, throughput, ...
     label = page.locator(".js-plotly-plot .annotation-text", has_text="spike").first
-    label.wait_for()
+    label.wait_until()
     assert label.is_visible()
     assert page.locator(".event-item.event-spike").count() >= 1  # and in the side list
-    assert wait_for(lambda: len(plotted_x(page, "loss")) > 100)
+    assert wait_until(lambda: len(plotted_x(page, "loss")) > 100)
 
 
 def test_zooming_to_an_event_puts_the_range_in_the_url(page, spiky_run: str) -> None:  # type: ignore[no-untyped-def]
     page.goto(f"/runs/{spiky_run}")
     page.locator(".event-item.event-spike").first.get_by_role("button", name="Zoom").click()
     href = lambda: page.evaluate("() => window.location.href")  # noqa: E731 (page.url misses replaceState)
-    wait_for(lambda: "start=" in href() and "end=" in href(), timeout=10)
+    wait_until(lambda: "start=" in href() and "end=" in href(), timeout=10)
     url = href()
     page.goto(url)  # the URL restores the view
-    page.locator(".chart-card .js-plotly-plot").first.wait_for()
+    page.locator(".chart-card .js-plotly-plot").first.wait_until()
     start = int(url.split("start=")[1].split("&")[0])
     end = int(url.split("end=")[1].split("&")[0])
-    x_range = wait_for(lambda: page.evaluate("() => { const el = document.querySelector('.chart-card .js-plotly-plot');"
+    x_range = wait_until(lambda: page.evaluate("() => { const el = document.querySelector('.chart-card .js-plotly-plot');"
                                              " return el && el.layout && el.layout.xaxis.range; }"), timeout=10)
     assert abs(x_range[0] - start) < 1 and abs(x_range[1] - end) < 1
 
 
 def test_a_note_persists_after_reload(page, spiky_run: str) -> None:  # type: ignore[no-untyped-def]
     page.goto(f"/runs/{spiky_run}")
-    page.locator(".chart-card .js-plotly-plot").first.wait_for()
+    page.locator(".chart-card .js-plotly-plot").first.wait_until()
     author = page.locator("#author")
     author.fill("ada")
     author.press("Enter")
@@ -115,10 +106,10 @@ def test_a_note_persists_after_reload(page, spiky_run: str) -> None:  # type: ig
     page.locator("#note-end").fill("260")
     page.locator("#note-text").fill(text)
     page.locator("#note-add").click()
-    page.locator(".note-item", has_text=text).wait_for()
+    page.locator(".note-item", has_text=text).wait_until()
     page.reload()
-    page.locator(".note-item", has_text=text).wait_for()
-    page.locator(".js-plotly-plot .annotation-text", has_text="restarted the data").first.wait_for()  # drawn on the charts
+    page.locator(".note-item", has_text=text).wait_until()
+    page.locator(".js-plotly-plot .annotation-text", has_text="restarted the data").first.wait_until()  # drawn on the charts
 
 
 def test_a_logged_point_appears_live_without_reload(page, ui_server: ServerProcess) -> None:  # type: ignore[no-untyped-def]
@@ -128,11 +119,11 @@ def test_a_logged_point_appears_live_without_reload(page, ui_server: ServerProce
     run.flush()
     try:
         page.goto(f"/runs/{run.id}")
-        wait_for(lambda: 49 in plotted_x(page, "loss"), timeout=15)
+        wait_until(lambda: 49 in plotted_x(page, "loss"), timeout=15)
         page.evaluate("() => { window.__notReloaded = true; }")
         logged = time.monotonic()
         run.log({"loss": 2.0}, step=50)
-        wait_for(lambda: 50 in plotted_x(page, "loss"), timeout=10, interval=0.05)
+        wait_until(lambda: 50 in plotted_x(page, "loss"), timeout=10, interval=0.05)
         lag = time.monotonic() - logged
         assert page.evaluate("() => window.__notReloaded === true")
         assert lag <= 3.0, f"the point took {lag:.2f} s to appear"
@@ -164,21 +155,21 @@ def relayout(page, update: dict) -> None:  # type: ignore[no-untyped-def]
 
 def test_zooming_on_a_chart_reads_the_range_at_full_resolution_and_back(page, long_run: str) -> None:  # type: ignore[no-untyped-def]
     page.goto(f"/runs/{long_run}")
-    page.locator(".chart-card .js-plotly-plot").first.wait_for()
-    overview = wait_for(lambda: plotted_x(page, "loss"))
+    page.locator(".chart-card .js-plotly-plot").first.wait_until()
+    overview = wait_until(lambda: plotted_x(page, "loss"))
     assert len([x for x in overview if 1000 <= x <= 1100]) < 101  # downsampled
     href = lambda: page.evaluate("() => window.location.href")  # noqa: E731
     relayout(page, {"xaxis.range[0]": 1000, "xaxis.range[1]": 1100})
-    wait_for(lambda: "start=1000" in href() and "end=1100" in href(), timeout=10)
-    wait_for(lambda: [x for x in plotted_x(page, "loss") if 1000 <= x <= 1100] == list(range(1000, 1101)), timeout=10)
+    wait_until(lambda: "start=1000" in href() and "end=1100" in href(), timeout=10)
+    wait_until(lambda: [x for x in plotted_x(page, "loss") if 1000 <= x <= 1100] == list(range(1000, 1101)), timeout=10)
     relayout(page, {"xaxis.autorange": True})
-    wait_for(lambda: "start=" not in href(), timeout=10)
+    wait_until(lambda: "start=" not in href(), timeout=10)
 
 
 def test_wall_time_axis_draws_a_long_run_downsampled_with_its_times(page, long_run: str) -> None:  # type: ignore[no-untyped-def]
     page.goto(f"/runs/{long_run}?x=time")
-    page.locator(".chart-card .js-plotly-plot").first.wait_for()
-    xs = wait_for(lambda: plotted_x(page, "loss"))
+    page.locator(".chart-card .js-plotly-plot").first.wait_until()
+    xs = wait_until(lambda: plotted_x(page, "loss"))
     assert 100 < len(xs) < 6000  # downsampled, not the whole run
     assert xs == sorted(xs) and LONG_RUN_START * 1000 <= xs[0] and xs[-1] <= (LONG_RUN_START + 5999) * 1000  # ms since the epoch
     assert page.evaluate("() => document.querySelector('.chart-card .js-plotly-plot').layout.xaxis.type") == "date"
@@ -186,15 +177,15 @@ def test_wall_time_axis_draws_a_long_run_downsampled_with_its_times(page, long_r
 
 def test_zooming_on_the_wall_time_axis_reads_those_steps_at_full_resolution(page, long_run: str) -> None:  # type: ignore[no-untyped-def]
     page.goto(f"/runs/{long_run}?x=time")
-    page.locator(".chart-card .js-plotly-plot").first.wait_for()
-    wait_for(lambda: plotted_x(page, "loss"))
+    page.locator(".chart-card .js-plotly-plot").first.wait_until()
+    wait_until(lambda: plotted_x(page, "loss"))
     href = lambda: page.evaluate("() => window.location.href")  # noqa: E731
     # steps 2,000 to 2,100 happened 2,000 to 2,100 s after the start; Plotly reports a date axis's range as UTC strings
     start, end = (time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(LONG_RUN_START + s)) for s in (2000, 2100))
     relayout(page, {"xaxis.range[0]": start, "xaxis.range[1]": end})
-    wait_for(lambda: "start=2000" in href() and "end=2100" in href() and "x=time" in href(), timeout=10)
+    wait_until(lambda: "start=2000" in href() and "end=2100" in href() and "x=time" in href(), timeout=10)
     wanted = [(LONG_RUN_START + step) * 1000 for step in range(2000, 2101)]
-    wait_for(lambda: [x for x in plotted_x(page, "loss") if wanted[0] <= x <= wanted[-1]] == wanted, timeout=10)
+    wait_until(lambda: [x for x in plotted_x(page, "loss") if wanted[0] <= x <= wanted[-1]] == wanted, timeout=10)
 
 
 def test_a_run_page_opened_first_after_start_gets_its_title_without_errors(chromium, tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -211,8 +202,8 @@ def test_a_run_page_opened_first_after_start_gets_its_title_without_errors(chrom
         tab.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
         tab.on("pageerror", lambda exc: problems.append(str(exc)))
         tab.goto(f"/runs/{run.id}")
-        tab.locator(".chart-card .js-plotly-plot").first.wait_for(timeout=15_000)
-        wait_for(lambda: tab.title() == f"{run.id} · Holter", timeout=10)
+        tab.locator(".chart-card .js-plotly-plot").first.wait_until(timeout=15_000)
+        wait_until(lambda: tab.title() == f"{run.id} · Holter", timeout=10)
         assert not problems
     finally:
         context.close()
@@ -221,8 +212,8 @@ def test_a_run_page_opened_first_after_start_gets_its_title_without_errors(chrom
 
 def test_the_charts_use_the_shipped_cartesian_bundle_never_the_full_one(page, spiky_run: str, ui_server: ServerProcess) -> None:  # type: ignore[no-untyped-def]
     page.goto(f"/runs/{spiky_run}")
-    page.locator(".chart-card .js-plotly-plot").first.wait_for()
-    wait_for(lambda: len(plotted_x(page, "loss")) > 100)
+    page.locator(".chart-card .js-plotly-plot").first.wait_until()
+    wait_until(lambda: len(plotted_x(page, "loss")) > 100)
     loaded = page.evaluate("() => performance.getEntriesByType('resource').map(r => r.name)")
     assert any("/_holter/plotly-cartesian-" in name for name in loaded)
     assert not any("package_data/plotly" in name for name in loaded)

@@ -10,8 +10,9 @@ import signal
 import threading
 
 from holter_server.app import background_loops
+from holter_server.services.loops import BackgroundWork
 from holter_server.settings import Settings
-from holter_server.store.database import make_engine, make_session_factory, upgrade
+from holter_server.store.database import background_lock_path, make_engine, make_session_factory, upgrade
 
 
 def _parent_alive(pid: int) -> bool:
@@ -43,9 +44,8 @@ def run(args: argparse.Namespace) -> int:
     url = settings.resolved_database_url()
     upgrade(url)
     engine = make_engine(url)
-    loops = background_loops(settings, make_session_factory(engine))
-    for loop in loops:
-        loop.start()
+    work = BackgroundWork(background_loops(settings, make_session_factory(engine)), background_lock_path(url))
+    work.start()
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
@@ -53,7 +53,6 @@ def run(args: argparse.Namespace) -> int:
     while not stop.wait(1.0):
         if args.parent_pid is not None and not _parent_alive(args.parent_pid):
             break
-    for loop in loops:
-        loop.stop()
+    work.stop()
     engine.dispose()
     return 0

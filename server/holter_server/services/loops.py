@@ -9,6 +9,8 @@ from __future__ import annotations
 import logging
 import threading
 from datetime import timedelta
+from pathlib import Path
+from typing import IO
 
 import httpx
 from sqlalchemy.orm import Session, sessionmaker
@@ -17,6 +19,11 @@ from holter_server.services.detection import detect_pending
 from holter_server.services.dispatch import dispatch_due
 from holter_server.services.lifecycle import mark_stalled
 from holter_server.store.database import session_scope
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: no lock, so run one service process per SQLite file there
+    fcntl = None  # type: ignore[assignment]
 
 log = logging.getLogger("holter.loops")
 
@@ -53,6 +60,69 @@ class LoopService:
                 busy = 0
             if not busy:
                 self._stop.wait(self.interval)
+
+
+class BackgroundWork:
+    """The background loops of one process, started only while it holds the database's
+    background lock, if it has one.
+
+    Postgres needs none: each loop claims its rows with SKIP LOCKED, so any number of processes
+    share the work. SQLite has no row locks: two processes on one file (two `holter serve`, or a
+    `holter worker` beside one) would both detect the same points and send the same alert. There
+    the loops run in the one process holding an exclusive lock on a file beside the database; the
+    others wait, and the first of them to get the lock takes over when that process ends.
+    """
+
+    def __init__(self, loops: list[LoopService], lock_path: Path | None, poll: float = 1.0) -> None:
+        self.loops = loops
+        self.lock_path = lock_path
+        self.poll = poll
+        self._lock_file: IO[bytes] | None = None
+        self._stop = threading.Event()
+        self._waiter: threading.Thread | None = None
+        self.running = threading.Event()
+
+    def start(self) -> None:
+        if self.lock_path is None or fcntl is None:
+            self._start_loops()
+            return
+        self._waiter = threading.Thread(target=self._wait_for_lock, name="holter-background-lock", daemon=True)
+        self._waiter.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._waiter is not None:
+            self._waiter.join(timeout=30)
+        if self.running.is_set():
+            for loop in self.loops:
+                loop.stop()
+        if self._lock_file is not None:
+            self._lock_file.close()  # releases the lock: a waiting process takes over
+            self._lock_file = None
+
+    def _start_loops(self) -> None:
+        for loop in self.loops:
+            loop.start()
+        self.running.set()
+
+    def _wait_for_lock(self) -> None:
+        assert self.lock_path is not None and fcntl is not None
+        self.lock_path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(self.lock_path, "ab")  # noqa: SIM115 (held open for as long as the lock)
+        said = False
+        while not self._stop.is_set():
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if not said:
+                    log.info("another process runs the background work on this SQLite database; waiting to take over")
+                    said = True
+                self._stop.wait(self.poll)
+                continue
+            self._lock_file = handle
+            self._start_loops()
+            return
+        handle.close()
 
 
 class DetectionLoop(LoopService):

@@ -42,6 +42,15 @@ def insert_ignoring_conflicts(session: Session, model: type) -> postgresql.Inser
     return dialect.insert(model).on_conflict_do_nothing()
 
 
+def background_lock_path(url: str) -> Path | None:
+    """The file whose lock marks the one process that runs background work on a SQLite database
+    (None for Postgres, where work is claimed row by row, and for an in-memory database)."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.database == ":memory:":
+        return None
+    return Path(parsed.database).with_name(Path(parsed.database).name + ".worker.lock")
+
+
 def make_session_factory(engine: Engine) -> sessionmaker[Session]:
     """Sessions that keep loaded objects usable after commit (routers return them)."""
     return sessionmaker(engine, expire_on_commit=False)
