@@ -150,6 +150,8 @@ def add_routes(app: FastAPI) -> None:
     async def login(request: Request) -> Response:
         form = await _form(request)
         target = safe_next(form.get("next"))
+        if from_another_site(request):
+            return _page(target, error="This sign-in was sent from another site; sign in here instead.", status=403)
         key = form.get("key", "").strip()
         enabled, principal = await check(app, key or None)
         if not enabled:
@@ -172,6 +174,22 @@ def add_routes(app: FastAPI) -> None:
     app.add_api_route("/login", login_form, methods=["GET"], include_in_schema=False)
     app.add_api_route("/login", login, methods=["POST"], include_in_schema=False)
     app.add_api_route("/logout", logout, methods=["GET", "POST"], include_in_schema=False)
+
+
+def from_another_site(request: Request) -> bool:
+    """Whether a browser posted this form from another site: a page elsewhere could otherwise sign
+    a visitor in with the page's own key (login CSRF) and read what they then annotate.
+
+    Browsers say where a request comes from in `Sec-Fetch-Site`, older ones in `Origin`; a
+    request with neither is no browser's form post (curl, a script) and is let through.
+    """
+    fetch_site = request.headers.get("sec-fetch-site")
+    if fetch_site is not None:
+        return fetch_site not in ("same-origin", "none")
+    origin = request.headers.get("origin")
+    if not origin:
+        return False
+    return origin == "null" or urlsplit(origin).netloc != request.headers.get("host")
 
 
 async def _form(request: Request) -> dict[str, str]:

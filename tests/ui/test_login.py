@@ -197,3 +197,19 @@ def test_with_auth_off_no_sign_in_is_asked(page) -> None:  # type: ignore[no-unt
     assert page.locator("#sign-out").count() == 0
     page.goto("/login?next=/alerts")
     page.wait_for_url("**/alerts")
+
+
+@pytest.mark.parametrize("headers", [{"sec-fetch-site": "cross-site"}, {"origin": "http://elsewhere.example"}, {"origin": "null"}],
+                         ids=["fetch-metadata", "origin", "opaque-origin"])
+def test_a_sign_in_posted_from_another_site_is_refused(secure_server: ServerProcess, keys: dict[str, str], headers: dict) -> None:
+    answer = httpx.post(f"{secure_server.url}/login", data={"key": keys["read"], "next": "/"}, headers=headers, timeout=10)
+    assert answer.status_code == 403 and "another site" in answer.text
+    assert "holter_key" not in answer.cookies
+
+
+@pytest.mark.parametrize("headers", [{"sec-fetch-site": "same-origin"}, {}], ids=["same-origin", "no-browser"])
+def test_a_sign_in_from_this_site_or_a_script_sets_the_cookie(secure_server: ServerProcess, keys: dict[str, str], headers: dict) -> None:
+    origin = {"origin": secure_server.url} if headers else {}
+    answer = httpx.post(f"{secure_server.url}/login", data={"key": keys["read"], "next": "/"}, headers={**headers, **origin}, timeout=10)
+    assert answer.status_code == 303 and answer.cookies.get("holter_key") == keys["read"]
+
