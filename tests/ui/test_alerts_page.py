@@ -14,7 +14,7 @@ import pytest
 import holter
 from tests.receivers import Receiver
 from tests.servers import ServerProcess
-from tests.ui.test_dashboard import wait_for
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -104,7 +104,7 @@ def test_a_failed_delivery_shows_its_error_and_can_be_retried(page, api: httpx.C
     for step in range(240):
         run.log({"loss": math.nan if step >= 200 else 3.0 - step / 300}, step=step)
     run.finish()
-    wait_for(lambda: [d["status"] for d in api.get("/deliveries", params={"channel_id": channel["id"]}).json()] == ["failed"], timeout=60)
+    wait_until(lambda: [d["status"] for d in api.get("/deliveries", params={"channel_id": channel["id"]}).json()] == ["failed"], timeout=60)
 
     page.goto("/alerts")
     row = page.locator(".delivery-row.delivery-failed", has_text=run.id).first
@@ -114,7 +114,7 @@ def test_a_failed_delivery_shows_its_error_and_can_be_retried(page, api: httpx.C
     try:
         row.get_by_role("button", name="Retry").click()
         page.get_by_text("Queued again").wait_for()
-        wait_for(lambda: len(down.messages()) == 1, timeout=30)
+        wait_until(lambda: len(down.messages()) == 1, timeout=30)
         page.locator(".delivery-row.delivery-delivered", has_text=f"down-{project}").first.wait_for()
     finally:
         down.stop()

@@ -12,7 +12,7 @@ import pytest
 import holter
 from tests.integration.test_live_detection import settled_events
 from tests.servers import ServerProcess
-from tests.ui.test_dashboard import wait_for
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -40,7 +40,7 @@ def planted(ui_server: ServerProcess) -> str:
         report = httpx.get(f"{ui_server.url}/api/v1/levers", params={"project": project}, timeout=30).json()
         return bool(report["candidates"]) and report["candidates"][0]["key"] == "rollouts_num"
 
-    wait_for(found, timeout=60, interval=1.0)
+    wait_until(found, timeout=60, interval=1.0)
     return project
 
 
@@ -70,7 +70,7 @@ def test_runs_chosen_on_the_runs_page_without_a_lever_get_the_note(page, leverle
     for run_id in leverless:
         page.locator(".run-row", has_text=run_id).locator("input[type=checkbox]").check()
     button = page.locator("#runs-levers")
-    wait_for(lambda: button.is_enabled(), timeout=10)
+    wait_until(lambda: button.is_enabled(), timeout=10)
     button.click()
     page.wait_for_url("**/levers?runs=*")
     note = page.locator(".levers-note")

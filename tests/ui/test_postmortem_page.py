@@ -14,7 +14,7 @@ import holter
 from holter_server.demo.synthetic import SyntheticRun
 from tests.integration.test_live_detection import settled_events
 from tests.servers import ServerProcess
-from tests.ui.test_dashboard import wait_for
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -94,7 +94,7 @@ def test_a_drifting_run_is_drawn_against_the_reference_band(page, ui_server: Ser
     page.locator(".drift-item").first.wait_for()
     assert "eval_loss" in page.locator(".drift-item").first.inner_text()
     assert "above the reference" in page.locator(".drift-item").first.inner_text()
-    traces = wait_for(lambda: page.evaluate(
+    traces = wait_until(lambda: page.evaluate(
         "() => { const el = document.querySelector('#pm-ref-graph .js-plotly-plot') || document.querySelector('#pm-ref-graph');"
         " return el && el.data && el.data.map(t => [t.name, t.fill || null]); }"), timeout=10)
     assert ["reference band", "tonexty"] in traces
