@@ -1,0 +1,51 @@
+"""The compare page in a real browser: one metric across runs, a reference band, the exits shaded."""
+
+from __future__ import annotations
+
+import math
+import uuid
+
+import httpx
+import pytest
+
+from tests.servers import ServerProcess
+from tests.waiting import wait_until
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def two_runs(ui_server: ServerProcess) -> tuple[str, str]:
+    """A reference run and a twin whose loss runs 0.5 higher from step 200 to 299."""
+    ids = (f"ref{uuid.uuid4().hex[:8]}", f"twin{uuid.uuid4().hex[:8]}")
+    steps = list(range(600))
+    with httpx.Client(base_url=f"{ui_server.url}/api/v1", timeout=30) as api:
+        for run_id, bump in zip(ids, (0.0, 0.5)):
+            api.post("/runs", json={"id": run_id, "project": "ui-compare", "name": run_id}).raise_for_status()
+            values = [2.0 * math.exp(-s / 300) + 0.01 * math.sin(s) + (bump if 200 <= s < 300 else 0.0) for s in steps]
+            api.post(f"/runs/{run_id}/points", json={"metrics": {"loss": {"steps": steps, "values": values}}}).raise_for_status()
+            api.post(f"/runs/{run_id}/finish", json={"status": "finished"}).raise_for_status()
+    return ids
+
+
+def compare_chart(page) -> dict | None:  # type: ignore[no-untyped-def]
+    return page.evaluate("""() => {
+        const el = document.querySelector('#cmp-graph .js-plotly-plot') || document.querySelector('#cmp-graph');
+        if (!el || !el.data || !el.layout) return null;
+        return {names: el.data.map(t => t.name), shapes: (el.layout.shapes || []).map(s => [s.x0, s.x1])};
+    }""")
+
+
+def test_without_runs_the_page_says_how_to_choose_them(page) -> None:  # type: ignore[no-untyped-def]
+    page.goto("/compare")
+    page.locator(".empty-state", has_text="Pick runs to compare").wait_for()
+
+
+def test_a_run_leaving_the_reference_band_is_shaded_where_it_does(page, two_runs: tuple[str, str]) -> None:  # type: ignore[no-untyped-def]
+    ref, twin = two_runs
+    page.goto(f"/compare?runs={ref},{twin}&metric=loss&ref={ref}")
+    chart = wait_until(lambda: (c := compare_chart(page)) and c["shapes"] and c)
+    assert "reference band" in chart["names"] and f"{ref} (reference)" in chart["names"] and twin in chart["names"]
+    assert any(x0 <= 210 and x1 >= 290 for x0, x1 in chart["shapes"])  # the twin's excursion, and nothing far from it
+    assert all(150 <= x0 and x1 <= 360 for x0, x1 in chart["shapes"])
+    assert f"ref={ref}" in page.evaluate("() => window.location.href")
