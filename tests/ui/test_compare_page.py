@@ -1,4 +1,5 @@
-"""The compare page in a real browser: one metric across runs, a reference band, the exits shaded."""
+"""Choosing runs on the runs page and comparing them, in a real browser: filters, selection, one
+metric across runs, a reference band, the exits shaded."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ def two_runs(ui_server: ServerProcess) -> tuple[str, str]:
     steps = list(range(600))
     with httpx.Client(base_url=f"{ui_server.url}/api/v1", timeout=30) as api:
         for run_id, bump in zip(ids, (0.0, 0.5)):
-            api.post("/runs", json={"id": run_id, "project": "ui-compare", "name": run_id}).raise_for_status()
+            api.post("/runs", json={"id": run_id, "project": "ui-compare", "name": run_id, "tags": [f"bump-{bump}"],
+                                    "config": {"optim": {"lr": 0.1 if bump else 0.2}}}).raise_for_status()
             values = [2.0 * math.exp(-s / 300) + 0.01 * math.sin(s) + (bump if 200 <= s < 300 else 0.0) for s in steps]
             api.post(f"/runs/{run_id}/points", json={"metrics": {"loss": {"steps": steps, "values": values}}}).raise_for_status()
             api.post(f"/runs/{run_id}/finish", json={"status": "finished"}).raise_for_status()
@@ -49,3 +51,28 @@ def test_a_run_leaving_the_reference_band_is_shaded_where_it_does(page, two_runs
     assert any(x0 <= 210 and x1 >= 290 for x0, x1 in chart["shapes"])  # the twin's excursion, and nothing far from it
     assert all(150 <= x0 and x1 <= 360 for x0, x1 in chart["shapes"])
     assert f"ref={ref}" in page.evaluate("() => window.location.href")
+
+
+def listed(page) -> list[str]:  # type: ignore[no-untyped-def]
+    return page.evaluate("() => Array.from(document.querySelectorAll('.run-row .run-link')).map(a => a.innerText)")
+
+
+def test_the_runs_page_filters_by_tag_and_config_and_compares_the_ticked_runs(page, two_runs: tuple[str, str]) -> None:  # type: ignore[no-untyped-def]
+    ref, twin = two_runs
+    page.goto("/?project=ui-compare")
+    wait_until(lambda: sorted(listed(page)) == sorted([ref, twin]))
+    page.goto("/?project=ui-compare&tag=bump-0.5")
+    wait_until(lambda: listed(page) == [twin])
+    page.goto("/?project=ui-compare&config=optim.lr%3D0.2")
+    wait_until(lambda: listed(page) == [ref])
+    page.goto("/?project=ui-compare")
+    wait_until(lambda: len(listed(page)) == 2)
+    compare = page.locator("#runs-compare")
+    assert compare.is_disabled()
+    for run_id in (ref, twin):
+        page.locator(".run-row", has_text=run_id).locator("input[type=checkbox]").check()
+    wait_until(lambda: compare.is_enabled(), timeout=10)
+    compare.click()
+    page.wait_for_url("**/compare?runs=*")
+    wait_until(lambda: (c := compare_chart(page)) and {ref, twin} <= set(c["names"]))
+
