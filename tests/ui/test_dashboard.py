@@ -53,7 +53,7 @@ def plotted_x(page, metric: str) -> list[float]:  # type: ignore[no-untyped-def]
 def test_empty_service_says_how_to_start(page) -> None:  # type: ignore[no-untyped-def]
     page.goto("/")
     empty = page.locator(".empty-state")
-    empty.wait_until()
+    empty.wait_for()
     assert "No runs yet" in empty.inner_text()
     assert "holter demo" in empty.inner_text()
 
@@ -61,20 +61,20 @@ def test_empty_service_says_how_to_start(page) -> None:  # type: ignore[no-untyp
 def test_runs_page_lists_the_run_and_opens_it(page, spiky_run: str) -> None:  # type: ignore[no-untyped-def]
     page.goto("/")
     row = page.locator(".run-row", has_text=spiky_run)
-    row.wait_until()
+    row.wait_for()
     assert "finished" in row.inner_text().lower()
     assert "ui-test" in row.inner_text().lower()
     row.locator(".run-link").click()
     page.wait_for_url(f"**/runs/{spiky_run}")
-    page.locator("#run-title", has_text="spiky").wait_until()
+    page.locator("#run-title", has_text="spiky").wait_for()
 
 
 def test_run_page_draws_the_charts_with_the_event_label(page, spiky_run: str) -> None:  # type: ignore[no-untyped-def]
     page.goto(f"/runs/{spiky_run}")
-    page.locator(".chart-card .js-plotly-plot").first.wait_until()
+    page.locator(".chart-card .js-plotly-plot").first.wait_for()
     assert page.locator(".chart-card .js-plotly-plot").count() >= 4  # loss, grad norm, mismatch, throughput, ...
     label = page.locator(".js-plotly-plot .annotation-text", has_text="spike").first
-    label.wait_until()
+    label.wait_for()
     assert label.is_visible()
     assert page.locator(".event-item.event-spike").count() >= 1  # and in the side list
     assert wait_until(lambda: len(plotted_x(page, "loss")) > 100)
@@ -87,7 +87,7 @@ def test_zooming_to_an_event_puts_the_range_in_the_url(page, spiky_run: str) -> 
     wait_until(lambda: "start=" in href() and "end=" in href(), timeout=10)
     url = href()
     page.goto(url)  # the URL restores the view
-    page.locator(".chart-card .js-plotly-plot").first.wait_until()
+    page.locator(".chart-card .js-plotly-plot").first.wait_for()
     start = int(url.split("start=")[1].split("&")[0])
     end = int(url.split("end=")[1].split("&")[0])
     x_range = wait_until(lambda: page.evaluate("() => { const el = document.querySelector('.chart-card .js-plotly-plot');"
@@ -97,7 +97,7 @@ def test_zooming_to_an_event_puts_the_range_in_the_url(page, spiky_run: str) -> 
 
 def test_a_note_persists_after_reload(page, spiky_run: str) -> None:  # type: ignore[no-untyped-def]
     page.goto(f"/runs/{spiky_run}")
-    page.locator(".chart-card .js-plotly-plot").first.wait_until()
+    page.locator(".chart-card .js-plotly-plot").first.wait_for()
     author = page.locator("#author")
     author.fill("ada")
     author.press("Enter")
@@ -106,10 +106,10 @@ def test_a_note_persists_after_reload(page, spiky_run: str) -> None:  # type: ig
     page.locator("#note-end").fill("260")
     page.locator("#note-text").fill(text)
     page.locator("#note-add").click()
-    page.locator(".note-item", has_text=text).wait_until()
+    page.locator(".note-item", has_text=text).wait_for()
     page.reload()
-    page.locator(".note-item", has_text=text).wait_until()
-    page.locator(".js-plotly-plot .annotation-text", has_text="restarted the data").first.wait_until()  # drawn on the charts
+    page.locator(".note-item", has_text=text).wait_for()
+    page.locator(".js-plotly-plot .annotation-text", has_text="restarted the data").first.wait_for()  # drawn on the charts
 
 
 def test_a_logged_point_appears_live_without_reload(page, ui_server: ServerProcess) -> None:  # type: ignore[no-untyped-def]
@@ -155,7 +155,7 @@ def relayout(page, update: dict) -> None:  # type: ignore[no-untyped-def]
 
 def test_zooming_on_a_chart_reads_the_range_at_full_resolution_and_back(page, long_run: str) -> None:  # type: ignore[no-untyped-def]
     page.goto(f"/runs/{long_run}")
-    page.locator(".chart-card .js-plotly-plot").first.wait_until()
+    page.locator(".chart-card .js-plotly-plot").first.wait_for()
     overview = wait_until(lambda: plotted_x(page, "loss"))
     assert len([x for x in overview if 1000 <= x <= 1100]) < 101  # downsampled
     href = lambda: page.evaluate("() => window.location.href")  # noqa: E731
@@ -168,7 +168,7 @@ def test_zooming_on_a_chart_reads_the_range_at_full_resolution_and_back(page, lo
 
 def test_wall_time_axis_draws_a_long_run_downsampled_with_its_times(page, long_run: str) -> None:  # type: ignore[no-untyped-def]
     page.goto(f"/runs/{long_run}?x=time")
-    page.locator(".chart-card .js-plotly-plot").first.wait_until()
+    page.locator(".chart-card .js-plotly-plot").first.wait_for()
     xs = wait_until(lambda: plotted_x(page, "loss"))
     assert 100 < len(xs) < 6000  # downsampled, not the whole run
     assert xs == sorted(xs) and LONG_RUN_START * 1000 <= xs[0] and xs[-1] <= (LONG_RUN_START + 5999) * 1000  # ms since the epoch
@@ -177,7 +177,7 @@ def test_wall_time_axis_draws_a_long_run_downsampled_with_its_times(page, long_r
 
 def test_zooming_on_the_wall_time_axis_reads_those_steps_at_full_resolution(page, long_run: str) -> None:  # type: ignore[no-untyped-def]
     page.goto(f"/runs/{long_run}?x=time")
-    page.locator(".chart-card .js-plotly-plot").first.wait_until()
+    page.locator(".chart-card .js-plotly-plot").first.wait_for()
     wait_until(lambda: plotted_x(page, "loss"))
     href = lambda: page.evaluate("() => window.location.href")  # noqa: E731
     # steps 2,000 to 2,100 happened 2,000 to 2,100 s after the start; Plotly reports a date axis's range as UTC strings
@@ -202,7 +202,7 @@ def test_a_run_page_opened_first_after_start_gets_its_title_without_errors(chrom
         tab.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
         tab.on("pageerror", lambda exc: problems.append(str(exc)))
         tab.goto(f"/runs/{run.id}")
-        tab.locator(".chart-card .js-plotly-plot").first.wait_until(timeout=15_000)
+        tab.locator(".chart-card .js-plotly-plot").first.wait_for(timeout=15_000)
         wait_until(lambda: tab.title() == f"{run.id} · Holter", timeout=10)
         assert not problems
     finally:
@@ -212,7 +212,7 @@ def test_a_run_page_opened_first_after_start_gets_its_title_without_errors(chrom
 
 def test_the_charts_use_the_shipped_cartesian_bundle_never_the_full_one(page, spiky_run: str, ui_server: ServerProcess) -> None:  # type: ignore[no-untyped-def]
     page.goto(f"/runs/{spiky_run}")
-    page.locator(".chart-card .js-plotly-plot").first.wait_until()
+    page.locator(".chart-card .js-plotly-plot").first.wait_for()
     wait_until(lambda: len(plotted_x(page, "loss")) > 100)
     loaded = page.evaluate("() => performance.getEntriesByType('resource').map(r => r.name)")
     assert any("/_holter/plotly-cartesian-" in name for name in loaded)
