@@ -340,7 +340,57 @@ def event_shapes(events: Sequence[Mapping[str, Any]], series: Iterable[Series], 
                        "font": {"color": color, "size": 11}, "bgcolor": "rgba(255,255,255,0.85)",
                        "bordercolor": color, "borderwidth": 1, "borderpad": 2,
                        "name": f"event-{event.get('id')}"})
-    return shapes, labels
+    return _merged_spans(shapes), _merged_labels(labels, series, view)
+
+
+def _merged_spans(shapes: list[dict]) -> list[dict]:
+    """One shaded span where events of one colour overlap (several metrics of a family often
+    report the same stretch: stacked, their shading would hide the curve), one line per step."""
+    out: list[dict] = []
+    seen_lines: set[tuple[Any, Any]] = set()
+    by_color: dict[str, list[dict]] = {}
+    for shape in shapes:
+        if shape["type"] == "rect":
+            by_color.setdefault(shape["fillcolor"], []).append(shape)
+        elif (key := (shape["x0"], shape["line"]["color"])) not in seen_lines:
+            seen_lines.add(key)
+            out.append(shape)
+    for spans in by_color.values():
+        merged: list[dict] = []
+        for span in sorted(spans, key=lambda r: r["x0"]):
+            if merged and span["x0"] <= merged[-1]["x1"]:
+                merged[-1]["x1"] = max(merged[-1]["x1"], span["x1"])
+            else:
+                merged.append(dict(span))
+        out.extend(merged)
+    return out
+
+
+def _merged_labels(labels: list[dict], series: list[Series], view: View, near: float = 0.03) -> list[dict]:
+    """One label for events of the same kind and colour close together ("sawtooth ×5"), with
+    every summary in its hover text."""
+    xs = [x for s in series for x in (_x(s, view)[:1] + _x(s, view)[-1:]) if isinstance(x, (int, float))]
+    xs += [label["x"] for label in labels if isinstance(label["x"], (int, float))]
+    span = max((max(xs) - min(xs)) if xs else 1, 1)
+    groups: list[list[dict]] = []
+    for label in sorted(labels, key=lambda a: a["x"] if isinstance(a["x"], (int, float)) else 0):
+        for group in groups:
+            first = group[0]
+            if (first["text"], first["font"]["color"]) == (label["text"], label["font"]["color"]) and isinstance(label["x"], (int, float)) \
+                    and isinstance(first["x"], (int, float)) and abs(label["x"] - first["x"]) <= near * span:
+                group.append(label)
+                break
+        else:
+            groups.append([label])
+    out = []
+    for group in groups:
+        if len(group) == 1:
+            out.append(group[0])
+            continue
+        summaries = [g["hovertext"] for g in group]
+        hover = "<br>".join(summaries[:4]) + (f"<br>… and {len(summaries) - 4} more" if len(summaries) > 4 else "")
+        out.append(dict(group[0], text=f"{group[0]['text']} ×{len(group)}", hovertext=hover))
+    return out
 
 
 def stagger(labels: list[dict], series: Iterable[Series], view: View, *, levels: int = 3, near: float = 0.09) -> list[dict]:
@@ -387,9 +437,9 @@ def note_shapes(annotations: Sequence[Mapping[str, Any]], series: Iterable[Serie
     return shapes, labels
 
 
-def _base_layout(title: str, view: View, *, height: int = 300, uirevision: str = "keep") -> dict:
-    xaxis: dict[str, Any] = {"title": {"text": "wall time" if view.x_axis == "time" else "step"}, "showgrid": True,
-                             "gridcolor": "#eef0f2", "zeroline": False}
+def _base_layout(title: str, view: View, *, height: int = 320, uirevision: str = "keep") -> dict:
+    # no axis title: the page's "by step / by wall time" control says it, and the legend sits there
+    xaxis: dict[str, Any] = {"showgrid": True, "gridcolor": "#eef0f2", "zeroline": False}
     if view.x_axis == "time":
         xaxis["type"] = "date"
     elif view.start is not None and view.end is not None and view.end > view.start:
@@ -397,13 +447,14 @@ def _base_layout(title: str, view: View, *, height: int = 300, uirevision: str =
         xaxis["autorange"] = False
     return {
         "title": {"text": title, "x": 0.01, "xanchor": "left", "font": {"size": 14}},
-        "height": height, "margin": {"l": 56, "r": 16, "t": 72, "b": 40},
+        # the legend goes under the chart: above it, event labels need the room
+        "height": height, "margin": {"l": 56, "r": 16, "t": 72, "b": 48},
         "paper_bgcolor": "white", "plot_bgcolor": "white",
         "font": {"family": "Inter, -apple-system, Segoe UI, Roboto, sans-serif", "size": 12, "color": "#343a40"},
         "xaxis": xaxis,
         "yaxis": {"type": "log" if view.log_y else "linear", "showgrid": True, "gridcolor": "#eef0f2", "zeroline": False},
         "yaxis2": {"overlaying": "y", "range": [0, 1], "visible": False, "fixedrange": True},
-        "legend": {"orientation": "h", "x": 1, "xanchor": "right", "y": 1.02, "yanchor": "bottom", "font": {"size": 11}},
+        "legend": {"orientation": "h", "x": 0, "xanchor": "left", "y": -0.1, "yanchor": "top", "font": {"size": 11}},
         "hovermode": "closest",
         # keeps the user's zoom across live updates; changes when the view itself changes
         "uirevision": uirevision,
@@ -594,15 +645,23 @@ def compare_figure(metric: str, runs: Sequence[tuple[str, str, Series, Sequence[
             smooth["line"]["width"] = 3
             smooth["name"] = raw["name"] = f"{label} (reference)"
         traces += [raw, smooth]
+        # one marker per step: events found at the same step (a spike, the drift and its precursor) share it
+        at_step: dict[int, list[Mapping[str, Any]]] = {}
         for event in events:
             if event.get("metric") == metric and event.get("status") != "dismissed":
                 step = event.get("peak_step") if event.get("peak_step") is not None else event.get("start_step")
-                y = value_at(s, step) if step is not None else None
-                if y is not None:
-                    traces.append({"type": "scatter", "mode": "markers+text", "x": [step], "y": [y], "showlegend": False,
-                                   "marker": {"symbol": "circle-open", "size": 12, "color": color, "line": {"width": 2.5}},
-                                   "text": [event_label(event)], "textposition": "top center", "textfont": {"color": color, "size": 10},
-                                   "hovertext": [f"{label}: {event.get('summary') or event_label(event)}"], "hoverinfo": "text"})
+                if step is not None:
+                    at_step.setdefault(step, []).append(event)
+        for step, found in sorted(at_step.items()):
+            y = value_at(s, step)
+            if y is None:
+                continue
+            names = [event_label(e) for e in found]
+            text = " · ".join(names) if len(names) <= 2 else f"{names[0]} +{len(names) - 1}"
+            traces.append({"type": "scatter", "mode": "markers+text", "x": [step], "y": [y], "showlegend": False,
+                           "marker": {"symbol": "circle-open", "size": 12, "color": color, "line": {"width": 2.5}},
+                           "text": [text], "textposition": "top center", "textfont": {"color": color, "size": 10},
+                           "hovertext": ["<br>".join(f"{label}: {e.get('summary') or event_label(e)}" for e in found)], "hoverinfo": "text"})
         if ref_series is not None and run_id != reference:
             for start, end in band_exits(ref_series, s):
                 shapes.append({"type": "rect", "xref": "x", "yref": "paper", "x0": start, "x1": max(end, start + 1), "y0": 0, "y1": 1,

@@ -133,3 +133,27 @@ def test_labels_on_a_wall_time_axis_are_staggered_by_their_distance_in_time() ->
     assert [label["yshift"] for label in stagger(near, series, view)] == [0, 17]
     assert [label["yshift"] for label in stagger(far, series, view)] == [0, 0]
 
+
+def test_overlapping_events_of_a_family_draw_one_span_and_one_counted_label() -> None:
+    series = [Series(list(range(200)), [1.0] * 200)]
+    events = [{"id": i, "metric": f"mismatch/{i}", "kind": "sawtooth", "severity": "warning", "status": "open",
+               "start_step": 11 + i, "end_step": 150 + i, "summary": f"metric {i} saws"} for i in range(5)]
+    events.append({"id": 9, "metric": "mismatch/0", "kind": "spike", "severity": "warning", "status": "open",
+                   "start_step": 180, "end_step": 190, "summary": "a spike"})
+    shapes, labels = event_shapes(events, series, View())
+    assert [(r["x0"], r["x1"]) for r in shapes if r["type"] == "rect"] == [(11, 154), (180, 190)]
+    texts = sorted(label["text"] for label in labels)
+    assert texts == ["sawtooth ×5", "spike"]
+    counted = next(label for label in labels if label["text"] == "sawtooth ×5")
+    assert counted["hovertext"].count("saws") == 4 and "1 more" in counted["hovertext"]
+
+
+def test_events_of_a_run_at_one_step_share_one_marker_on_the_compare_chart() -> None:
+    s = Series(list(range(100)), [1.0] * 100)
+    events = [{"metric": "loss", "kind": kind, "status": "open", "start_step": 40, "peak_step": 40, "summary": kind}
+              for kind in ("spike", "reference_drift", "grad_norm_precursor")]
+    figure = compare_figure("loss", [("a", "a", s, events)])
+    markers = [t for t in figure["data"] if t.get("mode") == "markers+text"]
+    assert len(markers) == 1 and markers[0]["text"] == ["spike +2"]
+    assert all(kind in markers[0]["hovertext"][0] for kind in ("spike", "reference_drift", "grad_norm_precursor"))
+
