@@ -87,7 +87,7 @@ def server(store_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator
 @pytest.fixture
 def api(server: ServerProcess) -> Iterator[httpx.Client]:
     """An HTTP client for the server's API."""
-    with httpx.Client(base_url=f"{server.url}/api/v1", timeout=30) as client:
+    with server.api() as client:
         yield client
 
 

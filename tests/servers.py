@@ -12,6 +12,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+import httpx
+
 
 def free_port() -> int:
     """A TCP port nobody listens on right now."""
@@ -46,6 +48,11 @@ class ServerProcess:
                 raise RuntimeError("holter serve did not become healthy")
             time.sleep(0.1)
         return self
+
+    def api(self, *, key: str | None = None, timeout: float = 30.0) -> httpx.Client:
+        """An HTTP client for this server's API (`key`: sent as a bearer token)."""
+        headers = {"Authorization": f"Bearer {key}"} if key else None
+        return httpx.Client(base_url=f"{self.url}/api/v1", headers=headers, timeout=timeout)
 
     def healthy(self) -> bool:
         try:

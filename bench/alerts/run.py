@@ -21,7 +21,6 @@ import time
 import uuid
 from pathlib import Path
 
-import httpx
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -48,7 +47,7 @@ class TimedReceiver(Receiver):
 
 
 def latency(server: ServerProcess, receiver: TimedReceiver, trials: int, spool: Path) -> list[float]:
-    api = httpx.Client(base_url=f"{server.url}/api/v1")
+    api = server.api(timeout=5)
     results = []
     for trial in range(trials):
         project = f"bench-{uuid.uuid4().hex[:6]}"
@@ -77,7 +76,7 @@ def throughput(database_url: str, server: ServerProcess, receiver: Receiver, ale
     from holter_server.store.database import make_engine, make_session_factory, session_scope
     from holter_server.store.runs import now
 
-    api = httpx.Client(base_url=f"{server.url}/api/v1")
+    api = server.api(timeout=5)
     channel = api.post("/channels", json={"name": "throughput", "kind": "slack", "target": receiver.url, "default_rules": False}).json()
     engine = make_engine(Settings(database_url=database_url).resolved_database_url())
     before = len(receiver.messages())

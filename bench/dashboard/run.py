@@ -104,7 +104,7 @@ def main() -> int:
         server = ServerProcess(url, log_path=Path(tmp) / "server.log",
                                env={"HOLTER_SPOOL_DIR": str(Path(tmp) / "spool"), "HOLTER_DETECTION_ENABLED": "false"}).start()
         try:
-            with httpx.Client(base_url=f"{server.url}/api/v1", timeout=120) as api:
+            with server.api(timeout=120) as api:
                 print(f"writing {args.metrics} metrics × {args.points:,} points ({store}) ...", flush=True)
                 big = write_run(api, METRICS[: args.metrics], args.points)
             expected = _expected_charts(METRICS[: args.metrics])

@@ -188,7 +188,7 @@ def bench_store(kind: str, url: str, args: argparse.Namespace, report: dict) -> 
     cases: dict[str, dict] = {}
     faithful = {"reads checked": 0, "hidden": 0, "exact buckets": True}
     try:
-        with httpx.Client(base_url=f"{server.url}/api/v1", timeout=120) as client:
+        with server.api(timeout=120) as client:
             def series_read(metric: str = "loss", **params) -> dict:
                 answer = client.get(f"/runs/big/metrics/{metric}/points", params={"max_points": MAX_POINTS, **params})
                 answer.raise_for_status()

@@ -243,6 +243,15 @@ def _x(series: Series, view: View) -> list[Any]:
     return list(series.steps)
 
 
+def _x_ends(series: Iterable[Series], view: View) -> list[float]:
+    """The first and last x of each series that has points, where they are numbers."""
+    ends = []
+    for s in series:
+        x = _x(s, view)
+        ends += [v for v in x[:1] + x[-1:] if isinstance(v, (int, float))]
+    return ends
+
+
 def wall_clock(series: Iterable[Series], most: int = 1000) -> list[list[float]]:
     """[step, wall time in ms] pairs of the first series that has wall times, at most `most` of
     them: what a zoom on a wall-time axis is turned back into steps with (assets/run_zoom.js)."""
@@ -369,7 +378,7 @@ def _merged_spans(shapes: list[dict]) -> list[dict]:
 def _merged_labels(labels: list[dict], series: list[Series], view: View, near: float = 0.03) -> list[dict]:
     """One label for events of the same kind and colour close together ("sawtooth ×5"), with
     every summary in its hover text."""
-    xs = [x for s in series for x in (_x(s, view)[:1] + _x(s, view)[-1:]) if isinstance(x, (int, float))]
+    xs = _x_ends(series, view)
     xs += [label["x"] for label in labels if isinstance(label["x"], (int, float))]
     span = max((max(xs) - min(xs)) if xs else 1, 1)
     groups: list[list[dict]] = []
@@ -397,7 +406,7 @@ def stagger(labels: list[dict], series: Iterable[Series], view: View, *, levels:
     """Lift labels that would overlap a neighbour (closer than `near` of the x span) onto
     up to `levels` rows, so two events at the same step stay readable."""
     series = list(series)
-    xs = [x for s in series for x in (_x(s, view)[:1] + _x(s, view)[-1:]) if isinstance(x, (int, float))]
+    xs = _x_ends(series, view)
     if not labels or not xs:
         return labels
     lo, hi = min(xs), max(xs)

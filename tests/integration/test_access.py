@@ -30,7 +30,7 @@ def secured(store_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
 def world(secured: ServerProcess, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
     """Project A with a run, its events, a note, a channel, a rule, a delivery and a reference;
     keys of every scope for A and for B."""
-    admin = httpx.Client(base_url=f"{secured.url}/api/v1", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}, timeout=30)
+    admin = secured.api(key=ADMIN_TOKEN)
     keys = {}
     for project in ("acc-a", "acc-b"):
         for scope in ("ingest", "read", "admin"):
@@ -55,11 +55,6 @@ def world(secured: ServerProcess, tmp_path_factory: pytest.TempPathFactory) -> I
            "rule_id": rule["id"], "delivery_id": delivery["id"], "key_id": keys[("acc-a", "read")]["id"], "project": "acc-a",
            "metric": "loss"}
     receiver.stop()
-
-
-def as_key(server: ServerProcess, key: str | None) -> httpx.Client:
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
-    return httpx.Client(base_url=f"{server.url}/api/v1", headers=headers, timeout=30)
 
 
 BODIES = {
@@ -90,7 +85,7 @@ def fill(path: str, world: dict) -> str:
 
 
 def test_every_route_refuses_the_other_projects_key(secured: ServerProcess, world: dict) -> None:
-    intruder = as_key(secured, world["keys"][("acc-b", "admin")]["key"])
+    intruder = secured.api(key=world["keys"][("acc-b", "admin")]["key"])
     leaks = []
     for method, path in api_routes(secured):
         if path == "/health":
@@ -107,26 +102,26 @@ def test_every_route_refuses_the_other_projects_key(secured: ServerProcess, worl
 
 
 def test_lists_show_a_scoped_key_only_its_own_project(secured: ServerProcess, world: dict) -> None:
-    intruder = as_key(secured, world["keys"][("acc-b", "admin")]["key"])
+    intruder = secured.api(key=world["keys"][("acc-b", "admin")]["key"])
     for path in ("/runs", "/events", "/channels", "/rules", "/deliveries", "/keys"):
         answer = intruder.get(path)
         assert answer.status_code == 200, path
         assert world["run_id"] not in answer.text and "a-hook" not in answer.text and "acc-a" not in answer.text, path
-    owner = as_key(secured, world["keys"][("acc-a", "read")]["key"])
+    owner = secured.api(key=world["keys"][("acc-a", "read")]["key"])
     assert [run["id"] for run in owner.get("/runs").json()["data"]] == [world["run_id"]]
 
 
 def test_every_route_but_health_needs_a_key(secured: ServerProcess, world: dict) -> None:
-    anonymous = as_key(secured, None)
+    anonymous = secured.api(key=None)
     for method, path in api_routes(secured):
         answer = anonymous.request(method, fill(path, world), json=BODIES.get((method, path)))
         assert answer.status_code == (200 if path == "/health" else 401), (method, path, answer.status_code)
-    assert as_key(secured, "hk_deadbeef_not-a-real-key").get("/runs").status_code == 401
+    assert secured.api(key="hk_deadbeef_not-a-real-key").get("/runs").status_code == 401
 
 
 def test_scopes_limit_what_a_key_may_do(secured: ServerProcess, world: dict) -> None:
-    ingest = as_key(secured, world["keys"][("acc-a", "ingest")]["key"])
-    read = as_key(secured, world["keys"][("acc-a", "read")]["key"])
+    ingest = secured.api(key=world["keys"][("acc-a", "ingest")]["key"])
+    read = secured.api(key=world["keys"][("acc-a", "read")]["key"])
     assert ingest.get(f"/runs/{world['run_id']}").status_code == 403
     assert read.post(f"/runs/{world['run_id']}/points", json=BODIES[("POST", "/runs/{run_id}/points")]).status_code == 403
     assert read.post("/channels", json=BODIES[("POST", "/channels")]).status_code == 403
@@ -135,12 +130,12 @@ def test_scopes_limit_what_a_key_may_do(secured: ServerProcess, world: dict) -> 
 
 
 def test_a_key_is_shown_once_stored_hashed_and_revocable(secured: ServerProcess, world: dict) -> None:
-    admin = as_key(secured, ADMIN_TOKEN)
+    admin = secured.api(key=ADMIN_TOKEN)
     created = admin.post("/keys", json={"name": "temp", "scope": "read", "project": "acc-a"}).json()
     assert created["key"].startswith(f"hk_{created['prefix']}_")
     listed = admin.get("/keys").text
     assert created["key"] not in listed and created["key"].split("_", 2)[2] not in listed
-    temp = as_key(secured, created["key"])
+    temp = secured.api(key=created["key"])
     assert temp.get("/runs").status_code == 200
     assert admin.get("/keys").json()[-1]["last_used_at"] is not None
     admin.delete(f"/keys/{created['id']}")
@@ -148,6 +143,6 @@ def test_a_key_is_shown_once_stored_hashed_and_revocable(secured: ServerProcess,
 
 
 def test_a_scoped_admin_cannot_mint_keys_for_another_project(secured: ServerProcess, world: dict) -> None:
-    b_admin = as_key(secured, world["keys"][("acc-b", "admin")]["key"])
+    b_admin = secured.api(key=world["keys"][("acc-b", "admin")]["key"])
     assert b_admin.post("/keys", json={"name": "x", "scope": "admin", "project": "acc-a"}).status_code == 403
     assert b_admin.post("/keys", json={"name": "x", "scope": "admin"}).status_code == 403  # every project is more than it has

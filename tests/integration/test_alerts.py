@@ -36,7 +36,7 @@ def alert_server(store_url: str, tmp_path_factory: pytest.TempPathFactory) -> It
 
 @pytest.fixture
 def api(alert_server: ServerProcess) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=f"{alert_server.url}/api/v1", timeout=30) as client:
+    with alert_server.api() as client:
         yield client
 
 
@@ -254,7 +254,7 @@ def test_alerts_go_out_exactly_once_through_a_service_restart(store_url: str, tm
     server = ServerProcess(own_store(store_url, tmp_path), log_path=tmp_path / "server.log").start()
     project = f"alerts-restart-{uuid.uuid4().hex[:6]}"
     try:
-        api = httpx.Client(base_url=f"{server.url}/api/v1", timeout=30)
+        api = server.api()
         add_channel(api, receiver, project)
         diverge(server.url, project, spool_dir)
         wait_until(lambda: len(receiver.messages()) >= 1)
@@ -278,7 +278,7 @@ def test_two_services_on_one_sqlite_file_send_an_alert_once(tmp_path: Path, spoo
     second = ServerProcess(url, log_path=tmp_path / "second.log").start()
     project = f"alerts-shared-{uuid.uuid4().hex[:6]}"
     try:
-        with httpx.Client(base_url=f"{first.url}/api/v1", timeout=30) as api:
+        with first.api() as api:
             add_channel(api, receiver, project)
             diverge(second.url, project, spool_dir)
             wait_until(lambda: len(receiver.messages()) >= 1)

@@ -23,7 +23,7 @@ def quick_stall_server(store_url: str, tmp_path: Path) -> Iterator[ServerProcess
 
 
 def test_a_silent_run_stalls_and_resumes_when_points_return(quick_stall_server: ServerProcess) -> None:
-    api = httpx.Client(base_url=f"{quick_stall_server.url}/api/v1")
+    api = quick_stall_server.api(timeout=5)
     run_id = new_run_id()
     api.post("/runs", json={"id": run_id, "project": "life"})
     api.post(f"/runs/{run_id}/points", json={"metrics": {"loss": {"steps": [7], "values": [1.0]}}})
@@ -37,7 +37,7 @@ def test_a_silent_run_stalls_and_resumes_when_points_return(quick_stall_server: 
 
 
 def test_heartbeats_keep_a_quiet_run_from_stalling(quick_stall_server: ServerProcess) -> None:
-    api = httpx.Client(base_url=f"{quick_stall_server.url}/api/v1")
+    api = quick_stall_server.api(timeout=5)
     run_id = new_run_id()
     api.post("/runs", json={"id": run_id, "project": "life"})
     for _ in range(8):
@@ -47,7 +47,7 @@ def test_heartbeats_keep_a_quiet_run_from_stalling(quick_stall_server: ServerPro
 
 
 def test_finished_runs_never_stall(quick_stall_server: ServerProcess) -> None:
-    api = httpx.Client(base_url=f"{quick_stall_server.url}/api/v1")
+    api = quick_stall_server.api(timeout=5)
     run_id = new_run_id()
     api.post("/runs", json={"id": run_id, "project": "life"})
     api.post(f"/runs/{run_id}/finish", json={"status": "finished"})

@@ -16,7 +16,7 @@ def limited(store_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     env = {"HOLTER_MAX_METRICS_PER_RUN": "5", "HOLTER_MAX_CONFIG_BYTES": "1000", "HOLTER_MAX_BODY_BYTES": "100000",
            "HOLTER_MAX_POINTS_PER_BATCH": "1000"}
     server = ServerProcess(store_url, env=env, log_path=tmp_path_factory.mktemp("limits") / "server.log").start()
-    with httpx.Client(base_url=f"{server.url}/api/v1", timeout=30) as client:
+    with server.api() as client:
         yield client
     server.stop()
 

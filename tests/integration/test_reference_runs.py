@@ -14,9 +14,11 @@ import holter
 from tests.servers import ServerProcess
 
 
-def stream(server: ServerProcess, project: str, eval_gap: float, seed: int, tags: list[str] | None = None) -> holter.Run:
+def stream(server: ServerProcess, project: str, eval_gap: float, seed: int, tags: list[str] | None = None,
+           name: str | None = None) -> holter.Run:
+    """A finished run of train and eval loss; from step 2,000 the eval loss runs `eval_gap` higher."""
     rng = random.Random(seed)
-    run = holter.init(project=project, url=server.url, tags=tags)
+    run = holter.init(project=project, name=name, url=server.url, tags=tags)
     for step in range(0, 4000, 10):
         loss = 2.0 + 8.0 * math.exp(-step / 600) + rng.gauss(0, 0.01)
         run.log({"loss": loss}, step=step)

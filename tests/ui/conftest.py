@@ -56,10 +56,9 @@ def ui_server(chromium: object, tmp_path_factory: pytest.TempPathFactory) -> Ite
     process.stop()
 
 
-@pytest.fixture
-def page(chromium, ui_server: ServerProcess) -> Iterator[object]:  # type: ignore[no-untyped-def]
-    """A browser tab at laptop size; JavaScript errors fail the test."""
-    context = chromium.new_context(viewport={"width": 1440, "height": 900}, base_url=ui_server.url)
+def browser_tab(chromium, base_url: str) -> Iterator[object]:  # type: ignore[no-untyped-def]
+    """A tab at laptop size in a fresh browser profile (no cookies); JavaScript errors fail the test."""
+    context = chromium.new_context(viewport={"width": 1440, "height": 900}, base_url=base_url)
     tab = context.new_page()
     errors: list[str] = []
     tab.on("pageerror", lambda exc: errors.append(str(exc)))
@@ -67,3 +66,9 @@ def page(chromium, ui_server: ServerProcess) -> Iterator[object]:  # type: ignor
     yield tab
     context.close()
     assert not errors, f"JavaScript errors on the page: {errors}"
+
+
+@pytest.fixture
+def page(chromium, ui_server: ServerProcess) -> Iterator[object]:  # type: ignore[no-untyped-def]
+    """A browser tab on the module's server."""
+    yield from browser_tab(chromium, ui_server.url)

@@ -38,7 +38,7 @@ def receiver() -> Iterator[Receiver]:
 
 @pytest.fixture
 def api(ui_server: ServerProcess) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=f"{ui_server.url}/api/v1", timeout=30) as client:
+    with ui_server.api() as client:
         yield client
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 import uuid
 
-import httpx
 import pytest
 
 from tests.servers import ServerProcess
@@ -20,7 +19,7 @@ def two_runs(ui_server: ServerProcess) -> tuple[str, str]:
     """A reference run and a twin whose loss runs 0.5 higher from step 200 to 299."""
     ids = (f"ref{uuid.uuid4().hex[:8]}", f"twin{uuid.uuid4().hex[:8]}")
     steps = list(range(600))
-    with httpx.Client(base_url=f"{ui_server.url}/api/v1", timeout=30) as api:
+    with ui_server.api() as api:
         for run_id, bump in zip(ids, (0.0, 0.5)):
             api.post("/runs", json={"id": run_id, "project": "ui-compare", "name": run_id, "tags": [f"bump-{bump}"],
                                     "config": {"optim": {"lr": 0.1 if bump else 0.2}}}).raise_for_status()

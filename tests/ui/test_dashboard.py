@@ -139,7 +139,7 @@ def long_run(ui_server: ServerProcess) -> str:
     """A finished run of 6,000 steps (more than a chart draws), one step a second from LONG_RUN_START."""
     run_id = f"ui{uuid.uuid4().hex[:10]}"
     steps = list(range(6000))
-    with httpx.Client(base_url=f"{ui_server.url}/api/v1", timeout=30) as api:
+    with ui_server.api() as api:
         api.post("/runs", json={"id": run_id, "project": "ui", "name": "long"}).raise_for_status()
         api.post(f"/runs/{run_id}/points", json={
             "metrics": {"loss": {"steps": steps, "values": [3.0 - step * 1e-4 + 0.05 * (step % 7) for step in steps]}},

@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from tests.servers import ServerProcess
+from tests.ui.conftest import browser_tab
 
 login = pytest.importorskip("holter_dashboard.login")
 
@@ -66,7 +67,7 @@ def secure_server(chromium: object, tmp_path_factory: pytest.TempPathFactory) ->
 def keys(secure_server: ServerProcess) -> dict[str, str]:
     """Keys made through the API with the admin token: ingest and read for the project, read for another."""
     made = {}
-    with httpx.Client(base_url=f"{secure_server.url}/api/v1", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}, timeout=30) as api:
+    with secure_server.api(key=ADMIN_TOKEN) as api:
         for name, scope, project in (("ingest", "ingest", PROJECT), ("read", "read", PROJECT), ("other", "read", "someone-else")):
             answer = api.post("/keys", json={"name": f"ui-{name}", "scope": scope, "project": project})
             assert answer.status_code == 201, answer.text
@@ -84,22 +85,15 @@ def guarded_run(secure_server: ServerProcess, keys: dict[str, str]) -> str:
     for step in range(50):
         run.log({"loss": 2.0 / (step + 1), "grad_norm": 1.0}, step=step)
     run.finish()
-    with httpx.Client(base_url=f"{secure_server.url}/api/v1", headers={"Authorization": f"Bearer {keys['read']}"}, timeout=30) as api:
+    with secure_server.api(key=keys["read"]) as api:
         assert api.get(f"/runs/{run.id}").json()["status"] == "finished"
     return run.id
 
 
 @pytest.fixture
 def tab(chromium, secure_server: ServerProcess) -> Iterator[object]:  # type: ignore[no-untyped-def]
-    """A fresh browser (no cookies) on the auth-on server; JavaScript errors fail the test."""
-    context = chromium.new_context(viewport={"width": 1440, "height": 900}, base_url=secure_server.url)
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.set_default_timeout(15_000)
-    yield page
-    context.close()
-    assert not errors, f"JavaScript errors on the page: {errors}"
+    """A fresh browser (no cookies) on the auth-on server."""
+    yield from browser_tab(chromium, secure_server.url)
 
 
 def sign_in(page, key: str) -> None:  # type: ignore[no-untyped-def]

@@ -3,8 +3,6 @@ run, its report as a download, and a drifting run against the reference set from
 
 from __future__ import annotations
 
-import math
-import random
 import uuid
 from pathlib import Path
 
@@ -13,6 +11,7 @@ import pytest
 import holter
 from holter_server.demo.synthetic import SyntheticRun
 from tests.integration.test_live_detection import settled_events
+from tests.integration.test_reference_runs import stream
 from tests.servers import ServerProcess
 from tests.waiting import wait_until
 
@@ -28,19 +27,6 @@ def reviewed_run(ui_server: ServerProcess) -> str:
         run.log(synthetic.metrics(step), step=step)
     run.finish()
     settled_events(ui_server.url, run.id)
-    return run.id
-
-
-def stream(url: str, project: str, name: str, eval_gap: float, seed: int) -> str:
-    """Train and eval loss; from step 2,000 the eval loss runs `eval_gap` higher."""
-    rng = random.Random(seed)
-    run = holter.init(project=project, name=name, url=url)
-    for step in range(0, 4000, 10):
-        loss = 2.0 + 8.0 * math.exp(-step / 600) + rng.gauss(0, 0.01)
-        run.log({"loss": loss}, step=step)
-        if step % 50 == 0:
-            run.log({"eval_loss": loss + 0.1 + (eval_gap if step >= 2000 else 0.0) + rng.gauss(0, 0.005)}, step=step)
-    run.finish()
     return run.id
 
 
@@ -79,8 +65,8 @@ def test_the_report_downloads_as_a_self_contained_html_file(page, reviewed_run: 
 
 def test_a_drifting_run_is_drawn_against_the_reference_band(page, ui_server: ServerProcess) -> None:  # type: ignore[no-untyped-def]
     project = f"ui-ref-{uuid.uuid4().hex[:6]}"
-    reference = stream(ui_server.url, project, "baseline", eval_gap=0.0, seed=1)
-    drifting = stream(ui_server.url, project, "drifting", eval_gap=0.12, seed=2)
+    reference = stream(ui_server, project, eval_gap=0.0, seed=1, name="baseline").id
+    drifting = stream(ui_server, project, eval_gap=0.12, seed=2, name="drifting").id
 
     page.goto(f"/runs/{drifting}/postmortem")
     page.locator(".empty-state", has_text="has no reference run").wait_for()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-import holter
+from tests.unit.client.integrations.conftest import RecordingRun
 
 DOC = Path(__file__).resolve().parents[4] / "docs" / "integrations.md"
 
@@ -31,18 +31,7 @@ class FakeTracking:
             backend.log(data=data, step=step)
 
 
-class RecordingRun:
-    def __init__(self, **kwargs) -> None:  # type: ignore[no-untyped-def]
-        self.kwargs, self.logged, self.status = kwargs, [], "running"
-
-    def log(self, metrics, step=None) -> None:  # type: ignore[no-untyped-def]
-        self.logged.append((step, metrics))
-
-    def finish(self, status: str = "finished") -> None:
-        self.status = status
-
-
-def test_verl_backend_forwards_verl_metrics_to_a_run(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_verl_backend_forwards_verl_metrics_to_a_run(monkeypatch: pytest.MonkeyPatch, started: list[RecordingRun]) -> None:
     tracking = types.ModuleType("verl.utils.tracking")
     tracking.Tracking = FakeTracking  # type: ignore[attr-defined]
     verl, utils = types.ModuleType("verl"), types.ModuleType("verl.utils")
@@ -50,15 +39,13 @@ def test_verl_backend_forwards_verl_metrics_to_a_run(monkeypatch: pytest.MonkeyP
     monkeypatch.setitem(sys.modules, "verl", verl)
     monkeypatch.setitem(sys.modules, "verl.utils", utils)
     monkeypatch.setitem(sys.modules, "verl.utils.tracking", tracking)
-    runs: list[RecordingRun] = []
-    monkeypatch.setattr(holter, "init", lambda **kwargs: runs.append(RecordingRun(**kwargs)) or runs[-1])
 
     exec(compile(tested_block(), str(DOC), "exec"), {"__name__": "verl_holter"})
     tracker = tracking.Tracking("grpo", "jamba-3b", ["console"], config={"rollouts_num": 128})
     tracker.log(data={"training/rollout_probs_diff_mean": 0.11, "actor/grad_norm": 0.8, "note": "text"}, step=1)
     tracker.logger["holter"].finish(exit_code=1)
 
-    (run,) = runs
-    assert run.kwargs == {"project": "grpo", "name": "jamba-3b", "config": {"rollouts_num": 128}}
+    (run,) = started
+    assert run.init_kwargs == {"project": "grpo", "name": "jamba-3b", "config": {"rollouts_num": 128}}
     assert run.logged == [(1, {"training/rollout_probs_diff_mean": 0.11, "actor/grad_norm": 0.8})]
     assert run.status == "crashed"

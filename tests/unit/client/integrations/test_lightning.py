@@ -12,9 +12,8 @@ lightning = pytest.importorskip("lightning")
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
-from holter.integrations import lightning as integration  # noqa: E402
 from holter.integrations.lightning import HolterLogger  # noqa: E402
-from tests.unit.client.integrations.test_transformers import RecordingRun  # noqa: E402
+from tests.unit.client.integrations.conftest import RecordingRun  # noqa: E402
 
 
 class Regression(lightning.LightningModule):
@@ -43,18 +42,6 @@ def fit(tmp_path: Path, logger: HolterLogger, module: Regression, steps: int = 8
                                 enable_progress_bar=False, enable_model_summary=False, default_root_dir=tmp_path,
                                 accelerator="cpu")
     trainer.fit(module, data)
-
-
-@pytest.fixture
-def started(monkeypatch: pytest.MonkeyPatch) -> list[RecordingRun]:
-    runs: list[RecordingRun] = []
-
-    def init(**kwargs) -> RecordingRun:  # type: ignore[no-untyped-def]
-        runs.append(RecordingRun(**kwargs))
-        return runs[-1]
-
-    monkeypatch.setattr(integration.holter, "init", init)
-    return runs
 
 
 def test_metrics_are_logged_and_the_run_finished(tmp_path: Path, started: list[RecordingRun]) -> None:

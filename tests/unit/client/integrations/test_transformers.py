@@ -12,30 +12,8 @@ transformers = pytest.importorskip("transformers")
 
 import torch  # noqa: E402
 
-from holter.integrations import transformers as integration  # noqa: E402
 from holter.integrations.transformers import HolterCallback, numeric_logs  # noqa: E402
-
-
-class RecordingRun:
-    """Stands in for `holter.Run`: what was logged, and how the run ended."""
-
-    def __init__(self, **init_kwargs) -> None:  # type: ignore[no-untyped-def]
-        self.init_kwargs = init_kwargs
-        self.id = "recorded"
-        self.logged: list[tuple[int | None, dict[str, float]]] = []
-        self.status = "running"
-
-    def log(self, metrics, step=None) -> None:  # type: ignore[no-untyped-def]
-        self.logged.append((step, dict(metrics)))
-
-    def update_config(self, values) -> None:  # type: ignore[no-untyped-def]
-        self.init_kwargs["config"] = {**self.init_kwargs.get("config", {}), **values}
-
-    def finish(self, status: str = "finished") -> None:
-        self.status = status
-
-    def series(self, name: str) -> list[tuple[int, float]]:
-        return [(step, metrics[name]) for step, metrics in self.logged if name in metrics]
+from tests.unit.client.integrations.conftest import RecordingRun  # noqa: E402
 
 
 class TokenDataset(torch.utils.data.Dataset):
@@ -60,19 +38,6 @@ def make_trainer(tmp_path: Path, callback: HolterCallback, **arguments) -> trans
     )
     return transformers.Trainer(model=model, args=args, train_dataset=TokenDataset(), eval_dataset=TokenDataset(8),
                                 callbacks=[callback])
-
-
-@pytest.fixture
-def started(monkeypatch: pytest.MonkeyPatch) -> list[RecordingRun]:
-    """Runs the callback starts, recorded instead of sent."""
-    runs: list[RecordingRun] = []
-
-    def init(**kwargs) -> RecordingRun:  # type: ignore[no-untyped-def]
-        runs.append(RecordingRun(**kwargs))
-        return runs[-1]
-
-    monkeypatch.setattr(integration.holter, "init", init)
-    return runs
 
 
 def test_trainer_logs_arrive_at_their_global_step(tmp_path: Path, started: list[RecordingRun]) -> None:
