@@ -35,9 +35,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         engine = make_engine(url)
         app.state.engine = engine
         app.state.session_factory = make_session_factory(engine)
-        # background="off": a worker process (`holter serve` starts one) runs them, and holds the lock
         loops = background_loops(settings, app.state.session_factory) if settings.background == "thread" else []
-        work = BackgroundWork(loops, background_lock_path(url) if loops else None)
+        work = BackgroundWork(loops, background_lock_path(url))
         work.start()
         try:
             yield

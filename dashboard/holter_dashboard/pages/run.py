@@ -250,7 +250,7 @@ async def render_charts(api: HolterAPI, run_id: str, panels_data: list[dict], vi
     metrics = [m for p in panels for m in p.metrics]
     series, errors = await load_series(api, run_id, metrics, view)
     marks = marks or {"events": [], "notes": []}
-    uirevision = f"{view.x_axis}:{view.start}:{view.end}:{view.log_y}"
+    uirevision = _uirevision(view)
     graphs = []
     ema_states: dict[str, list[float]] = {}
     for panel in panels:
@@ -268,6 +268,11 @@ async def render_charts(api: HolterAPI, run_id: str, panels_data: list[dict], vi
     body = [error_alert("; ".join(errors), "Some series could not be read")] if errors else []
     body.append(dmc.SimpleGrid(graphs, cols={"base": 1, "xl": 2}, spacing="sm"))
     return body, live
+
+
+def _uirevision(view: View) -> str:
+    """Plotly keeps a chart's zoom while this stays the same: a redraw for a new view resets it, live appends do not."""
+    return f"{view.x_axis}:{view.start}:{view.end}:{view.log_y}"
 
 
 def _marks_signature(events: list[dict], notes: list[dict]) -> str:
@@ -675,7 +680,7 @@ async def _append_live(api: HolterAPI, run_id: str, run: dict, panels: list[Pane
                 continue
             series, _ = await load_series(api, run_id, list(panel.metrics), view)
             figure = heatmap_figure(panel, series, marks.get("events", []), view)
-            figure["layout"]["uirevision"] = f"{view.x_axis}:{view.start}:{view.end}:{view.log_y}"
+            figure["layout"]["uirevision"] = _uirevision(view)
             figures.append(figure)
             continue
         patch = dash.Patch()

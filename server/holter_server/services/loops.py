@@ -83,7 +83,8 @@ class BackgroundWork:
         self.running = threading.Event()
 
     def start(self) -> None:
-        if self.lock_path is None or fcntl is None:
+        # a process with no loops (an API process beside a worker) must not take the lock from it
+        if not self.loops or self.lock_path is None or fcntl is None:
             self._start_loops()
             return
         self._waiter = threading.Thread(target=self._wait_for_lock, name="holter-background-lock", daemon=True)

@@ -67,3 +67,16 @@ def test_stopping_while_waiting_for_the_lock_starts_nothing(tmp_path: Path) -> N
     time.sleep(0.1)
     assert not waiting.running.is_set() and waiting_loop.rounds == 0
     assert not any(t.name == "holter-background-lock" for t in threading.enumerate())
+
+
+def test_a_process_without_loops_leaves_the_lock_to_one_with_them(tmp_path: Path) -> None:
+    lock = tmp_path / "holter.db.worker.lock"
+    api_only = BackgroundWork([], lock, poll=0.02)
+    api_only.start()
+    loop = Counting()
+    worker = BackgroundWork([loop], lock, poll=0.02)
+    worker.start()
+    assert worker.running.wait(5) and wait_until(lambda: loop.rounds > 0, timeout=5, interval=0.01)
+    worker.stop()
+    api_only.stop()
+
