@@ -1,4 +1,4 @@
-"""Holter classifier benchmark: synthetic corpus vs peers, real curves, speed.
+"""Holter classifier benchmark: synthetic corpus and the real-run corpus vs peers, speed.
 
     .venv/bin/python bench/classifier/run.py [--seed 2] [--no-peers] [--no-speed]
 
@@ -23,20 +23,17 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(REPO))  # tests.real_curves: the real-run corpus and how it is scored
 
 from corpus import make_corpus  # noqa: E402
 from scoring import format_table, score  # noqa: E402
 
-from holter_server.detect import IncrementalDetector, classify_series, verdict  # noqa: E402
+from holter_server.detect import IncrementalDetector, classify_series  # noqa: E402
+from holter_server.detect.events import Event  # noqa: E402
+from tests.real_curves import CORPUS, RealSeries, runs  # noqa: E402
+from tests.real_scoring import events_to_find, in_the_data, match, match_events, read_run  # noqa: E402
 
 PEERS_VENV = REPO / "bench" / ".venv-peers"
-CURVES = REPO.parent / "shared" / "curves"
-LABEL_TO_KIND = {
-    "spike_recoverable": "spike", "divergence_nan": "divergence", "divergence_nonfinite": "divergence",
-    "divergence_overfitting": "divergence", "flat_zero_gradient": "plateau", "train_far_below_eval": "too_good",
-    "too_good": "too_good", "periodic_spike": "sawtooth",
-}
-FILE_KINDS = {"loss": "loss", "eval_loss": "eval_loss", "grad_norm": "grad_norm", "step_time_ms": "step_time"}
 
 
 def holter_predictions(curves: list[dict]) -> dict[str, list[dict]]:
@@ -73,32 +70,58 @@ def peer_predictions(curves: list[dict]) -> dict[str, dict[str, list[dict]]]:
         return json.loads(out_file.read_text())
 
 
-def real_curves() -> None:
-    labels_file = CURVES / "labels.json"
-    if not labels_file.exists():
-        print(f"(no real curves at {CURVES})")
-        return
-    labels = json.loads(labels_file.read_text())
-    print(f"\nReal curves ({CURVES}):")
-    passed = 0
-    for name, entry in labels.items():
-        data = np.genfromtxt(CURVES / name, delimiter=",", skip_header=1)
-        metric = entry["metric"].split()[0]
-        events = classify_series(data[:, 0].astype(np.int64), data[:, 1], metric=metric, kind=FILE_KINDS[metric])
-        expected = sorted({LABEL_TO_KIND[l["kind"]] for l in entry["labels"] if l["kind"] in LABEL_TO_KIND})
-        found = sorted({e.kind for e in events})
-        alarming = sorted({e.kind for e in events if e.severity != "info"})
-        ok = all(k in found for k in expected) and all(k in expected for k in alarming)
-        passed += ok
-        print(f"  {'PASS' if ok else 'MISS'} {name}: labels {[l['kind'] for l in entry['labels']]} -> expected "
-              f"{expected or ['no alarm']}; found {found or ['nothing']} (verdict {verdict(events)})")
-        for e in events:
-            if e.kind != "spike" or e.severity != "info" or len(events) <= 8:
-                print(f"         [{e.severity}] {e.kind} {e.start_step}-{e.end_step}: {e.summary}")
-        quiet = [e for e in events if e.kind == "spike" and e.severity == "info"]
-        if len(events) > 8 and quiet:
-            print(f"         + {len(quiet)} recovered one-step spikes (info), e.g. {quiet[0].summary}")
-    print(f"  {passed}/{len(labels)} real curves match their labels")
+def real_corpus(with_peers: bool) -> None:
+    """Holter (each run read whole) and the peers (series by series) on the real-run corpus."""
+    readings = [r for members in runs().values() for r in read_run(members)]
+    read = [r for r in readings if r.events is not None]
+    print(f"\nReal-run corpus ({CORPUS.relative_to(REPO)}): {len(readings)} series from {len(runs())} runs; "
+          f"{len(read)} vital signs read ({len(readings) - len(read)} others: rewards, KL, accuracies)")
+    said: dict[str, dict[str, list[Event]]] = {"holter": {r.series.file: list(r.events or ()) for r in read}}
+    if with_peers:
+        curves = [{"name": r.series.file, "metric": r.series.metric_name, "kind": r.series.kind,
+                   "steps": r.series.arrays()[0], "values": r.series.arrays()[1]} for r in read]
+        for peer, predictions in peer_predictions(curves).items():
+            said[peer] = {name: [_as_event(p, name) for p in found if p["kind"] != "error"] for name, found in predictions.items()}
+    figures = {tool: _real_figures([r.series for r in read], events) for tool, events in said.items()}
+    width = 17
+    print("metric".ljust(40) + "".join(tool.rjust(width) for tool in figures))
+    for key, label in (("found", "labelled events found"), ("found_visible", "  ... of those the data shows"),
+                       ("healthy_alarmed", "healthy series with warning/critical"), ("periods", "sawtooth period within 5%")):
+        print(label.ljust(40) + "".join(figures[tool][key].rjust(width) for tool in figures))
+    for kind in sorted({k for f in figures.values() for k in f["by_label"]}):
+        print(f"  {kind}".ljust(40) + "".join(figures[tool]["by_label"].get(kind, "-").rjust(width) for tool in figures))
+    for r in read:
+        missed = [label for label in events_to_find(r.series) if match(r, label) is None]
+        if missed or (r.series.healthy and r.alarms):
+            what = [f"missed {label.kind}@{label.start_step}" + ("" if in_the_data(r.series, label) else " (not in the data)")
+                    for label in missed] + [f"alarm {e.kind}@{e.start_step} [{e.severity}]" for e in r.alarms if r.series.healthy]
+            print(f"  holter {r.series.file}: {'; '.join(what)}")
+
+
+def _as_event(prediction: dict, name: str) -> Event:
+    start = prediction["start_step"] if prediction["start_step"] is not None else -1
+    end = prediction["end_step"] if prediction["end_step"] is not None else start
+    return Event(kind=prediction["kind"], metric=name, start_step=int(start), end_step=int(end),
+                 severity="warning" if prediction["alarm"] else "info", score=0.0, summary="", period=prediction["period"])
+
+
+def _real_figures(series: list[RealSeries], said: dict[str, list[Event]]) -> dict:
+    labelled = [(s, label) for s in series for label in events_to_find(s)]
+    hits = [(s, label, match_events(s, label, said.get(s.file, [])) is not None) for s, label in labelled]
+    visible = [h for h in hits if in_the_data(h[0], h[1])]
+    periodic = [h for h in hits if h[1].period is not None]
+    healthy = [s for s in series if s.healthy]
+    alarmed = [s for s in healthy if any(e.severity != "info" for e in said.get(s.file, []))]
+    by_label: dict[str, list[bool]] = {}
+    for _, label, ok in hits:
+        by_label.setdefault(label.kind, []).append(ok)
+    return {
+        "found": f"{sum(h[2] for h in hits)}/{len(hits)}",
+        "found_visible": f"{sum(h[2] for h in visible)}/{len(visible)} ({sum(h[2] for h in visible) / max(len(visible), 1):.0%})",
+        "healthy_alarmed": f"{len(alarmed)}/{len(healthy)}",
+        "periods": f"{sum(h[2] for h in periodic)}/{len(periodic)}",
+        "by_label": {kind: f"{sum(oks)}/{len(oks)}" for kind, oks in by_label.items()},
+    }
 
 
 def speed() -> None:
@@ -144,7 +167,7 @@ def main() -> None:
     misses = [c["name"] for c in curves if c["label"] != "healthy"
               and not any(p["kind"] == c["label"] for p in holter_predictions([c])[c["name"]])]
     print(f"holter misses ({len(misses)}): {', '.join(misses[:12])}{' ...' if len(misses) > 12 else ''}")
-    real_curves()
+    real_corpus(with_peers=not args.no_peers)
     if not args.no_speed:
         speed()
 

@@ -138,9 +138,16 @@ def load_page(opener, url: str, expected: int) -> float:  # type: ignore[no-unty
 
 
 def _expected_charts(metrics: list[str]) -> int:
-    from holter_dashboard.figures import plan_panels
+    import json
 
-    return len(plan_panels(metrics))
+    from holter_dashboard.charts.panels import plan_panels
+    from holter_dashboard.vocabulary import Vocabulary
+    from holter_server import vocabulary
+    from holter_server.vocabulary.signals import panel_of
+
+    understood = vocabulary.understand_all(metrics)
+    listed = [{"name": n, "kind": u.kind, "panel": panel_of(u.kind)} for n, u in understood.items()]
+    return len(plan_panels(listed, Vocabulary.from_api(json.loads(json.dumps(vocabulary.as_dict())))))
 
 
 def live_lag(browser, server: ServerProcess, samples: int) -> list[float]:  # type: ignore[no-untyped-def]

@@ -1,42 +1,76 @@
 """The `holter` command.
 
-The parser lives here, in the standard-library-only client, so `holter --help` works everywhere.
-Subcommands that need the service (serve, demo, db, analyze, import) import `holter_server`
-lazily and say which extra to install when it is missing.
+The parser lives here, in the standard-library-only client, so `holter --help`, `holter
+--version` and `holter runs` work everywhere. Subcommands that need the service (serve, demo,
+db, analyze, import, ...) import `holter_server` lazily and say which extra to install when it
+is missing.
+
+The options that say where things are (`--url` for the service, `--db` for the database) are
+accepted before or after the subcommand: `holter --url U runs` and `holter runs --url U` mean
+the same, and so do `holter keys --db D list` and `holter keys list --db D`.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import json
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
 
+from holter import __version__
+
 SERVER_EXTRA_HINT = "this command needs the service: pip install 'holter[server]'"
 # Subcommands whose module name differs from the command (`import` is a Python keyword).
 COMMAND_MODULES = {"import": "import_run"}
+# The kinds themselves live in the service's vocabulary (`holter kinds` prints them), so the
+# parser never holds a second list of them; the service refuses an unknown one with the list.
+KIND_HELP = ("what a metric is, overriding what its name suggests: NAME=KIND (NAME may be a glob: 'eval/*=eval_loss'), "
+             "or KIND alone for every metric; repeatable; `holter kinds` lists the kinds")
 # The demo scenarios of `holter demo --real` (holter_server.demo.real.SCENARIOS).
-REAL_SCENARIOS = ("healthy", "lr_too_high", "unshuffled", "leaky_mask", "frozen", "rl_mismatch")
+REAL_SCENARIOS = ("healthy", "lr_too_high", "unshuffled", "leaky_mask", "frozen", "rl_mismatch", "nan_layer", "slow_loader")
+URL_HELP = "service URL (default $HOLTER_URL or http://127.0.0.1:8765)"
+DB_HELP = "database URL (default: $HOLTER_DATABASE_URL, else an SQLite file under the user data directory)"
+# Which commands take which place-naming option (a command's actions inherit it).
+URL_COMMANDS = ("demo", "import", "report", "alerts", "runs", "sync")
+DB_COMMANDS = ("serve", "demo", "db", "worker", "keys")
+# Commands served by the client itself, with no service package needed.
+CLIENT_COMMANDS = ("runs", "sync")
+
+
+def _place_options(parser: argparse.ArgumentParser, *, url: bool = False, db: bool = False) -> None:
+    """Add `--url` / `--db` with no default of their own, so a value given before the
+    subcommand is not overwritten by the subcommand's parser (argparse fills defaults per level)."""
+    if url:
+        parser.add_argument("--url", default=argparse.SUPPRESS, help=URL_HELP)
+    if db:
+        parser.add_argument("--db", dest="database_url", default=argparse.SUPPRESS, help=DB_HELP)
 
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the parser for every `holter` subcommand."""
     parser = argparse.ArgumentParser(prog="holter", description="Training-health monitor for ML runs.")
+    parser.add_argument("--version", action="version", version=f"holter {__version__}")
+    _place_options(parser, url=True, db=True)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     serve = commands.add_parser("serve", help="run the Holter service (API on one port)")
     serve.add_argument("--host", default=None, help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=None, help="port to bind (default 8765)")
-    serve.add_argument("--db", dest="database_url", default=None, help="database URL (default: an SQLite file under the user data directory)")
+    _place_options(serve, db=True)
     serve.add_argument("--log-level", default="info")
+    serve.add_argument("--workers", type=int, default=1,
+                       help="API processes sharing the port (one pre-bound socket); background work stays in one worker process")
+    serve.add_argument("--socket-fd", type=int, default=None, help=argparse.SUPPRESS)  # set by --workers for its API processes
+    serve.add_argument("--parent-pid", type=int, default=None, help=argparse.SUPPRESS)
 
     demo = commands.add_parser("demo", help="start the service if needed and stream demo runs into it")
-    demo.add_argument("--url", default=None, help="service URL (default http://127.0.0.1:8765)")
-    demo.add_argument("--db", dest="database_url", default=None, help="database URL for a service the demo starts")
+    _place_options(demo, url=True, db=True)
     mode = demo.add_mutually_exclusive_group()
     mode.add_argument("--real", dest="mode", action="store_const", const="real",
-                      help="train a tiny transformer on CPU six ways, one diagnosis each (default when torch is installed)")
+                      help="train a tiny transformer on CPU eight ways, one diagnosis each (default when torch is installed)")
     mode.add_argument("--synthetic", dest="mode", action="store_const", const="synthetic",
                       help="stream one generated run with planted problems (default without torch)")
     demo.add_argument("--scenario", action="append", choices=REAL_SCENARIOS, default=None,
@@ -46,42 +80,74 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--project", default="demo")
 
     db = commands.add_parser("db", help="database maintenance")
+    _place_options(db, db=True)
     db_commands = db.add_subparsers(dest="db_command", required=True, metavar="ACTION")
     upgrade = db_commands.add_parser("upgrade", help="apply the schema migrations")
-    upgrade.add_argument("--db", dest="database_url", default=None, help="database URL (default: the configured one)")
+    _place_options(upgrade, db=True)
+    upgrade.add_argument("--distribute", action="store_true",
+                         help="on a Citus coordinator: then distribute the run-keyed tables by run, colocated with runs, "
+                              "and make the small ones reference tables (see docs/scale-out.md)")
+    upgrade.add_argument("--shard-count", type=int, default=None, metavar="N",
+                         help="with --distribute: shards per distributed table when first distributed (default: citus.shard_count)")
+    upgrade.add_argument("--partition-points", type=int, default=None, metavar="N",
+                         help="Postgres: hash-partition points, rollups and detector states by run into N partitions, "
+                              "copying an existing store's rows (default: HOLTER_PARTITION_POINTS; 0: leave them as they are)")
 
     analyze = commands.add_parser("analyze", help="name what is wrong with the curves in a file")
     analyze.add_argument("path", help="CSV, JSONL, trainer_state.json, or a TensorBoard event file or folder")
     analyze.add_argument("--metric", action="append", default=None, help="only this metric (repeatable)")
-    analyze.add_argument("--kind", default=None, help="metric kind: loss, grad_norm, activation_norm, logprob_mismatch, throughput")
+    analyze.add_argument("--kind", action="append", default=None, metavar="[NAME=]KIND", help=KIND_HELP)
     analyze.add_argument("--expected-floor", type=float, default=None, help="lowest loss the task allows (for too_good)")
     analyze.add_argument("--format", choices=["text", "json"], default="text")
     imported = commands.add_parser("import", help="stream a run logged elsewhere into the service, then name what is wrong")
-    imported.add_argument("path", help="CSV, JSONL, trainer_state.json, or a TensorBoard event file or folder")
+    imported.add_argument("path", help="CSV, JSONL, trainer_state.json, a TensorBoard event file or folder, an MLflow store "
+                                       "(mlflow.db or mlruns/) or a W&B offline run folder (wandb/offline-run-*)")
     imported.add_argument("--project", required=True)
-    imported.add_argument("--name", required=True, help="the run's name")
+    imported.add_argument("--name", default=None, help="the run's name (default: its name there, else the file's)")
     imported.add_argument("--run-id", default=None, help="the run's id (default: a new one; an existing id appends)")
-    imported.add_argument("--url", default=None, help="service URL (default $HOLTER_URL or http://127.0.0.1:8765)")
+    imported.add_argument("--step-column", default=None,
+                          help="the column (CSV) or key (JSONL, W&B) holding the training step; W&B's _step counts log calls")
+    imported.add_argument("--source-run", default=None, help="MLflow: which run of a store holding several")
+    imported.add_argument("--kind", action="append", default=None, metavar="[NAME=]KIND", help=KIND_HELP)
+    _place_options(imported, url=True)
+
+    commands.add_parser("kinds", help="list the metric kinds (what --kind and define_metric accept) and whose names are recognised")
 
     report = commands.add_parser("report", help="write a run's self-contained HTML post-mortem")
-    report.add_argument("run_id")
+    report.add_argument("run_id", help="the run's id (see `holter runs`)")
     report.add_argument("-o", "--output", default=None, help="file to write (default holter-<run id>.html)")
-    report.add_argument("--url", default=None, help="service URL (default $HOLTER_URL or http://127.0.0.1:8765)")
+    _place_options(report, url=True)
+
+    listed = commands.add_parser("runs", help="list runs with their ids, newest first")
+    listed.add_argument("--project", default=None)
+    # the statuses live in the service's vocabulary; it refuses an unknown one with the list
+    listed.add_argument("--status", default=None, help="only runs with this status (running, finished, ...)")
+    listed.add_argument("--limit", type=int, default=20, help="how many (default 20)")
+    listed.add_argument("--format", choices=["text", "json"], default="text")
+    _place_options(listed, url=True)
+
+    synced = commands.add_parser("sync", help="send offline runs (init(mode='offline')) and leftover spools to the service")
+    synced.add_argument("targets", nargs="*", metavar="PATH|RUN",
+                        help="a run's spool folder, a folder of them (init(dir=D): D/holter-spool), or a run id; "
+                             "default: every run in the spool root ($HOLTER_SPOOL_DIR or ~/.cache/holter/spool)")
+    _place_options(synced, url=True)
 
     worker = commands.add_parser("worker", help="run live detection, alert dispatch and the stall watch (no HTTP)")
-    worker.add_argument("--db", dest="database_url", default=None, help="database URL (default: the configured one)")
+    _place_options(worker, db=True)
     worker.add_argument("--parent-pid", type=int, default=None, help=argparse.SUPPRESS)
 
     keys = commands.add_parser("keys", help="API keys (directly in the database: how the first key is made)")
-    keys.add_argument("--db", dest="database_url", default=None, help="database URL (default: the configured one)")
+    _place_options(keys, db=True)
     key_actions = keys.add_subparsers(dest="keys_command", required=True, metavar="ACTION")
     create = key_actions.add_parser("create", help="create a key; it is printed once")
     create.add_argument("name")
     create.add_argument("--scope", choices=["ingest", "read", "admin"], required=True)
     create.add_argument("--project", default=None, help="only this project (default: every project)")
-    key_actions.add_parser("list", help="list keys (never their secrets)")
+    _place_options(create, db=True)
+    _place_options(key_actions.add_parser("list", help="list keys (never their secrets)"), db=True)
     revoke = key_actions.add_parser("revoke", help="revoke a key")
     revoke.add_argument("key_id", type=int)
+    _place_options(revoke, db=True)
 
     _add_alerts_parser(commands)
     return parser
@@ -90,7 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_alerts_parser(commands: Any) -> None:
     """`holter alerts ...`: channels, rules and deliveries, through the service's API."""
     alerts = commands.add_parser("alerts", help="chat channels, alert rules and deliveries")
-    alerts.add_argument("--url", default=None, help="service URL (default $HOLTER_URL or http://127.0.0.1:8765)")
+    _place_options(alerts, url=True)
     actions = alerts.add_subparsers(dest="alerts_command", required=True, metavar="ACTION")
     channels = actions.add_parser("channels", help="list channels (secrets masked)")
     channels.add_argument("--project")
@@ -114,7 +180,7 @@ def _add_alerts_parser(commands: Any) -> None:
     rule.add_argument("--tag", help="only runs with this tag")
     rule.add_argument("--metric", help="metric name pattern (glob)")
     rule.add_argument("--kind", action="append", help="event kind (repeatable; any when omitted)")
-    rule.add_argument("--min-severity", choices=["info", "warning", "critical"], default="warning")
+    rule.add_argument("--min-severity", default=None, help="lowest severity that notifies (default: the service's, warning)")
     rule.add_argument("--threshold-op", choices=["above", "below", "nonfinite"])
     rule.add_argument("--threshold-value", type=float)
     rule.add_argument("--cooldown", type=float, default=300.0, help="seconds (default 300)")
@@ -124,14 +190,74 @@ def _add_alerts_parser(commands: Any) -> None:
     deliveries.add_argument("--status", choices=["pending", "delivered", "failed"])
     deliveries.add_argument("--channel-id", type=int)
     deliveries.add_argument("--limit", type=int, default=50)
+    for action in (channels, add, remove, test, rules, rule, remove_rule, deliveries):
+        _place_options(action, url=True)
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Parse a command line; `--url` and `--db` given where the command has no use for them are an error."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    for dest, option, users in (("url", "--url", URL_COMMANDS), ("database_url", "--db", DB_COMMANDS)):
+        if hasattr(args, dest) and args.command not in users:
+            parser.error(f"holter {args.command} takes no {option}")
+        if not hasattr(args, dest):
+            setattr(args, dest, None)
+    return args
+
+
+def list_runs(args: argparse.Namespace) -> int:
+    """`holter runs`: the service's runs, newest first, with the ids other commands take."""
+    from urllib.parse import urlencode
+
+    from holter.run import DEFAULT_URL
+    from holter.transport import RejectedError, Transport, TransportError
+
+    url = (args.url or os.environ.get("HOLTER_URL") or DEFAULT_URL).rstrip("/")
+    query = urlencode({k: v for k, v in (("project", args.project), ("status", args.status), ("limit", args.limit)) if v is not None})
+    try:
+        answer = Transport(url, os.environ.get("HOLTER_API_KEY")).request("GET", f"/api/v1/runs?{query}")
+    except (TransportError, RejectedError) as exc:
+        print(f"holter runs: {exc}", file=sys.stderr)
+        return 2
+    if args.format == "json":
+        print(json.dumps(answer, indent=2))
+        return 0
+    runs = answer["data"]
+    if not runs:
+        print("no runs yet" + (f" in project {args.project}" if args.project else ""))
+        return 0
+    rows = [("ID", "PROJECT", "NAME", "STATUS", "HEALTH", "LAST STEP", "STARTED")]
+    for run in runs:
+        step = run.get("last_step")
+        rows.append((run["id"], run["project"], run.get("name") or "", run["status"], run.get("health") or "",
+                     f"{step:,}" if step is not None else "", run["created_at"][:19].replace("T", " ")))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+    shown, total = len(runs), answer.get("count", len(runs))
+    if total > shown:
+        print(f"({shown} of {total}; --limit for more)")
+    print(f"open one: {url}/runs/<ID>   report: holter report <ID>")
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `holter` console script."""
-    args = build_parser().parse_args(argv)
+    args = parse_args(argv)
+    if args.command == "runs":
+        return list_runs(args)
+    if args.command == "sync":
+        from holter import sync
+        from holter.run import DEFAULT_URL
+
+        return sync.run(args.targets, args.url or os.environ.get("HOLTER_URL") or DEFAULT_URL, os.environ.get("HOLTER_API_KEY"))
     try:
         command = importlib.import_module(f"holter_server.commands.{COMMAND_MODULES.get(args.command, args.command)}")
-    except ModuleNotFoundError as exc:
+    except ImportError as exc:
+        if sys.version_info < (3, 11) and not isinstance(exc, ModuleNotFoundError):  # holter_server/__init__.py refuses it
+            print(f"holter {args.command}: {exc}", file=sys.stderr)
+            return 2
         if exc.name and (exc.name == "holter_server" or not exc.name.startswith("holter")):
             print(f"holter {args.command}: {SERVER_EXTRA_HINT} (missing module {exc.name!r})", file=sys.stderr)
             return 2

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import atexit
+import fnmatch
+import math
 import operator
 import os
 import sys
@@ -12,12 +14,15 @@ import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from types import MappingProxyType, TracebackType
+from types import TracebackType
 from typing import Any
 
-from holter.sender import Barrier, Control, Sender
+from holter.config import Config
+from holter.summary import Summary
+from holter.sender import Barrier, Control, Delivery, Sender
 from holter.spool import Spool, default_spool_root
-from holter.throughput import ThroughputMeter, rates
+from holter.system import SystemSampler, sampling_interval
+from holter.throughput import ThroughputMeter, mfu_peak, rates
 from holter.transport import RejectedError, Transport, TransportError
 from holter.wire import dumps
 
@@ -31,49 +36,71 @@ _hooks_installed = False
 class Run:
     """One training run. Create it with `holter.init()`."""
 
+    _vitals: SystemSampler | None = None
+
     def __init__(
         self,
         *,
         run_id: str,
         project: str,
         name: str | None,
-        config: Mapping[str, Any] | None,
+        config: Any,
         tags: list[str] | None,
+        kinds: Mapping[str, str] | None,
         url: str,
         api_key: str | None,
         spool_root: Path,
         flush_interval: float,
         max_queued_calls: int,
         connect_timeout: float,
+        max_held_bytes: int,
+        notes: str | None = None,
+        offline: bool = False,
     ) -> None:
         self.id = run_id
         self.project = project
         self.name = name
-        self.config = dict(config or {})
+        self.config = Config(config, self._send_config)
         self.url = url
+        self.mode = "offline" if offline else "online"
         self.resumed = False
         self.status = "running"
         self._max_queued_calls = max_queued_calls
         self._next_step = 0
         self._summary: dict[str, Any] = {}
+        self.summary = Summary(self._summary, self._send_summary)
+        # wandb's log(commit=False): values gathered for one step, sent when it is committed
+        self._pending: dict[str, Any] = {}
+        self._pending_step = 0
+        # define_metric(step_metric=...): which metric is whose x axis, and each axis's last value
+        self._axes: dict[str, str] = {}
+        self._axis_of: dict[str, str | None] = {}
+        self._axis_values: dict[str, Any] = {}
+        self._alerted: dict[str, float] = {}
         self._throughput = ThroughputMeter()
         self._finish_lock = threading.Lock()
-        register = Control(
-            "/api/v1/runs",
-            {"id": run_id, "project": project, "name": name, "config": self.config, "tags": list(tags or [])},
-        )
+        registration: dict[str, Any] = {"id": run_id, "project": project, "name": name, "config": self.config.as_dict(),
+                                        "tags": list(tags or [])}
+        if kinds:
+            registration["kinds"] = dict(kinds)
+        if notes is not None:
+            registration["notes"] = notes
+        register = Control("/api/v1/runs", registration)
+        self._register = register
         spool = Spool(spool_root, run_id)
         self._registered = False
         # With batches of an earlier process still spooled, registering now would put this
         # process's start before that process's end; the sender replays them first instead.
-        if not len(spool):
+        if not len(spool) and not offline:
             self._register_now(url, api_key, register, connect_timeout)
         self._sender = Sender(
+            offline=offline,
             transport=Transport(url, api_key),
             spool=spool,
             run_id=run_id,
             register=register,
             flush_interval=flush_interval,
+            max_held_bytes=max_held_bytes,
         )
         if not self._registered:
             self._sender.queue.append(register)
@@ -96,53 +123,230 @@ class Run:
         if answer.get("last_step") is not None:
             self._next_step = int(answer["last_step"]) + 1
 
-    def log(self, metrics: Mapping[str, Any], step: int | None = None) -> None:
+    def log(self, metrics: Mapping[str, Any], step: int | None = None, commit: bool | None = None) -> None:
         """Record metric values at `step` (default: one past the previous step).
 
         Returns at once: the values are queued and sent by a background thread. NaN and ±Inf
-        are kept as they are.
+        are kept as they are; a `holter.Histogram` becomes its quantiles (`name/p5`, ...), and
+        media values (`holter.Image`, `holter.Table`, ...) are dropped.
+
+        `commit=False` (wandb's) gathers the values into the current step without ending it: a
+        later call without a step (or with `commit=True`) adds its values to the same step and
+        ends it; the last value given for a metric within a step wins. A metric declared with
+        `define_metric(name, step_metric=AXIS)` is logged at the value of AXIS (in the same
+        call, else the last one logged) rather than at the run's step.
         """
-        if step is None:
-            step = self._next_step
-        elif type(step) is not int:
-            step = operator.index(step)  # accepts numpy ints; refuses 1.5 here rather than at the service
+        if commit is None and not self._pending and not self._axes:  # the common case, kept cheap
+            if step is None:
+                step = self._next_step
+            elif type(step) is not int:
+                step = operator.index(step)  # accepts numpy ints; refuses 1.5 here rather than at the service
+            self._next_step = step + 1
+            values = dict(metrics)
+            self._summary.update(values)
+            queue = self._queue
+            queue.append((step, time.time(), values))
+            if len(queue) >= self._max_queued_calls:
+                self._wait_for_room()
+            return
+        if step is not None:
+            step = operator.index(step)
+            if self._pending and step != self._pending_step:
+                self._commit_pending()
+        if not self._pending:
+            self._pending_step = self._next_step if step is None else step
+        self._pending.update(metrics)
+        if commit is not False:
+            self._commit_pending()
+
+    def _commit_pending(self) -> None:
+        values, step = self._pending, self._pending_step
+        self._pending = {}
         self._next_step = step + 1
-        values = dict(metrics)
+        if not values:
+            return
         self._summary.update(values)
-        queue = self._queue
-        queue.append((step, time.time(), values))
-        if len(queue) >= self._max_queued_calls:
+        now = time.time()
+        for at, group in self._by_axis(step, values).items():
+            self._queue.append((at, now, group))
+        if len(self._queue) >= self._max_queued_calls:
             self._wait_for_room()
 
-    def update_config(self, values: Mapping[str, Any]) -> None:
-        """Merge `values` into the run's config, here and at the service (wandb's `config.update`)."""
-        self.config.update(values)
-        # creating an existing run resumes it and merges the config it is given into the stored one
-        self._queue.append(Control("/api/v1/runs", {"id": self.id, "project": self.project, "name": self.name,
-                                                    "config": dict(values), "tags": []}))
-        self._wake.set()
+    def _by_axis(self, step: int, values: dict[str, Any]) -> dict[int, dict[str, Any]]:
+        """The values grouped by the step each is logged at: the run's step, or the value of the
+        metric declared as its x axis (`define_metric(..., step_metric=...)`)."""
+        if not self._axes:
+            return {step: values}
+        for name in self._axes.values():
+            if name in values:
+                self._axis_values[name] = values[name]
+        groups: dict[int, dict[str, Any]] = {}
+        for name, value in values.items():
+            axis = self._axis_of.get(name, "")
+            if axis == "":
+                axis = self._axis_of[name] = _axis_for(name, self._axes)
+            at = step
+            if axis is not None and axis in self._axis_values:
+                at = self._axis_step(name, axis, self._axis_values[axis], step)
+            groups.setdefault(at, {})[name] = value
+        return groups
+
+    def _axis_step(self, name: str, axis: str, value: Any, step: int) -> int:
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = math.nan
+        if number.is_integer() and number >= 0:
+            return int(number)
+        _note_once(f"axis {name}", f"holter: {name!r} is plotted against {axis!r}, whose value {value!r} is not a whole number "
+                   f">= 0; {name!r} is logged at the run's step instead")
+        return step
+
+    def log_at(self, metrics: Mapping[str, Any], *, step: int, wall_time: float | None = None) -> None:
+        """Record values at `step` (and `wall_time`, seconds since the epoch; default now) without
+        moving the step `log()` continues from: for points that are not the training loop's own,
+        such as system vitals sampled in another thread or a run imported from elsewhere."""
+        values = dict(metrics)
+        self._summary.update(values)
+        self._queue.append((operator.index(step), time.time() if wall_time is None else wall_time, values))
+        if len(self._queue) >= self._max_queued_calls:
+            self._wait_for_room()
 
     @property
-    def summary(self) -> Mapping[str, Any]:
-        """The last value logged for each metric (read-only, like the service's latest values)."""
-        return MappingProxyType(self._summary)
+    def step(self) -> int:
+        """The step the next `log()` without a step gets (one past the last step logged)."""
+        return self._next_step
 
-    def log_throughput(self, tokens: float | None = None, samples: float | None = None, *, step: int | None = None) -> None:
-        """Call once per training step, after it: logs `step_time` (the time since the previous
-        call), `throughput/tokens_per_s` and `throughput/samples_per_s` for the step's `tokens`
-        and `samples`. The first call only starts the clock and logs nothing.
+    @property
+    def page_url(self) -> str:
+        """The run's page in the dashboard."""
+        return f"{self.url.rstrip('/')}/runs/{self.id}"
+
+    def update_config(self, values: Any) -> None:
+        """Merge `values` into the run's config, here and at the service; the same as `run.config.update(values)`."""
+        self.config.update(values)
+
+    def _send_config(self, config: dict[str, Any]) -> None:
+        # kept in the registration too, so a service that lost the run learns the whole config again
+        self._register.payload["config"] = config
+        # creating an existing run resumes it and merges the config it is given into the stored one
+        self._queue.append(Control("/api/v1/runs", {"id": self.id, "project": self.project, "name": self.name,
+                                                    "config": config, "tags": []}))
+        self._wake.set()
+
+    def define_metric(self, name: str, step_metric: str | None = None, step_sync: bool | None = None, hidden: bool | None = None,
+                      summary: str | None = None, overwrite: bool | None = None, *, goal: str | None = None,
+                      kind: str | None = None) -> None:
+        """Say what a metric is (wandb's `define_metric`): `kind` is one of the service's metric
+        kinds (`loss`, `eval_loss`, `grad_norm`, ... ; `holter kinds` lists them) and always wins
+        over what the name suggests; `name` may be a glob (`"eval/*"`). `summary` ("min", "max",
+        "mean", "last", ...) and `goal` ("minimize", "maximize") are kept with it. `step_metric`
+        names its x axis: the metric is logged at that metric's value (an `epoch` or
+        `global_step` logged in the same call, else the last one logged), not at the run's step.
+        `step_sync`, `hidden` and `overwrite` are accepted for wandb's sake.
+
+        Like `log`, it returns at once; the service has it before any point logged after it.
         """
-        metrics = self._throughput.mark(tokens, samples)
+        fields = {key: value for key, value in (("kind", kind), ("summary", summary), ("step_metric", step_metric), ("goal", goal))
+                  if value is not None}
+        if step_metric is not None and step_metric != name:
+            self._axes[name] = step_metric
+            self._axis_of.clear()
+        if not fields:
+            return  # define_metric("epoch"): wandb's way of saying a metric exists; nothing to keep
+        # kept in the registration too, so a service that lost the run learns it again
+        self._register.payload.setdefault("metrics", {}).setdefault(name, {}).update(fields)
+        self._queue.append(Control("/api/v1/runs", {"id": self.id, "project": self.project, "name": self.name, "config": {},
+                                                    "tags": [], "metrics": {name: fields}}))
+        self._wake.set()
+
+    def _send_summary(self, values: dict[str, Any]) -> None:
+        self._queue.append(Control(f"/api/v1/runs/{self.id}/summary", {"values": values}))
+        self._wake.set()
+
+    def alert(self, title: str, text: str = "", level: Any = None, wait_duration: Any = None) -> None:
+        """Raise an alert (wandb's `run.alert`): an `alert` event on the run, which the alert rules
+        send to chat (a new channel's default rules take every level). `level`: "info", "warning"
+        or "critical", or wandb's `AlertLevel.INFO`/`WARN`/`ERROR`. An alert with the same title
+        within `wait_duration` seconds (default 60; a `timedelta` too) of the last is not sent.
+        """
+        severity = severity_of(level)
+        if wait_duration is None:
+            wait = 60.0
+        else:
+            wait = wait_duration.total_seconds() if hasattr(wait_duration, "total_seconds") else float(wait_duration)
+        now = time.monotonic()
+        last = self._alerted.get(title)
+        if last is not None and now - last < wait:
+            return
+        self._alerted[title] = now
+        step = self._next_step - 1 if self._next_step > 0 else None
+        payload = {"title": str(title)[:256] or "alert", "text": str(text)[:4000], "severity": severity, "step": step,
+                   "key": uuid.uuid4().hex}
+        self._queue.append(Control(f"/api/v1/runs/{self.id}/alerts", payload))
+        self._wake.set()
+
+    def watch(self, model: Any, criterion: Any = None, log: str | None = "gradients", log_freq: int = 1000, idx: Any = None,
+              log_graph: bool = False) -> Any:
+        """wandb's `run.watch`: `holter.torch.watch(model, run, every=log_freq)` (gradient norms and
+        activation RMS per layer; wandb's gradient histograms are not logged)."""
+        from holter.torch import watch
+
+        return watch(model, self, every=max(1, int(log_freq or 1)))
+
+    def log_artifact(self, *args: Any, **kwargs: Any) -> None:
+        """wandb's artifacts are accepted and not stored (Holter keeps curves, not files)."""
+        _note_once("artifacts", "holter: artifacts are accepted and not stored (Holter keeps curves, not files)")
+
+    use_artifact = log_artifact
+    link_artifact = log_artifact
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        """wandb's file upload: accepted, nothing is stored."""
+        _note_once("save", "holter: run.save() and log_code() are accepted and store nothing (Holter keeps curves, not files)")
+
+    log_code = save
+
+    def log_throughput(self, tokens: float | None = None, samples: float | None = None, *, step: int | None = None,
+                       flops_per_token: float | None = None, peak_flops: float | str | None = None) -> None:
+        """Call once per training step, after it: logs `holter/step_time` (the time since the
+        previous call), `holter/throughput/tokens_per_s` and `holter/throughput/samples_per_s` for
+        the step's `tokens` and `samples`, and `holter/throughput/mfu` given `flops_per_token` and
+        `peak_flops` (see `timed_step`). The first call only starts the clock and logs nothing.
+        """
+        metrics = self._throughput.mark(tokens, samples, flops_per_token=flops_per_token, peak_flops=peak_flops)
         if metrics is not None:
             self.log(metrics, step=step)
 
     @contextmanager
-    def timed_step(self, tokens: float | None = None, samples: float | None = None, *, step: int | None = None) -> Iterator[None]:
-        """Time the block as one step and log `step_time` and the throughput of its `tokens` and
-        `samples`; nothing is logged when the block raises."""
+    def timed_step(self, tokens: float | None = None, samples: float | None = None, *, step: int | None = None,
+                   flops_per_token: float | None = None, peak_flops: float | str | None = None) -> Iterator[None]:
+        """Time the block as one step and log `holter/step_time` and the throughput of its `tokens` and
+        `samples`; nothing is logged when the block raises.
+
+        With `flops_per_token` (`holter.torch.flops_per_token(model, seq_len)`) and `peak_flops`
+        (the device's FLOP/s, or its name: "H100", `holter.torch.peak_flops()` looks it up) it
+        also logs `holter/throughput/mfu`, the model FLOPs utilisation.
+        """
+        peak = mfu_peak(tokens, flops_per_token, peak_flops)  # a bad peak fails here, before the step's work
         started = time.perf_counter()
         yield
-        self.log(rates(time.perf_counter() - started, tokens, samples), step=step)
+        self.log(rates(time.perf_counter() - started, tokens, samples, flops_per_token=flops_per_token, peak_flops=peak),
+                 step=step)
+
+    def report_nonfinite(self, step: int, *, forward: Mapping[str, Any] | None = None,
+                         gradient: Mapping[str, Any] | None = None) -> None:
+        """Tell the service where non-finite values first appeared at `step`: `forward`, the module
+        whose output first held one, and `gradient`, the first parameter whose gradient did, each
+        `{"name": ..., "value": "NaN" | "Infinity" | "-Infinity"}` (a forward origin may add
+        `"inputs_finite": False` when the module received them). `holter.torch.watch(...,
+        nan_tripwire=True)` calls it; it travels in order with the points, through the spool when
+        the service is away, and the service stores it once however often it is resent.
+        """
+        payload = {"step": operator.index(step), "forward": dict(forward) if forward else None,
+                   "gradient": dict(gradient) if gradient else None}
+        self._queue.append(Control(f"/api/v1/runs/{self.id}/nonfinite", payload))
+        self._wake.set()
 
     def _wait_for_room(self) -> None:
         # Memory stays bounded: the sender always drains the queue, to the service or to disk.
@@ -157,22 +361,49 @@ class Run:
         self._wake.set()
         return barrier.done.wait(timeout)
 
-    def finish(self, status: str = "finished", timeout: float | None = None) -> None:
-        """Mark the run finished (or "crashed") and deliver what is queued.
+    def finish(self, status: str | int = "finished", timeout: float | None = None, *, exit_code: int | None = None,
+               quiet: bool | None = None) -> Delivery:
+        """Mark the run finished (or "crashed"), deliver what is queued, and say what became of it.
+
+        `exit_code` (wandb's): non-zero marks the run crashed. `quiet` is accepted for wandb's sake.
 
         Waits up to `timeout` seconds (default $HOLTER_FLUSH_TIMEOUT or 30); whatever could not
-        reach the service by then stays in the spool and is sent by the next process for this run.
+        reach the service by then stays in the spool and is sent by the next process for this
+        run. Returns the `Delivery`: points stored, duplicates, points of refused metrics,
+        requests still spooled, and points not durable (held in memory because the spool could
+        not be written; lost when the process ends). Calling it again returns the same.
         """
+        if isinstance(status, int):  # finish(1): wandb's exit code given positionally
+            status, exit_code = "finished", status
+        if exit_code:
+            status = "crashed"
         with self._finish_lock:
             if self.status != "running":
-                return
+                return self._sender.delivery()
             self.status = status
+            if self._pending:
+                self._commit_pending()
             _active_runs.discard(self)
+        from holter import current  # imported here: holter.current imports this module
+
+        current.forget(self)  # a finished run is no longer `holter.run`
+        if self._vitals is not None:
+            self._vitals.stop()
         if timeout is None:
             timeout = float(os.environ.get("HOLTER_FLUSH_TIMEOUT", "30"))
         self._queue.append(Control(f"/api/v1/runs/{self.id}/finish", {"status": status}))
-        if not self._sender.stop(timeout):
-            print(f"holter: run {self.id} finished with batches still in the spool at {self._sender._spool.path}", file=sys.stderr)
+        self._sender.stop(timeout)
+        delivery = self._sender.delivery()
+        if self.mode == "offline":
+            print(f"holter: offline run {self.id} saved in {self._sender.spool_path}; send it with: holter sync "
+                  f"{self._sender.spool_path}", file=sys.stderr)
+        elif delivery.not_durable:
+            print(f"holter: run {self.id} finished with {delivery.not_durable:,} points not sent and not on disk (the service "
+                  "is away and the spool cannot be written): they are lost when this process ends", file=sys.stderr)
+        elif delivery.spooled:
+            print(f"holter: run {self.id} finished with {delivery.spooled:,} requests still in the spool at {self._sender.spool_path}; "
+                  "the next process for this run sends them", file=sys.stderr)
+        return delivery
 
     def __enter__(self) -> Run:
         return self
@@ -187,36 +418,110 @@ class Run:
 def init(
     project: str | None = None,
     name: str | None = None,
-    config: Mapping[str, Any] | None = None,
+    config: Any = None,
     *,
     id: str | None = None,
     tags: list[str] | None = None,
+    kinds: Mapping[str, str] | None = None,
     url: str | None = None,
     api_key: str | None = None,
     spool_dir: str | os.PathLike[str] | None = None,
     flush_interval: float = 1.0,
     max_queued_calls: int = 200_000,
     connect_timeout: float = 3.0,
+    max_held_bytes: int = 256 * 1024 * 1024,
+    system_vitals: bool | None = None,
+    quiet: bool | None = None,
+    notes: str | None = None,
+    offline: bool = False,
 ) -> Run:
     """Start (or resume, when `id` names an existing run) a run and return it.
 
     `url` and `api_key` default to $HOLTER_URL and $HOLTER_API_KEY; `id` to $HOLTER_RUN_ID or a
-    new random id. Giving the same id after a restart appends to the same run.
+    new random id. Giving the same id after a restart appends to the same run. `config`: a
+    mapping, dataclass or argparse Namespace (see `holter.config`). `kinds` declares what
+    metrics are, by name or glob (`{"train/ce": "loss", "eval/*": "eval_loss"}`), as
+    `Run.define_metric` does one at a time. `max_held_bytes`: memory for requests the service
+    has not taken when the spool cannot be written; when it is full, `log()` waits for room.
+    `system_vitals` (default on; $HOLTER_SYSTEM_VITALS=0 turns it off) samples CPU, memory,
+    disk, network and GPUs every $HOLTER_SYSTEM_INTERVAL seconds (default 10) into
+    `holter/system/...`. Prints one line with the run's dashboard page unless `quiet` (or
+    $HOLTER_QUIET=1). `notes`: what the run is about, shown on its page. `offline`: send nothing,
+    keep everything in the spool for a later `holter sync`.
+
+    `holter.init` (holter/current.py) is the wandb-style front of this: it also takes wandb's
+    arguments and `mode`, and makes the run the process's current one (`holter.run`).
     """
     _install_hooks()
-    return Run(
+    run = Run(
         run_id=id or os.environ.get("HOLTER_RUN_ID") or uuid.uuid4().hex[:16],
         project=project or os.environ.get("HOLTER_PROJECT") or "default",
         name=name,
         config=config,
         tags=tags,
+        kinds=kinds,
         url=url or os.environ.get("HOLTER_URL") or DEFAULT_URL,
         api_key=api_key or os.environ.get("HOLTER_API_KEY"),
         spool_root=Path(spool_dir) if spool_dir else default_spool_root(),
         flush_interval=flush_interval,
         max_queued_calls=max_queued_calls,
         connect_timeout=connect_timeout,
+        max_held_bytes=max_held_bytes,
+        notes=notes,
+        offline=offline,
     )
+    if _enabled(system_vitals, "HOLTER_SYSTEM_VITALS", default=True):
+        run._vitals = SystemSampler(run, interval=sampling_interval())
+        run._vitals.start()
+    if not _enabled(quiet, "HOLTER_QUIET", default=False):
+        if offline:
+            print(f"holter: run {run.name or run.id} is offline; everything it logs stays in {run._sender.spool_path} "
+                  "for `holter sync`", file=sys.stderr)
+        else:
+            print(f"holter: View run {run.name or run.id} at {run.page_url}", file=sys.stderr)
+    return run
+
+
+# wandb's alert levels (AlertLevel.INFO/WARN/ERROR and their names) and Holter's severities
+_SEVERITIES = {"info": "info", "warn": "warning", "warning": "warning", "error": "critical", "critical": "critical"}
+_notes: set[str] = set()
+
+
+def severity_of(level: Any) -> str:
+    """The Holter severity of an alert level: None → info; "WARN"/AlertLevel.WARN → warning; "ERROR" → critical."""
+    if level is None:
+        return "info"
+    name = str(getattr(level, "value", level)).strip().lower()
+    if name not in _SEVERITIES:
+        raise ValueError(f"alert level {level!r}: use info, warning or critical (or wandb's INFO, WARN, ERROR)")
+    return _SEVERITIES[name]
+
+
+def _axis_for(name: str, axes: Mapping[str, str]) -> str | None:
+    """The x-axis metric declared for `name` (exact name first, then the first glob that matches); a
+    step metric is never its own axis."""
+    axis = axes.get(name)
+    if axis is None:
+        axis = next((target for pattern, target in axes.items() if fnmatch.fnmatchcase(name, pattern)), None)
+    return None if axis == name or name in axes.values() else axis
+
+
+def _note_once(key: str, message: str) -> None:
+    if key not in _notes:
+        _notes.add(key)
+        print(message, file=sys.stderr)
+
+
+def _enabled(given: bool | None, variable: str, *, default: bool) -> bool:
+    """An on/off option: the argument when given, else the environment variable, else `default`."""
+    if given is not None:
+        return given
+    value = os.environ.get(variable, "").strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    return default
 
 
 def _install_hooks() -> None:

@@ -5,6 +5,13 @@ stream. While the service answers, requests go straight to it; after the first f
 appended to the run's disk spool, and the spool is replayed oldest first (with exponential
 backoff and jitter between attempts) before anything new is sent directly, so the service sees
 requests in the order the training job made them.
+
+When the spool cannot be written either (a full disk, a spool path that is not a folder), the
+requests are held in memory, after the spooled ones and in order, and retried: to disk and to the
+service. The sender says so once. Memory for them is bounded (`max_held_bytes`); once it is
+full the sender stops taking new calls from the queue, so `log()` waits for room rather than
+dropping what it was given. What the service answers is reported once per metric: a metric it
+refused (with its reason) and a metric re-sent with another value at a stored step.
 """
 
 from __future__ import annotations
@@ -16,9 +23,11 @@ import sys
 import threading
 import time
 from collections import deque
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from holter.media import expand
 from holter.spool import Spool
 from holter.transport import RejectedError, Transport, TransportError
 from holter.wire import dumps, encode_values
@@ -60,6 +69,24 @@ class _Batch:
         self.count += len(metrics)
 
 
+@dataclass(frozen=True)
+class Delivery:
+    """What became of the points a run logged, as far as this process knows.
+
+    `stored`, `duplicates` and `refused` count points the service answered for (`refused`:
+    points of metrics it would not store, each reported on stderr with its reason, and every
+    point of a batch it refused whole, kept under the spool's `rejected/`); `spooled`
+    counts requests on disk waiting for the service (durable: the next process for this run
+    sends them); `not_durable` counts points only in this process's memory, lost if it ends now.
+    """
+
+    stored: int = 0
+    duplicates: int = 0
+    refused: int = 0
+    spooled: int = 0
+    not_durable: int = 0
+
+
 def encode_entry(path: str, body: bytes) -> bytes:
     """One spool entry: the request path on the first line, the JSON body after it."""
     return path.encode() + b"\n" + body
@@ -84,8 +111,13 @@ class Sender(threading.Thread):
         flush_interval: float = 1.0,
         max_batch_points: int = 50_000,
         heartbeat_interval: float = 30.0,
+        max_held_bytes: int = 256 * 1024 * 1024,
+        offline: bool = False,
     ) -> None:
         super().__init__(name=f"holter-sender-{run_id}", daemon=True)
+        # offline (mode="offline"): every request goes to the spool and nothing to the network;
+        # `holter sync` sends the spool later
+        self._offline = offline
         self.queue: deque[Any] = deque()
         self.wake = threading.Event()
         self._transport = transport
@@ -104,6 +136,13 @@ class Sender(threading.Thread):
         self._next_retry = 0.0
         self._last_contact = time.monotonic()
         self._bad_metrics: set[str] = set()
+        # requests the spool could not take: (entry, points), oldest first, after the spooled ones
+        self._held: deque[tuple[bytes, int]] = deque()
+        self._held_bytes = 0
+        self._max_held_bytes = max_held_bytes
+        self._said: set[str] = set()  # what was already reported, so each thing is said once
+        self._stored = self._duplicates = self._refused = 0
+        self._points_in_flight = 0
 
     # --- called from the training thread -------------------------------------------------
 
@@ -116,9 +155,27 @@ class Sender(threading.Thread):
         return not self.queue and not self._spooling
 
     @property
+    def spool_path(self) -> Path:
+        """The run's spool folder."""
+        return self._spool.path
+
+    @property
     def spooling(self) -> bool:
-        """True while the service is away and batches are going to disk."""
+        """True while the service is away and batches are going to disk (or, failing that, to memory)."""
         return self._spooling
+
+    def delivery(self) -> Delivery:
+        """The counts so far (see `Delivery`); points still queued count as not durable."""
+        queued = sum(len(item[2]) for item in list(self.queue) if type(item) is tuple)
+        return Delivery(stored=self._stored, duplicates=self._duplicates, refused=self._refused, spooled=len(self._spool),
+                        not_durable=queued + self._points_in_flight + sum(points for _entry, points in list(self._held)))
+
+    def send_spooled(self) -> bool:
+        """Send what the spool holds now, oldest first, from the calling thread (`holter sync`);
+        True when all of it reached the service, False when it went away (the rest stays)."""
+        self._spooling = True
+        self._replay()
+        return not self._spooling
 
     # --- the thread -----------------------------------------------------------------------
 
@@ -128,17 +185,25 @@ class Sender(threading.Thread):
             self.wake.clear()
             stopping = self._stopping
             try:
-                self._drain()
-                if self._spooling and time.monotonic() >= self._next_retry:
+                if self._held:
+                    self._persist_held()
+                if self._held_bytes < self._max_held_bytes:
+                    self._drain()
+                else:
+                    self._say_once("memory full", f"holter: {self._held_bytes / 2**20:.0f} MiB of requests are held in memory "
+                                   "(the service is away and the spool cannot be written); log() now waits for room")
+                if self._spooling and not self._offline and time.monotonic() >= self._next_retry:
                     self._replay()
                 self._heartbeat()
             except Exception as exc:  # the sender must outlive any one bad batch
                 print(f"holter: sender error, will retry: {exc!r}", file=sys.stderr)
-            if stopping and not self.queue:
-                if not self._spooling or time.monotonic() >= self._stop_deadline:
+            if stopping and (not self.queue or self._held_bytes >= self._max_held_bytes):
+                if not self._spooling or self._offline or time.monotonic() >= self._stop_deadline:
                     return
 
     def _wait_time(self) -> float:
+        if self._offline:
+            return 0.0 if self._stopping else self._flush_interval
         if self._stopping:
             return max(0.0, min(self._next_retry - time.monotonic(), 0.2)) if self._spooling else 0.0
         if self._spooling:
@@ -149,45 +214,69 @@ class Sender(threading.Thread):
         """Turn everything queued so far into requests, keeping the order of controls and points."""
         batch = _Batch()
         queue = self.queue
-        while queue:
+        while queue and self._held_bytes < self._max_held_bytes:
             item = queue.popleft()
             if type(item) is tuple:
                 batch.add(*item)
+                self._points_in_flight = batch.count
                 if batch.count >= self._max_batch_points:
-                    self._deliver(self._points_path, self._points_body(batch))
+                    self._deliver_points(batch)
                     batch = _Batch()
                 continue
             if batch.count:
-                self._deliver(self._points_path, self._points_body(batch))
+                self._deliver_points(batch)
                 batch = _Batch()
             if isinstance(item, Control):
-                self._deliver(item.path, dumps(item.payload))
+                self._deliver(item.path, dumps(item.payload), 0)
             elif isinstance(item, Barrier):
-                if self._spooling and time.monotonic() >= self._next_retry:
+                if self._spooling and not self._offline and time.monotonic() >= self._next_retry:
                     self._replay()
                 item.done.set()
         if batch.count:
-            self._deliver(self._points_path, self._points_body(batch))
+            self._deliver_points(batch)
+
+    def _deliver_points(self, batch: _Batch) -> None:
+        self._deliver(self._points_path, self._points_body(batch), batch.count)
+        self._points_in_flight = 0
 
     def _points_body(self, batch: _Batch) -> bytes:
-        metrics = {}
+        metrics: dict[str, dict[str, list[Any]]] = {}
+        # what histograms logged in this batch become: their quantile metrics, by name
+        expanded: dict[str, tuple[list[int], list[float]]] = {}
         for name, (steps, values) in batch.columns.items():
+            if not isinstance(name, str):  # checked here, not in log(), which stays cheap
+                self._refused += len(steps)
+                self._say_once(f"name {name!r}", f"holter: metric name {name!r} is not text ({type(name).__name__}); "
+                               "its points are not sent")
+                continue
             try:
                 floats = [float(v) for v in values]
-            except (TypeError, ValueError):
-                floats, steps = self._keep_numeric(name, steps, values)
+            except (TypeError, ValueError, OverflowError):
+                floats, steps = self._keep_numeric(name, steps, values, expanded)
                 if not floats:
                     continue
             metrics[name] = {"steps": steps, "values": encode_values(floats)}
+        for name, (steps, floats) in expanded.items():
+            column = metrics.setdefault(name, {"steps": [], "values": []})
+            column["steps"] = column["steps"] + steps
+            column["values"] = column["values"] + encode_values(floats)
         step_times = {"steps": list(batch.step_times), "times": list(batch.step_times.values())}
         return dumps({"metrics": metrics, "step_times": step_times})
 
-    def _keep_numeric(self, name: str, steps: list[int], values: list[Any]) -> tuple[list[float], list[int]]:
+    def _keep_numeric(self, name: str, steps: list[int], values: list[Any],
+                      expanded: dict[str, tuple[list[int], list[float]]]) -> tuple[list[float], list[int]]:
         kept: tuple[list[float], list[int]] = ([], [])
         for step, value in zip(steps, values):
             try:
                 kept[0].append(float(value))
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):
+                points = expand(name, value)  # a Histogram's quantiles; nothing for an image or a table
+                if points is not None:
+                    for metric, number in points.items():
+                        column = expanded.setdefault(metric, ([], []))
+                        column[0].append(step)
+                        column[1].append(number)
+                    continue
                 if name not in self._bad_metrics:
                     self._bad_metrics.add(name)
                     print(f"holter: metric {name!r} got a non-numeric value {value!r}; such values are skipped", file=sys.stderr)
@@ -195,11 +284,29 @@ class Sender(threading.Thread):
             kept[1].append(step)
         return kept
 
-    def _deliver(self, path: str, body: bytes) -> None:
+    def _deliver(self, path: str, body: bytes, points: int) -> None:
         entry = encode_entry(path, body)
-        if self._spooling or not self._send(entry):
-            self._spool.put(entry)
+        if self._offline or self._spooling or not self._send(entry):
             self._spooling = True
+            # once anything is held in memory, newer requests are held behind it, to keep the order
+            if self._held or not self._spool_put(entry):
+                self._held.append((entry, points))
+                self._held_bytes += len(entry)
+
+    def _spool_put(self, entry: bytes) -> bool:
+        try:
+            self._spool.put(entry)
+        except OSError as exc:
+            self._say_once("spool", f"holter: cannot write the spool at {self._spool.path} ({exc}); requests the service has "
+                           "not taken are held in memory and retried, but are lost if this process ends before they are sent")
+            return False
+        return True
+
+    def _persist_held(self) -> None:
+        """Move held requests to the spool, oldest first, while it takes them."""
+        while self._held and self._spool_put(self._held[0][0]):
+            entry, _points = self._held.popleft()
+            self._held_bytes -= len(entry)
 
     def _replay(self) -> None:
         for batch_file in self._spool.pending():
@@ -210,13 +317,18 @@ class Sender(threading.Thread):
             if not self._send(entry):
                 return
             self._spool.remove(batch_file)
+        while self._held:
+            if not self._send(self._held[0][0]):
+                return
+            entry, _points = self._held.popleft()
+            self._held_bytes -= len(entry)
         self._spooling = False
 
     def _send(self, entry: bytes) -> bool:
         """Send one request; False when the service is away (try again later)."""
         path, body = decode_entry(entry)
         try:
-            self._post(path, body)
+            answer = self._post(path, body)
         except TransportError:
             self._failures += 1
             delay = min(30.0, 0.25 * 2 ** min(self._failures, 8))
@@ -224,37 +336,80 @@ class Sender(threading.Thread):
             return False
         except RejectedError as exc:
             self._set_aside(path, body, exc)
+        else:
+            if path == self._points_path and isinstance(answer, dict):
+                self._take_answer(answer)
         self._failures = 0
         self._last_contact = time.monotonic()
         return True
 
-    def _post(self, path: str, body: bytes) -> None:
+    def _post(self, path: str, body: bytes) -> Any:
         try:
-            self._transport.request("POST", path, body)
+            return self._transport.request("POST", path, body)
         except RejectedError as exc:
             # The run is unknown (say the service lost its database): register it again, then resend.
             if exc.status != 404 or path == self._register.path:
                 raise
             self._transport.request("POST", self._register.path, dumps(self._register.payload))
-            self._transport.request("POST", path, body)
+            return self._transport.request("POST", path, body)
+
+    def _take_answer(self, answer: dict[str, Any]) -> None:
+        """Count what a points batch did and report, once per metric, what was refused or conflicted."""
+        self._stored += int(answer.get("stored") or 0)
+        self._duplicates += int(answer.get("duplicates") or 0)
+        for refused in answer.get("refused") or ():
+            self._refused += int(refused.get("points") or 0)
+            self._say_refused(str(refused.get("metric")), str(refused.get("reason")))
+        for conflict in answer.get("conflicts") or ():
+            metric, steps = conflict.get("metric"), conflict.get("steps") or []
+            self._say_once(f"conflict {metric}", f"holter: metric {metric!r} was logged again at step {steps[0] if steps else '?'} "
+                           "with another value; the service keeps the value logged first (further such points of this metric "
+                           "are not reported)")
+
+    def _say_refused(self, metric: str, reason: str) -> None:
+        self._say_once(f"refused {metric}", f"holter: the service refused metric {metric!r}: {reason}; its points are not "
+                       "stored, the other metrics are")
+
+    def _say_once(self, key: str, message: str) -> None:
+        if key not in self._said:
+            self._said.add(key)
+            print(message, file=sys.stderr)
 
     def _set_aside(self, path: str, body: bytes, exc: RejectedError) -> None:
         """Keep a refused request on disk for a person to look at, instead of retrying it forever."""
+        refusals = [e for e in exc.detail if isinstance(e, dict) and e.get("type") == "metric_refused"] if isinstance(exc.detail, list) else []
+        for refusal in refusals:
+            self._refused += int(refusal.get("points") or 0)
+            self._say_refused(str((refusal.get("loc") or ["?"])[-1]), str(refusal.get("msg")))
+        if path == self._points_path and not refusals:  # refused whole (too large, malformed): every point of it
+            self._refused += _points_in(body)
         rejected = self._spool.path / "rejected"
-        rejected.mkdir(parents=True, exist_ok=True)
         target = rejected / f"{time.time_ns():020d}.json"
-        target.write_bytes(encode_entry(path, body))
-        print(f"holter: the service refused {path} ({exc}); kept in {target}", file=sys.stderr)
+        try:
+            rejected.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(encode_entry(path, body))
+        except OSError as write_error:
+            print(f"holter: the service refused {path} ({exc}); it could not be kept on disk either ({write_error})", file=sys.stderr)
+            return
+        if refusals:
+            self._say_once("rejected", f"holter: requests the service refused are kept in {rejected}")
+        else:
+            print(f"holter: the service refused {path} ({exc}); kept in {target}", file=sys.stderr)
 
     def _heartbeat(self) -> None:
-        if self._spooling or time.monotonic() - self._last_contact < self._heartbeat_interval:
+        if self._offline or self._spooling or time.monotonic() - self._last_contact < self._heartbeat_interval:
             return
         with contextlib.suppress(TransportError, RejectedError):
             self._transport.request("POST", f"/api/v1/runs/{self._run_id}/heartbeat", b"{}")
             self._last_contact = time.monotonic()
 
 
-def load_entry_json(entry_file: Path) -> tuple[str, Any]:
-    """Read a spool entry as (path, decoded body); for tools and tests."""
-    path, body = decode_entry(entry_file.read_bytes())
-    return path, json.loads(body)
+def _points_in(body: bytes) -> int:
+    """The points of a points request's body (0 when it cannot be read)."""
+    try:
+        metrics = json.loads(body).get("metrics") or {}
+        return sum(len(series.get("steps") or ()) for series in metrics.values())
+    except (ValueError, AttributeError, TypeError):
+        return 0
+
+

@@ -9,6 +9,7 @@ crash is harmless. A later process for the same run finds and replays the same f
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import time
@@ -34,25 +35,31 @@ class Spool:
         self._last_seq = 0
 
     def put(self, body: bytes) -> Path:
-        """Write one batch durably and return its file."""
+        """Write one batch durably and return its file; OSError when the disk will not take it."""
         self.path.mkdir(parents=True, exist_ok=True)
         # Nanosecond time keeps order across processes writing the same run's spool in turn.
         seq = max(time.time_ns(), self._last_seq + 1)
         self._last_seq = seq
         final = self.path / f"{seq:020d}.json"
         tmp = self.path / f".{seq:020d}.{os.getpid()}.tmp"
-        with open(tmp, "wb") as fh:
-            fh.write(body)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, final)
+        try:
+            with open(tmp, "wb") as fh:
+                fh.write(body)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, final)
+        except OSError:
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)  # a full disk leaves no half-written batch behind
+            raise
         return final
 
     def pending(self) -> Iterator[Path]:
-        """Spooled batch files, oldest first."""
-        if not self.path.is_dir():
+        """Spooled batch files, oldest first (none when the folder cannot be read)."""
+        try:
+            return iter(sorted(p for p in self.path.iterdir() if _BATCH_FILE.match(p.name)))
+        except OSError:  # absent, not a folder, or unreadable: nothing was spooled there
             return iter(())
-        return iter(sorted(p for p in self.path.iterdir() if _BATCH_FILE.match(p.name)))
 
     def __len__(self) -> int:
         return sum(1 for _ in self.pending())

@@ -1,7 +1,8 @@
-"""The JSON wire format shared with the service.
+"""The JSON wire format shared with the service, and the client's one NaN/±Inf codec.
 
 JSON has no NaN or infinity, so non-finite values travel as the strings "NaN", "Infinity" and
-"-Infinity" (the service also accepts msgpack, which carries them natively).
+"-Infinity" (the service also accepts msgpack, which carries them natively). Everything the
+client writes as JSON (points, config, summaries, tripwire reports) names them here.
 """
 
 from __future__ import annotations
@@ -10,18 +11,18 @@ import json
 import math
 from typing import Any
 
-NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+def name_of(value: float) -> str:
+    """The name of a non-finite float: "NaN", "Infinity" or "-Infinity"."""
+    if value != value:
+        return "NaN"
+    return "Infinity" if value > 0 else "-Infinity"
 
 
 def encode_value(value: float) -> float | str:
     """Return `value` as JSON can carry it: itself when finite, else its name."""
-    if value != value:
-        return "NaN"
-    if value == math.inf:
-        return "Infinity"
-    if value == -math.inf:
-        return "-Infinity"
-    return value
+    if -math.inf < value < math.inf:
+        return value
+    return name_of(value)
 
 
 def encode_values(values: list[float]) -> list[float | str]:

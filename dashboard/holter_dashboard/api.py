@@ -9,15 +9,54 @@ proxy). Set `HOLTER_DASHBOARD_API_URL` to read from another Holter service over 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
-from holter_dashboard.login import current_key
+from holter_dashboard.vocabulary import Vocabulary
 
 API_PREFIX = "/api/v1"
 SERIES_PER_READ = 200  # the service takes at most 256 series per /series read
+
+# The signed-in person's key for the request being served (set by login.SignInGate from the cookie)
+_current_key: ContextVar[str | None] = ContextVar("holter_dashboard_key", default=None)
+
+
+def current_key() -> str | None:
+    """The signed-in person's key for the request being served (None: no one signed in, or auth off)."""
+    return _current_key.get()
+
+
+@contextmanager
+def signed_in(key: str | None) -> Iterator[None]:
+    """API calls made inside send `key` as the caller's (`Authorization: Bearer`)."""
+    token = _current_key.set(key)
+    try:
+        yield
+    finally:
+        _current_key.reset(token)
+
+
+@dataclass(frozen=True)
+class KeyIdentity:
+    """Who a key is, as `GET /keys/me` answers (`auth` false: the service asks for no key)."""
+
+    auth: bool
+    scope: str
+    project: str | None = None
+    name: str | None = None
+    id: int | None = None
+
+
+def metric_path(name: str) -> str:
+    """A metric name as a path segment: any printable text is a name (`mfu(%)`, `loss?`, `a#b`),
+    so everything but `/` is escaped, dots too (a client would read `../` as a step up)."""
+    return quote(name, safe="/").replace(".", "%2E")
 
 
 class ApiError(Exception):
@@ -41,6 +80,7 @@ class HolterAPI:
         self._transport = transport
         self._timeout = timeout
         self._clients: dict[int, httpx.AsyncClient] = {}
+        self._vocabulary: Vocabulary | None = None
 
     def _client(self) -> httpx.AsyncClient:
         # one client per event loop: an AsyncClient must not cross loops
@@ -56,10 +96,12 @@ class HolterAPI:
         reads its own service in-process, else the remote service's address."""
         return (API_PREFIX if self._transport is not None else self.base_url + API_PREFIX) + path
 
-    async def _request(self, method: str, path: str, *, params: Mapping[str, Any] | None = None, json: Any = None) -> Any:
+    async def _request(self, method: str, path: str, *, params: Mapping[str, Any] | None = None, json: Any = None,
+                       headers: Mapping[str, str] | None = None) -> Any:
         clean = {k: v for k, v in (params or {}).items() if v is not None and v != ""}
         try:
-            response = await self._client().request(method, path, params=clean, json=json, headers=_auth_headers())
+            response = await self._client().request(method, path, params=clean, json=json,
+                                                    headers=_auth_headers() if headers is None else headers)
         except httpx.HTTPError as exc:
             raise ApiError(f"the Holter API at {self.base_url} did not answer: {exc.__class__.__name__} {exc}".strip()) from exc
         if response.status_code >= 400:
@@ -67,6 +109,19 @@ class HolterAPI:
         if response.status_code == 204 or not response.content:
             return None
         return response.json()
+
+    # -- who a key is (sign-in)
+    async def who_am_i(self, key: str | None) -> KeyIdentity:
+        """Who `key` is (None: no key presented); an ApiError 401 for a missing, unknown or revoked key with auth on."""
+        body = await self._request("GET", "/keys/me", headers={"Authorization": f"Bearer {key}"} if key else {})
+        return KeyIdentity(auth=bool(body["auth"]), scope=body["scope"], project=body.get("project"), name=body.get("name"), id=body.get("id"))
+
+    # -- the vocabulary: read once, it changes only with the service's version
+    async def vocabulary(self) -> Vocabulary:
+        """Kinds, severities (with colours), statuses and panels, as the service defines them."""
+        if self._vocabulary is None:
+            self._vocabulary = Vocabulary.from_api(await self._request("GET", "/vocabulary"))
+        return self._vocabulary
 
     # -- runs
     async def list_runs(self, **filters: Any) -> dict[str, Any]:
@@ -78,11 +133,15 @@ class HolterAPI:
     async def update_run(self, run_id: str, **fields: Any) -> dict[str, Any]:
         return await self._request("PATCH", f"/runs/{run_id}", json=fields)
 
+    async def set_metric_kind(self, run_id: str, metric: str, kind: str | None) -> dict[str, Any]:
+        """Say what a metric is (None: as its name says); the service analyses it again."""
+        return await self._request("PATCH", f"/runs/{run_id}/metrics/{metric_path(metric)}", json={"kind": kind})
+
     # -- points
     async def points(self, run_id: str, metric: str, *, start: int | None = None, end: int | None = None,
                      max_points: int | None = None, limit: int | None = None) -> dict[str, Any]:
         """One metric's points; with `max_points` the service downsamples (min/max per bucket)."""
-        return await self._request("GET", f"/runs/{run_id}/metrics/{metric}/points",
+        return await self._request("GET", f"/runs/{run_id}/metrics/{metric_path(metric)}/points",
                                    params={"start": start, "end": end, "max_points": max_points, "limit": limit})
 
     async def many_points(self, run_id: str, metrics: list[str], *, start: int | None = None, end: int | None = None,
@@ -181,6 +240,10 @@ class HolterAPI:
     async def compare_to_reference(self, run_id: str, metric: str, *, reference: str | None = None) -> dict[str, Any]:
         """The run's `metric` against its reference's band; an ApiError 404 when it has no reference."""
         return await self._request("GET", f"/runs/{run_id}/compare", params={"metric": metric, "reference": reference})
+
+    async def compare_arms(self, metric: str, a: str, b: str) -> dict[str, Any]:
+        """Arm A against arm B (`run:<id>` or `group:<id>`): bands, verdicts, config diff, warnings."""
+        return await self._request("GET", "/compare", params={"metric": metric, "a": a, "b": b})
 
     async def levers(self, *, project: str | None = None, tag: str | None = None, run_ids: list[str] | None = None) -> dict[str, Any]:
         return await self._request("GET", "/levers", params={"project": project, "tag": tag, "run_id": run_ids or None})

@@ -30,9 +30,9 @@ def mount(app: FastAPI, *, api: HolterAPI | None = None) -> Dash:
     """
     if api is None:
         remote = os.environ.get(API_URL_ENV)
-        api = HolterAPI(remote) if remote else HolterAPI("http://holter.local", transport=httpx.ASGITransport(app=app))
+        api = HolterAPI(remote) if remote else HolterAPI("http://localhost", transport=httpx.ASGITransport(app=app))
     _guard_api_paths(app)
-    login.install(app)  # sign-in when auth is on; before Dash, whose catch-all serves every other GET
+    login.install(app, api)  # sign-in when auth is on; before Dash, whose catch-all serves every other GET
     dash_app = Dash(
         __name__,
         server=app,
@@ -81,7 +81,7 @@ def _set_up_dash_on_start(app: FastAPI) -> None:
     async def lifespan(app_: FastAPI) -> AsyncIterator[Any]:
         async with inner(app_) as state:
             transport = httpx.ASGITransport(app=app_)
-            async with httpx.AsyncClient(transport=transport, base_url="http://holter.local") as client:
+            async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
                 await client.get("/_dash-dependencies")
             yield state
 

@@ -8,7 +8,8 @@ from typing import Any
 import dash_mantine_components as dmc
 from dash import html
 
-from holter_dashboard.login import current_key
+from holter_dashboard.api import current_key
+from holter_dashboard.vocabulary import Vocabulary
 
 THEME: dict[str, Any] = {
     "primaryColor": "indigo",
@@ -17,26 +18,28 @@ THEME: dict[str, Any] = {
     "components": {"Card": {"defaultProps": {"withBorder": True, "shadow": "xs"}}},
 }
 
-STATUS_COLORS = {"running": "blue", "finished": "gray", "crashed": "red", "stalled": "orange"}
-HEALTH_COLORS = {"healthy": "teal", "info": "blue", "warning": "orange", "critical": "red"}
-SEVERITY_BADGE = {"critical": "red", "warning": "orange", "info": "blue"}
 # a badge in a table cell otherwise lets the table squeeze its label to "FAIL…"
 UNCLIPPED = {"root": {"overflow": "visible"}, "label": {"overflow": "visible"}}
 
 
-def status_badge(status: str | None) -> dmc.Badge:
+def status_badge(status: str | None, vocab: Vocabulary) -> dmc.Badge:
     status = status or "unknown"
-    return dmc.Badge(status, color=STATUS_COLORS.get(status, "gray"), variant="light" if status != "running" else "dot",
+    return dmc.Badge(status, color=vocab.run_status_badge(status), variant="dot" if vocab.is_live(status) else "light",
                      className=f"status-{status}")
 
 
-def health_badge(health: str | None, open_events: int | None = None) -> dmc.Badge:
+def health_badge(health: str | None, vocab: Vocabulary, open_events: int | None = None) -> dmc.Badge:
     """Worst open event of a run; runs from a service without events show as unknown."""
     if health is None:
         return dmc.Badge("—", color="gray", variant="outline")
     label = health if not open_events else f"{health} · {open_events}"
-    return dmc.Badge(label, color=HEALTH_COLORS.get(health, "gray"), variant="filled" if health == "critical" else "light",
+    return dmc.Badge(label, color=vocab.health_badge(health), variant="filled" if vocab.is_loudest(health) else "light",
                      className=f"health-{health}")
+
+
+def severity_badge(label: str, severity: str | None, vocab: Vocabulary, *, quiet: bool = False, **kwargs: Any) -> dmc.Badge:
+    """A badge in the colour of an event's severity (light once someone handled it)."""
+    return dmc.Badge(label, color=vocab.severity_badge(severity), variant="light" if quiet else "filled", **kwargs)
 
 
 def empty_state(title: str, text: Any = None, command: str | None = None) -> dmc.Paper:

@@ -9,6 +9,11 @@ ASGI middleware, then
   client (`api.py`) sends it on as `Authorization: Bearer <key>`: the dashboard reads exactly what
   the signed-in key may read (its scope and its project), through the same checks as any client.
 
+Whether auth is on and who a key is are the service's answer to `GET /api/v1/keys/me`, asked
+through the dashboard's API client: sign-in works the same against the service the dashboard is
+mounted in and against a remote one (`HOLTER_DASHBOARD_API_URL`), and the dashboard never opens
+the database.
+
 With auth off (`HOLTER_AUTH=off`, or `auto` on loopback with no keys) nothing is asked and
 `/login` just leads to the dashboard.
 """
@@ -16,16 +21,14 @@ With auth off (`HOLTER_AUTH=off`, or `auto` on loopback with no keys) nothing is
 from __future__ import annotations
 
 import html
-from contextvars import ContextVar
 from urllib.parse import parse_qs, quote, urlsplit
 
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import cookie_parser
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from holter_server.services.auth import Principal, authenticate
+from holter_dashboard.api import ApiError, HolterAPI, KeyIdentity, signed_in
 
 COOKIE = "holter_key"
 COOKIE_MAX_AGE = 30 * 24 * 3600  # a month; signing out or revoking the key ends it sooner
@@ -37,14 +40,6 @@ MAX_FORM_BYTES = 16 * 1024
 OPEN_PREFIXES = ("/api/", "/assets/", "/_dash-component-suites/")
 OPEN_PATHS = {"/api", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json", "/_favicon.ico", "/favicon.ico", "/login", "/logout"}
 DASH_PREFIX = "/_dash-"
-
-_current_key: ContextVar[str | None] = ContextVar("holter_dashboard_key", default=None)
-
-
-def current_key() -> str | None:
-    """The signed-in person's key for the request being served (None: no one signed in, or auth off)."""
-    return _current_key.get()
-
 
 def safe_next(value: str | None) -> str:
     """Where to go after signing in: a path on this site, never another host (`//evil`, `/\\evil`,
@@ -61,25 +56,21 @@ def safe_next(value: str | None) -> str:
     return value
 
 
-def may_use_dashboard(principal: Principal | None) -> bool:
-    return principal is not None and principal.scope in DASHBOARD_SCOPES
+def may_use_dashboard(identity: KeyIdentity | None) -> bool:
+    return identity is not None and identity.scope in DASHBOARD_SCOPES
 
 
-def _check(app: FastAPI, token: str | None) -> tuple[bool, Principal | None]:
-    """(auth on?, the principal of `token`). Blocking database work: run it in a thread."""
-    session = app.state.session_factory()
+async def check(api: HolterAPI, token: str | None) -> tuple[bool, KeyIdentity | None]:
+    """(auth on?, who `token` is), as the service answers `GET /keys/me`: a 401 is a missing,
+    unknown or revoked key. Through the API client, so it works the same on the service the
+    dashboard is mounted in and on a remote one (`HOLTER_DASHBOARD_API_URL`)."""
     try:
-        if not app.state.auth_mode.enabled(session):
-            return False, None
-        return True, authenticate(session=session, token=token, settings=app.state.settings) if token else None
-    finally:
-        session.close()
-
-
-async def check(app: FastAPI, token: str | None) -> tuple[bool, Principal | None]:
-    if app.state.settings.auth == "off":
-        return False, None
-    return await run_in_threadpool(_check, app, token)
+        identity = await api.who_am_i(token)
+    except ApiError as exc:
+        if exc.status == 401:
+            return True, None
+        raise
+    return identity.auth, identity if identity.auth else None
 
 
 def _is_open(path: str) -> bool:
@@ -90,26 +81,30 @@ class SignInGate:
     """Pure ASGI middleware (a context variable set here is seen by the route and by the Dash
     callbacks it runs, which `BaseHTTPMiddleware` would not guarantee)."""
 
-    def __init__(self, app: ASGIApp, *, holter_app: FastAPI) -> None:
+    def __init__(self, app: ASGIApp, *, api: HolterAPI) -> None:
         self.app = app
-        self.holter_app = holter_app
+        self.api = api
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
         key = _cookie(scope)
         path: str = scope["path"]
         if not _is_open(path):
-            enabled, principal = await check(self.holter_app, key)
-            if enabled and not may_use_dashboard(principal):
+            try:
+                enabled, identity = await check(self.api, key)
+            except ApiError as exc:  # the service (a remote one) cannot say who this is: let no one in
+                await _unavailable(scope, exc)(scope, receive, send)
+                return
+            if enabled and not may_use_dashboard(identity):
+                if scope["type"] == "websocket":  # Dash's callback socket: refused at the handshake (HTTP 403)
+                    await send({"type": "websocket.close", "code": 1008, "reason": "sign in to the dashboard: /login"})
+                    return
                 await _refuse(scope, path, had_cookie=key is not None)(scope, receive, send)
                 return
-        token = _current_key.set(key)
-        try:
+        with signed_in(key):
             await self.app(scope, receive, send)
-        finally:
-            _current_key.reset(token)
 
 
 def _cookie(scope: Scope) -> str | None:
@@ -119,6 +114,21 @@ def _cookie(scope: Scope) -> str | None:
             if found:
                 return found
     return None
+
+
+def _unavailable(scope: Scope, problem: ApiError) -> ASGIApp:
+    """What a request gets when the service cannot say who its key is: 503, or a socket closed."""
+    if scope["type"] == "websocket":
+        return _SocketClose("the Holter API did not answer")
+    return JSONResponse({"detail": f"cannot check the sign-in: {problem.message}"}, status_code=503)
+
+
+class _SocketClose:
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "websocket.close", "code": 1011, "reason": self.reason})
 
 
 def _refuse(scope: Scope, path: str, *, had_cookie: bool) -> Response:
@@ -137,13 +147,16 @@ def _refuse(scope: Scope, path: str, *, had_cookie: bool) -> Response:
 # --- the pages --------------------------------------------------------------------------------
 
 
-def add_routes(app: FastAPI) -> None:
+def add_routes(app: FastAPI, api: HolterAPI) -> None:
     """`GET/POST /login`, `GET /logout`. Add them before Dash, whose catch-all serves every other GET."""
 
     async def login_form(request: Request) -> Response:
         target = safe_next(request.query_params.get("next"))
-        enabled, principal = await check(app, request.cookies.get(COOKIE))
-        if not enabled or may_use_dashboard(principal):
+        try:
+            enabled, identity = await check(api, request.cookies.get(COOKIE))
+        except ApiError as exc:
+            return _page(target, error=f"The Holter API cannot check keys now: {exc.message}", status=503)
+        if not enabled or may_use_dashboard(identity):
             return RedirectResponse(target, status_code=303)
         return _page(target)
 
@@ -153,13 +166,16 @@ def add_routes(app: FastAPI) -> None:
         if from_another_site(request):
             return _page(target, error="This sign-in was sent from another site; sign in here instead.", status=403)
         key = form.get("key", "").strip()
-        enabled, principal = await check(app, key or None)
+        try:
+            enabled, identity = await check(api, key or None)
+        except ApiError as exc:
+            return _page(target, error=f"The Holter API cannot check keys now: {exc.message}", status=503)
         if not enabled:
             return RedirectResponse(target, status_code=303)
-        if principal is None:
+        if identity is None:
             return _page(target, error="That key is unknown or has been revoked." if key else "Enter an API key.", status=401)
-        if not may_use_dashboard(principal):
-            return _page(target, error=f"This is an {principal.scope} key (for training jobs): the dashboard needs a read or admin key.",
+        if not may_use_dashboard(identity):
+            return _page(target, error=f"This is an {identity.scope} key (for training jobs): the dashboard needs a read or admin key.",
                          status=403)
         response = RedirectResponse(target, status_code=303)
         secure = request.url.scheme == "https" or request.headers.get("x-forwarded-proto", "").split(",")[0].strip() == "https"
@@ -258,8 +274,8 @@ PAGE = """<!doctype html>
 """
 
 
-def install(app: FastAPI) -> None:
-    """The sign-in routes and the gate; call before Dash is mounted."""
-    add_routes(app)
-    app.add_middleware(SignInGate, holter_app=app)
+def install(app: FastAPI, api: HolterAPI) -> None:
+    """The sign-in routes and the gate, asking the service behind `api` who a key is; call before Dash is mounted."""
+    add_routes(app, api)
+    app.add_middleware(SignInGate, api=api)
 

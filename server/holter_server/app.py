@@ -8,15 +8,20 @@ from datetime import timedelta
 from typing import Any
 
 from fastapi import APIRouter, Depends, FastAPI
+from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from sqlalchemy.orm import Session, sessionmaker
 
 from holter_server import __version__
-from holter_server.api.deps import authorize
-from holter_server.api.routes import alerts, annotations, events, health, keys, points, postmortem, runs, series
+from holter_server.alerts import image_links
+from holter_server.api.bad_input import refuse_unstorable_text, validation_failed
+from holter_server.api.gate import Gate
+from holter_server.api.routes import (
+    alerts, annotations, compare, events, health, job_reports, keys, points, postmortem, runs, series, tripwires, vocabulary,
+)
 from holter_server.schemas.points import PointsBatch
 from holter_server.services.auth import AuthMode
-from holter_server.services.loops import AlertDispatcher, BackgroundWork, DetectionLoop, LoopService, StallWatch
+from holter_server.services.loops import AlertDispatcher, BackgroundWork, DetectionLoop, LoopService, ReferenceDriftLoop, StallWatch
 from holter_server.settings import Settings
 from holter_server.store.database import background_lock_path, make_engine, make_session_factory, upgrade
 
@@ -31,10 +36,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if settings.migrate_on_start:
-            upgrade(url)
+            upgrade(url, partition_points=settings.partition_points)
         engine = make_engine(url)
         app.state.engine = engine
         app.state.session_factory = make_session_factory(engine)
+        with app.state.session_factory() as session:
+            image_links.ensure_secret(session=session)
+        # "process": `holter serve` runs them in a worker process of their own, not here
         loops = background_loops(settings, app.state.session_factory) if settings.background == "thread" else []
         work = BackgroundWork(loops, background_lock_path(url))
         work.start()
@@ -47,8 +55,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app = FastAPI(title="Holter", version=__version__, summary="Training-health monitor for ML runs", lifespan=lifespan)
     app.state.settings = settings
     app.state.auth_mode = AuthMode(settings)
-    # Every API route passes `authorize`: its scope comes from one table (api/deps.py).
-    api = APIRouter(prefix=API_PREFIX, dependencies=[Depends(authorize)])
+    app.add_exception_handler(RequestValidationError, validation_failed)
+    # Every API request passes the gate first (api/gate.py): size, key and project from one table
+    # (api/access.py), before any body is read. Text that no store can hold is refused before any
+    # lookup (api/bad_input.py).
+    app.add_middleware(Gate, holter_app=app)
+    api = APIRouter(prefix=API_PREFIX, dependencies=[Depends(refuse_unstorable_text)])
     api.include_router(health.router)
     api.include_router(runs.router)
     api.include_router(points.router)
@@ -56,8 +68,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     api.include_router(annotations.router)
     api.include_router(alerts.router)
     api.include_router(postmortem.router)
+    api.include_router(compare.router)
     api.include_router(keys.router)
     api.include_router(series.router)
+    api.include_router(tripwires.router)
+    api.include_router(job_reports.router)
+    api.include_router(vocabulary.router)
     app.include_router(api)
     app.openapi = lambda: _openapi_with_batch_schema(app)  # type: ignore[method-assign]
     _mount_dashboard(app)
@@ -74,11 +90,14 @@ def _mount_dashboard(app: FastAPI) -> None:
 
 
 def background_loops(settings: Settings, session_factory: sessionmaker[Session]) -> list[LoopService]:
-    """The loops this process runs: the stall watch, the alert dispatcher and live detection (unless disabled)."""
+    """The loops this process runs: the stall watch, the alert dispatcher, reference drift on
+    finished runs, and live detection (unless disabled)."""
     loops: list[LoopService] = [
         StallWatch(session_factory, timedelta(seconds=settings.stall_after), settings.stall_check_interval),
         AlertDispatcher(session_factory, base_url=settings.base_url(), timeout=settings.alert_timeout,
-                        give_up_after=timedelta(seconds=settings.alert_give_up_after), allow_private=settings.allow_private_webhooks),
+                        give_up_after=timedelta(seconds=settings.alert_give_up_after), allow_private=settings.allow_private_webhooks,
+                        image_ttl=settings.image_link_ttl),
+        ReferenceDriftLoop(session_factory),
     ]
     if settings.detection_enabled:
         loops.append(DetectionLoop(session_factory, settings.detection_interval))

@@ -13,17 +13,9 @@ import pytest
 
 import holter
 from tests.receivers import Receiver
+from tests.conftest import ADMIN_TOKEN
 from tests.servers import ServerProcess
 
-ADMIN_TOKEN = "bootstrap-admin-token-0123456789"
-
-
-@pytest.fixture(scope="module")
-def secured(store_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    env = {"HOLTER_AUTH": "on", "HOLTER_ADMIN_TOKEN": ADMIN_TOKEN}
-    server = ServerProcess(store_url, env=env, log_path=tmp_path_factory.mktemp("access") / "server.log").start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +45,7 @@ def world(secured: ServerProcess, tmp_path_factory: pytest.TempPathFactory) -> I
     admin.put("/projects/acc-a/reference", json={"run_id": run.id})
     yield {"keys": keys, "run_id": run.id, "event_id": event["id"], "annotation_id": note["id"], "channel_id": channel["id"],
            "rule_id": rule["id"], "delivery_id": delivery["id"], "key_id": keys[("acc-a", "read")]["id"], "project": "acc-a",
-           "metric": "loss"}
+           "metric": "loss", "receiver": receiver}
     receiver.stop()
 
 
@@ -146,3 +138,106 @@ def test_a_scoped_admin_cannot_mint_keys_for_another_project(secured: ServerProc
     b_admin = secured.api(key=world["keys"][("acc-b", "admin")]["key"])
     assert b_admin.post("/keys", json={"name": "x", "scope": "admin", "project": "acc-a"}).status_code == 403
     assert b_admin.post("/keys", json={"name": "x", "scope": "admin"}).status_code == 403  # every project is more than it has
+
+
+@pytest.fixture(scope="module")
+def other_run(secured: ServerProcess, world: dict, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """Project B's own run, logging the same metric as A's."""
+    run = holter.init(project="acc-b", name="b-run", url=secured.url, api_key=world["keys"][("acc-b", "ingest")]["key"],
+                      spool_dir=tmp_path_factory.mktemp("spool-b"))
+    for step in range(50):
+        run.log({"loss": 1.0 + step / 100}, step=step)
+    run.finish()
+    return run.id
+
+
+def test_compare_refuses_a_reference_run_of_another_project(secured: ServerProcess, world: dict, other_run: str) -> None:
+    intruder = secured.api(key=world["keys"][("acc-b", "read")]["key"])
+    answer = intruder.get(f"/runs/{other_run}/compare", params={"metric": "loss", "reference": world["run_id"]})
+    assert answer.status_code == 404
+    assert "reference" not in answer.json() and "acc-a" not in answer.text
+
+
+def test_a_run_id_taken_in_another_project_is_refused_without_naming_it(secured: ServerProcess, world: dict) -> None:
+    intruder = secured.api(key=world["keys"][("acc-b", "ingest")]["key"])
+    answer = intruder.post("/runs", json={"id": world["run_id"], "project": "acc-b"})
+    assert answer.status_code == 409
+    assert "acc-a" not in answer.text
+
+
+def test_a_rule_without_a_project_on_a_projects_channel_hears_only_that_project(
+    secured: ServerProcess, world: dict, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    admin = secured.api(key=ADMIN_TOKEN)
+    a_admin = secured.api(key=world["keys"][("acc-a", "admin")]["key"])
+    # A's admin adds a catch-all rule (no project) to A's channel
+    assert a_admin.post("/rules", json={"channel_id": world["channel_id"], "name": "everything", "min_severity": "info"}).status_code == 201
+    b_receiver = Receiver().start()
+    try:
+        b_admin = secured.api(key=world["keys"][("acc-b", "admin")]["key"])
+        b_channel = b_admin.post("/channels", json={"name": "b-hook", "kind": "webhook", "target": b_receiver.url, "project": "acc-b"}).json()
+        run = holter.init(project="acc-b", name="b-secret-run", url=secured.url, api_key=world["keys"][("acc-b", "ingest")]["key"],
+                          spool_dir=tmp_path_factory.mktemp("spool-b2"))
+        for step in range(260):
+            run.log({"loss": math.nan if step >= 200 else 3.0 - step / 300}, step=step)
+        run.finish()
+        deadline = time.monotonic() + 30
+        while not admin.get("/deliveries", params={"run_id": run.id}).json():
+            assert time.monotonic() < deadline, "project B's own channel got no alert"
+            time.sleep(0.2)
+        # the alerts about B's run went to B's channel only, queued together in one transaction
+        assert {d["channel_id"] for d in admin.get("/deliveries", params={"run_id": run.id}).json()} == {b_channel["id"]}
+        assert "b-secret-run" not in a_admin.get("/deliveries").text
+    finally:
+        b_receiver.stop()
+
+
+def test_a_rule_for_another_project_on_a_projects_channel_is_refused(secured: ServerProcess, world: dict) -> None:
+    admin = secured.api(key=ADMIN_TOKEN)
+    answer = admin.post("/rules", json={"channel_id": world["channel_id"], "name": "b on a", "project": "acc-b"})
+    assert answer.status_code == 422 and "acc-a" in answer.json()["detail"]
+
+
+def test_only_the_key_that_wrote_a_note_may_change_it_whatever_author_is_claimed(secured: ServerProcess, world: dict) -> None:
+    admin = secured.api(key=ADMIN_TOKEN)
+    writer = secured.api(key=world["keys"][("acc-a", "read")]["key"])
+    other = secured.api(key=admin.post("/keys", json={"name": "a-read-2", "scope": "read", "project": "acc-a"}).json()["key"])
+    note = writer.post(f"/runs/{world['run_id']}/annotations", json={"author": "ana", "text": "mine"}).json()
+    path = f"/runs/{world['run_id']}/annotations/{note['id']}"
+    assert other.patch(path, json={"author": "ana", "text": "defaced"}).status_code == 403
+    assert other.delete(path, params={"author": "ana"}).status_code == 403
+    assert writer.patch(path, json={"author": "ana", "text": "edited"}).status_code == 200
+
+
+def test_a_chat_messages_picture_opens_without_a_key_through_its_signed_link_only(secured: ServerProcess, world: dict) -> None:
+    deadline = time.monotonic() + 30
+    while not (urls := [a["image_url"] for m in world["receiver"].messages() for a in m.json()["alerts"] if a.get("image_url")]):
+        assert time.monotonic() < deadline, "no alert with a picture arrived"
+        time.sleep(0.2)
+    image_url = urls[0]
+    picture = httpx.get(image_url)  # as Slack or Discord fetch it: no key
+    assert picture.status_code == 200 and picture.headers["content-type"] == "image/png"
+    tampered = image_url[:-1] + ("0" if image_url[-1] != "0" else "1")
+    assert httpx.get(tampered).status_code == 401
+    assert httpx.get(image_url.split("?", 1)[0]).status_code == 401
+    query = image_url.split("?", 1)[1]
+    assert httpx.get(f"{secured.url}/api/v1/runs/{world['run_id']}?{query}").status_code == 401  # signs that one picture only
+
+
+def test_the_worker_gets_the_database_url_by_environment_not_on_its_command_line(secured: ServerProcess, world: dict) -> None:
+    from pathlib import Path
+
+    assert secured.process is not None
+    children = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _parent_of(p) == secured.process.pid]
+    workers = [p for p in children if b"worker" in (p / "cmdline").read_bytes()]
+    assert workers, "holter serve started no worker"
+    for worker in workers:
+        assert secured.database_url.encode() not in (worker / "cmdline").read_bytes()
+        assert b"--db" not in (worker / "cmdline").read_bytes()
+
+
+def _parent_of(proc: object) -> int | None:
+    try:
+        return int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])  # type: ignore[operator]
+    except (OSError, ValueError, IndexError):
+        return None

@@ -89,7 +89,7 @@ def test_a_divergence_reaches_a_signed_webhook_once_with_its_evidence(alert_serv
     assert "NaN" in alert["summary"] and "200" in alert["summary"] and alert["start_step"] == 200
     assert alert["link"].startswith(f"http://holter.example:8765/runs/{run.id}?metrics=loss&start=")
     assert alert["sparkline"] and "×" in alert["sparkline"]
-    assert alert["image_url"].endswith(".png") and message.headers["idempotency-key"] == payload["idempotency_key"]
+    assert "/sparkline.png?expires=" in alert["image_url"] and message.headers["idempotency-key"] == payload["idempotency_key"]
 
 
 @pytest.mark.parametrize("kind", ["slack", "discord", "teams"])

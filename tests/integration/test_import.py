@@ -11,6 +11,8 @@ import pytest
 
 from holter.cli import main
 from tests.conftest import new_run_id
+from tests.foreign_runs import write_mlflow_run, write_wandb_offline_run
+from tests.real_curves import load_series
 from tests.servers import ServerProcess, free_port
 
 
@@ -65,6 +67,22 @@ def test_trainer_state_gives_train_and_eval_series(server: ServerProcess, spool_
     assert points(server, run_id, "loss")["steps"] == list(range(10, 510, 10))
 
 
+def test_the_service_s_reading_of_the_whole_run_is_printed(server: ServerProcess, spool_dir: Path, tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    # the real whisper-large-v2 fine-tune of the corpus as its trainer_state.json: eval loss up at
+    # each of its 5 evals while the train loss falls (tests/data/real_curves, source in labels.json)
+    history = []
+    for name, key in (("whisper_ja_train_loss", "loss"), ("whisper_ja_eval_loss", "eval_loss")):
+        steps, values = load_series(name).arrays()
+        history += [{"step": int(s), key: float(v)} for s, v in zip(steps, values)]
+    path = tmp_path / "trainer_state.json"
+    path.write_text(json.dumps({"global_step": 5000, "log_history": sorted(history, key=lambda h: h["step"])}))
+    code, _ = import_file(server, path)
+    report = capsys.readouterr().out
+    assert code == 0 and "eval_loss (eval_loss, 5 points): " in report
+    assert "the run, its series read together: warning" in report and "overfitting at steps 1,000–5,000" in report
+
+
 def test_tensorboard_folder_is_imported_with_its_diagnosis(server: ServerProcess, spool_dir: Path, tmp_path: Path,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("tensorboard")
@@ -83,8 +101,8 @@ def test_tensorboard_folder_is_imported_with_its_diagnosis(server: ServerProcess
     assert stored["steps"] == list(range(300))
     assert stored["values"][0] == pytest.approx(4.0) and stored["values"][200:] == ["NaN"] * 100
     report = capsys.readouterr().out
-    assert f"{server.url}/api/v1/runs/{run_id}" in report
-    assert "train/loss (300 points): critical" in report and "divergence at steps 200–299" in report
+    assert f"{server.url}/runs/{run_id}" in report
+    assert "train/loss (loss, 300 points): critical" in report and "divergence at steps 200–299" in report
 
 
 def test_large_file_streams_through_in_batches(server: ServerProcess, spool_dir: Path, tmp_path: Path) -> None:
@@ -112,3 +130,89 @@ def test_no_service_is_an_error_not_a_spool(tmp_path: Path, capsys: pytest.Captu
     path.write_text("step,loss\n0,1.0\n")
     code = main(["import", str(path), "--project", "imports", "--name", "x", "--url", f"http://127.0.0.1:{free_port()}"])
     assert code == 3 and "no Holter service" in capsys.readouterr().err
+
+
+def test_original_wall_times_are_kept(server: ServerProcess, spool_dir: Path, tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    path.write_text("".join(json.dumps({"step": s, "loss": 2.0 - s / 10, "_timestamp": 1_600_000_000.0 + 30 * s}) + "\n"
+                            for s in range(5)))
+    code, run_id = import_file(server, path)
+    assert code == 0
+    stored = points(server, run_id, "loss")
+    assert stored["times"] == [1_600_000_000.0 + 30 * s for s in range(5)]
+
+
+def test_a_file_that_fails_before_any_point_leaves_no_run(server: ServerProcess, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "log.jsonl"
+    path.write_text("{not json\n")
+    code, run_id = import_file(server, path)
+    assert code == 2 and "not JSON" in capsys.readouterr().err
+    assert httpx.get(f"{server.url}/api/v1/runs/{run_id}").status_code == 404
+
+
+def test_a_file_without_numbers_leaves_no_run(server: ServerProcess, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "metrics.csv"
+    path.write_text("step,note\n1,hello\n")
+    code, run_id = import_file(server, path)
+    assert code == 2 and "nothing imported" in capsys.readouterr().err
+    assert httpx.get(f"{server.url}/api/v1/runs/{run_id}").status_code == 404
+
+
+def test_a_file_that_fails_midway_keeps_what_was_read_and_exits_non_zero(server: ServerProcess, spool_dir: Path,
+                                                                          tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    path.write_text("".join(json.dumps({"step": s, "loss": 1.0}) + "\n" for s in range(10)) + "{torn\n")
+    code, run_id = import_file(server, path)
+    assert code == 2
+    run = httpx.get(f"{server.url}/api/v1/runs/{run_id}").json()
+    assert run["status"] == "crashed" and counts(server, run_id) == {"loss": 10}
+
+
+def test_an_import_into_an_existing_run_exits_non_zero_when_a_metric_is_refused(server: ServerProcess, spool_dir: Path,
+                                                                                  tmp_path: Path,
+                                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    # the read-back of the stored counts cannot judge a run that held points before: the client's
+    # own account (finish()'s Delivery) does
+    first = tmp_path / "first.csv"
+    first.write_text("step,loss\n0,2.0\n1,1.9\n")
+    code, run_id = import_file(server, first)
+    assert code == 0
+    second = tmp_path / "second.csv"
+    second.write_text(f"step,loss,{'x' * 300}\n2,1.8,1.0\n3,1.7,1.0\n")
+    code = main(["import", str(second), "--project", "imports", "--run-id", run_id, "--url", server.url])
+    err = capsys.readouterr().err
+    assert code == 4 and "2 points refused" in err and "at most 256 characters" in err
+    assert counts(server, run_id) == {"loss": 4}
+
+
+def test_mlflow_run_is_imported_with_steps_times_and_parameters(server: ServerProcess, spool_dir: Path, tmp_path: Path) -> None:
+    store = tmp_path / "mlflow.db"
+    history = [(s * 10, 3.0 / (1 + s), 1_650_000_000_000 + 1000 * s) for s in range(50)]
+    write_mlflow_run(f"sqlite:///{store}", metrics={"loss": history}, params={"lr": 0.001, "optimizer": "sgd"})
+    code, run_id = import_file(server, store)
+    assert code == 0
+    stored = points(server, run_id, "loss")
+    assert stored["steps"] == [s * 10 for s in range(50)]
+    assert stored["times"][:2] == [1_650_000_000.0, 1_650_000_001.0]
+    config = httpx.get(f"{server.url}/api/v1/runs/{run_id}").json()["config"]
+    assert config["lr"] == 0.001 and config["optimizer"] == "sgd" and config["format"] == "mlflow"
+
+
+def test_wandb_offline_run_is_imported_at_its_training_steps(server: ServerProcess, spool_dir: Path, tmp_path: Path) -> None:
+    run_folder = write_wandb_offline_run(tmp_path)
+    run_id = new_run_id()
+    code = main(["import", str(run_folder), "--project", "imports", "--run-id", run_id, "--url", server.url])
+    assert code == 0
+    run = httpx.get(f"{server.url}/api/v1/runs/{run_id}").json()
+    assert run["name"] == "wandb-baseline" and run["config"]["lr"] == 3e-4 and run["config"]["warmup_steps"] == 100
+    assert points(server, run_id, "train/loss")["steps"] == [8, 16, 24, 32, 40]
+    assert points(server, run_id, "eval/loss")["values"] == ["NaN"]
+
+
+def test_options_go_before_or_after_the_subcommand(server: ServerProcess, spool_dir: Path, tmp_path: Path) -> None:
+    path = tmp_path / "metrics.csv"
+    path.write_text("step,loss\n0,1.0\n1,0.9\n")
+    run_id = new_run_id()
+    assert main(["--url", server.url, "import", str(path), "--project", "imports", "--run-id", run_id]) == 0
+    assert counts(server, run_id) == {"loss": 2}

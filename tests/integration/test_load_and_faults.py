@@ -52,15 +52,21 @@ def test_a_postgres_restart_mid_stream_loses_nothing(postgres_url: str, tmp_path
     version = sorted(p.name for p in Path("/etc/postgresql").iterdir())[0]
     server = ServerProcess(postgres_url, log_path=tmp_path / "server.log").start()
     try:
+        restarted_at: list[float] = []
+
         def restart() -> None:
             time.sleep(4)
             subprocess.run(["pg_ctlcluster", "--skip-systemctl-redirect", version, "main", "restart"], check=True, timeout=60)
+            restarted_at.append(time.monotonic())
 
         restarter = threading.Thread(target=restart)
         restarter.start()
         results = asyncio.run(run_jobs(server.url, jobs=5, metrics=10, rate=10, seconds=14, prefix=f"pgrestart-{uuid.uuid4().hex[:6]}"))
+        streamed_until = time.monotonic()
         restarter.join()
-        assert any(r.errors for r in results), "the restart should have been felt"
+        # the restart fell inside the stream (whether a request saw an error depends on timing:
+        # the service retries, so a quick restart may be felt by none)
+        assert restarted_at and restarted_at[0] < streamed_until, "Postgres came back only after the jobs had stopped"
         for result in results:
             assert stored_points(server.url, result.run_id) == result.points_sent
     finally:

@@ -16,7 +16,8 @@ from holter_server.settings import Settings
 from holter_server.store import runs as runs_store
 from holter_server.store.database import make_engine, make_session_factory
 from holter_server.store.models import MetricRow, RollupRow
-from holter_server.store.rollups import levels_of, read_point_ranges, read_rollup_pieces
+from holter_server.store.rollup_buckets import levels_of
+from holter_server.store.rollups import read_point_ranges, read_rollup_pieces
 from tests.conftest import new_run_id
 
 STEPS = 60_000
@@ -200,7 +201,8 @@ def test_rollups_stay_exact_through_late_resent_and_overlapping_batches(api: htt
     send(api, run_id, "loss", steps[:20_000], values[:20_000])  # late
     assert send(api, run_id, "loss", steps[30_000:40_000], values[30_000:40_000])["stored"] == 0  # re-sent
     overlap = send(api, run_id, "loss", steps[15_000:35_000], values[15_000:35_000] + 100.0)  # partly new, other values
-    assert overlap == {"received": 20_000, "stored": 10_000, "duplicates": 10_000}
+    assert (overlap["received"], overlap["stored"], overlap["duplicates"]) == (20_000, 10_000, 10_000)
+    assert [(c["metric"], c["steps"][0]) for c in overlap["conflicts"]] == [("loss", 15_000)]  # other values at stored steps
     repeated = np.r_[steps[50_000:50_100], steps[50_000:50_100]]  # the same steps twice in one batch: first kept
     send(api, run_id, "loss", repeated, np.r_[values[50_000:50_100], values[50_000:50_100] - 7.0])
     assert_rollups_match_points(store_sessions, run_id, "loss")

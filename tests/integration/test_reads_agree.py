@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from holter_server.api.routes.points import series_body
-from holter_server.schemas.points import PointsBatch
+from holter_server.schemas.points import ReadBatch, read_batch
 from holter_server.services.ingest import ingest_batch
 from holter_server.services.reads import read_family, read_series
 from holter_server.settings import Settings
@@ -19,7 +19,7 @@ from holter_server.store.database import make_engine, make_session_factory, sess
 pytestmark = pytest.mark.postgres
 
 
-def batches(seed: int) -> list[PointsBatch]:
+def batches(seed: int) -> list[ReadBatch]:
     rng = np.random.default_rng(seed)
     steps = np.arange(40_000)
     values = rng.normal(size=len(steps)).cumsum()
@@ -30,7 +30,7 @@ def batches(seed: int) -> list[PointsBatch]:
     out = []
     for part in [*parts, parts[2], parts[5][:100]]:  # shuffled, then a re-sent batch and a partial one
         part = np.sort(part)
-        out.append(PointsBatch.model_validate({"metrics": {
+        out.append(read_batch({"metrics": {
             "loss": {"steps": steps[part].tolist(), "values": values[part].tolist()},
             "act_norm/layer.1": {"steps": steps[part].tolist(), "values": (values[part] * 2).tolist()},
         }}))

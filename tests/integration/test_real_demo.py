@@ -18,6 +18,7 @@ from holter.cli import REAL_SCENARIOS, main  # noqa: E402
 from holter_server.demo import real  # noqa: E402
 from holter_server.detect import classify_series, is_alarm, verdict  # noqa: E402
 from tests.servers import ServerProcess  # noqa: E402
+from tests.waiting import wait_until  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -55,14 +56,35 @@ def test_scenario_shows_its_diagnosis(scenario: real.Scenario, sqlite_server: Se
     recorder = real.stream_scenario(scenario, url=sqlite_server.url, project="real-demo", corpus=corpus)
     run_id = recorder.run.id
     stored = {m["name"]: m["count"] for m in httpx.get(f"{sqlite_server.url}/api/v1/runs/{run_id}").json()["metrics"]}
-    assert stored["loss"] == scenario.steps and stored["grad_norm"] == len(range(0, scenario.steps, 5))
-    assert "act_norm/blocks.0" in stored and "throughput/tokens_per_s" in stored
+    assert stored["loss"] == scenario.steps and stored["holter/grad_norm"] == len(range(0, scenario.steps, 5))
+    assert "holter/act_norm/blocks.0" in stored and "holter/throughput/tokens_per_s" in stored
     if scenario.expected == "healthy":
-        for metric in ("loss", "eval_loss", "grad_norm"):
+        for metric in ("loss", "eval_loss", "holter/grad_norm"):
             assert not is_alarm(verdict(stored_events(sqlite_server, run_id, metric))), metric
     else:
         kinds = {e.kind for e in stored_events(sqlite_server, run_id, scenario.metric) if e.severity != "info"}
         assert scenario.expected in kinds
+    if scenario.finding:
+        assert_service_raised(sqlite_server, run_id, scenario)
+
+
+def assert_service_raised(server: ServerProcess, run_id: str, scenario: real.Scenario) -> None:
+    """The live service names the scenario's cross-signal finding: the module the NaN came from, the stall."""
+    def found() -> list[dict]:
+        events = httpx.get(f"{server.url}/api/v1/runs/{run_id}/events", params={"kind": scenario.finding}, timeout=30).json()["data"]
+        # a NaN report stands alone until a divergence is detected and it is attached to it (at
+        # the run's next findings refresh); the gradient norm's divergence may be found first and
+        # the report moves to the loss's once that one is found: wait for the loss's
+        return [e for e in events if e["severity"] != "info" and (scenario.nan_block is None or e["metric"] == "loss")]
+
+    (event,) = wait_until(found)
+    planted = int(scenario.steps * real.PLANTED_FROM)
+    if scenario.nan_block is not None:
+        assert event["summary"].startswith(f"first non-finite output at step {planted}: `blocks.{scenario.nan_block}.attn` (forward")
+        assert event["metric"] == "loss" and event["severity"] == "critical"
+    else:
+        assert event["summary"].startswith("input pipeline stall: the step waited")
+        assert planted <= event["start_step"] <= planted + 10
 
 
 def test_rl_mismatch_spikes_with_the_period_set_by_rollouts_num(sqlite_server: ServerProcess, corpus: real.Corpus,

@@ -1,5 +1,5 @@
-"""Reference runs: a run that drifts from its reference is flagged when it finishes; one that
-tracks it is not. On SQLite and Postgres."""
+"""Reference runs: a run that drifts from its reference is flagged once it finishes (by the
+service's reference-drift loop, moments after); one that tracks it is not. On SQLite and Postgres."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import httpx
 
 import holter
 from tests.servers import ServerProcess
+from tests.waiting import wait_until
 
 
 def stream(server: ServerProcess, project: str, eval_gap: float, seed: int, tags: list[str] | None = None,
@@ -33,7 +34,7 @@ def test_a_run_whose_eval_loss_drifts_from_the_reference_is_flagged(server: Serv
     reference = stream(server, project, eval_gap=0.0, seed=1)
     assert api.put(f"/projects/{project}/reference", json={"run_id": reference.id, "by": "ana"}).status_code == 200
     drifting = stream(server, project, eval_gap=0.12, seed=2)
-    (drift,) = api.get(f"/runs/{drifting.id}/events", params={"kind": "reference_drift"}).json()["data"]
+    (drift,) = wait_until(lambda: api.get(f"/runs/{drifting.id}/events", params={"kind": "reference_drift"}).json()["data"])
     assert drift["metric"] == "eval_loss" and 1950 <= drift["start_step"] <= 2100
     assert "above the reference" in drift["summary"] and "while loss matches" in drift["summary"]
     comparison = api.get(f"/runs/{drifting.id}/compare", params={"metric": "eval_loss"}).json()

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 from tests.servers import ServerProcess
 
 
-def workers_of(database_url: str) -> list[str]:
+def workers_of(server: ServerProcess) -> list[str]:
+    """The worker processes `server` started (they name their parent; the database URL is not on their command line)."""
+    assert server.process is not None
     listing = subprocess.run(["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True).stdout
-    return [line for line in listing.splitlines() if "holter.cli worker" in line and database_url in line]
+    return [line for line in listing.splitlines() if "holter.cli worker" in line and f"--parent-pid {server.process.pid}" in line]
 
 
 def test_the_worker_dies_with_a_killed_server(tmp_path: Path) -> None:
@@ -19,13 +24,13 @@ def test_the_worker_dies_with_a_killed_server(tmp_path: Path) -> None:
     server = ServerProcess(url, log_path=tmp_path / "server.log").start()
     try:
         deadline = time.monotonic() + 30
-        while not workers_of(url):
+        while not workers_of(server):
             assert time.monotonic() < deadline, "no worker started"
             time.sleep(0.2)
     finally:
         server.kill()
     deadline = time.monotonic() + 10
-    while workers_of(url):
+    while workers_of(server):
         assert time.monotonic() < deadline, "the worker outlived its server"
         time.sleep(0.2)
 
@@ -35,4 +40,46 @@ def test_a_server_killed_while_its_worker_starts_leaves_no_worker(tmp_path: Path
     server = ServerProcess(url, log_path=tmp_path / "server.log").start()
     server.kill()  # the worker may still be importing
     time.sleep(4)
-    assert workers_of(url) == []
+    assert workers_of(server) == []
+
+
+
+# Loaded by the worker's interpreter at start-up: every `Condition.notify_all` (which
+# `Event.set` calls holding the event's lock) takes 0.3 s, so a second signal surely arrives
+# while the first one's handler is inside it, as it did by chance on a loaded machine.
+SLOW_NOTIFY = """
+import threading, time
+_notify_all = threading.Condition.notify_all
+def _slow_notify_all(self):
+    time.sleep(0.3)
+    _notify_all(self)
+threading.Condition.notify_all = _slow_notify_all
+"""
+
+
+def test_a_second_sigterm_during_the_first_ones_handling_still_ends_the_worker(tmp_path: Path) -> None:
+    """The parent's death (PR_SET_PDEATHSIG) and a supervisor's terminate arrive together: the
+    second signal's handler ran inside the first one's `Event.set` and blocked for good on the
+    event's lock, so the worker lived on, deaf (seen: a worker left running 45 minutes after its
+    server)."""
+    (tmp_path / "sitecustomize.py").write_text(SLOW_NOTIFY)
+    database = tmp_path / "holter.db"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    worker = subprocess.Popen([sys.executable, "-m", "holter.cli", "worker", "--db", f"sqlite:///{database}"],
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        # past start-up (a signal before the handlers are set kills it outright) into its wait loop
+        deadline = time.monotonic() + 60
+        while not database.exists():
+            assert time.monotonic() < deadline and worker.poll() is None, "the worker did not start"
+            time.sleep(0.1)
+        time.sleep(3)
+        worker.send_signal(signal.SIGTERM)
+        time.sleep(0.1)
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(20)
+    except subprocess.TimeoutExpired:
+        raise AssertionError("the worker did not end within 20 s of two SIGTERMs") from None
+    finally:
+        if worker.poll() is None:
+            worker.kill()

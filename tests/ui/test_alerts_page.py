@@ -62,7 +62,7 @@ def test_a_new_channel_is_listed_masked_and_takes_a_test_message(page, receiver:
     card.wait_for()
     assert card.locator(".channel-target").inner_text().startswith("http://127.0.0.1/…")
     assert secret_path not in page.content()
-    assert card.locator(".rule-row").count() == 3  # started with the default rules
+    assert card.locator(".rule-row").count() == 4  # started with the default rules
 
     card.get_by_role("button", name="Send test").click()
     card.locator(".test-delivered").wait_for()

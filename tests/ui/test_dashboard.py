@@ -76,7 +76,7 @@ def test_run_page_draws_the_charts_with_the_event_label(page, spiky_run: str) ->
     label = page.locator(".js-plotly-plot .annotation-text", has_text="spike").first
     label.wait_for()
     assert label.is_visible()
-    assert page.locator(".event-item.event-spike").count() >= 1  # and in the side list
+    page.locator(".event-item.event-spike").first.wait_for()  # and in the side list (drawn beside the charts)
     assert wait_until(lambda: len(plotted_x(page, "loss")) > 100)
 
 

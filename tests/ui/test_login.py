@@ -207,3 +207,38 @@ def test_a_sign_in_from_this_site_or_a_script_sets_the_cookie(secure_server: Ser
     answer = httpx.post(f"{secure_server.url}/login", data={"key": keys["read"], "next": "/"}, headers={**headers, **origin}, timeout=10)
     assert answer.status_code == 303 and answer.cookies.get("holter_key") == keys["read"]
 
+
+
+# --- remote mode: a dashboard reading another service (HOLTER_DASHBOARD_API_URL) ----------------
+
+
+@pytest.fixture(scope="module")
+def remote_dashboard(secure_server: ServerProcess, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """A second service, auth off and with no runs of its own, whose dashboard reads `secure_server`
+    (auth on): who may sign in is the remote service's answer, never this one's database."""
+    root = tmp_path_factory.mktemp("ui-remote")
+    process = ServerProcess(f"sqlite:///{root / 'holter.db'}", log_path=root / "server.log",
+                            env={"HOLTER_SPOOL_DIR": str(root / "spool"), "HOLTER_DASHBOARD_API_URL": secure_server.url}).start()
+    yield process
+    process.stop()
+
+
+def test_a_remote_dashboard_asks_the_remote_service_who_a_key_is(remote_dashboard: ServerProcess, keys: dict[str, str]) -> None:
+    with httpx.Client(base_url=remote_dashboard.url, timeout=10) as client:
+        assert client.get("/runs/x").status_code == 303  # the remote asks for keys: so does its dashboard
+        assert client.post("/login", data={"key": "hk_deadbeef_not-a-real-key", "next": "/"}).status_code == 401
+        assert client.post("/login", data={"key": keys["ingest"], "next": "/"}).status_code == 403
+        answer = client.post("/login", data={"key": keys["read"], "next": "/"})
+        assert answer.status_code == 303 and answer.cookies.get("holter_key") == keys["read"]
+
+
+@pytest.mark.slow
+def test_a_remote_dashboard_signs_in_with_the_remote_services_key_and_reads_its_runs(
+        chromium, remote_dashboard: ServerProcess, keys: dict[str, str], guarded_run: str) -> None:  # type: ignore[no-untyped-def]
+    for tab in browser_tab(chromium, remote_dashboard.url):
+        tab.goto(f"/runs/{guarded_run}")
+        tab.wait_for_url("**/login?next=*")
+        sign_in(tab, keys["read"])
+        tab.wait_for_url(f"**/runs/{guarded_run}")
+        tab.locator("#run-title", has_text="behind-the-door").wait_for()  # a run only the remote service holds
+        assert tab.locator(".error-alert").count() == 0

@@ -6,8 +6,9 @@
     trainer = lightning.Trainer(logger=logger, ...)
 
 Works with `lightning` and with the older `pytorch_lightning` package. The run starts when
-Lightning sets the trainer up; the module's saved hyperparameters are merged into its config; a
-fit that raises finishes the run as crashed.
+Lightning sets the trainer up; the module's saved hyperparameters are merged into its config as
+they are, nested ones included (stored as JSON, read by dotted key such as `optimizer.betas`;
+see `holter.config`); a fit that raises finishes the run as crashed.
 """
 
 from __future__ import annotations
@@ -60,9 +61,8 @@ class HolterLogger(Logger):
 
     @rank_zero_only
     def log_hyperparams(self, params: dict[str, Any] | Namespace, *args: Any, **kwargs: Any) -> None:
-        """Merge the hyperparameters into the run's config."""
-        values = vars(params) if isinstance(params, Namespace) else dict(params)
-        self.experiment.update_config({k: v if isinstance(v, (str, int, float, bool, type(None))) else str(v) for k, v in values.items()})
+        """Merge the hyperparameters (a dict, a Namespace, nested dicts and dataclasses) into the run's config."""
+        self.experiment.update_config(params)
 
     @rank_zero_only
     def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:

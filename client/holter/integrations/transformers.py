@@ -4,16 +4,21 @@
     trainer = Trainer(..., callbacks=[HolterCallback(project="sft")])
 
 The callback starts a run when training begins (on the main process only), logs every value the
-trainer logs at its global step, step time and samples per second at every optimizer step, and
-finishes the run when training ends. The names stay the trainer's (`loss`, `grad_norm`,
-`learning_rate`, `eval_loss`, TRL's `sampling/sampling_logp_difference/mean`, ...): the service
-recognises them. An exception that escapes `trainer.train()` marks the run crashed through
-`holter`'s exception hook.
+trainer logs at its global step, and Holter's own step time and samples per second at every
+optimizer step (`holter/step_time`, `holter/throughput/samples_per_s`). The trainer's names stay
+its own (`loss`, `grad_norm`, `learning_rate`, `eval_loss`, TRL's `step_time` and
+`sampling/sampling_logp_difference/mean`, ...): the service recognises them, and Holter's names
+never collide with them.
+
+The run stays open after training, as W&B's callback leaves it, so that a later
+`trainer.evaluate()` or `trainer.predict()` logs into it (at the final global step); it is
+finished when the process exits, when `callback.finish()` is called, or when another run's
+training begins (a hyperparameter-search trial, or a `train()` under another `run_name`). An
+exception that escapes `trainer.train()` marks the run crashed through `holter`'s exception hook.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -55,9 +60,9 @@ class HolterCallback(TrainerCallback):
                        **kwargs: Any) -> None:
         if not state.is_world_process_zero:
             return
-        if self.run is None:
-            config = {**_json_config(args.to_sanitized_dict()), **self._config}
-            self.run = holter.init(project=self._project, name=self._name or args.run_name, config=config, **self._init_kwargs)
+        if self._owns_run and self.run is not None and (state.is_hyper_param_search or self._run_name(args) != self.run.name):
+            self.finish()  # another run's training begins: the previous one is complete
+        self._start(args)
         if self._watch_every and model is not None:
             from holter.torch import watch
 
@@ -83,18 +88,42 @@ class HolterCallback(TrainerCallback):
 
     def on_log(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
                logs: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
-        if self.run is None or not logs:
-            return
-        metrics = numeric_logs(logs)
-        if metrics:
-            self.run.log(metrics, step=state.global_step)
+        self._log(args, state, logs)
+
+    def on_predict(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
+                   metrics: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
+        self._log(args, state, metrics)  # `predict()` reports its metrics here, not through `log()`
 
     def on_train_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any) -> None:
         if self._watch is not None:
             self._watch.remove()
             self._watch = None
+
+    def finish(self) -> None:
+        """Finish the run this callback started (else it is finished when the process exits)."""
         if self.run is not None and self._owns_run:
             self.run.finish()
+            self.run = None
+
+    def _start(self, args: TrainingArguments) -> None:
+        if self.run is None:
+            # to_dict, not to_sanitized_dict: that one writes None as the string "None"
+            config = {**args.to_dict(), **self._config}
+            self.run = holter.init(project=self._project, name=self._run_name(args), config=config, **self._init_kwargs)
+
+    def _run_name(self, args: TrainingArguments) -> str | None:
+        return self._name or args.run_name
+
+    def _log(self, args: TrainingArguments, state: TrainerState, logs: Mapping[str, Any] | None) -> None:
+        if not state.is_world_process_zero or not logs:
+            return
+        metrics = numeric_logs(logs)
+        if not metrics:
+            return
+        if self.run is None and self._owns_run:
+            self._start(args)  # evaluate() or predict() without training first
+        if self.run is not None:
+            self.run.log(metrics, step=state.global_step)
 
 
 def numeric_logs(logs: Mapping[str, Any]) -> dict[str, float]:
@@ -108,16 +137,3 @@ def numeric_logs(logs: Mapping[str, Any]) -> dict[str, float]:
         except (TypeError, ValueError):
             continue  # lists, dicts, multi-element tensors: not a point on a curve
     return metrics
-
-
-def _json_config(config: Mapping[str, Any]) -> dict[str, Any]:
-    """The training arguments with values JSON cannot carry (NaN limits, objects) made plain."""
-    plain: dict[str, Any] = {}
-    for key, value in config.items():
-        if isinstance(value, float) and not math.isfinite(value):
-            plain[key] = str(value)
-        elif value is None or isinstance(value, (str, int, float, bool, list, dict)):
-            plain[key] = value
-        else:
-            plain[key] = str(value)
-    return plain

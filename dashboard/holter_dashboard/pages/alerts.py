@@ -2,6 +2,9 @@
 
 Every change goes through the API and then bumps a version store, which re-reads the lists; the
 deliveries also refresh on a timer, so a retry or a new alert shows up without reloading.
+
+A little over 400 lines, kept as one module: the layout, the views and the callbacks share the
+page's component ids and version store, and its two sections (views, callbacks) read in one go.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from dash import ALL, MATCH, Dash, Input, Output, State, ctx, dcc, html, no_upda
 
 from holter_dashboard.api import ApiError, HolterAPI
 from holter_dashboard.components import UNCLIPPED, age, empty_state, error_alert, section
-from holter_dashboard.figures import KIND_LABELS
+from holter_dashboard.vocabulary import Vocabulary
 
 CHANNEL_KINDS = {
     "slack": ("Slack", "https://hooks.slack.com/services/…"),
@@ -23,7 +26,6 @@ CHANNEL_KINDS = {
     "webhook": ("Webhook (signed JSON)", "https://example.com/holter-hook"),
     "apprise": ("Apprise URL", "tgram://bot-token/chat-id"),
 }
-EVENT_KINDS = [*KIND_LABELS, "reference_drift"]
 DELIVERY_COLORS = {"pending": "blue", "delivered": "teal", "failed": "red"}
 TICK_MS = 3000
 
@@ -58,11 +60,11 @@ def layout(**_: Any) -> html.Div:
                 dmc.Group([dmc.TextInput(id="rule-project", label="Project", placeholder="any", size="xs", w="48%"),
                            dmc.TextInput(id="rule-tag", label="Run tag", placeholder="any", size="xs", w="48%")], gap="xs"),
                 dmc.TextInput(id="rule-metric", label="Metric pattern", placeholder="any, or a glob: loss*, act_norm/*", size="xs"),
-                dmc.TagsInput(id="rule-kinds", label="Event kinds", placeholder="any kind", data=EVENT_KINDS, size="xs", clearable=True),
+                # event kinds and severities are the service's vocabulary's (filled in with the channels)
+                dmc.TagsInput(id="rule-kinds", label="Event kinds", placeholder="any kind", data=[], size="xs", clearable=True),
                 dmc.Group(
                     [
-                        dmc.Select(id="rule-severity", label="At least", data=["info", "warning", "critical"], value="warning",
-                                   size="xs", w=110, allowDeselect=False),
+                        dmc.Select(id="rule-severity", label="At least", data=[], value=None, size="xs", w=110, allowDeselect=False),
                         dmc.NumberInput(id="rule-cooldown", label="Cooldown (s)", value=300, min=0, max=86_400, size="xs", w=110),
                     ],
                     gap="xs",
@@ -114,7 +116,7 @@ def layout(**_: Any) -> html.Div:
 # ---------------------------------------------------------------------------------- views
 
 
-def rule_filters(rule: dict[str, Any]) -> str:
+def rule_filters(rule: dict[str, Any], vocab: Vocabulary) -> str:
     """What a rule listens for, in a line: 'project gpt2 · tag prod · loss* · spike, divergence · warning or worse'."""
     parts: list[str] = []
     if rule.get("project"):
@@ -131,15 +133,16 @@ def rule_filters(rule: dict[str, Any]) -> str:
         if rule.get("metric_pattern"):
             parts.append(rule["metric_pattern"])
         kinds = rule.get("kinds") or []
-        parts.append(", ".join(KIND_LABELS.get(k, k.replace("_", " ")) for k in kinds) if kinds else "any event")
-        parts.append(f"{rule.get('min_severity', 'warning')} or worse" if rule.get("min_severity") != "critical" else "critical only")
+        parts.append(", ".join(vocab.event_kind_label(k) for k in kinds) if kinds else "any event")
+        least = rule.get("min_severity") or vocab.default_min_severity
+        parts.append(f"{least} only" if least == vocab.severity_names[-1] else f"{least} or worse")
     cooldown = float(rule.get("cooldown_s") or 0)
     if cooldown:
         parts.append(f"cooldown {cooldown / 60:g} min" if cooldown >= 60 else f"cooldown {cooldown:g} s")
     return " · ".join(parts)
 
 
-def rules_table(rules: list[dict[str, Any]]) -> Any:
+def rules_table(rules: list[dict[str, Any]], vocab: Vocabulary) -> Any:
     if not rules:
         return dmc.Text("No rules: this channel gets nothing but test messages. Add a rule on the left.", size="xs", c="dimmed",
                         className="no-rules")
@@ -149,7 +152,7 @@ def rules_table(rules: list[dict[str, Any]]) -> Any:
         rows.append(dmc.TableTr(
             [
                 dmc.TableTd(dmc.Text(rule["name"], size="sm", fw=500, c="dark" if enabled else "dimmed")),
-                dmc.TableTd(dmc.Text(rule_filters(rule), size="xs", c="dimmed")),
+                dmc.TableTd(dmc.Text(rule_filters(rule, vocab), size="xs", c="dimmed")),
                 dmc.TableTd(dmc.Badge("on" if enabled else "off", color="teal" if enabled else "gray", variant="light", size="sm")),
                 dmc.TableTd(dmc.Group(
                     [
@@ -165,7 +168,7 @@ def rules_table(rules: list[dict[str, Any]]) -> Any:
     return dmc.Table(dmc.TableTbody(rows), verticalSpacing=4, fz="sm")
 
 
-def channel_card(channel: dict[str, Any], rules: list[dict[str, Any]]) -> dmc.Paper:
+def channel_card(channel: dict[str, Any], rules: list[dict[str, Any]], vocab: Vocabulary) -> dmc.Paper:
     label = CHANNEL_KINDS.get(channel["kind"], (channel["kind"], ""))[0]
     badges = [dmc.Badge(label, variant="light", size="sm"),
               dmc.Badge("enabled" if channel.get("enabled") else "disabled", color="teal" if channel.get("enabled") else "gray",
@@ -197,7 +200,7 @@ def channel_card(channel: dict[str, Any], rules: list[dict[str, Any]]) -> dmc.Pa
             ),
             html.Div(id={"type": "channel-test-result", "id": channel["id"]}),
             dmc.Text("Rules", size="xs", c="dimmed", mt=6),
-            rules_table(rules),
+            rules_table(rules, vocab),
         ],
         p="sm", withBorder=True, radius="md", className="channel-item",
     )
@@ -253,25 +256,30 @@ def register(app: Dash, api: HolterAPI) -> None:
         Output("alerts-channels", "children"),
         Output("rule-channel", "data"),
         Output("rule-channel", "value"),
+        Output("rule-kinds", "data"),
+        Output("rule-severity", "data"),
+        Output("rule-severity", "value"),
         Input("alerts-version", "data"),
         State("rule-channel", "value"),
+        State("rule-severity", "value"),
     )
-    async def channels_view(_version: int, chosen: Any) -> tuple:
+    async def channels_view(_version: int, chosen: Any, severity: str | None) -> tuple:
         try:
-            channels, rules = await asyncio.gather(api.channels(), api.rules())
+            channels, rules, vocab = await asyncio.gather(api.channels(), api.rules(), api.vocabulary())
         except ApiError as exc:
-            return error_alert(exc.message, "Could not read the channels"), [], None
+            return error_alert(exc.message, "Could not read the channels"), [], None, no_update, no_update, no_update
+        choices = ([k["name"] for k in vocab.event_kinds], vocab.severity_names, severity or vocab.default_min_severity)
         if not channels:
             return (empty_state("No channels yet", "Add a Slack, Discord, Teams or webhook URL on the left; Holter then posts "
                                                    "divergences, NaNs, stalled or crashed runs and a drifting logprob mismatch there."),
-                    [], None)
+                    [], None, *choices)
         by_channel: dict[int, list[dict]] = {}
         for rule in rules:
             by_channel.setdefault(rule["channel_id"], []).append(rule)
         options = [{"value": str(c["id"]), "label": c["name"]} for c in channels]
         if chosen not in {o["value"] for o in options}:
             chosen = options[0]["value"]
-        return dmc.Stack([channel_card(c, by_channel.get(c["id"], [])) for c in channels], gap="sm"), options, chosen
+        return dmc.Stack([channel_card(c, by_channel.get(c["id"], []), vocab) for c in channels], gap="sm"), options, chosen, *choices
 
     @app.callback(
         Output("ch-secret", "disabled"),
@@ -383,7 +391,7 @@ def register(app: Dash, api: HolterAPI) -> None:
         try:
             await api.add_rule(channel_id=int(channel), name=name.strip(), project=(project or "").strip() or None,
                                run_tag=(tag or "").strip() or None, metric_pattern=(metric or "").strip() or None,
-                               kinds=kinds or None, min_severity=severity or "warning", threshold_op=op or None,
+                               kinds=kinds or None, min_severity=severity or None, threshold_op=op or None,
                                threshold_value=float(value) if op in ("above", "below") and value not in (None, "") else None,
                                cooldown_s=float(cooldown) if cooldown not in (None, "") else 300.0)
         except (ApiError, ValueError) as exc:

@@ -1,4 +1,8 @@
-"""Compare page: one metric across runs, aligned by step, with their events and a reference band."""
+"""Compare page: one metric across runs, aligned by step, with their events and, against a
+reference run, the service's band and each run's drifts from it (`GET /runs/{id}/compare`);
+and the first two runs as arms of an ablation (each a run or its seed group), drawn with the seed
+bands and judged by the service (`GET /api/v1/compare`): the verdict, its numbers, the config diff
+and the confounders."""
 
 from __future__ import annotations
 
@@ -10,12 +14,18 @@ from dash import Dash, Input, Output, State, dcc, html, no_update
 
 from holter_dashboard.api import ApiError, HolterAPI, optional
 from holter_dashboard.components import empty_state, error_alert
-from holter_dashboard.figures import Series, View, compare_figure, minmax_downsample
+from holter_dashboard.charts.compare import compare_figure, seed_band_figure
+from holter_dashboard.charts.series import Series, View
 
 MAX_POINTS = 2000
 
 
-def layout(runs: str | None = None, metric: str | None = None, ref: str | None = None, smooth: Any = None, **_: Any) -> html.Div:
+ARM_KINDS = [{"value": "run", "label": "the run"}, {"value": "group", "label": "its seed group"}]
+VERDICT_COLORS = {"real effect": "green", "noise": "gray", "unknown": "yellow"}
+
+
+def layout(runs: str | None = None, metric: str | None = None, ref: str | None = None, smooth: Any = None,
+           a: str | None = None, b: str | None = None, **_: Any) -> html.Div:
     chosen = [r for r in (runs or "").split(",") if r]
     try:
         smoothing = min(max(float(smooth), 0.0), 0.99) if smooth not in (None, "") else 0.6
@@ -28,6 +38,10 @@ def layout(runs: str | None = None, metric: str | None = None, ref: str | None =
             dmc.Select(id="cmp-metric", label="Metric", value=metric, data=[metric] if metric else [], searchable=True, w=220, size="xs"),
             dmc.Select(id="cmp-ref", label="Reference run", value=ref, data=[{"value": r, "label": r} for r in chosen], clearable=True,
                        placeholder="none", w=220, size="xs"),
+            dmc.Select(id="cmp-arm-a", label="Arm A (first run)", value=a if a in ("run", "group") else "run", data=ARM_KINDS,
+                       w=150, size="xs", allowDeselect=False),
+            dmc.Select(id="cmp-arm-b", label="Arm B (second run)", value=b if b in ("run", "group") else "run", data=ARM_KINDS,
+                       w=150, size="xs", allowDeselect=False),
             dmc.Stack([dmc.Text("smoothing", size="xs"),
                        dmc.Slider(id="cmp-smooth", min=0, max=0.99, step=0.01, value=smoothing, w=140, updatemode="mouseup")], gap=4),
         ],
@@ -62,9 +76,11 @@ def register(app: Dash, api: HolterAPI) -> None:
         label = {r["id"]: f"{r.get('name') or r['id']} ({r['id']})" for r in listing["data"]}
         run_options = [{"value": r["id"], "label": label[r["id"]]} for r in listing["data"]]
         run_options += [{"value": r, "label": r} for r in chosen or [] if r not in label]
-        metrics: list[str] = sorted({m["name"] for d in details if isinstance(d, dict) for m in d.get("metrics") or []})
+        kinds = {m["name"]: m.get("kind") for d in details if isinstance(d, dict) for m in d.get("metrics") or []}
+        metrics: list[str] = sorted(kinds)
         if metric not in metrics:
-            metric = next((m for m in ("loss", "train_loss", "train/loss") if m in metrics), metrics[0] if metrics else None)
+            # start on what the service reads as the training loss, else the first metric
+            metric = next((m for m in metrics if kinds[m] == "loss"), metrics[0] if metrics else None)
         refs = [{"value": r, "label": label.get(r, r)} for r in chosen or []]
         return run_options, metrics, metric, refs
 
@@ -74,9 +90,12 @@ def register(app: Dash, api: HolterAPI) -> None:
         Input("cmp-metric", "value"),
         Input("cmp-ref", "value"),
         Input("cmp-smooth", "value"),
+        Input("cmp-arm-a", "value"),
+        Input("cmp-arm-b", "value"),
         Input("cmp-tick", "n_intervals"),
     )
-    async def draw(chosen: list[str] | None, metric: str | None, ref: str | None, smoothing: float | None, _n: int | None) -> Any:
+    async def draw(chosen: list[str] | None, metric: str | None, ref: str | None, smoothing: float | None, arm_a: str | None,
+                   arm_b: str | None, _n: int | None) -> Any:
         if not chosen:
             return empty_state("Pick runs to compare", "Tick two or more runs on the runs page, or choose them above.")
         if not metric:
@@ -90,31 +109,91 @@ def register(app: Dash, api: HolterAPI) -> None:
                 continue
             if isinstance(read, BaseException):
                 raise read
-            s = Series.from_api(read)
-            if len(s) > 2 * MAX_POINTS:
-                steps, values = minmax_downsample(s.steps, s.values, MAX_POINTS)
-                s = Series(steps, values, [], True)
             events, _ = await optional(api.run_events(run_id, metric=metric), [])
-            runs.append((run_id, run_id, s, events))
-        figure = compare_figure(metric, runs, reference=ref if ref in chosen else None, view=View(smoothing=smoothing or 0.0))
+            runs.append((run_id, run_id, Series.from_api(read), events))
+        reference = ref if ref in chosen else None
+        comparisons, band_problems = await against_reference(api, [r for r, *_ in runs], reference, metric)
+        problems += band_problems
+        figure = compare_figure(metric, runs, reference=reference, view=View(smoothing=smoothing or 0.0),
+                                vocab=await api.vocabulary(), comparisons=comparisons)
         figure["layout"]["uirevision"] = f"{','.join(chosen)}:{metric}:{ref}"
         body: list[Any] = [error_alert("; ".join(problems), "Some runs could not be read")] if problems else []
+        arms = (arm_a or "run", arm_b or "run")
+        if len(chosen) >= 2:
+            try:
+                comparison = await api.compare_arms(metric, f"{arms[0]}:{chosen[0]}", f"{arms[1]}:{chosen[1]}")
+            except ApiError as exc:
+                body.append(error_alert(exc.message, "These arms could not be compared"))
+            else:
+                if "group" in arms:
+                    body.append(dmc.Paper(dcc.Graph(id="cmp-seed-graph", figure=seed_band_figure(comparison), config={"displaylogo": False}),
+                                          withBorder=True, radius="md", p=4, mb="md"))
+                body.append(verdict_card(comparison))
         body.append(dmc.Paper(dcc.Graph(id="cmp-graph", figure=figure, config={"displaylogo": False}), withBorder=True, radius="md", p=4))
         return body
 
     app.clientside_callback(
         """
-        function(runs, metric, ref, smooth) {
+        function(runs, metric, ref, smooth, a, b) {
             if (window.location.pathname !== '/compare') return window.dash_clientside.no_update;
             const q = new URLSearchParams();
             if (runs && runs.length) q.set('runs', runs.join(','));
             if (metric) q.set('metric', metric);
             if (ref) q.set('ref', ref);
             if (smooth !== null && smooth !== undefined && smooth !== 0.6) q.set('smooth', smooth);
+            if (a && a !== 'run') q.set('a', a);
+            if (b && b !== 'run') q.set('b', b);
             setTimeout(() => window.history.replaceState(null, '', '/compare' + (q.toString() ? '?' + q.toString() : '')), 0);
             return window.dash_clientside.no_update;
         }
         """,
         Output("cmp-url-sink", "children"),
         Input("cmp-runs", "value"), Input("cmp-metric", "value"), Input("cmp-ref", "value"), Input("cmp-smooth", "value"),
+        Input("cmp-arm-a", "value"), Input("cmp-arm-b", "value"),
     )
+
+
+async def against_reference(api: HolterAPI, run_ids: list[str], reference: str | None,
+                            metric: str) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """Each run's `metric` against the reference run as the service compares them (its band and
+    the run's drifts out of it), by run id; and what could not be compared."""
+    others = [r for r in run_ids if reference is not None and r != reference]
+    answers = await asyncio.gather(*(api.compare_to_reference(r, metric, reference=reference) for r in others), return_exceptions=True)
+    comparisons: dict[str, dict[str, Any]] = {}
+    problems: list[str] = []
+    for run_id, answer in zip(others, answers):
+        if isinstance(answer, ApiError):
+            problems.append(f"{run_id} against the reference: {answer.message}")
+        elif isinstance(answer, BaseException):
+            raise answer
+        else:
+            comparisons[run_id] = answer
+    return comparisons, problems
+
+
+def verdict_card(comparison: dict[str, Any]) -> dmc.Card:
+    """What the service concluded about arm A against arm B, with its numbers: the headline
+    verdict, every other measure, the confounder warnings and the config diff."""
+    headline = comparison.get("headline")
+    rows: list[Any] = [dmc.Text(f"A: {comparison['a']['label']}  ·  B: {comparison['b']['label']}", size="sm", c="dimmed")]
+    if headline:
+        rows.append(dmc.Group([dmc.Badge(headline["verdict"], color=VERDICT_COLORS.get(headline["verdict"], "gray"), id="cmp-verdict-badge"),
+                               dmc.Text(headline["sentence"], id="cmp-verdict-sentence", fw=600)], gap="sm", wrap="nowrap"))
+    others = [v for v in comparison.get("verdicts") or [] if not headline or v["measure"] != headline["measure"]]
+    if others:
+        rows.append(dmc.List([dmc.ListItem(f"{v['sentence']}") for v in others], size="sm", className="cmp-other-verdicts"))
+    for warning in comparison.get("warnings") or []:
+        rows.append(dmc.Alert(warning, color="orange", title="confounder", className="cmp-warning", p="xs"))
+    changes = comparison.get("config_diff") or []
+    if changes:
+        table = dmc.Table([html.Thead(html.Tr([html.Th("config key"), html.Th("A"), html.Th("B")])),
+                           html.Tbody([html.Tr([html.Td(c["key"]), html.Td(_shown(c["a"])), html.Td(_shown(c["b"]))]) for c in changes])],
+                          striped=True, withTableBorder=True, fz="sm", id="cmp-config-diff")
+        rows.append(table)
+    else:
+        rows.append(dmc.Text("the arms' configs are the same apart from seeds", size="sm", c="dimmed"))
+    return dmc.Card(dmc.Stack(rows, gap="xs"), withBorder=True, radius="md", p="sm", mb="md", id="cmp-verdict")
+
+
+def _shown(value: Any) -> str:
+    return "absent" if value is None else str(value)

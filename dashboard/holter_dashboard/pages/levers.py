@@ -14,7 +14,7 @@ from dash import Dash, Input, Output, State, dcc, html, no_update
 
 from holter_dashboard.api import ApiError, HolterAPI
 from holter_dashboard.components import UNCLIPPED, empty_state, error_alert
-from holter_dashboard.figures import KIND_LABELS
+from holter_dashboard.vocabulary import Vocabulary
 
 FEATURES = {
     "presence": "whether it happens", "period": "its period", "first_step": "when it starts", "spike_spacing": "spike spacing",
@@ -54,7 +54,7 @@ def p_value_text(p: float) -> str:
     return "< 0.001" if p < 0.001 else f"{p:.3f}" if p < 0.1 else f"{p:.2f}"
 
 
-def candidates_table(candidates: list[dict[str, Any]]) -> dmc.Card:
+def candidates_table(candidates: list[dict[str, Any]], vocab: Vocabulary) -> dmc.Card:
     head = dmc.TableThead(dmc.TableTr([dmc.TableTh(h) for h in ("#", "Key", "Failure", "Feature", "Relation", "Evidence", "p", "Runs")]))
     rows = []
     for rank, c in enumerate(candidates, 1):
@@ -67,8 +67,7 @@ def candidates_table(candidates: list[dict[str, Any]]) -> dmc.Card:
                 dmc.TableTd(str(rank), style={"fontVariantNumeric": "tabular-nums"}),
                 dmc.TableTd(dmc.Code(c.get("key")), className="lever-key"),
                 dmc.TableTd(dmc.Stack([dmc.Text(c.get("metric"), size="xs", ff="monospace"),
-                                       dmc.Badge(KIND_LABELS.get(c.get("kind"), str(c.get("kind")).replace("_", " ")), size="xs",
-                                                 variant="light")], gap=2)),
+                                       dmc.Badge(vocab.event_kind_label(c.get("kind")), size="xs", variant="light")], gap=2)),
                 dmc.TableTd(FEATURES.get(c.get("feature"), c.get("feature"))),
                 dmc.TableTd(dmc.Badge(c.get("relation"), variant="outline", size="sm", styles=UNCLIPPED)),
                 dmc.TableTd(dmc.Stack(evidence, gap=2)),
@@ -80,7 +79,7 @@ def candidates_table(candidates: list[dict[str, Any]]) -> dmc.Card:
     return dmc.Card(dmc.Table([head, dmc.TableTbody(rows)], verticalSpacing="xs", fz="sm", highlightOnHover=True), padding=0)
 
 
-def report_view(report: dict[str, Any]) -> list[Any]:
+def report_view(report: dict[str, Any], vocab: Vocabulary) -> list[Any]:
     varying = report.get("varying_keys") or []
     parts: list[Any] = [dmc.Text(f"{report.get('runs', 0)} run{'' if report.get('runs') == 1 else 's'} · config keys that vary: " + (", ".join(varying) if varying else "none"),
                                  size="sm", c="dimmed", mb=6, className="levers-scope")]
@@ -95,7 +94,7 @@ def report_view(report: dict[str, Any]) -> list[Any]:
         parts.append(dmc.Alert(report.get("note") or "No config key changes the structure of a failure across these runs.",
                                title="No lever", color="gray", variant="light", className="levers-note"))
         return parts
-    parts.append(candidates_table(candidates))
+    parts.append(candidates_table(candidates, vocab))
     if report.get("note"):
         parts.append(dmc.Text(report["note"], size="xs", c="dimmed", mt=6, className="levers-note"))
     return parts
@@ -137,11 +136,12 @@ def register(app: Dash, api: HolterAPI) -> None:
         try:
             report = await api.levers(project=None if runs else project, tag=None if runs else (tag or "").strip() or None,
                                       run_ids=runs or None)
+            vocab = await api.vocabulary()
         except ApiError as exc:
             return error_alert(exc.message, "Could not look for levers")
         if not report.get("runs"):
             return empty_state("No runs match", "Choose another project or tag.")
-        return report_view(report)
+        return report_view(report, vocab)
 
     app.clientside_callback(
         """

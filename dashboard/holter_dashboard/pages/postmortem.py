@@ -7,21 +7,24 @@ self-contained HTML report to download, and the run against its project's refere
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
-from urllib.parse import urlencode
 
 import dash_mantine_components as dmc
 from dash import Dash, Input, Output, State, dcc, html, no_update
 
 from holter_dashboard.api import ApiError, HolterAPI
-from holter_dashboard.components import SEVERITY_BADGE, empty_state, error_alert, health_badge, section, status_badge
-from holter_dashboard.figures import (
-    View, drift_sentence, event_label, heatmap_figure, line_figure, plan_panels, reference_figure,
-)
-from holter_dashboard.pages.run import GRAPH_CONFIG, load_series
-
-CONTEXT_STEPS = 20  # at least this many steps either side of an event when the run page opens on it
+from holter_dashboard.components import empty_state, error_alert, health_badge, section, severity_badge, status_badge
+from holter_dashboard.charts.compare import drift_sentence, reference_figure
+from holter_dashboard.charts.heatmap import heatmap_figure
+from holter_dashboard.charts.line import band_figure, line_figure
+from holter_dashboard.charts.marks import event_label
+from holter_dashboard.charts.panels import plan_panels
+from holter_dashboard.charts.series import View
+from holter_dashboard.links import zoom_href
+from holter_dashboard.pages.run.data import GRAPH_CONFIG, load_series
+from holter_dashboard.vocabulary import Vocabulary
 
 
 def title(run_id: str | None = None, **_: Any) -> str:
@@ -81,27 +84,15 @@ def layout(run_id: str | None = None, metric: str | None = None, **_: Any) -> ht
 # ---------------------------------------------------------------------------------- views
 
 
-def zoom_href(run_id: str, start: int | None, end: int | None = None, metric: str | None = None) -> str:
-    """The run page opened on a step range, with context either side (and on one metric's chart)."""
-    if start is None:
-        return f"/runs/{run_id}"
-    end = start if end is None else end
-    pad = max(CONTEXT_STEPS, (end - start) // 2)
-    query = {"start": max(0, start - pad), "end": end + pad}
-    if metric:
-        query["metrics"] = metric
-    return f"/runs/{run_id}?{urlencode(query)}"
-
-
-def default_reference_metric(names: list[str]) -> str | None:
-    """The metric a reference comparison starts on: an eval loss, else the training loss."""
-    lowered = {n: n.lower() for n in names}
-    for wanted in (lambda n: "eval" in n and "loss" in n, lambda n: "val" in n and "loss" in n,
-                   lambda n: n in ("loss", "train_loss", "train/loss"), lambda n: "loss" in n):
-        found = sorted(n for n, low in lowered.items() if wanted(low))
+def default_reference_metric(metrics: list[dict[str, Any]], vocab: Vocabulary) -> str | None:
+    """The metric a reference comparison starts on: of the kinds the vocabulary prefers (an eval
+    loss, else the training loss), as the service reads each metric; else the first by name."""
+    for kind in vocab.data.get("reference_kinds") or ():
+        found = sorted(m["name"] for m in metrics if m.get("kind") == kind)
         if found:
             return found[0]
-    return sorted(names)[0] if names else None
+    names = sorted(m["name"] for m in metrics)
+    return names[0] if names else None
 
 
 def _steps(start: int | None, end: int | None) -> str:
@@ -112,7 +103,7 @@ def _steps(start: int | None, end: int | None) -> str:
     return f"steps {start:,}–{end:,}"
 
 
-def header(run: dict[str, Any], report_url: str) -> dmc.Group:
+def header(run: dict[str, Any], report_url: str, vocab: Vocabulary) -> dmc.Group:
     return dmc.Group(
         [
             dmc.Stack(
@@ -121,7 +112,7 @@ def header(run: dict[str, Any], report_url: str) -> dmc.Group:
                                dmc.Text(run.get("project"), size="sm", c="dimmed"), dmc.Text("/", c="dimmed", size="sm"),
                                dmc.Anchor(run.get("name") or run["id"], href=f"/runs/{run['id']}", size="sm", c="dimmed")], gap=6),
                     dmc.Group([dmc.Title(f"Post-mortem: {run.get('name') or run['id']}", order=2, id="pm-title"),
-                               status_badge(run.get("status")), health_badge(run.get("health"), run.get("open_events"))], gap="sm"),
+                               status_badge(run.get("status"), vocab), health_badge(run.get("health"), vocab, run.get("open_events"))], gap="sm"),
                 ],
                 gap=2,
             ),
@@ -138,13 +129,13 @@ def header(run: dict[str, Any], report_url: str) -> dmc.Group:
     )
 
 
-def timeline(run: dict[str, Any], events: list[dict[str, Any]]) -> Any:
+def timeline(run: dict[str, Any], events: list[dict[str, Any]], vocab: Vocabulary) -> Any:
     """Every event and status change in step order, then where the run ended; each opens the run page there."""
     items = []
     for e in events:
-        handled = e.get("status") not in ("open", None)
+        handled = e.get("status") in vocab.handled_statuses
         title_row = dmc.Group(
-            [dmc.Badge(event_label(e), color=SEVERITY_BADGE.get(e.get("severity"), "gray"), variant="light" if handled else "filled", size="sm"),
+            [severity_badge(event_label(e, vocab), e.get("severity"), vocab, quiet=handled, size="sm"),
              dmc.Text(_steps(e.get("start_step"), e.get("end_step")), size="xs", fw=600),
              dmc.Text(e.get("metric") or "run", size="xs", c="dimmed", ff="monospace")],
             gap=6,
@@ -153,7 +144,7 @@ def timeline(run: dict[str, Any], events: list[dict[str, Any]]) -> Any:
         if handled:
             body.append(dmc.Text(f"{e['status']} by {e.get('status_by') or 'someone'}" + (f": {e['status_reason']}" if e.get("status_reason") else ""),
                                  size="xs", c="dimmed", fs="italic"))
-        href = zoom_href(run["id"], e.get("start_step"), e.get("end_step"), e.get("metric"))
+        href = zoom_href(run["id"], e, e.get("metric"))
         items.append(dmc.TimelineItem(
             dmc.Anchor(dmc.Stack(body, gap=0), href=href, underline="never", c="dark", className="timeline-link"),
             title=dmc.Anchor(title_row, href=href, underline="never", c="dark"),
@@ -162,7 +153,7 @@ def timeline(run: dict[str, Any], events: list[dict[str, Any]]) -> Any:
     last = run.get("last_step")
     items.append(dmc.TimelineItem(
         dmc.Text(f"last step {last:,}" if last is not None else "no points logged", size="xs", c="dimmed"),
-        title=dmc.Group([status_badge(run.get("status")), dmc.Text("the run's state now", size="xs", c="dimmed")], gap=6),
+        title=dmc.Group([status_badge(run.get("status"), vocab), dmc.Text("the run's state now", size="xs", c="dimmed")], gap=6),
         className="timeline-entry timeline-end",
     ))
     hint = dmc.Text("Nothing was found: every curve looked healthy." if not events else "Click an entry to open the run there.",
@@ -180,7 +171,7 @@ def notes_list(notes: list[dict[str, Any]], run_id: str) -> Any:
             dmc.Text(n.get("text"), size="sm", className="note-text"),
             dmc.Group([dmc.Text(n.get("author"), size="xs", c="dimmed"),
                        dmc.Anchor(where + (f" · {n['metric']}" if n.get("metric") else ""), size="xs",
-                                  href=zoom_href(run_id, n.get("start_step"), n.get("end_step"), n.get("metric")))], gap=6),
+                                  href=zoom_href(run_id, n, n.get("metric")))], gap=6),
         ], p="xs", withBorder=True, radius="sm", className="note-item"))
     return dmc.Stack(items, gap=6)
 
@@ -198,7 +189,7 @@ def drift_list(comparison: dict[str, Any]) -> Any:
         return dmc.Text("The run stays inside the reference's band.", size="sm", c="teal", className="no-drift")
     return dmc.Stack(
         [dmc.Anchor(drift_sentence(comparison["metric"], d), size="sm", className="drift-item",
-                    href=zoom_href(comparison["run_id"], d["start_step"], d["end_step"], comparison["metric"])) for d in drifts],
+                    href=zoom_href(comparison["run_id"], d, comparison["metric"])) for d in drifts],
         gap=2,
     )
 
@@ -222,7 +213,7 @@ def register(app: Dash, api: HolterAPI) -> None:
     )
     async def load(run_id: str, wanted: str | None) -> tuple:
         try:
-            review = await api.postmortem(run_id)
+            review, vocab = await asyncio.gather(api.postmortem(run_id), api.vocabulary())
         except ApiError as exc:
             text = f"There is no run {run_id!r}." if exc.status == 404 else exc.message
             return (error_alert(text, "Cannot review this run"), None, None, None, None, None, [], None, True)
@@ -234,9 +225,9 @@ def register(app: Dash, api: HolterAPI) -> None:
         )
         names = sorted(m["name"] for m in run.get("metrics") or [])
         data = {"run": run, "timeline": review.get("timeline") or [], "annotations": review.get("annotations") or []}
-        return (header(run, api.browser_url(f"/runs/{run['id']}/report.html")), summary, timeline(run, data["timeline"]),
+        return (header(run, api.browser_url(f"/runs/{run['id']}/report.html"), vocab), summary, timeline(run, data["timeline"], vocab),
                 notes_list(data["annotations"], run["id"]), config_block(run.get("config")), data, names,
-                wanted if wanted in names else default_reference_metric(names), False)
+                wanted if wanted in names else default_reference_metric(run.get("metrics") or [], vocab), False)
 
     @app.callback(
         Output("pm-charts", "children"),
@@ -247,7 +238,8 @@ def register(app: Dash, api: HolterAPI) -> None:
         if not data:
             return None
         run = data["run"]
-        panels = plan_panels(m["name"] for m in run.get("metrics") or [])
+        vocab = await api.vocabulary()
+        panels = plan_panels(run.get("metrics") or [], vocab)
         if not panels:
             return empty_state("No metrics were logged")
         view = View()
@@ -255,9 +247,11 @@ def register(app: Dash, api: HolterAPI) -> None:
         graphs = []
         for panel in panels:
             if panel.kind == "heatmap":
-                figure = heatmap_figure(panel, series, data["timeline"], view)
+                figure = heatmap_figure(panel, series, data["timeline"], view, vocab=vocab)
+            elif panel.kind == "band":
+                figure = band_figure(panel, series, view)
             else:
-                figure, _ = line_figure(panel, series, data["timeline"], data["annotations"], view)
+                figure, _ = line_figure(panel, series, data["timeline"], data["annotations"], view, vocab=vocab)
             graphs.append(dmc.Paper(dcc.Graph(figure=figure, config=GRAPH_CONFIG, className=f"panel panel-{panel.kind}"),
                                     withBorder=True, radius="md", p=4, className="chart-card"))
         body: list[Any] = [error_alert("; ".join(errors), "Some series could not be read")] if errors else []

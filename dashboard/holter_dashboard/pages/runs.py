@@ -6,11 +6,11 @@ from typing import Any
 from urllib.parse import urlencode
 
 import dash_mantine_components as dmc
-from dash import ALL, Dash, Input, Output, State, dcc, html
+from dash import ALL, Dash, Input, Output, State, dcc, html, no_update
 
 from holter_dashboard.api import ApiError, HolterAPI, optional
 from holter_dashboard.components import age, empty_state, error_alert, health_badge, link, status_badge
-from holter_dashboard.figures import KIND_LABELS
+from holter_dashboard.vocabulary import Vocabulary
 
 SORTS = {
     "updated": "last activity",
@@ -19,7 +19,6 @@ SORTS = {
     "name": "name",
     "step": "most steps",
 }
-HEALTH_RANK = {"critical": 0, "warning": 1, "info": 2, "healthy": 3, None: 4}
 
 
 def layout(project: str | None = None, status: str | None = None, tag: str | None = None, config: str | None = None,
@@ -29,12 +28,13 @@ def layout(project: str | None = None, status: str | None = None, tag: str | Non
         [
             dmc.Select(id="runs-project", label="Project", placeholder="all", data=[project] if project else [], value=project,
                        clearable=True, searchable=True, w=180, size="xs"),
+            # the statuses and event kinds to choose from are the service's vocabulary's (filled in by `refresh`)
             dmc.Select(id="runs-status", label="Status", placeholder="any", value=status, clearable=True, w=130, size="xs",
-                       data=["running", "finished", "crashed", "stalled"]),
+                       data=[status] if status else []),
             dmc.TextInput(id="runs-tag", label="Tag", placeholder="e.g. demo", value=tag or "", w=130, size="xs", debounce=400),
             dmc.TextInput(id="runs-config", label="Config", placeholder="key=value", value=config or "", w=160, size="xs", debounce=400),
             dmc.Select(id="runs-kind", label="Open event", placeholder="any kind", value=kind, clearable=True, w=190, size="xs",
-                       data=[{"value": k, "label": v} for k, v in KIND_LABELS.items()]),
+                       data=[kind] if kind else []),
             dmc.Select(id="runs-sort", label="Sort by", value=sort if sort in SORTS else "updated", w=170, size="xs",
                        data=[{"value": k, "label": v} for k, v in SORTS.items()]),
         ],
@@ -77,11 +77,11 @@ def config_matches(config: dict[str, Any], expression: str) -> bool:
     return not sep or str(node).strip().lower() == wanted.strip().lower()
 
 
-def sort_runs(runs: list[dict[str, Any]], sort: str) -> list[dict[str, Any]]:
+def sort_runs(runs: list[dict[str, Any]], sort: str, vocab: Vocabulary) -> list[dict[str, Any]]:
     if sort == "created":
         return sorted(runs, key=lambda r: r.get("created_at") or "", reverse=True)
     if sort == "health":
-        return sorted(runs, key=lambda r: (HEALTH_RANK.get(r.get("health"), 4), -(r.get("open_events") or 0)))
+        return sorted(runs, key=lambda r: (vocab.health_rank(r.get("health")), -(r.get("open_events") or 0)))
     if sort == "name":
         return sorted(runs, key=lambda r: (r.get("name") or r["id"]).lower())
     if sort == "step":
@@ -89,7 +89,7 @@ def sort_runs(runs: list[dict[str, Any]], sort: str) -> list[dict[str, Any]]:
     return sorted(runs, key=lambda r: r.get("updated_at") or r.get("heartbeat_at") or "", reverse=True)
 
 
-def runs_table(runs: list[dict[str, Any]], selected: set[str] = frozenset()) -> dmc.Card:
+def runs_table(runs: list[dict[str, Any]], vocab: Vocabulary, selected: set[str] = frozenset()) -> dmc.Card:
     head = dmc.TableThead(dmc.TableTr([dmc.TableTh(h) for h in ("", "Run", "Project", "Status", "Health", "Last step", "Active", "Tags")]))
     rows = []
     for r in runs:
@@ -101,8 +101,8 @@ def runs_table(runs: list[dict[str, Any]], selected: set[str] = frozenset()) -> 
                     dmc.TableTd(dmc.Stack([link(r.get("name") or r["id"], f"/runs/{r['id']}", fw=600, className="run-link"),
                                            dmc.Text(r["id"], size="xs", c="dimmed", ff="monospace")], gap=0)),
                     dmc.TableTd(r.get("project")),
-                    dmc.TableTd(status_badge(r.get("status"))),
-                    dmc.TableTd(health_badge(r.get("health"), r.get("open_events"))),
+                    dmc.TableTd(status_badge(r.get("status"), vocab)),
+                    dmc.TableTd(health_badge(r.get("health"), vocab, r.get("open_events"))),
                     dmc.TableTd(f"{r['last_step']:,}" if r.get("last_step") is not None else "—", style={"fontVariantNumeric": "tabular-nums"}),
                     dmc.TableTd(age(r.get("heartbeat_at") or r.get("updated_at"))),
                     dmc.TableTd(tags),
@@ -117,6 +117,8 @@ def register(app: Dash, api: HolterAPI) -> None:
     @app.callback(
         Output("runs-table", "children"),
         Output("runs-project", "data"),
+        Output("runs-status", "data"),
+        Output("runs-kind", "data"),
         Input("runs-tick", "n_intervals"),
         Input("runs-project", "value"),
         Input("runs-status", "value"),
@@ -127,15 +129,18 @@ def register(app: Dash, api: HolterAPI) -> None:
         State("runs-selected", "data"),
     )
     async def refresh(_n: int | None, project: str | None, status: str | None, tag: str | None, config: str | None,
-                      kind: str | None, sort: str | None, selected: list[str] | None) -> tuple[Any, list[str]]:
+                      kind: str | None, sort: str | None, selected: list[str] | None) -> tuple[Any, list[str], Any, Any]:
         try:
+            vocab = await api.vocabulary()
             everything = await api.list_runs()
             page = await api.list_runs(project=project, status=status, tag=tag or None)
         except ApiError as exc:
-            return error_alert(exc.message, "Could not list runs"), []
+            return error_alert(exc.message, "Could not list runs"), [], no_update, no_update
+        statuses = vocab.run_status_names
+        kinds = [{"value": k["name"], "label": k["label"]} for k in vocab.event_kinds]
         projects = sorted({r["project"] for r in everything["data"]})
         if not everything["data"]:
-            return empty_state("No runs yet", "Start a demo run and watch it arrive here:", "holter demo"), projects
+            return empty_state("No runs yet", "Start a demo run and watch it arrive here:", "holter demo"), projects, statuses, kinds
         runs = page["data"]
         # filters the service may not know yet (or at all) are applied here as well
         if status:
@@ -155,9 +160,9 @@ def register(app: Dash, api: HolterAPI) -> None:
         if not runs:
             body: Any = empty_state("No run matches these filters", "Clear a filter to see more runs.")
         else:
-            body = runs_table(sort_runs(runs, sort or "updated"), set(selected or []))
+            body = runs_table(sort_runs(runs, sort or "updated", vocab), vocab, set(selected or []))
         count = dmc.Text(f"{len(runs)} of {everything['count']} runs", size="xs", c="dimmed", mb=4)
-        return [x for x in (notice, count, body) if x is not None], projects
+        return [x for x in (notice, count, body) if x is not None], projects, statuses, kinds
 
     @app.callback(
         Output("runs-compare", "disabled"),

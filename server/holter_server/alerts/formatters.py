@@ -8,14 +8,77 @@ as one message (a burst is grouped). `purpose` is "alert", "resolved" or "test".
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from typing import Any
 
-SEVERITY_EMOJI = {"critical": "🔴", "warning": "🟠", "info": "🔵"}
-SEVERITY_COLOR = {"critical": 0xD92D20, "warning": 0xF79009, "info": 0x2E90FA}
-RESOLVED_COLOR = 0x12B76A
+from holter_server.alerts.message import LinkedAlert
+from holter_server.vocabulary import events as event_kinds
+from holter_server.vocabulary import severities
+
+RESOLVED_COLOR = int(severities.HEALTHY_COLOR.lstrip("#"), 16)
+
+# --- user text in chat ----------------------------------------------------------------------
+# Run names, projects, metric names and summaries come from whoever holds an ingest key. In chat
+# they must stay text: no mentions (@everyone, <!channel>), no links (<url|text>, [text](url), a
+# bare URL the client links by itself), no markup. Each platform gets its own escaping; the links
+# Holter makes itself go in the platforms' URL fields, never through these.
+
+ZWSP = "\u200b"  # breaks a pattern for the chat client without changing what a person reads
+_SCHEME = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*):/(?=/)")  # http://, javascript://, ...
 
 
-def _title(alerts: list[dict[str, Any]], purpose: str) -> str:
+def _no_autolink(text: str) -> str:
+    """`https://x` as `https:/\u200b/x`: read the same, linked by no client."""
+    return _SCHEME.sub(lambda m: f"{m.group(1)}:/{ZWSP}", text)
+
+
+def slack_text(text: str) -> str:
+    """Text for Slack mrkdwn: &, < and > escaped as Slack documents (so no <!channel>, <@U…>,
+    <url|text>), formatting characters and @ broken, URLs not linked."""
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    text = re.sub(r"([*_~`])", lambda m: m.group(1) + ZWSP, text)
+    return _no_autolink(text.replace("@", "@" + ZWSP))
+
+
+def slack_plain(text: str) -> str:
+    """Text for a Slack plain_text field: nothing there is parsed, but angle brackets are shown as
+    look-alikes so no text of ours carries `<!channel>` to wherever it is copied."""
+    return _no_autolink(text).replace("<", "\u2039").replace(">", "\u203a").replace("@", "@" + ZWSP)
+
+
+def plain_text(text: str) -> str:
+    """Text for a field the client shows as is (Slack plain_text, Discord titles): only links broken."""
+    return _no_autolink(text)
+
+
+_DISCORD_MARKDOWN = re.compile(r"([\\*_~`|>\[\]()#<-])")
+
+
+def discord_text(text: str) -> str:
+    """Text for Discord markdown: every markdown character backslash-escaped (no [text](url), no
+    formatting), @ broken (pings are also off for the whole message: allowed_mentions), URLs not linked."""
+    text = _no_autolink(text)
+    return _DISCORD_MARKDOWN.sub(r"\\\1", text).replace("@", "@" + ZWSP)
+
+
+def teams_text(text: str) -> str:
+    """Text for Teams' Adaptive Card markdown: no link syntax ([text](url)), no emphasis, no bare
+    URL, no <at> mention."""
+    text = _no_autolink(text).replace("<", "&lt;").replace(">", "&gt;")
+    return re.sub(r"([\[\]()*_~`#])", lambda m: m.group(1) + ZWSP, text)
+
+
+def _escaped(alert: LinkedAlert, escape: Callable[[str], str]) -> LinkedAlert:
+    """The alert with every text a person or a client could have written escaped (links Holter made stay as they are)."""
+    out: dict[str, Any] = dict(alert)
+    for name in ("project", "run_name", "run_id", "metric", "summary", "kind", "severity"):
+        if isinstance(out.get(name), str):
+            out[name] = escape(out[name])
+    return out  # type: ignore[return-value]
+
+
+def _title(alerts: list[LinkedAlert], purpose: str) -> str:
     first = alerts[0]
     where = f"{first['project']} / {first.get('run_name') or first['run_id']}"
     if purpose == "resolved":
@@ -23,20 +86,21 @@ def _title(alerts: list[dict[str, Any]], purpose: str) -> str:
     if purpose == "test":
         return "Holter test message"
     if len(alerts) == 1:
-        return f"{SEVERITY_EMOJI.get(first['severity'], '')} {first['kind'].replace('_', ' ')} on {first.get('metric') or 'the run'} — {where}"
-    worst = max(alerts, key=lambda a: ("info", "warning", "critical").index(a["severity"]))
-    return f"{SEVERITY_EMOJI.get(worst['severity'], '')} {len(alerts)} problems — {where}"
+        return f"{severities.severity(first['severity']).emoji} {event_kinds.label(first['kind'])} on {first.get('metric') or 'the run'} — {where}"
+    worst = severities.worst(a["severity"] for a in alerts)
+    return f"{severities.severity(worst).emoji} {len(alerts)} problems — {where}"
 
 
-def _where(alert: dict[str, Any]) -> str:
+def _where(alert: LinkedAlert) -> str:
     steps = f"step {alert['start_step']:,}" if alert.get("start_step") is not None else ""
     if alert.get("end_step") not in (None, alert.get("start_step")):
         steps = f"steps {alert['start_step']:,}–{alert['end_step']:,}"
     return steps
 
 
-def text_body(alerts: list[dict[str, Any]], purpose: str) -> str:
-    """Plain text (Apprise and fallbacks)."""
+def text_body(alerts: list[LinkedAlert], purpose: str) -> str:
+    """Plain text (Apprise and fallbacks; URLs in user text not linked)."""
+    alerts = [_escaped(a, plain_text) for a in alerts]
     lines = [_title(alerts, purpose)]
     for alert in alerts:
         lines.append(f"[{alert['severity']}] {alert['summary']}")
@@ -47,9 +111,11 @@ def text_body(alerts: list[dict[str, Any]], purpose: str) -> str:
     return "\n".join(lines)
 
 
-def slack(alerts: list[dict[str, Any]], purpose: str) -> dict[str, Any]:
+def slack(alerts: list[LinkedAlert], purpose: str) -> dict[str, Any]:
     """Slack incoming webhook, Block Kit."""
-    blocks: list[dict[str, Any]] = [{"type": "header", "text": {"type": "plain_text", "text": _title(alerts, purpose)[:150], "emoji": True}}]
+    header = _title([_escaped(a, slack_plain) for a in alerts], purpose)
+    alerts = [_escaped(a, slack_text) for a in alerts]
+    blocks: list[dict[str, Any]] = [{"type": "header", "text": {"type": "plain_text", "text": header[:150], "emoji": True}}]
     for alert in alerts[:10]:
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"*{alert['severity'].upper()}* · {alert['summary']}"[:3000]},
                        "fields": [
@@ -61,7 +127,7 @@ def slack(alerts: list[dict[str, Any]], purpose: str) -> dict[str, Any]:
         if alert.get("sparkline"):
             blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": f"`{alert['sparkline']}`"}]})
         if alert.get("image_url"):
-            blocks.append({"type": "image", "image_url": alert["image_url"], "alt_text": f"{alert.get('metric')} around the event"})
+            blocks.append({"type": "image", "image_url": alert["image_url"], "alt_text": "the curve around the event"})
         if alert.get("link"):
             blocks.append({"type": "actions", "elements": [{"type": "button", "text": {"type": "plain_text", "text": "Open in Holter"}, "url": alert["link"]}]})
     if len(alerts) > 10:
@@ -69,11 +135,12 @@ def slack(alerts: list[dict[str, Any]], purpose: str) -> dict[str, Any]:
     return {"text": _title(alerts, purpose), "blocks": blocks[:50]}
 
 
-def discord(alerts: list[dict[str, Any]], purpose: str) -> dict[str, Any]:
-    """Discord webhook with embeds."""
+def discord(alerts: list[LinkedAlert], purpose: str) -> dict[str, Any]:
+    """Discord webhook with embeds; mentions off (`allowed_mentions`), user text escaped."""
+    alerts = [_escaped(a, discord_text) for a in alerts]
     embeds = []
     for alert in alerts[:10]:
-        color = RESOLVED_COLOR if purpose == "resolved" else SEVERITY_COLOR.get(alert["severity"], 0)
+        color = RESOLVED_COLOR if purpose == "resolved" else severities.severity(alert["severity"]).color_int
         description = alert["summary"] + (f"\n`{alert['sparkline']}`" if alert.get("sparkline") else "")
         embed: dict[str, Any] = {
             "title": _title([alert], purpose)[:256],
@@ -94,19 +161,20 @@ def discord(alerts: list[dict[str, Any]], purpose: str) -> dict[str, Any]:
             embed["image"] = {"url": alert["image_url"]}
         embeds.append(embed)
     content = _title(alerts, purpose) if len(alerts) > 1 else None
-    body: dict[str, Any] = {"username": "Holter", "embeds": embeds}
+    body: dict[str, Any] = {"username": "Holter", "embeds": embeds, "allowed_mentions": {"parse": []}}
     if content:
         body["content"] = content[:2000]
     return body
 
 
-def teams(alerts: list[dict[str, Any]], purpose: str) -> dict[str, Any]:
-    """Microsoft Teams Workflows webhook: a message with one Adaptive Card."""
+def teams(alerts: list[LinkedAlert], purpose: str) -> dict[str, Any]:
+    """Microsoft Teams Workflows webhook: a message with one Adaptive Card; user text escaped."""
+    alerts = [_escaped(a, teams_text) for a in alerts]
     body: list[dict[str, Any]] = [{"type": "TextBlock", "text": _title(alerts, purpose), "weight": "Bolder", "size": "Medium", "wrap": True}]
     actions = []
     for alert in alerts[:10]:
         body.append({"type": "TextBlock", "text": alert["summary"], "wrap": True,
-                     "color": "Attention" if alert["severity"] == "critical" else "Warning" if alert["severity"] == "warning" else "Default"})
+                     "color": severities.severity(alert["severity"]).card_color})
         body.append({"type": "FactSet", "facts": [
             {"title": "Project", "value": alert["project"]},
             {"title": "Run", "value": alert.get("run_name") or alert["run_id"]},
@@ -116,7 +184,7 @@ def teams(alerts: list[dict[str, Any]], purpose: str) -> dict[str, Any]:
         if alert.get("sparkline"):
             body.append({"type": "TextBlock", "text": alert["sparkline"], "fontType": "Monospace", "wrap": True})
         if alert.get("image_url"):
-            body.append({"type": "Image", "url": alert["image_url"], "altText": f"{alert.get('metric')} around the event"})
+            body.append({"type": "Image", "url": alert["image_url"], "altText": "the curve around the event"})
         if alert.get("link") and len(actions) < 5:
             actions.append({"type": "Action.OpenUrl", "title": "Open in Holter", "url": alert["link"]})
     card: dict[str, Any] = {"$schema": "http://adaptivecards.io/schemas/adaptive-card.json", "type": "AdaptiveCard", "version": "1.4", "body": body}
@@ -125,7 +193,7 @@ def teams(alerts: list[dict[str, Any]], purpose: str) -> dict[str, Any]:
     return {"type": "message", "attachments": [{"contentType": "application/vnd.microsoft.card.adaptive", "contentUrl": None, "content": card}]}
 
 
-def webhook(alerts: list[dict[str, Any]], purpose: str, *, delivery_key: str) -> dict[str, Any]:
+def webhook(alerts: list[LinkedAlert], purpose: str, *, delivery_key: str) -> dict[str, Any]:
     """The generic JSON webhook (signed by the sender)."""
     return {"type": f"holter.{purpose}", "idempotency_key": delivery_key, "title": _title(alerts, purpose), "alerts": alerts}
 

@@ -6,14 +6,16 @@ import fnmatch
 import math
 from dataclasses import dataclass
 
-SEVERITY_RANK = {"info": 0, "warning": 1, "critical": 2}
-THRESHOLD_OPS = ("above", "below", "nonfinite")
+from holter_server.vocabulary.severities import DEFAULT_MIN_SEVERITY, rank
 
 # What a new project's first channel is told about unless someone says otherwise.
 DEFAULT_RULES = (
-    {"name": "divergence and NaN", "kinds": ["divergence"], "min_severity": "warning"},
-    {"name": "run stalled or crashed", "kinds": ["run_stalled", "run_crashed"], "min_severity": "warning"},
-    {"name": "logprob mismatch off zero", "kinds": ["mismatch_off_zero"], "min_severity": "warning"},
+    # the tripwire's report names the module where the NaN began: critical on the divergence it explains
+    {"name": "divergence and NaN", "kinds": ["divergence", "first_nonfinite"], "min_severity": DEFAULT_MIN_SEVERITY},
+    {"name": "run stalled or crashed", "kinds": ["run_stalled", "run_crashed"], "min_severity": DEFAULT_MIN_SEVERITY},
+    {"name": "logprob mismatch off zero", "kinds": ["mismatch_off_zero"], "min_severity": DEFAULT_MIN_SEVERITY},
+    # the job asked for it (run.alert): every level reaches chat, as wandb's alerts do
+    {"name": "the training job's own alerts", "kinds": ["alert"], "min_severity": "info"},
 )
 
 
@@ -25,7 +27,7 @@ class RuleSpec:
     run_tag: str | None = None
     metric_pattern: str | None = None
     kinds: tuple[str, ...] | None = None
-    min_severity: str = "warning"
+    min_severity: str = DEFAULT_MIN_SEVERITY
     threshold_op: str | None = None
     threshold_value: float | None = None
 
@@ -53,7 +55,7 @@ def matches(rule: RuleSpec, event: EventFacts) -> bool:
         return False
     if rule.kinds and event.kind not in rule.kinds:
         return False
-    return SEVERITY_RANK.get(event.severity, 0) >= SEVERITY_RANK.get(rule.min_severity, 1)
+    return rank(event.severity) >= rank(rule.min_severity)
 
 
 def threshold_applies(rule: RuleSpec, project: str, run_tags: tuple[str, ...], metric: str) -> bool:

@@ -66,7 +66,7 @@ def _dispatch(api: httpx.Client, args: argparse.Namespace) -> int:
         body = {"channel_id": args.channel_id, "name": args.name, "project": args.project, "run_tag": args.tag,
                 "metric_pattern": args.metric, "kinds": args.kind or None, "min_severity": args.min_severity,
                 "threshold_op": args.threshold_op, "threshold_value": args.threshold_value, "cooldown_s": args.cooldown}
-        rule = _answer(api.post("/rules", json=body))
+        rule = _answer(api.post("/rules", json={k: v for k, v in body.items() if v is not None}))  # the service's defaults for the rest
         print(f"rule {rule['id']} added: {json.dumps({k: v for k, v in rule.items() if v is not None})}")
     elif action == "remove-rule":
         _answer(api.delete(f"/rules/{args.rule_id}"))

@@ -1,6 +1,6 @@
 """`holter demo`: start the service if none answers, then stream runs into it.
 
-`--real` (the default when torch is installed) trains a tiny transformer on CPU in six ways,
+`--real` (the default when torch is installed) trains a tiny transformer on CPU in eight ways,
 each showing one diagnosis (`holter_server.demo.real`); `--synthetic` streams one generated run
 with planted problems.
 """
@@ -58,8 +58,9 @@ def stream(url: str, project: str, steps: int, rate: float) -> holter.Run:
         config={"model": "gpt2-124m", "lr": 3e-4, "batch_size": 64, "rollouts_num": 64, "source": "holter demo"},
         tags=["demo"],
         url=url,
+        quiet=True,
     )
-    print(f"streaming run {run.id} ({steps} steps at {rate:g} steps/s): {url}/api/v1/runs/{run.id}", flush=True)
+    print(f"streaming run {run.id} ({steps} steps at {rate:g} steps/s): {run.page_url}", flush=True)
     started = time.monotonic()
     try:
         for step in range(steps):
@@ -79,7 +80,7 @@ def stream(url: str, project: str, steps: int, rate: float) -> holter.Run:
 
 
 # The series whose diagnosis the real demo prints for each run.
-HEADLINE_METRICS = ("loss", "eval_loss", "grad_norm", "logprob_mismatch/abs_diff_mean")
+HEADLINE_METRICS = ("loss", "eval_loss", "holter/grad_norm", "logprob_mismatch/abs_diff_mean", "holter/loader/wait_fraction")
 
 
 def stream_real(url: str, project: str, names: list[str] | None) -> None:
@@ -96,7 +97,7 @@ def stream_real(url: str, project: str, names: list[str] | None) -> None:
     for scenario in real.scenarios(names):
         print(f"training {scenario.name} ({scenario.steps} steps): {scenario.description}", flush=True)
         recorder = real.stream_scenario(scenario, url=url, project=project, corpus=corpus)
-        print(f"  run {recorder.run.id}: {url}/api/v1/runs/{recorder.run.id} (expected: {scenario.expected})", flush=True)
+        print(f"  run {recorder.run.id}: {recorder.run.page_url} (expected: {scenario.expected})", flush=True)
         for metric in HEADLINE_METRICS:
             if metric not in recorder.series:
                 continue
@@ -104,6 +105,23 @@ def stream_real(url: str, project: str, names: list[str] | None) -> None:
             events = [e for e in classify_series(steps, values, metric=metric) if e.severity != "info"]
             kinds = ", ".join(sorted({e.kind for e in events}))
             print(f"  {metric}: {verdict(events)}{f' ({kinds})' if kinds else ''}", flush=True)
+        if scenario.finding:
+            found = service_event(url, recorder.run.id, scenario.finding)
+            print(f"  {scenario.finding}: {found['summary'] if found else 'not raised within 30 s'}", flush=True)
+
+
+def service_event(url: str, run_id: str, kind: str, timeout: float = 30.0) -> dict | None:
+    """The first event of `kind` the service raised on the run, waiting for live detection to get there."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url.rstrip('/')}/api/v1/runs/{run_id}/events?kind={kind}", timeout=5) as response:
+                events = json.load(response)["data"]
+        except (OSError, ValueError):
+            events = []
+        if events or time.monotonic() > deadline:
+            return events[-1] if events else None
+        time.sleep(0.5)
 
 
 def torch_available() -> bool:
@@ -118,13 +136,13 @@ def run(args: argparse.Namespace) -> int:
         print("holter demo --real needs PyTorch: pip install 'holter[torch]' (or use --synthetic)", file=sys.stderr)
         return 2
     child = None if service_is_up(url) else start_service(url, args.database_url)
-    print(f"Holter is running at {url}", flush=True)
+    print(f"Holter is running at {url} (the dashboard; API docs at {url}/docs)", flush=True)
     try:
         if real:
             stream_real(url, args.project, args.scenario)
         else:
             finished = stream(url, args.project, args.steps, args.rate)
-            print(f"run {finished.id} finished; read it at {url}/api/v1/runs/{finished.id}", flush=True)
+            print(f"run {finished.id} finished; see it at {finished.page_url}", flush=True)
         if child is not None:
             print("the service keeps running; press Ctrl-C to stop it", flush=True)
             child.wait()

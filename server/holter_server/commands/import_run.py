@@ -1,10 +1,21 @@
-"""`holter import PATH --project P --name N`: bring a run logged elsewhere into the service.
+"""`holter import PATH --project P --name N [--kind NAME=KIND]`: bring a run logged elsewhere
+into the service.
 
-Points stream from the file's reader through the real client (`holter.init` + `run.log`), so a
-file of any size goes through in bounded memory, and the same points feed one incremental
-classifier per vital-sign series on the way: the findings printed at the end are the ones
-`holter analyze` gives on the file, and the imported run is analysed by the service like a live
-one.
+Points stream from the file's reader through the real client (`holter.init` + `run.log_at`,
+with each point's original step and wall time), so a file of any size goes through in bounded
+memory. The imported run is analysed by the service like a live one, each metric read as the
+kind it is declared (`--kind`, sent with the run) or recognised as, with every other metric of
+the run in view (a `loss` beside GRPO's rewards is a policy loss); the findings printed at the
+end are the service's reading of the whole run, series by series and read together (train vs
+eval loss, a loss stuck at 0 beside its gradient norm), the same as `holter analyze` gives on
+the file.
+
+The run is created only once the first point has been read: a file that cannot be read leaves
+no run behind (an empty "crashed" run would fire the run-crashed alert). At the end two checks
+must pass, else the import exits 4: the client's own account (`finish()`'s `Delivery`: no point
+refused by the service, none left in the spool or only in memory), which holds for an import
+into an existing run too; and, for a new run, the stored point counts read back against what was
+sent, which also catches points the service said it took and does not hold.
 """
 
 from __future__ import annotations
@@ -12,96 +23,104 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from array import array
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TextIO
+from typing import Any
 
-import numpy as np
+import httpx
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 import holter
-from holter_server.commands.service import service_url
+from holter_server.commands.analyze import how_understood
 from holter_server.commands.demo import service_is_up
-from holter_server.detect import IncrementalDetector, is_alarm, is_vital_sign, verdict
-from holter_server.detect.events import Event, format_step
-from holter_server.importers import ImportFormatError, Point, detect_format, iter_points
+from holter_server.commands.kinds import parse_kind_options
+from holter_server.commands.service import auth_headers, service_url
+from holter_server.detect import is_alarm
+from holter_server.detect.events import format_step
+from holter_server.importers import ImportFormatError, Point, Source, open_source
+from holter_server.vocabulary.severities import verdict_of, verdict_rank
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
 EXIT_NO_SERVICE = 3
-# Points per metric handed to its detector at once: large enough to vectorise, small enough to stay light.
-DETECT_CHUNK = 4096
-PROGRESS_EVERY_S = 0.5
+EXIT_NOT_STORED = 4
+PROGRESS_EVERY_S = 0.2
+READ_ERRORS = (ImportFormatError, OSError, UnicodeDecodeError)
 
 
-class SeriesDiagnosis:
-    """Feeds one metric's points to an incremental classifier in chunks."""
+class SentCounts:
+    """Points sent per metric, less the repeats of a step the service keeps once; None for a
+    metric whose steps went backwards (its repeats cannot be told apart cheaply)."""
 
-    def __init__(self, metric: str) -> None:
-        self.detector = IncrementalDetector(metric)
-        self.count = 0
-        self._steps, self._values = array("q"), array("d")
+    def __init__(self) -> None:
+        self.count: dict[str, int | None] = {}
+        self._last_step: dict[str, int] = {}
 
-    def add(self, step: int, value: float) -> None:
-        self._steps.append(step)
-        self._values.append(value)
-        self.count += 1
-        if len(self._steps) >= DETECT_CHUNK:
-            self.flush()
-
-    def flush(self) -> None:
-        if self._steps:
-            self.detector.add(np.array(self._steps, dtype=np.int64), np.array(self._values, dtype=np.float64))
-            self._steps, self._values = array("q"), array("d")
-
-    def events(self) -> list[Event]:
-        self.flush()
-        return self.detector.events
+    def add(self, metric: str, step: int) -> None:
+        last = self._last_step.get(metric)
+        self._last_step[metric] = step if last is None else max(last, step)
+        if metric not in self.count:
+            self.count[metric] = 1
+        elif self.count[metric] is not None and last is not None:
+            if step < last:
+                self.count[metric] = None
+            elif step > last:
+                self.count[metric] += 1  # type: ignore[operator]
 
 
-class Progress:
-    """One self-rewriting stderr line: points and metrics sent so far, and the rate."""
+class ImportProgress:
+    """A progress bar on stderr with percentage, points and ETA (on a terminal), and one line at the end."""
 
-    def __init__(self, stream: TextIO = sys.stderr) -> None:
-        self.stream = stream
-        self.started = time.monotonic()
-        self.shown = self.started
-        self.interactive = stream.isatty()
+    def __init__(self, source: Source, console: Console | None = None) -> None:
+        self.source = source
+        self.console = console or Console(stderr=True)
+        self.started = self.shown = time.monotonic()
+        self.bar: Progress | None = None
+        self.points = 0
+        if self.console.is_terminal:
+            self.bar = Progress(TextColumn("importing"), BarColumn(), TaskProgressColumn(), TextColumn("{task.fields[points]} points"),
+                                TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=self.console, transient=True)
+            self.task = self.bar.add_task("import", total=1.0, points="0")
+            self.bar.start()
 
-    def update(self, points: int, metrics: int, *, final: bool = False) -> None:
+    def update(self, points: int) -> None:
         now = time.monotonic()
-        if not final and now - self.shown < PROGRESS_EVERY_S:
+        if self.bar is None or now - self.shown < PROGRESS_EVERY_S:
             return
         self.shown = now
-        rate = points / max(now - self.started, 1e-9)
-        line = f"  {points:,} points, {metrics} metrics, {rate:,.0f} points/s"
-        if self.interactive:
-            self.stream.write(f"\r{line}" + ("\n" if final else ""))
-        elif final:
-            self.stream.write(line + "\n")
-        self.stream.flush()
+        fraction = self.source.progress()
+        self.bar.update(self.task, completed=fraction if fraction is not None else 0.0, points=f"{points:,}")
+
+    def close(self, points: int, metrics: int) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+        elapsed = max(time.monotonic() - self.started, 1e-9)
+        self.console.print(f"  {points:,} points, {metrics} metrics in {elapsed:.1f} s ({points / elapsed:,.0f} points/s)",
+                           highlight=False)
 
 
-def stream_points(points: Iterator[Point], run: holter.Run, diagnoses: dict[str, SeriesDiagnosis], progress: Progress) -> int:
-    """Log every point to `run`, grouping consecutive points of one step into one `log` call."""
+def stream_points(points: Iterator[Point], run: holter.Run, sent: SentCounts, progress: ImportProgress) -> int:
+    """Log every point to `run` at its step and wall time, consecutive points of one step together."""
     pending: dict[str, float] = {}
     pending_step: int | None = None
+    pending_time: float | None = None
     count = 0
-    for metric, step, value in points:
-        if step != pending_step or metric in pending:
-            if pending:
-                run.log(pending, step=pending_step)
-            pending, pending_step = {}, step
-        pending[metric] = value
-        if metric not in diagnoses and is_vital_sign(metric):
-            diagnoses[metric] = SeriesDiagnosis(metric)
-        if metric in diagnoses:
-            diagnoses[metric].add(step, value)
-        count += 1
-        if count % 1024 == 0:
-            progress.update(count, len(diagnoses))
-    if pending:
-        run.log(pending, step=pending_step)
+    try:
+        for metric, step, value, wall_time in points:
+            if step != pending_step or metric in pending or wall_time != pending_time:
+                if pending:
+                    run.log_at(pending, step=pending_step, wall_time=pending_time)  # type: ignore[arg-type]
+                pending, pending_step, pending_time = {}, step, wall_time
+            pending[metric] = value
+            sent.add(metric, step)
+            count += 1
+            if count % 1024 == 0:
+                progress.update(count)
+    finally:  # what was read before a bad line is sent too
+        if pending:
+            run.log_at(pending, step=pending_step, wall_time=pending_time)  # type: ignore[arg-type]
+        progress.points = count
     return count
 
 
@@ -110,50 +129,129 @@ def run(args: argparse.Namespace) -> int:
     url = service_url(args.url)
     path = Path(args.path)
     try:
-        file_format = detect_format(path)
-    except ImportFormatError as exc:
+        declarations = parse_kind_options(args.kind)
+    except ValueError as exc:
         return _fail(str(exc), EXIT_BAD_INPUT)
+    try:
+        source = open_source(path, step_column=args.step_column, source_run=args.source_run)
+        points = iter(source.points)
+        first = next(points, None)
+    except READ_ERRORS as exc:
+        return _fail(_read_error(path, exc), EXIT_BAD_INPUT)
+    if first is None:
+        return _fail(f"{path}: no numeric metric found; nothing imported", EXIT_BAD_INPUT)
     if not service_is_up(url):
         return _fail(f"no Holter service answers at {url}; start one with `holter serve`", EXIT_NO_SERVICE)
-    imported = holter.init(project=args.project, name=args.name, id=args.run_id, url=url, tags=["imported"],
-                           config={"source": "holter import", "path": str(path.resolve()), "format": file_format})
-    print(f"importing {path} ({file_format}) into run {imported.id} of project {args.project}", file=sys.stderr)
-    progress = Progress()
-    diagnoses: dict[str, SeriesDiagnosis] = {}
+    config = {"source": "holter import", "path": str(path.resolve()), "format": source.format, **source.config}
+    imported = holter.init(project=args.project, name=args.name or source.name or path.name, id=args.run_id, url=url,
+                           tags=["imported"], config=config, kinds=declarations, quiet=True, system_vitals=False)
+    print(f"importing {path} ({source.format}) into run {imported.id} of project {args.project}", file=sys.stderr)
+    progress = ImportProgress(source)
+    sent = SentCounts()
     try:
-        count = stream_points(iter_points(path), imported, diagnoses, progress)
-    except (ImportFormatError, OSError, UnicodeDecodeError) as exc:
+        count = stream_points(_chain(first, points), imported, sent, progress)
+    except READ_ERRORS as exc:
+        progress.close(progress.points, len(sent.count))
         imported.finish("crashed")
-        return _fail(str(exc) if isinstance(exc, ImportFormatError) else f"{path}: {exc}", EXIT_BAD_INPUT)
+        return _fail(f"{_read_error(path, exc)}; the points read before it are in run {imported.id}", EXIT_BAD_INPUT)
     except BaseException:
         imported.finish("crashed")
         raise
-    progress.update(count, len(diagnoses), final=True)
-    imported.finish()
-    print(f"run {imported.id}: {url}/api/v1/runs/{imported.id}")
-    print(findings_report(diagnoses))
+    progress.close(count, len(sent.count))
+    late_config = {k: v for k, v in source.config.items() if config.get(k, object()) != v}
+    if late_config:  # hyperparameters found while reading (TensorBoard's add_hparams file)
+        imported.update_config(late_config)
+    delivery = imported.finish()
+    print(f"run {imported.id}: {url}/runs/{imported.id}")
+    analysis = _service_analysis(url, imported.id)
+    if analysis is not None:
+        print(findings_report(analysis, sent))
+    undelivered = not_delivered(delivery)
+    if undelivered:
+        return _fail(f"the service did not store every point: {undelivered}", EXIT_NOT_STORED)
+    if not imported.resumed:
+        missing = _not_stored(url, imported.id, sent)
+        if missing:
+            return _fail(f"the service did not store every point: {missing}", EXIT_NOT_STORED)
     return EXIT_OK
 
 
-def findings_report(diagnoses: dict[str, SeriesDiagnosis]) -> str:
-    """What the classifier found on each vital-sign series, worst verdicts first."""
-    results = [(metric, d.count, d.events()) for metric, d in diagnoses.items()]
+def not_delivered(delivery: holter.Delivery) -> str:
+    """What the client's account of the import says did not reach the store ('' when nothing)."""
+    parts = []
+    if delivery.refused:
+        parts.append(f"{delivery.refused:,} points refused (the reasons are above)")
+    if delivery.spooled:
+        parts.append(f"{delivery.spooled:,} requests still in the spool (sent when this run is resumed)")
+    if delivery.not_durable:
+        parts.append(f"{delivery.not_durable:,} points neither sent nor written to the spool")
+    return "; ".join(parts)
+
+
+def _service_analysis(url: str, run_id: str) -> dict[str, Any] | None:
+    """The service's reading of the whole run (POST /runs/{id}/analyze), or None, said on stderr."""
+    try:
+        response = httpx.post(f"{url}/api/v1/runs/{run_id}/analyze", headers=auth_headers(), timeout=600)
+        response.raise_for_status()
+        return response.json()
+    except (httpx.HTTPError, ValueError) as exc:
+        print(f"the run is imported, but its analysis could not be read ({exc}); open the run page to see it", file=sys.stderr)
+        return None
+
+
+def _chain(first: Point, rest: Iterator[Point]) -> Iterator[Point]:
+    yield first
+    yield from rest
+
+
+def _not_stored(url: str, run_id: str, sent: SentCounts) -> str:
+    """Which metrics the service holds fewer points of than were sent ('' when none)."""
+    try:
+        response = httpx.get(f"{url}/api/v1/runs/{run_id}", headers=auth_headers(), timeout=30)
+        response.raise_for_status()
+        stored = {m["name"]: m["count"] for m in response.json()["metrics"]}
+    except (httpx.HTTPError, ValueError, KeyError) as exc:
+        return f"could not read the run back ({exc})"
+    short = [f"{name} ({stored.get(name, 0):,} of {expected:,})" for name, expected in sent.count.items()
+             if expected is not None and stored.get(name, 0) < expected]
+    return ", ".join(short[:10]) + (f" and {len(short) - 10} more" if len(short) > 10 else "")
+
+
+def findings_report(analysis: dict[str, Any], sent: SentCounts) -> str:
+    """What the service found on each analysed series (each read as the kind it is declared or
+    recognised as), worst verdicts first, then what the run's series say read together (train vs
+    eval loss, a loss stuck at 0 beside its gradient norm)."""
+    results = sorted(analysis.get("series") or [], key=lambda r: (-verdict_rank(r["verdict"]), r["metric"]))
     if not results:
-        return "no vital-sign series to analyse"
-    order = {"critical": 0, "warning": 1, "notice": 2, "healthy": 3}
-    results.sort(key=lambda r: order[verdict(r[2])])
-    alarms = sum(is_alarm(verdict(events)) for _, _, events in results)
+        return "no series to analyse (only schedules and counters)"
+    alarms = sum(is_alarm(r["verdict"]) for r in results)
     lines = [f"{len(results)} series analysed, {alarms} need attention"]
-    for metric, count, events in results:
-        lines.append(f"{metric} ({count:,} points): {verdict(events)}")
-        for event in events:
-            span = f"step {format_step(event.start_step)}"
-            if event.end_step != event.start_step:
-                span = f"steps {format_step(event.start_step)}–{format_step(event.end_step)}"
-            lines.append(f"  [{event.severity}] {event.kind} at {span}: {event.summary}")
+    for result in results:
+        points = sent.count.get(result["metric"])
+        count = f", {points:,} points" if points is not None else ""
+        lines.append(f"{result['metric']} ({how_understood(result['kind'], result['understood'])}{count}): {result['verdict']}")
+        lines += [_event_line(event) for event in result["events"]]
+    findings = analysis.get("findings") or []
+    if findings:
+        lines.append(f"the run, its series read together: {verdict_of(f['severity'] for f in findings)}")
+        lines += [_event_line(event) for event in findings]
     return "\n".join(lines)
+
+
+def _read_error(path: Path, exc: BaseException) -> str:
+    return str(exc) if isinstance(exc, ImportFormatError) else f"{path}: {exc}"
+
+
+def _event_line(event: dict[str, Any]) -> str:
+    span = f"step {format_step(event['start_step'])}"
+    if event["end_step"] != event["start_step"]:
+        span = f"steps {format_step(event['start_step'])}–{format_step(event['end_step'])}"
+    return f"  [{event['severity']}] {event['kind']} at {span}: {event['summary']}"
 
 
 def _fail(message: str, code: int) -> int:
     print(f"holter import: {message}", file=sys.stderr)
     return code
+
+
+__all__ = ["findings_report", "not_delivered", "run", "stream_points"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import threading
+import time
 
 from holter_server.app import background_loops
 from holter_server.services.loops import BackgroundWork
@@ -15,7 +15,7 @@ from holter_server.settings import Settings
 from holter_server.store.database import background_lock_path, make_engine, make_session_factory, upgrade
 
 
-def _parent_alive(pid: int) -> bool:
+def parent_alive(pid: int) -> bool:
     if os.getppid() != pid:  # re-parented: the one that started us is gone
         return False
     try:
@@ -25,7 +25,7 @@ def _parent_alive(pid: int) -> bool:
     return True
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """On Linux, have the kernel send SIGTERM when the parent dies, even by SIGKILL."""
     try:
         import ctypes
@@ -35,23 +35,44 @@ def _die_with_parent() -> None:
         pass  # elsewhere the polling below does it, within a second
 
 
+class StopSignals:
+    """SIGTERM and SIGINT, noted for a main loop to see.
+
+    The handler only records the signal. A handler runs in the main thread between two
+    bytecodes, so one that called `threading.Event.set` while the main thread was inside that
+    event's `wait` or `set` (holding its lock) blocked on the lock for good: a burst of SIGTERMs,
+    as when the parent dies (PR_SET_PDEATHSIG) and a supervisor terminates the group, left the
+    process alive and deaf.
+    """
+
+    def __init__(self) -> None:
+        self.received: list[int] = []
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, lambda signum, _frame: self.received.append(signum))
+
+    def wait(self, seconds: float) -> bool:
+        """Sleep up to `seconds`, less once a signal came; whether one has."""
+        deadline = time.monotonic() + seconds
+        while not self.received and time.monotonic() < deadline:
+            time.sleep(min(0.1, max(deadline - time.monotonic(), 0.0)))
+        return bool(self.received)
+
+
 def run(args: argparse.Namespace) -> int:
     if args.parent_pid is not None:
-        _die_with_parent()
-        if not _parent_alive(args.parent_pid):
+        die_with_parent()
+        if not parent_alive(args.parent_pid):
             return 0
     settings = Settings(database_url=args.database_url) if args.database_url else Settings()
     url = settings.resolved_database_url()
-    upgrade(url)
+    upgrade(url, partition_points=settings.partition_points)
     engine = make_engine(url)
     work = BackgroundWork(background_loops(settings, make_session_factory(engine)), background_lock_path(url))
     work.start()
-    stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
+    stop = StopSignals()
     # A worker started by `holter serve` ends with it, even when the serve process was killed.
     while not stop.wait(1.0):
-        if args.parent_pid is not None and not _parent_alive(args.parent_pid):
+        if args.parent_pid is not None and not parent_alive(args.parent_pid):
             break
     work.stop()
     engine.dispose()

@@ -2,7 +2,8 @@
 
 Each scenario trains the same model on the same generated corpus with one thing changed, and
 streams its vital signs into the service through the real client (`holter.torch.watch` for the
-gradient and activation norms, `timed_step` for step time and throughput):
+gradient and activation norms and the non-finite tripwire, `timed_step` for step time and
+throughput, `holter.torch.watch_loader` for the time each step waits for its batch):
 
 | scenario      | what is changed                                              | diagnosis         |
 |---------------|--------------------------------------------------------------|-------------------|
@@ -12,6 +13,8 @@ gradient and activation norms, `timed_step` for step time and throughput):
 | leaky_mask    | the causal mask lets each position see the next token        | too good          |
 | frozen        | the optimizer holds a stale copy of the parameters            | plateau           |
 | rl_mismatch   | a "rollout engine" whose cache slot index overflows           | mismatch spikes every 12 steps (sawtooth) |
+| nan_layer     | from 60% of the run, block 1's attention masks a whole row    | divergence; the tripwire names `blocks.1.attn` |
+| slow_loader   | from 60% of the run, each batch takes 60 ms to arrive         | input pipeline stall |
 
 The corpus is generated here: four "domains" (made-up languages over overlapping halves of the
 alphabet), each a stream of sentences of random words from its own lexicon. Word choice is random, so the honest
@@ -28,6 +31,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from typing import Any
 
 import torch
 from torch import nn
@@ -93,6 +97,9 @@ class Attention(nn.Module):
     def __init__(self, width: int, heads: int, leak: bool) -> None:
         super().__init__()
         self.heads = heads
+        # the planted bug of the nan_layer scenario: a padding mask that covers a whole row, whose
+        # softmax over nothing but -inf is NaN
+        self.mask_everything = False
         self.qkv = nn.Linear(width, 3 * width)
         self.out = nn.Linear(width, width)
         # diagonal=1 also admits position t+1: the token each position must predict
@@ -102,7 +109,8 @@ class Attention(nn.Module):
         batch, length, width = x.shape
         q, k, v = self.qkv(x).view(batch, length, 3, self.heads, width // self.heads).permute(2, 0, 3, 1, 4)
         scores = (q @ k.transpose(-2, -1)) / math.sqrt(width // self.heads)
-        scores = scores.masked_fill(~self.allowed[:length, :length], float("-inf"))
+        allowed = self.allowed[:length, :length] & (not self.mask_everything)
+        scores = scores.masked_fill(~allowed, float("-inf"))
         mixed = scores.softmax(-1) @ v
         return self.out(mixed.transpose(1, 2).reshape(batch, length, width))
 
@@ -160,6 +168,12 @@ class Scenario:
     blocked: bool = False
     stale_optimizer: bool = False
     rollouts_num: int | None = None
+    # from `PLANTED_FROM` of the run: the block whose attention masks everything (nan_layer), and
+    # the seconds each batch then takes to arrive (slow_loader)
+    nan_block: int | None = None
+    loader_delay: float | None = None
+    # the cross-signal event the service raises for this scenario (beside `expected` on `metric`)
+    finding: str | None = None
     # the fewest steps that still show the diagnosis (the zig-zag check needs 512 points)
     min_steps: int = 100
 
@@ -178,8 +192,14 @@ SCENARIOS: dict[str, Scenario] = {
                  steps=200, stale_optimizer=True, min_steps=120),
         Scenario("rl_mismatch", "the rollout engine's cache slot index overflows once per pass over its slots", "sawtooth",
                  steps=200, rollouts_num=8, metric="logprob_mismatch/abs_diff_mean"),
+        Scenario("nan_layer", "from 60% of the run, block 1's attention masks every position: its softmax makes a NaN",
+                 "divergence", steps=200, nan_block=1, finding="first_nonfinite"),
+        Scenario("slow_loader", "from 60% of the run, each batch takes 60 ms to arrive (a throttled remote store)",
+                 "level_shift", steps=200, loader_delay=0.06, metric="holter/loader/wait_fraction", finding="input_stall"),
     )
 }
+# where the nan_layer and slow_loader scenarios plant their problem, as a share of the run
+PLANTED_FROM = 0.6
 
 BLOCK_STEPS = 16
 # The rollout engine of the rl_mismatch scenario: a cache of SLOTS sequence slots, filled in
@@ -217,6 +237,7 @@ class Recorder:
     def __init__(self, run: holter.Run) -> None:
         self.run = run
         self.series: dict[str, tuple[list[int], list[float]]] = {}
+        self.nonfinite: list[dict[str, Any]] = []
 
     def log(self, metrics: dict[str, float], step: int | None = None) -> None:
         """Log to the run and keep the values."""
@@ -225,6 +246,12 @@ class Recorder:
             steps, values = self.series.setdefault(name, ([], []))
             steps.append(step if step is not None else len(steps))
             values.append(float(value))
+
+    def report_nonfinite(self, step: int, *, forward: dict[str, Any] | None = None,
+                         gradient: dict[str, Any] | None = None) -> None:
+        """Pass the tripwire's report on to the run, keeping it."""
+        self.nonfinite.append({"step": step, "forward": forward, "gradient": gradient})
+        self.run.report_nonfinite(step, forward=forward, gradient=gradient)
 
     @contextmanager
     def timed_step(self, tokens: int, samples: int, step: int) -> Iterator[None]:
@@ -242,16 +269,25 @@ def train(scenario: Scenario, recorder: Recorder, *, seed: int = 0, corpus: Corp
     model = CharTransformer(leak=scenario.leak)
     trained = copy.deepcopy(model) if scenario.stale_optimizer else model
     optimizer = torch.optim.AdamW(trained.parameters(), lr=scenario.lr, weight_decay=0.01)
-    watch = holter.torch.watch(model, recorder, every=5)
+    watch = holter.torch.watch(model, recorder, every=5, nan_tripwire=True)
     rollouts = scenario.rollouts_num or 0
-    try:
+    planted_from = int(scenario.steps * PLANTED_FROM)
+
+    def batches() -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
         for step in range(scenario.steps):
             rows = PROMPTS * rollouts if rollouts else BATCH
             if scenario.blocked:
                 domains = [(step // BLOCK_STEPS) % len(DOMAINS)] * rows
             else:
                 domains = [int(d) for d in torch.randint(0, len(DOMAINS), (rows,), generator=generator)]
-            inputs, targets = sample_batch(corpus.train, domains, generator)
+            if scenario.loader_delay and step >= planted_from:
+                time.sleep(scenario.loader_delay)
+            yield sample_batch(corpus.train, domains, generator)
+
+    try:
+        for step, (inputs, targets) in enumerate(holter.torch.watch_loader(batches(), recorder)):
+            if scenario.nan_block is not None:
+                model.blocks[scenario.nan_block].attn.mask_everything = step >= planted_from
             for group in optimizer.param_groups:
                 group["lr"] = scenario.lr * min(1.0, (step + 1) / scenario.warmup) if scenario.warmup else scenario.lr
             if rollouts:
@@ -296,7 +332,7 @@ def stream_scenario(scenario: Scenario, *, url: str, project: str, seed: int = 0
     if scenario.rollouts_num is not None:
         config["rollouts_num"] = scenario.rollouts_num
     run = holter.init(project=project, name=f"{scenario.name}-{time.strftime('%H%M%S')}", config=config,
-                      tags=["demo", "real", scenario.name], url=url)
+                      tags=["demo", "real", scenario.name], url=url, quiet=True)
     recorder = Recorder(run)
     try:
         train(scenario, recorder, seed=seed, corpus=corpus)

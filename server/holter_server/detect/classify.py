@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
-from holter_server.detect.events import SEVERITY_RANK, Event
+from holter_server.detect.events import Event
 from holter_server.detect.incremental import IncrementalDetector
+from holter_server.detect.system_vitals import DETECTORS, SystemVitalDetector
+from holter_server.vocabulary import severities
+from holter_server.vocabulary.names import understand
+from holter_server.vocabulary.profiles import SYSTEM_KINDS
 
-VERDICTS = ("healthy", "notice", "warning", "critical")
+Detector = IncrementalDetector | SystemVitalDetector
 
 
 def classify_series(
@@ -22,24 +27,38 @@ def classify_series(
 ) -> list[Event]:
     """Return the events found on one metric series, in step order.
 
-    `kind` is inferred from `metric` when not given; NaN/±Inf values are data (divergence).
+    `kind` is what the vocabulary understands `metric` to be when not given (an unknown name is
+    watched only for NaN/±Inf and extreme outliers); NaN/±Inf values are data (divergence).
     Equivalent, event for event, to feeding the same points to an `IncrementalDetector` in any
     batches.
     """
-    detector = IncrementalDetector(metric, kind=kind, expected_floor=expected_floor)
+    detector = new_detector(metric, kind=kind, expected_floor=expected_floor)
     detector.add(np.asarray(steps), np.asarray(values, dtype=float))
     return detector.events
+
+
+def new_detector(metric: str, *, kind: str | None = None, expected_floor: float | None = None) -> Detector:
+    """The incremental detector for a series: the curve classifier, or the system-vital
+    detector of a GPU kind (`kind`: what the vocabulary understands the name to be when not given)."""
+    chosen = kind or understand(metric).kind
+    if chosen in SYSTEM_KINDS:
+        return DETECTORS[chosen](metric, chosen)
+    return IncrementalDetector(metric, kind=chosen, expected_floor=expected_floor)
+
+
+def detector_from_state(state: dict[str, Any]) -> Detector:
+    """Rebuild whichever detector saved `state`."""
+    if state.get("kind") in SYSTEM_KINDS:
+        return SystemVitalDetector.from_state(state)
+    return IncrementalDetector.from_state(state)
 
 
 def verdict(events: list[Event]) -> str:
     """'healthy' (nothing found), 'notice' (only info events, e.g. recovered one-step spikes),
     'warning' or 'critical' (the worst event's severity)."""
-    if not events:
-        return "healthy"
-    worst = max(SEVERITY_RANK[e.severity] for e in events)
-    return VERDICTS[worst + 1]
+    return severities.verdict_of(e.severity for e in events)
 
 
 def is_alarm(verdict_name: str) -> bool:
     """Whether a verdict should page someone (and make `holter analyze` exit 1)."""
-    return verdict_name in ("warning", "critical")
+    return severities.is_alarm_verdict(verdict_name)

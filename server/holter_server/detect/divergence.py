@@ -3,8 +3,13 @@
 Two detectors:
 * `NonFiniteDetector` — a streak of NaN/±Inf values; says which and the first bad step.
 * `RiseDetector` — the smoothed level holds at `rise_factor` x its running minimum (and far
-  outside the noise) for `rise_persist` points: a loss that shot up and never came back, an
+  outside the noise, and for losses a share `rise_min_range` of the way back up to where the
+  curve came down from) for `rise_persist` points: a loss that shot up and never came back, an
   eval loss turning up (overfitting), a gradient norm growing toward inf.
+
+Severity follows recovery: critical while the metric is still non-finite or still up; once it
+came back (finite values returned, the level fell back below the threshold) the event is a
+recovered excursion, a warning. An eval loss turning up is a warning either way.
 
 Norms (profiles with `rise_warmup_factor`) legitimately grow from their initialisation: the RMS
 of a layer's activations rises several-fold in the first steps, then stays bounded. For them the
@@ -21,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from holter_server.detect.events import Event, format_step, format_value
-from holter_server.detect.kinds import KindProfile
+from holter_server.vocabulary.profiles import KindProfile
 from holter_server.detect.runs import RunTracker
 from holter_server.detect.window import Window
 
@@ -54,6 +59,12 @@ class NonFiniteDetector:
         bad = ~np.isfinite(values)
         first = self.seen
         for update in self.runs.update(bad, first):
+            if update.end < first:  # the streak ended with the last batch
+                event = self.events[-1]
+                event.details["ongoing"] = False
+                event.severity = _nonfinite_severity(event)
+                event.summary = self._summary(event)
+                continue
             lo = max(update.start, first, self.counted_to) - first
             chunk = values[lo : update.end - first + 1]
             chunk = chunk[~np.isfinite(chunk)]
@@ -76,6 +87,7 @@ class NonFiniteDetector:
             event.details["counts"] = dict(self.counts)
             event.score = float(sum(self.counts.values()))
             event.details["ongoing"] = update.ongoing
+            event.severity = _nonfinite_severity(event)
             event.summary = self._summary(event)
         finite = values[~bad]
         if len(finite):
@@ -117,6 +129,12 @@ class NonFiniteDetector:
         self.events = [Event.from_dict(e) for e in state["events"]]
 
 
+def _nonfinite_severity(event: Event) -> str:
+    """Critical while the metric is still non-finite; a streak that finite values ended (a
+    skipped fp16 overflow step, a restart from a checkpoint) is a recovered excursion: a warning."""
+    return "critical" if event.details.get("ongoing") else "warning"
+
+
 def _nonfinite_name(value: float) -> str:
     if np.isnan(value):
         return "NaN"
@@ -134,6 +152,9 @@ class RiseDetector:
         self.runs = RunTracker(min_len=profile.rise_persist, merge_gap=profile.rise_persist)
         self.best = np.inf
         self.best_step = 0
+        # the highest level seen, and what it was when the running minimum was last set
+        self.top = -np.inf
+        self.top_at_best = -np.inf
         # norms only: where the level settled (series index), the running minimum since then,
         # and the last `SETTLE_SPAN` levels to judge settling on
         self.settled_at: int | None = None
@@ -167,8 +188,16 @@ class RiseDetector:
             reference, reference_step = running, best_step
         with np.errstate(invalid="ignore"):
             needed = np.maximum((factor - 1.0) * np.abs(reference), RISE_NOISE_UNITS * window.scale)
+            if self.profile.rise_min_range:
+                needed = np.maximum(needed, self.profile.rise_min_range * (self._top_at_best(level, index, running) - reference))
             above = np.isfinite(reference) & (level - reference >= needed)
         for update in self.runs.update(above, first, score=level):
+            if update.end < first:  # the rise ended with the last batch
+                event = self.events[-1]
+                event.details["ongoing"] = False
+                event.severity = self._severity(event)
+                event.summary = self._summary(event, float(event.details.get("last_value", np.nan)))
+                continue
             if update.opened:
                 at = update.start - first
                 minimum, minimum_step = (
@@ -183,12 +212,15 @@ class RiseDetector:
                 self.events.append(event)
             event = self.events[-1]
             event.end_step = window.step_at(update.end)
-            event.peak_step = window.step_at(update.peak_index)
+            if window.holds(update.peak_index):  # else the peak is older than the tail and already recorded
+                event.peak_step = window.step_at(update.peak_index)
             peak = update.peak_score
             minimum = event.details["minimum"]
             event.score = float(peak / minimum) if minimum > 0 else float(peak - minimum)
             event.details["peak"] = peak
             event.details["ongoing"] = update.ongoing
+            event.details["last_value"] = window.value_at(update.end)
+            event.severity = self._severity(event)
             event.summary = self._summary(event, window.value_at(update.end))
         if len(level):
             # the reference where the current run of "above" began, for a run that opens later
@@ -205,6 +237,24 @@ class RiseDetector:
                 self.settled_best = float(settled_running[-1])
                 self.settled_best_step = int(settled_step[-1])
                 self.recent_levels = [float(v) for v in np.concatenate([self.recent_levels, level])[-SETTLE_SPAN:]]
+
+    def _top_at_best(self, level: np.ndarray, index: np.ndarray, running: np.ndarray) -> np.ndarray:
+        """Per new point: the highest level seen up to where its running minimum was set."""
+        eligible = np.where(index >= RISE_SKIP_POINTS, level, -np.inf)
+        top = np.maximum.accumulate(np.concatenate([[self.top], eligible]))[1:]
+        new_best = running < np.concatenate([[self.best], running[:-1]])
+        at = np.maximum.accumulate(np.where(new_best, np.arange(len(level)), -1))
+        out = np.where(at >= 0, top[np.maximum(at, 0)], self.top_at_best)
+        if len(level):
+            self.top, self.top_at_best = float(top[-1]), float(out[-1])
+        return out
+
+    def _severity(self, event: Event) -> str:
+        """An eval loss turning up is a warning; a rise that came back down is a recovered
+        excursion, never critical."""
+        if self.profile.name == "eval_loss" or not event.details.get("ongoing"):
+            return "warning"
+        return "critical"
 
     def _settled(self, level: np.ndarray, index: np.ndarray) -> np.ndarray:
         """Per new point: has the level settled by then (and so the minimum since settling counts)?"""
@@ -241,7 +291,8 @@ class RiseDetector:
         """JSON-serialisable state."""
         return {
             "runs": self.runs.state(), "best": None if self.best == np.inf else self.best,
-            "best_step": self.best_step, "settled_at": self.settled_at,
+            "best_step": self.best_step, "top": None if self.top == -np.inf else self.top,
+            "top_at_best": None if self.top_at_best == -np.inf else self.top_at_best, "settled_at": self.settled_at,
             "settled_best": None if self.settled_best == np.inf else self.settled_best,
             "settled_best_step": self.settled_best_step, "recent_levels": self.recent_levels,
             "run_reference": list(self.run_reference) if self.run_reference else None,
@@ -253,6 +304,8 @@ class RiseDetector:
         self.runs.restore(state["runs"])
         self.best = np.inf if state["best"] is None else state["best"]
         self.best_step = state["best_step"]
+        self.top = -np.inf if state["top"] is None else state["top"]
+        self.top_at_best = -np.inf if state["top_at_best"] is None else state["top_at_best"]
         self.settled_at = state.get("settled_at")
         self.settled_best = np.inf if state.get("settled_best") is None else state["settled_best"]
         self.settled_best_step = state.get("settled_best_step", 0)

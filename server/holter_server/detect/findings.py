@@ -6,30 +6,51 @@
 * `activation_growth` — an activation norm that keeps growing; `layer_dominance` — one
   layer's activation norm dwarfing the others (named).
 * `systems_slowdown` — throughput down (or step time up) while the loss carries on.
-* `mismatch_off_zero` — the rollout/trainer logprob mismatch leaving ≈0, with its period.
+* `mismatch_off_zero` — the rollout/trainer mismatch leaving its healthy value (≈0 for a
+  logprob gap, ≈1 for a ratio), with its period.
+* `input_stall` — the share of each step spent waiting for data held above its ceiling while
+  the step's own work (compute time) did not grow as much as the waiting: the input pipeline,
+  not the model, sets the pace.
+* `overfitting`, `too_good` — the train loss against the eval loss (train_eval.py).
+* `plateau` — a loss printing exactly the same value (0.0) from its first point while the
+  gradient norm is exactly 0 or not finite (a broken run; a GRPO loss prints 0.0 by design
+  while its gradient norm moves), or while no gradient norm is logged to tell.
+
+And the attribution of a non-finite tripwire report (`first_nonfinite`, from
+`holter.torch.watch(..., nan_tripwire=True)`): the module and the gradient where NaN or ±Inf
+first appeared, attached to the divergence they explain (`nonfinite_origin`).
+
+Which metric is a loss, a gradient norm ... is the kind the run's snapshots carry (declared or
+recognised, see `holter_server.vocabulary`); a metric without one is understood from its name.
 """
 
 from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from holter_server.detect.events import SEVERITY_RANK, Event, format_step, format_value
-from holter_server.detect.kinds import infer_kind
+from holter_server.detect.events import Event, format_step, format_value
+from holter_server.detect.outline import SeriesOutline
+from holter_server.detect.train_eval import train_eval_findings
+from holter_server.vocabulary.names import is_per_layer, understand
+from holter_server.vocabulary.profiles import is_percent
+from holter_server.vocabulary.severities import rank
+from holter_server.vocabulary.signals import MISMATCH_HEALTHY
 
-FINDING_KINDS = (
-    "grad_norm_precursor",
-    "no_learning_signal",
-    "activation_growth",
-    "layer_dominance",
-    "systems_slowdown",
-    "mismatch_off_zero",
-)
+NONFINITE_ORIGIN = "first_nonfinite"  # a tripwire report, attached to a divergence by `nonfinite_origin`
+# a divergence that begins this many steps after the tripwire's step is still the one it explains
+# (the loss may be logged only every few steps)
+ATTACH_AFTER_STEPS = 200
+# the divergences a non-finite report can explain, the first kind preferred
+ATTACH_KINDS = ("loss", "eval_loss", "grad_norm", "activation_norm")
 PRECURSOR_STEPS = 10  # how far ahead of a loss spike a gradient-norm spike counts as its warning
 SLOWDOWN_QUIET_STEPS = 200  # the loss must show nothing this close to a throughput drop
 DOMINANCE_RATIO = 10.0
 MIN_LAYERS = 3
+BROKEN_MIN_POINTS = 3  # a loss exactly the same at this many points from its first
 
 
 @dataclass(frozen=True)
@@ -40,19 +61,31 @@ class SeriesSnapshot:
     last_value: float | None
     first_step: int | None = None
     last_step: int | None = None
+    kind: str | None = None
+    # the series in outline, where the run-level rules need its values (losses and eval losses)
+    outline: SeriesOutline | None = None
 
 
 def cross_signal_findings(events: list[Event], series: list[SeriesSnapshot]) -> list[Event]:
     """Events that name two signals (or a whole metric family), from one run's per-metric events."""
+    kinds = {s.metric: s.kind or (s.outline.kind if s.outline else None) for s in series}
+
+    def kind_of(metric: str) -> str:
+        return kinds.get(metric) or understand(metric).kind
+
     by_kind: dict[str, list[Event]] = {}
     for event in events:
-        by_kind.setdefault(infer_kind(event.metric), []).append(event)
+        if event.kind != NONFINITE_ORIGIN:  # a report, not a reading of a metric
+            by_kind.setdefault(kind_of(event.metric), []).append(event)
     findings = (
         _precursors(by_kind)
-        + _no_learning_signal(by_kind, series)
-        + _activation(by_kind, series)
+        + _no_learning_signal(by_kind, series, kind_of)
+        + _activation(by_kind, series, kind_of)
         + _slowdowns(by_kind)
         + _mismatch(by_kind)
+        + _input_stalls(by_kind)
+        + _broken_run(by_kind, series, kind_of)
+        + train_eval_findings([s.outline for s in series if s.outline is not None])
     )
     return sorted(findings, key=lambda e: (e.start_step, e.kind))
 
@@ -63,7 +96,7 @@ def _finding(kind: str, metric: str, start: int, end: int, severity: str, score:
 
 
 def _precursors(by_kind: dict[str, list[Event]]) -> list[Event]:
-    grad_spikes = [e for e in by_kind.get("grad_norm", []) if e.kind == "spike" and "/" not in e.metric]
+    grad_spikes = [e for e in by_kind.get("grad_norm", []) if e.kind == "spike" and not is_per_layer(e.metric)]
     found = []
     for loss in by_kind.get("loss", []):
         if loss.kind not in ("spike", "divergence"):
@@ -76,8 +109,11 @@ def _precursors(by_kind: dict[str, list[Event]]) -> list[Event]:
         when = "at the same step as" if lead == 0 else f"{lead} step{'s' if lead > 1 else ''} before"
         peak = grad.details.get("peak")
         size = f" (to {format_value(peak)})" if isinstance(peak, float) else ""
+        # a recovered one-step loss spike (info) with its gradient-norm spike is a healthy run's
+        # bad batch seen twice: reported, not alarmed on
+        severity = "info" if loss.severity == "info" else "warning"
         found.append(_finding(
-            "grad_norm_precursor", loss.metric, grad.start_step, loss.end_step, "warning", float(lead),
+            "grad_norm_precursor", loss.metric, grad.start_step, loss.end_step, severity, float(lead),
             f"{grad.metric} spiked at step {format_step(grad.start_step)}{size}, {when} {loss.metric} "
             f"{'spiked' if loss.kind == 'spike' else 'diverged'} at step {format_step(loss.start_step)}: "
             "the gradient norm gave the early warning",
@@ -86,12 +122,12 @@ def _precursors(by_kind: dict[str, list[Event]]) -> list[Event]:
     return found
 
 
-def _no_learning_signal(by_kind: dict[str, list[Event]], series: list[SeriesSnapshot]) -> list[Event]:
+def _no_learning_signal(by_kind: dict[str, list[Event]], series: list[SeriesSnapshot], kind_of: Callable[[str], str]) -> list[Event]:
     zero = [e for e in by_kind.get("grad_norm", []) if e.kind == "plateau" and e.details.get("cause") == "zero"]
     flat = [e for e in by_kind.get("loss", []) if e.kind == "plateau" and e.details.get("cause") == "flat"]
     if not zero and not flat:
         return []
-    losses = {s.metric: s for s in series if infer_kind(s.metric) == "loss"}
+    losses = {s.metric: s for s in series if kind_of(s.metric) == "loss"}
     if zero:
         grad = zero[0]
         loss_note = f"; {flat[0].metric} has not moved from its starting level" if flat else ""
@@ -104,13 +140,51 @@ def _no_learning_signal(by_kind: dict[str, list[Event]], series: list[SeriesSnap
         signals = [grad.metric] + [f.metric for f in flat[:1]]
     else:
         loss = flat[0]
-        grads = [s for s in series if infer_kind(s.metric) == "grad_norm" and "/" not in s.metric]
+        grads = [s for s in series if kind_of(s.metric) == "grad_norm" and not is_per_layer(s.metric)]
         grad_note = f"; {grads[0].metric} is {format_value(grads[0].last_value)}" if grads and grads[0].last_value is not None else ""
         start, end = loss.start_step, loss.end_step
-        summary = (f"{loss.metric} has stayed flat from step {format_step(loss.start_step)} to "
-                   f"{format_step(loss.end_step)}{grad_note}: nothing is learning")
+        if loss.severity == "critical":
+            summary = (f"{loss.metric} has stayed flat from step {format_step(loss.start_step)} to "
+                       f"{format_step(loss.end_step)}{grad_note}: nothing is learning")
+        else:
+            summary = (f"{loss.metric} stayed flat from step {format_step(loss.start_step)} to "
+                       f"{format_step(loss.end_step)}{grad_note} before it began to fall: nothing learned until then")
         signals = [loss.metric] + [g.metric for g in grads[:1]]
-    return [_finding("no_learning_signal", signals[0], start, end, "critical", float(end - start), summary, signals=signals)]
+    # a flat start that ended (the loss began to fall) is a recovered excursion: a warning
+    sources = zero[:1] + flat[:1]
+    severity = "critical" if any(e.severity == "critical" for e in sources) else "warning"
+    return [_finding("no_learning_signal", signals[0], start, end, severity, float(end - start), summary, signals=signals)]
+
+
+def _broken_run(by_kind: dict[str, list[Event]], series: list[SeriesSnapshot], kind_of: Callable[[str], str]) -> list[Event]:
+    grad_names = [s.metric for s in series if kind_of(s.metric) == "grad_norm"]
+    stuck = [e for name in grad_names for e in by_kind.get("grad_norm", []) if e.metric == name and (
+        (e.kind == "plateau" and e.details.get("cause") == "zero") or (e.kind == "divergence" and e.details.get("cause") == "nonfinite"))]
+    found = []
+    for snapshot in series:
+        o = snapshot.outline
+        if o is None or o.kind != "loss" or not o.repeated_from_start or o.repeated_points < BROKEN_MIN_POINTS:
+            continue
+        value = format_value(o.repeated_value or 0.0)
+        span = f"at every one of its {o.points} points from step {format_step(o.repeated_since or 0)}"
+        if stuck:
+            grad = stuck[0]
+            state = "exactly 0" if grad.kind == "plateau" else "not finite"
+            severity = "critical"
+            summary = (f"{o.metric} printed exactly {value} {span} while {grad.metric} was {state}: "
+                       "no update ever happens, a broken run")
+            signals = [o.metric, grad.metric]
+        elif not grad_names:
+            severity = "warning"
+            summary = (f"{o.metric} printed exactly {value} {span}: a loss that never moves is a broken run "
+                       "(or one printed too coarsely; log the gradient norm to tell)")
+            signals = [o.metric]
+        else:
+            continue  # the gradient norm moves: the loss is printed too coarsely (a GRPO loss prints 0.0)
+        end = int(snapshot.last_step if snapshot.last_step is not None else (o.steps[-1] if len(o.steps) else 0))
+        found.append(_finding("plateau", o.metric, int(o.repeated_since or 0), end, severity, float(o.repeated_points), summary,
+                              cause="exactly_constant", signals=signals, value=o.repeated_value, points=o.repeated_points))
+    return found
 
 
 def _layer_of(metric: str) -> tuple[str, str] | None:
@@ -119,7 +193,7 @@ def _layer_of(metric: str) -> tuple[str, str] | None:
     return (family, layer) if sep else None
 
 
-def _activation(by_kind: dict[str, list[Event]], series: list[SeriesSnapshot]) -> list[Event]:
+def _activation(by_kind: dict[str, list[Event]], series: list[SeriesSnapshot], kind_of: Callable[[str], str]) -> list[Event]:
     found = []
     for event in by_kind.get("activation_norm", []):
         if event.kind == "divergence" or (event.kind == "level_shift" and event.details.get("after", 0) > event.details.get("before", 0)):
@@ -133,7 +207,7 @@ def _activation(by_kind: dict[str, list[Event]], series: list[SeriesSnapshot]) -
     for snapshot in series:
         split = _layer_of(snapshot.metric)
         value = snapshot.last_value
-        if split and infer_kind(snapshot.metric) == "activation_norm" and value is not None and math.isfinite(value):
+        if split and kind_of(snapshot.metric) == "activation_norm" and value is not None and math.isfinite(value):
             families.setdefault(split[0], []).append(snapshot)
     for family, members in families.items():
         if len(members) < MIN_LAYERS:
@@ -163,7 +237,7 @@ def _slowdowns(by_kind: dict[str, list[Event]]) -> list[Event]:
             continue
         before, after = drop.details.get("before"), drop.details.get("after")
         change = f" {abs(after - before) / abs(before):.0%}" if before and after is not None else ""
-        verb = "fell" if infer_kind(drop.metric) == "throughput" else "rose"
+        verb = "fell" if drop in by_kind.get("throughput", []) else "rose"
         found.append(_finding(
             "systems_slowdown", drop.metric, drop.start_step, drop.end_step, "warning", drop.score,
             f"{drop.metric} {verb}{change} at step {format_step(drop.start_step)} ({format_value(before)} → "
@@ -174,24 +248,97 @@ def _slowdowns(by_kind: dict[str, list[Event]]) -> list[Event]:
 
 
 def _mismatch(by_kind: dict[str, list[Event]]) -> list[Event]:
-    per_metric: dict[str, list[Event]] = {}
-    for event in by_kind.get("logprob_mismatch", []):
-        per_metric.setdefault(event.metric, []).append(event)
+    per_metric: dict[str, tuple[float, list[Event]]] = {}
+    for kind, healthy in MISMATCH_HEALTHY.items():
+        for event in by_kind.get(kind, []):
+            per_metric.setdefault(event.metric, (healthy, []))[1].append(event)
     found = []
-    for metric, events in per_metric.items():
+    for metric, (healthy, events) in per_metric.items():
         first = min(events, key=lambda e: e.start_step)
         last_step = max(e.end_step for e in events)
         periods = [e.period for e in events if e.kind == "sawtooth" and e.period]
-        worst = max(events, key=lambda e: SEVERITY_RANK[e.severity])
+        worst = max(events, key=lambda e: rank(e.severity))
         recur = f", recurring every {periods[0]:,.0f} steps (the period points at the cause)" if periods else ""
         count = f"{len(events)} excursion{'s' if len(events) > 1 else ''}"
         found.append(_finding(
             "mismatch_off_zero", metric, first.start_step, last_step,
             "critical" if periods or worst.severity == "critical" else "warning", float(len(events)),
-            f"rollout-vs-trainer logprob mismatch {metric} left ≈0 at step {format_step(first.start_step)} "
+            f"rollout-vs-trainer {'logprob mismatch' if healthy == 0 else 'ratio'} {metric} left ≈{healthy:g} at step {format_step(first.start_step)} "
             f"({count} through step {format_step(last_step)}){recur}: a correctness bug upstream, not noise",
             period=periods[0] if periods else None, signals=[metric],
         ))
     return found
 
 
+
+
+def _input_stalls(by_kind: dict[str, list[Event]]) -> list[Event]:
+    compute_rises = [e for e in by_kind.get("compute_time", [])
+                     if e.kind == "level_shift" and e.details.get("after", 0) > e.details.get("before", 0)]
+    found = []
+    for wait in by_kind.get("data_wait", []):
+        peak = wait.details.get("peak")
+        if wait.kind != "level_shift" or not isinstance(peak, (int, float)):  # level_shift: held above its ceiling
+            continue
+        share = min(peak / 100 if is_percent(wait.metric) else peak, 0.999)
+        near = [c for c in compute_rises if abs(c.start_step - wait.start_step) <= SLOWDOWN_QUIET_STEPS]
+        work = "its own work did not slow down"
+        if near:
+            rise = max(near, key=lambda c: c.details["after"] - c.details["before"])
+            before, after = rise.details["before"], rise.details["after"]
+            # seconds of waiting per step at the worst, from the share and the work (w = f/(1-f)·c)
+            waited = share / (1 - share) * after
+            if after - before >= waited:
+                continue  # the work itself grew at least as much as the waiting: a slower step, not a stall
+            work = f"its own work grew far less ({rise.metric} {format_value(before)} → {format_value(after)} s)"
+        found.append(_finding(
+            "input_stall", wait.metric, wait.start_step, wait.end_step, "warning", wait.score,
+            f"input pipeline stall: the step waited {share:.0%} of its time for data from step {format_step(wait.start_step)} "
+            f"(through step {format_step(wait.end_step)}) while {work}: the accelerator idles on the data loader "
+            "(more workers, prefetching, faster storage)",
+            peak_step=wait.peak_step, signals=[wait.metric, *sorted({c.metric for c in by_kind.get("compute_time", [])})],
+            wait_share=share,
+        ))
+    return found
+
+
+def nonfinite_origin(*, step: int, forward: dict[str, Any] | None, gradient: dict[str, Any] | None,
+                     events: list[Event], kinds: Mapping[str, str] | None = None) -> Event:
+    """The event for a tripwire report at `step`, attached to the divergence it explains.
+
+    `forward` and `gradient` are the report's origins (`{"name", "value"[, "inputs_finite"]}`);
+    `events` the run's per-metric events. Attached (to a divergence of the loss, else of the
+    gradient or activation norm, that is under way at `step` or begins within
+    `ATTACH_AFTER_STEPS` after it) the event sits on that metric and is critical; otherwise it is
+    a run-level warning, or information when only a gradient was non-finite (an fp16 loss scaler
+    skips such steps as a matter of course). `kinds` says what each metric is (declared or
+    recognised); a metric left out is understood from its name.
+    """
+    def kind_of(metric: str) -> str:
+        return (kinds or {}).get(metric) or understand(metric).kind
+
+    candidates = [e for e in events if e.kind == "divergence" and kind_of(e.metric) in ATTACH_KINDS
+                  and (e.start_step <= step <= e.end_step or step < e.start_step <= step + ATTACH_AFTER_STEPS)]
+    divergence = min(candidates, key=lambda e: (ATTACH_KINDS.index(kind_of(e.metric)), abs(e.start_step - step)),
+                     default=None)
+    summary = _origin_sentence(step, forward, gradient)
+    details: dict[str, Any] = {"forward": forward, "gradient": gradient, "divergence": None}
+    if divergence is None:
+        return Event(kind=NONFINITE_ORIGIN, metric="", start_step=step, end_step=step, peak_step=step,
+                     severity="warning" if forward else "info", score=1.0, summary=summary, details=details)
+    details["divergence"] = {"metric": divergence.metric, "start_step": divergence.start_step, "event_id": divergence.event_id}
+    return Event(kind=NONFINITE_ORIGIN, metric=divergence.metric, start_step=step, end_step=step, peak_step=step,
+                 severity="critical", score=1.0, details=details,
+                 summary=f"{summary}; {divergence.metric} diverged from step {format_step(divergence.start_step)}")
+
+
+def _origin_sentence(step: int, forward: dict[str, Any] | None, gradient: dict[str, Any] | None) -> str:
+    at = format_step(step)
+    grad = f"`{gradient['name']}` ({gradient['value']})" if gradient else ""
+    if forward is None:
+        return (f"first non-finite gradient at step {at}: {grad}, with every module's output finite: the loss computed "
+                "outside the model, or a backward pass, made it")
+    sentence = f"first non-finite output at step {at}: `{forward['name']}` (forward, {forward['value']})"
+    if forward.get("inputs_finite") is False:
+        sentence += ", whose input was already non-finite: the batch itself, or code outside the model's modules"
+    return sentence + (f"; first non-finite gradient: {grad}" if gradient else "; every gradient finite")

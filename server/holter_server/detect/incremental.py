@@ -10,25 +10,29 @@ state is bounded (the last `TAIL_POINTS` points plus a few counters) and JSON-se
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from holter_server.detect.baseline import BlockBaseline, rolling_level
+from holter_server.detect.ceiling import HealthyCeiling
 from holter_server.detect.divergence import NonFiniteDetector, RiseDetector
 from holter_server.detect.events import Event
-from holter_server.detect.kinds import profile_for
+from holter_server.detect.findings import SeriesSnapshot
 from holter_server.detect.level_shift import LevelShiftDetector
+from holter_server.detect.outline import Outline, SeriesOutline
 from holter_server.detect.plateau import PlateauDetector
 from holter_server.detect.sawtooth import ACF_WINDOW, SawtoothDetector
 from holter_server.detect.spikes import SpikeDetector
 from holter_server.detect.too_good import TooGoodDetector
 from holter_server.detect.window import Window
+from holter_server.vocabulary.profiles import profile_for
+from holter_server.vocabulary.severities import capped
 
-DETECTOR_VERSION = "1.1.0"
+DETECTOR_VERSION = "2.0.0"
 TAIL_POINTS = ACF_WINDOW
-STATE_FORMAT = 1
+STATE_FORMAT = 2
 
 
 @dataclass
@@ -44,12 +48,17 @@ class Update:
 
 
 class IncrementalDetector:
-    """Detect spike, divergence, plateau, sawtooth, too_good and level_shift on one series."""
+    """Detect spike, divergence, plateau, sawtooth, too_good and level_shift on one series.
+
+    `kind` (default: what the vocabulary understands `metric` to be) picks the profile: its
+    thresholds, which detectors run, and the loudest severity its events may have.
+    """
 
     def __init__(self, metric: str, *, kind: str | None = None, expected_floor: float | None = None) -> None:
         self.metric = metric
         self.profile = profile_for(metric, kind)
         self.kind = self.profile.name
+        self.detectors = frozenset(self.profile.detectors)
         self.expected_floor = expected_floor
         self.last_step: int | None = None
         self.late_points = 0
@@ -57,6 +66,8 @@ class IncrementalDetector:
         self.tail_steps = np.empty(0, dtype=np.int64)
         self.tail_values = np.empty(0, dtype=float)
         self.baseline = BlockBaseline(self.profile.abs_floor)
+        tolerance = self.profile.abs_tolerance
+        self.ceiling = HealthyCeiling(tolerance, self.profile.healthy_level) if tolerance is not None else None
         self.nonfinite = NonFiniteDetector(metric)
         self.rise = RiseDetector(metric, self.profile)
         self.spikes = SpikeDetector(metric, self.profile)
@@ -64,6 +75,7 @@ class IncrementalDetector:
         self.shifts = LevelShiftDetector(metric, self.profile)
         self.plateau = PlateauDetector(metric, self.profile)
         self.too_good = TooGoodDetector(metric, self.profile, expected_floor)
+        self.outline = Outline()
         self._visible: dict[str, dict[str, Any]] = {}
 
     def add(self, steps: Any, values: Any) -> Update:
@@ -91,7 +103,9 @@ class IncrementalDetector:
         return self._diff_visible()
 
     def _process(self, steps: np.ndarray, values: np.ndarray) -> None:
-        self.nonfinite.process(steps, values)
+        runs = self.detectors
+        if "nonfinite" in runs:
+            self.nonfinite.process(steps, values)
         finite = np.isfinite(values)
         steps, values = steps[finite], values[finite]
         if not len(values):
@@ -101,19 +115,26 @@ class IncrementalDetector:
         new_from = len(self.tail_values)
         first_index = self.finite_seen - new_from
         level = rolling_level(all_values, new_from, first_index)
-        base, scale, early = self.baseline.update(all_values, new_from, first_index)
-        window = Window(all_steps, all_values, new_from, first_index, level, base, scale, early)
+        base, scale, early, quantum = self.baseline.update(all_values, new_from, first_index)
+        ceiling = self.ceiling.update(all_values, new_from, first_index) if self.ceiling else None
+        window = Window(all_steps, all_values, new_from, first_index, level, base, scale, early, quantum, ceiling)
 
-        opened_spikes = self.spikes.process(window)
-        interval = float(np.median(np.diff(all_steps))) if len(all_steps) > 1 else 1.0
-        self.sawtooth.add_spikes(opened_spikes, interval)
-        self.sawtooth.add_parts(self.spikes.parts, interval)
-        self.sawtooth.process(window)
-        first_block, block_medians, block_mads = self.baseline.new_blocks
-        self.shifts.process(window, first_block, block_medians, block_mads)
-        self.rise.process(window)
-        self.plateau.process(window)
-        self.too_good.process(window)
+        opened_spikes = self.spikes.process(window) if "spike" in runs else []
+        if "sawtooth" in runs:
+            interval = float(np.median(np.diff(all_steps))) if len(all_steps) > 1 else 1.0
+            self.sawtooth.add_spikes(opened_spikes, interval)
+            self.sawtooth.add_parts(self.spikes.parts, interval)
+            self.sawtooth.process(window)
+        if "level_shift" in runs:
+            first_block, block_medians, block_mads = self.baseline.new_blocks
+            self.shifts.process(window, first_block, block_medians, block_mads)
+        if "rise" in runs:
+            self.rise.process(window)
+        if "plateau" in runs:
+            self.plateau.process(window)
+        if "too_good" in runs:
+            self.too_good.process(window)
+        self.outline.add(steps, values)
 
         self.finite_seen += len(values)
         self.tail_steps = all_steps[-TAIL_POINTS:].copy()
@@ -129,7 +150,21 @@ class IncrementalDetector:
         found = (
             spikes + divergences + shifts + self.sawtooth.events + self.plateau.all_events() + self.too_good.events
         )
+        cap = self.profile.severity_cap
+        if cap is not None:
+            found = [replace(e, severity=capped(e.severity, cap)) for e in found]
         return sorted(found, key=lambda e: (e.start_step, e.kind, e.end_step))
+
+    def outline_snapshot(self) -> SeriesOutline:
+        """The series in outline, for the run-level rules (train vs eval, a loss stuck at 0)."""
+        return self.outline.snapshot(self.metric, self.kind)
+
+    def snapshot(self) -> SeriesSnapshot:
+        """What the run-level rules (`findings.cross_signal_findings`) need of this series."""
+        outline = self.outline_snapshot()
+        last = float(self.tail_values[-1]) if len(self.tail_values) else None
+        first = int(outline.steps[0]) if len(outline.steps) else None
+        return SeriesSnapshot(self.metric, last, first, self.last_step, kind=self.kind, outline=outline)
 
     def _diff_visible(self) -> Update:
         current = {e.event_id: e for e in self.events}
@@ -152,6 +187,7 @@ class IncrementalDetector:
             "tail_steps": [int(s) for s in self.tail_steps],
             "tail_values": [float(v) for v in self.tail_values],
             "baseline": self.baseline.state(),
+            "ceiling": self.ceiling.state() if self.ceiling else None,
             "nonfinite": self.nonfinite.state(),
             "rise": self.rise.state(),
             "spikes": self.spikes.state(),
@@ -159,6 +195,7 @@ class IncrementalDetector:
             "shifts": self.shifts.state(),
             "plateau": self.plateau.state(),
             "too_good": self.too_good.state(),
+            "outline": self.outline.state(),
             "visible": self._visible,
         }
 
@@ -174,6 +211,8 @@ class IncrementalDetector:
         detector.tail_steps = np.asarray(state["tail_steps"], dtype=np.int64)
         detector.tail_values = np.asarray(state["tail_values"], dtype=float)
         detector.baseline.restore(state["baseline"])
+        if detector.ceiling is not None:
+            detector.ceiling.restore(state["ceiling"])
         detector.nonfinite.restore(state["nonfinite"])
         detector.rise.restore(state["rise"])
         detector.spikes.restore(state["spikes"])
@@ -181,6 +220,7 @@ class IncrementalDetector:
         detector.shifts.restore(state["shifts"])
         detector.plateau.restore(state["plateau"])
         detector.too_good.restore(state["too_good"])
+        detector.outline.restore(state["outline"])
         detector._visible = state["visible"]
         return detector
 

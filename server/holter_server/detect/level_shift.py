@@ -17,7 +17,7 @@ import numpy as np
 
 from holter_server.detect.baseline import BLOCK, MAD_TO_SIGMA, RELATIVE_NOISE_FLOOR
 from holter_server.detect.events import Event, format_step, format_value
-from holter_server.detect.kinds import KindProfile
+from holter_server.vocabulary.profiles import KindProfile
 from holter_server.detect.runs import RunTracker
 from holter_server.detect.window import Window
 
@@ -48,7 +48,7 @@ class LevelShiftDetector:
 
     def process(self, window: Window, first_block: int, medians: np.ndarray, mads: np.ndarray) -> None:
         """Feed the new points and the blocks they completed (numbered from `first_block`)."""
-        if self.profile.abs_tolerance is not None:
+        if window.ceiling is not None:
             self._above_tolerance(window)
             return
         if not len(medians):
@@ -145,20 +145,23 @@ class LevelShiftDetector:
         )
 
     def _above_tolerance(self, window: Window) -> None:
-        tolerance = float(self.profile.abs_tolerance or 0.0)
+        ceiling = window.ceiling if window.ceiling is not None else np.zeros(len(window.level))
         first = window.first_index + window.new_from
-        above = window.level >= tolerance
+        above = window.level >= ceiling
         for update in self.tolerance_runs.update(above, first, score=window.level):
             if update.opened:
+                at = max(update.start - first, 0)
                 event = Event(
                     kind="level_shift", metric=self.metric, start_step=window.step_at(update.start), end_step=0,
                     severity=self.profile.shift_severity, score=0.0, summary="",
-                    details={"tolerance": tolerance},
+                    details={"tolerance": float(ceiling[at]) if len(ceiling) else 0.0},
                 )
                 self.events.append(event)
             event = self.events[-1]
+            tolerance = float(event.details["tolerance"])
             event.end_step = window.step_at(update.end)
-            event.peak_step = window.step_at(update.peak_index)
+            if window.holds(update.peak_index):  # else the peak is older than the tail and already recorded
+                event.peak_step = window.step_at(update.peak_index)
             event.score = float(update.peak_score / tolerance) if tolerance else update.peak_score
             event.details["peak"] = update.peak_score
             event.summary = (

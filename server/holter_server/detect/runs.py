@@ -41,7 +41,9 @@ class RunTracker:
     """Open an event when a run reaches `min_len`; extend it while the run lasts.
 
     A new run that starts within `merge_gap` points of the last event's end extends that event
-    instead of opening another, so a condition that flickers does not flood the list.
+    instead of opening another, so a condition that flickers does not flood the list. An event
+    still going at the end of one batch that ends at the start of the next gets a closing update
+    (`ongoing` False, `end` before the new points), so batching never leaves it "still going".
     `score` (optional, per new point) is maximised over the event to report its peak.
     """
 
@@ -61,6 +63,12 @@ class RunTracker:
         """Feed the mask of the new points (series-wide index of mask[0] is `first_index`)."""
         updates: list[RunUpdate] = []
         last_index = first_index + len(mask) - 1
+        if (self.event_end is not None and self.event_end == first_index - 1 and self.run_end == self.event_end
+                and len(mask) and not mask[0]):
+            # the event was still going at the end of the last batch and ends right here: say so,
+            # as one pass over the whole series would have
+            updates.append(RunUpdate(start=int(self.event_start), end=int(self.event_end), opened=False,  # type: ignore[arg-type]
+                                     peak_index=int(self.peak_index), peak_score=float(self.peak_score), ongoing=False))
         for lo, hi in true_segments(mask):
             g_lo, g_hi = first_index + lo, first_index + hi
             continuing = lo == 0 and self.run_start is not None and self.run_end == first_index - 1

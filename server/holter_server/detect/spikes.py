@@ -6,6 +6,11 @@ series cannot produce "huge" z-scores from tiny moves. The excursion is then fol
 the baseline frozen at its onset; it is a spike if it returns within `MAX_SPIKE_POINTS`,
 otherwise it is a shift or a divergence and left to those detectors. Spikes a few points apart
 are one event (a slow step followed by another).
+
+Cold start: from the fifth point on, a point is judged against the median and robust σ of the
+points before it (no extra margin); before that there is no noise estimate, and only a large
+multiple of the first values counts (`EARLY_CAP_FACTOR`, or the kind's warm-up factor for norms,
+which grow several-fold from their initialisation).
 """
 
 from __future__ import annotations
@@ -14,16 +19,23 @@ from typing import Any
 
 import numpy as np
 
-from holter_server.detect.events import Event, format_step, format_value
-from holter_server.detect.kinds import KindProfile
+from holter_server.detect.baseline import EARLY_MAD_POINTS
+from holter_server.detect.events import Event, format_step, format_value, format_z
+from holter_server.vocabulary.profiles import KindProfile
 from holter_server.detect.window import Window
 
 MAX_SPIKE_POINTS = 10
+# Scores beyond this many σ are reported as "over": the noise they are measured against is a floor.
+Z_CAP = 1000.0
 MERGE_GAP_POINTS = 8
-# Back to within this many σ of the onset baseline counts as recovered.
+# Back to within this many σ of the onset baseline counts as recovered, or to within this share
+# of the jump: a 3.5x slow step that lands on a level 15% higher (the run sped down as it
+# resumed) came back; a loss that jumped and stays up did not.
 RECOVERY_Z = 3.0
-# Points with too little history need a bigger jump: the value must at least double.
-EARLY_MIN_REL = 1.0
+RECOVERY_SHARE = 0.1
+# Before `EARLY_MAD_POINTS` points there is no noise estimate: a spike must reach this multiple
+# of the median of the points before it.
+EARLY_CAP_FACTOR = 3.0
 
 
 class SpikeDetector:
@@ -45,11 +57,15 @@ class SpikeDetector:
         p = self.profile
         x = window.values[window.new_from :]
         excess = p.direction * (x - window.base)
-        min_rel = np.where(window.early, max(p.spike_min_rel, EARLY_MIN_REL), p.spike_min_rel)
+        index = window.first_index + window.new_from + np.arange(len(x))
+        cap = p.rise_warmup_factor or EARLY_CAP_FACTOR
+        min_rel = np.where(index < EARLY_MAD_POINTS, cap - 1.0 if p.direction > 0 else 1.0 - 1.0 / cap, p.spike_min_rel)
         with np.errstate(invalid="ignore"):
             mask = (excess >= p.spike_z * window.scale) & (excess >= min_rel * np.abs(window.base))
-            if p.abs_tolerance is not None:
-                mask &= x >= p.abs_tolerance
+            if window.ceiling is not None:
+                mask &= x >= window.ceiling
+            if not p.spike_early:
+                mask &= ~window.early
         return mask
 
     def process(self, window: Window) -> list[Event]:
@@ -88,9 +104,10 @@ class SpikeDetector:
 
     def _open(self, window: Window, at: int, base: float, scale: float) -> dict[str, Any]:
         p = self.profile
-        recovery = max(RECOVERY_Z * scale, 0.5 * p.spike_min_rel * abs(base))
-        if p.abs_tolerance is not None:
-            recovery = max(recovery, 0.5 * p.abs_tolerance - p.direction * base)
+        excess = p.direction * (float(window.values[at]) - base)
+        recovery = max(RECOVERY_Z * scale, 0.5 * p.spike_min_rel * abs(base), RECOVERY_SHARE * excess)
+        if window.ceiling is not None:
+            recovery = max(recovery, 0.5 * float(window.ceiling[at - window.new_from]) - p.direction * base)
         return {"onset": window.first_index + at, "base": base, "scale": scale, "recovery": recovery}
 
     def _confirm(self, window: Window, onset: int, recovered: int) -> None:
@@ -99,13 +116,16 @@ class SpikeDetector:
         segment = window.values[onset:recovered]
         at = int(np.argmax(p.direction * (segment - base)))
         peak_value = float(segment[at])
-        z = float(p.direction * (peak_value - base) / scale)
+        z = float(min(p.direction * (peak_value - base) / scale, Z_CAP))
         onset_index = window.first_index + onset
         last_index = window.first_index + recovered - 1
         record = {
             "base": base, "peak": peak_value, "z": z, "points": recovered - onset, "longest": recovered - onset,
             "recovered_step": window.step_at(window.first_index + recovered),
         }
+        if onset_index < EARLY_MAD_POINTS:
+            # no noise measured yet: the size is a multiple of the first values, not a count of σ
+            record["cold_start"] = True
         merged = bool(self.events) and onset_index - self.last_end_index <= MERGE_GAP_POINTS
         self.parts.append((window.step_at(onset_index), merged))
         if merged:
@@ -133,12 +153,8 @@ class SpikeDetector:
 
     def _severity(self, event: Event) -> str:
         p = self.profile
-        d = event.details
-        ratio = abs(d["peak"] - d["base"]) / abs(d["base"]) if d["base"] else np.inf
-        long = p.spike_warn_points is not None and d["longest"] > p.spike_warn_points
-        if p.direction > 0 and p.spike_severity == "info" and (long or ratio >= p.spike_warn_ratio):
-            return "warning"
-        return p.spike_severity
+        long = p.spike_warn_points is not None and event.details["longest"] > p.spike_warn_points
+        return "warning" if long and p.spike_severity == "info" else p.spike_severity
 
     def _summary(self, event: Event) -> str:
         d = event.details
@@ -146,9 +162,12 @@ class SpikeDetector:
         where = f"at step {format_step(event.peak_step)}"
         if d["parts"] > 1:
             where = f"between steps {format_step(event.start_step)} and {format_step(event.end_step)} ({d['parts']} times)"
+        size = format_z(event.score)
+        if d.get("cold_start") and d["base"]:
+            size = f"{d['peak'] / d['base']:.1f}x the first values"
         return (
             f"{self.metric} {verb} from {format_value(d['base'])} to {format_value(d['peak'])} "
-            f"({event.score:.1f} robust σ) {where} and recovered by step {format_step(d['recovered_step'])}"
+            f"({size}) {where} and recovered by step {format_step(d['recovered_step'])}"
         )
 
     def state(self) -> dict[str, Any]:

@@ -1,8 +1,16 @@
-"""Too good: a loss far below what the task allows — almost always a leak.
+"""Too good: a loss far below what the task allows — almost always a leak or memorisation.
 
 Judged against the caller's `expected_floor` when given (the smoothed level holds clearly under
-it), otherwise from the curve's own scale: a cross-entropy that started at ≥ 1 nat (an LM starts
-near ln(vocab)) and now holds below `OWN_SCALE_CEILING` nats, more than ten times lower.
+it), otherwise from the curve's own scale:
+* a cross-entropy that started near ln(vocab) (≥ `SCRATCH_MIN_START` nats, ln 20: trained from
+  scratch) and now holds below `OWN_SCALE_CEILING` nats, more than ten times lower;
+* one that started at ≥ 1 nat (a fine-tune) and now holds below `FINETUNE_CEILING` nats: a
+  verifier or classifier fine-tune legitimately ends at a few hundredths, not at thousandths;
+* a loss sitting at its last printed digits (within `PRINT_FLOOR_QUANTA` print quanta of zero:
+  0.0002 in a log printed to 4 decimals) after starting far above them: memorised. Such a loss
+  repeats the same printed value for many steps, which is not a frozen run.
+A loss printed as exactly 0 from its first step says nothing here (a GRPO loss prints 0.0 by
+design); the run-level rules read it together with the gradient norm (findings.py).
 """
 
 from __future__ import annotations
@@ -12,13 +20,18 @@ from typing import Any
 import numpy as np
 
 from holter_server.detect.events import Event, format_step, format_value
-from holter_server.detect.kinds import KindProfile
+from holter_server.vocabulary.profiles import KindProfile
 from holter_server.detect.runs import RunTracker
 from holter_server.detect.window import Window
 
 OWN_SCALE_CEILING = 0.1
+SCRATCH_MIN_START = 3.0
+FINETUNE_CEILING = 0.01
 OWN_SCALE_MIN_START = 1.0
 OWN_SCALE_FACTOR = 10.0
+PRINT_FLOOR_QUANTA = 3
+# ... and it started at least this many print quanta above zero
+PRINT_FLOOR_MIN_START = 100
 FLOOR_MARGIN = 0.1
 FLOOR_NOISE_UNITS = 3.0
 PERSIST = 3
@@ -53,7 +66,11 @@ class TooGoodDetector:
             below |= level < floor - margin
         start = self.start_level
         if start is not None and start >= OWN_SCALE_MIN_START:
-            below |= (level < OWN_SCALE_CEILING) & (level < start / OWN_SCALE_FACTOR)
+            ceiling = OWN_SCALE_CEILING if start >= SCRATCH_MIN_START else FINETUNE_CEILING
+            below |= (level < ceiling) & (level < start / OWN_SCALE_FACTOR)
+        if start is not None:
+            q = window.quantum
+            below |= (q > 0) & (np.abs(level) <= PRINT_FLOOR_QUANTA * q) & (start >= PRINT_FLOOR_MIN_START * q)
         below &= np.arange(first, first + len(level)) >= START_POINTS
         for update in self.runs.update(below, first, score=-level):
             if update.opened:
@@ -62,7 +79,8 @@ class TooGoodDetector:
                 self.events.append(event)
             event = self.events[-1]
             event.end_step = window.step_at(update.end)
-            event.peak_step = window.step_at(update.peak_index)
+            if window.holds(update.peak_index):  # else the low is older than the tail and already recorded
+                event.peak_step = window.step_at(update.peak_index)
             lowest = -update.peak_score
             event.details = {"lowest": lowest, "start_level": start, "expected_floor": self.expected_floor}
             if self.expected_floor is not None and lowest < self.expected_floor:
@@ -73,12 +91,13 @@ class TooGoodDetector:
                     f"a loss this low usually means a leak (mask, label shift, eval data in train)"
                 )
             else:
-                event.score = float((start or 0.0) / max(lowest, 1e-12))
+                event.score = float(min((start or 0.0) / max(lowest, 1e-12), 1e6))
+                ratio = f"{event.score:,.0f}x lower" if lowest > 0 else "to zero"
                 event.summary = (
                     f"{self.metric} fell from {format_value(start or 0.0)} to {format_value(lowest)} "
-                    f"({event.score:.0f}x lower) by step {format_step(event.peak_step)}, under "
-                    f"{OWN_SCALE_CEILING} nats from step {format_step(event.start_step)}: "
-                    f"a loss this low usually means a leak (mask, label shift, eval data in train)"
+                    f"({ratio}) by step {format_step(event.peak_step)} and has held there since step "
+                    f"{format_step(event.start_step)}: a loss this low usually means a leak (mask, label shift, "
+                    f"eval data in train) or a model that memorised its training set"
                 )
 
     def state(self) -> dict[str, Any]:

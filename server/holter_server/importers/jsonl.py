@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from holter_server.importers.series import ImportFormatError, Point, parse_step
+from holter_server.importers.series import FileProgress, ImportFormatError, Point, parse_step, parse_wall_time
 
 STEP_KEYS = ("step", "global_step", "_step", "iteration", "iter")
-NON_METRIC_KEYS = ("timestamp", "time", "wall_time", "_timestamp", "_runtime")
+TIME_KEYS = ("wall_time", "_timestamp", "timestamp", "time")
+NON_METRIC_KEYS = (*TIME_KEYS, "_runtime")
 
 
-def iter_jsonl(path: Path) -> Iterator[Point]:
-    """Yield (metric, step, value) for every number in every line; nested dicts become 'a/b'."""
-    with path.open() as handle:
-        for index, line in enumerate(handle):
+def iter_jsonl(path: Path, *, step_column: str | None = None, progress: FileProgress | None = None) -> Iterator[Point]:
+    """Yield a point for every number in every line; nested dicts become 'a/b'."""
+    with path.open("rb") as raw:
+        if progress is not None:
+            progress.current = raw.tell
+        for index, line in enumerate(io.TextIOWrapper(raw, encoding="utf-8")):
             line = line.strip()
             if not line:
                 continue
@@ -26,17 +30,24 @@ def iter_jsonl(path: Path) -> Iterator[Point]:
                 raise ImportFormatError(f"{path}:{index + 1}: not JSON ({exc.msg})") from None
             if not isinstance(record, dict):
                 raise ImportFormatError(f"{path}:{index + 1}: expected a JSON object of metrics")
-            yield from points_of_record(record, index, f"{path}:{index + 1}")
+            yield from points_of_record(record, index, f"{path}:{index + 1}", step_key=step_column)
 
 
-def points_of_record(record: dict[str, Any], default_step: int, where: str) -> Iterator[Point]:
-    """The numeric metrics of one logged dict, at its step (or `default_step`)."""
-    step_key = next((k for k in STEP_KEYS if k in record), None)
-    step = parse_step(record[step_key], where) if step_key else default_step
+def points_of_record(record: dict[str, Any], default_step: int, where: str, *, step_key: str | None = None) -> Iterator[Point]:
+    """The numeric metrics of one logged dict, at its step (`step_key`, else the first of
+    `STEP_KEYS` it has, else `default_step`) and wall time."""
+    if step_key is not None:
+        if step_key not in record:
+            return  # a line without the chosen step (W&B logs eval and train lines apart): not at a step
+        key: str | None = step_key
+    else:
+        key = next((k for k in STEP_KEYS if k in record), None)
+    step = parse_step(record[key], where) if key else default_step
+    wall_time = next((parse_wall_time(record[k]) for k in TIME_KEYS if k in record), None)
     for name, value in _flatten(record):
-        if name in STEP_KEYS or name in NON_METRIC_KEYS:
+        if name == key or name in STEP_KEYS or name in NON_METRIC_KEYS:
             continue
-        yield name, step, value
+        yield Point(name, step, value, wall_time)
 
 
 def _flatten(record: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, float]]:

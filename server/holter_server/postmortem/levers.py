@@ -17,6 +17,7 @@ import itertools
 import math
 import random
 import statistics
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -69,12 +70,15 @@ class LeverReport:
 
 
 def _flatten(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested configs by dotted key (`optimizer.betas`); a list of plain values is one value."""
     flat: dict[str, Any] = {}
     for key, value in config.items():
         name = f"{prefix}{key}"
         if isinstance(value, dict):
             flat.update(_flatten(value, f"{name}."))
         elif isinstance(value, (str, int, float, bool)) or value is None:
+            flat[name] = value
+        elif isinstance(value, list) and all(isinstance(item, (str, int, float, bool)) or item is None for item in value):
             flat[name] = value
     return flat
 
@@ -138,8 +142,16 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def find_levers(runs: Sequence[RunEvents]) -> LeverReport:
-    """Rank config keys whose value changes the structure of a failure across `runs`."""
+class TooManyPairsError(ValueError):
+    """More config key × feature pairs than one request may test."""
+
+
+def find_levers(runs: Sequence[RunEvents], *, max_pairs: int | None = None, max_seconds: float | None = None) -> LeverReport:
+    """Rank config keys whose value changes the structure of a failure across `runs`.
+
+    `max_pairs`: refuse (TooManyPairsError) when the runs give more config key × feature pairs
+    than that (each pair may cost a permutation test); `max_seconds`: stop testing pairs after
+    that long and say so in the note (the candidates found so far are returned)."""
     configs = {run.run_id: _flatten(run.config) for run in runs}
     keys = sorted({k for cfg in configs.values() for k in cfg})
     varying = [k for k in keys if len({repr(cfg.get(k)) for cfg in configs.values()}) > 1]
@@ -150,7 +162,15 @@ def find_levers(runs: Sequence[RunEvents]) -> LeverReport:
     candidates: list[Candidate] = []
     if len(runs) < MIN_RUNS:
         return LeverReport(len(runs), varying, [], confounded, f"{len(runs)} runs: at least {MIN_RUNS} are needed to name a lever")
+    pairs = len(varying) * len(feature_keys)
+    if max_pairs is not None and pairs > max_pairs:
+        raise TooManyPairsError(f"these {len(runs)} runs give {len(varying):,} varying config keys × {len(feature_keys):,} event features = "
+                                f"{pairs:,} pairs to test, more than {max_pairs:,} (HOLTER_MAX_LEVER_PAIRS); select fewer runs")
+    deadline = time.monotonic() + max_seconds if max_seconds is not None else None
+    tested = 0
     for key in varying:
+        if deadline is not None and time.monotonic() > deadline:
+            break
         with_key = [run.run_id for run in runs if configs[run.run_id].get(key) is not None]
         values = [configs[r][key] for r in with_key]
         for metric, kind, feature in feature_keys:
@@ -161,8 +181,12 @@ def find_levers(runs: Sequence[RunEvents]) -> LeverReport:
             if found is not None:
                 found.confounded_with = partners.get(key, [])
                 candidates.append(found)
+        tested += len(feature_keys)
     candidates.sort(key=lambda c: c.rank, reverse=True)
     note = "" if candidates else f"no configuration key explains the failures across these {len(runs)} runs"
+    if tested < pairs:
+        note = (f"stopped after {max_seconds:g} s (HOLTER_MAX_LEVER_SECONDS) with {tested:,} of {pairs:,} pairs tested; "
+                f"select fewer runs for a full answer. {note}").strip()
     return LeverReport(len(runs), varying, candidates, confounded, note)
 
 

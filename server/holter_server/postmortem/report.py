@@ -12,62 +12,68 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from holter_server.detect.kinds import infer_kind
+from holter_server.vocabulary import events as event_kinds
+from holter_server.vocabulary import severities
+from holter_server.vocabulary.signals import PANEL_KEYS, PANELS, panel_of
 
-SEVERITY_COLOURS = {"critical": "rgba(217,45,32,0.18)", "warning": "rgba(247,144,9,0.16)", "info": "rgba(46,144,250,0.12)"}
-PANEL_TITLES = {"loss": "Loss", "grad_norm": "Gradient norm", "activation_norm": "Activation norms",
-                "logprob_mismatch": "Logprob mismatch (rollout vs trainer)", "throughput": "Throughput", "step_time": "Step time",
-                "other": "Other metrics"}
-
-
-def panel_of(metric: str) -> str:
-    """Which chart a metric goes on: train and eval loss share one."""
-    kind = infer_kind(metric)
-    if kind == "eval_loss":
-        return "loss"
-    if kind == "loss" and "loss" not in metric.lower() and "nll" not in metric.lower() and "perplexity" not in metric.lower():
-        return "other"
-    return kind
+PANEL_TITLES = {p.key: p.title for p in PANELS}
+OTHER_PANEL = "Other metrics"  # every metric whose kind has no shared chart
 
 
 def _figure(title: str, series: dict[str, tuple[Sequence[int], Sequence[float]]], events: list[dict[str, Any]]) -> Any:
+    """One panel. Event marks are built as plain shapes and set once: `add_vrect`/`add_vline` per
+    event re-validate the whole figure each time (quadratic in events). Names are escaped: Plotly
+    renders `<a href>`, `<b>` in trace names and titles as markup."""
     import plotly.graph_objects as go
 
     figure = go.Figure()
     for name, (steps, values) in series.items():
+        shown = plotly_text(name)
         finite = [v if isinstance(v, (int, float)) and math.isfinite(v) else None for v in values]
-        figure.add_trace(go.Scattergl(x=list(steps), y=finite, mode="lines", name=name, line={"width": 1.4}))
+        figure.add_trace(go.Scattergl(x=list(steps), y=finite, mode="lines", name=shown, line={"width": 1.4}))
         bad = [(s, v) for s, v in zip(steps, values) if not (isinstance(v, (int, float)) and math.isfinite(v))]
         if bad:
-            figure.add_trace(go.Scatter(x=[s for s, _ in bad], y=[0] * len(bad), mode="markers", name=f"{name}: NaN/Inf",
-                                        marker={"symbol": "x", "color": "#d92d20", "size": 9}, yaxis="y"))
+            figure.add_trace(go.Scatter(x=[s for s, _ in bad], y=[0] * len(bad), mode="markers", name=f"{shown}: NaN/Inf",
+                                        marker={"symbol": "x", "color": severities.WORST.color, "size": 9}, yaxis="y"))
+    shapes: list[dict[str, Any]] = []
+    labels: list[dict[str, Any]] = []
     for event in events:
         start, end = event.get("start_step"), event.get("end_step")
         if start is None:
             continue
-        label = event["kind"].replace("_", " ")
+        label = {"x": start, "xref": "x", "y": 1, "yref": "paper", "text": plotly_text(event_kinds.label(event["kind"])),
+                 "showarrow": False, "xanchor": "left", "yanchor": "bottom", "font": {"size": 10}}
+        severity = severities.severity(event["severity"])
         if end is not None and end > start:
-            figure.add_vrect(x0=start, x1=end, fillcolor=SEVERITY_COLOURS.get(event["severity"], "rgba(0,0,0,0.08)"), line_width=0,
-                             annotation_text=label, annotation_position="top left", annotation_font_size=10)
+            shapes.append({"type": "rect", "xref": "x", "yref": "paper", "x0": start, "x1": end, "y0": 0, "y1": 1,
+                           "fillcolor": severity.rgba(0.16), "line": {"width": 0}, "layer": "below"})
         else:
-            figure.add_vline(x=start, line_color="#d92d20" if event["severity"] == "critical" else "#f79009", line_dash="dot",
-                             annotation_text=label, annotation_font_size=10)
-    figure.update_layout(title=title, height=340, margin={"l": 50, "r": 20, "t": 50, "b": 40}, template="plotly_white",
-                         legend={"orientation": "h", "y": -0.2}, xaxis_title="step", hovermode="x unified")
+            shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": start, "x1": start, "y0": 0, "y1": 1,
+                           "line": {"color": severity.color, "dash": "dot"}})
+        labels.append(label)
+    figure.update_layout(title=plotly_text(title), height=340, margin={"l": 50, "r": 20, "t": 50, "b": 40}, template="plotly_white",
+                         legend={"orientation": "h", "y": -0.2}, xaxis_title="step", hovermode="x unified", shapes=shapes, annotations=labels)
     return figure
 
 
+def plotly_text(text: str) -> str:
+    """Text for a Plotly label: its markup (`<a href>`, `<b>`, `<br>`) escaped, so a name shows as written."""
+    return html.escape(text, quote=False)
+
+
 def render_report(*, run: dict[str, Any], summary: str, timeline: list[dict[str, Any]], annotations: list[dict[str, Any]],
-                  series: dict[str, tuple[Sequence[int], Sequence[float]]]) -> str:
-    """The report as one HTML document."""
+                  series: dict[str, tuple[Sequence[int], Sequence[float]]], kinds: dict[str, str], max_drawn_events: int = 200) -> str:
+    """The report as one HTML document; `kinds` says what each metric is (its chart follows).
+    At most `max_drawn_events` events are marked on the charts (the worst first); the timeline lists them all."""
     import plotly.io as pio
 
     panels: dict[str, dict[str, tuple[Sequence[int], Sequence[float]]]] = {}
     for metric, data in sorted(series.items()):
-        panels.setdefault(panel_of(metric), {})[metric] = data
+        panels.setdefault(panel_of(kinds.get(metric, "unknown")) or OTHER_PANEL, {})[metric] = data
+    drawn = sorted(timeline, key=lambda e: -severities.rank(e["severity"]))[:max_drawn_events]
     charts = []
-    for index, (panel, members) in enumerate(sorted(panels.items(), key=lambda p: list(PANEL_TITLES).index(p[0]) if p[0] in PANEL_TITLES else 99)):
-        events = [e for e in timeline if e.get("metric") in members]
+    for index, (panel, members) in enumerate(sorted(panels.items(), key=lambda p: PANEL_KEYS.index(p[0]) if p[0] in PANEL_KEYS else 99)):
+        events = [e for e in drawn if e.get("metric") in members]
         figure = _figure(PANEL_TITLES.get(panel, panel), members, events)
         charts.append(pio.to_html(figure, full_html=False, include_plotlyjs=index == 0, config={"displaylogo": False}))
     esc = html.escape
@@ -91,6 +97,8 @@ def render_report(*, run: dict[str, Any], summary: str, timeline: list[dict[str,
     notes = "".join(note_text(a) for a in annotations) or "<li>No notes.</li>"
     title = f"{run.get('name') or run['id']} — Holter post-mortem"
     notes_paragraph = f"<p>{esc(run['notes'])}</p>" if run.get("notes") else ""
+    severity_css = " ".join(f"tr.{s.name} td:nth-child(4) {{ color: {s.color};{' font-weight: 600;' if s is severities.WORST else ''} }}"
+                            for s in severities.SEVERITIES if s.alarm)
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>
 <style>
@@ -98,7 +106,7 @@ body {{ font-family: system-ui, -apple-system, Segoe UI, sans-serif; margin: 2re
 h1 {{ font-size: 1.6rem; margin-bottom: .2rem; }} .meta {{ color: #667085; margin-bottom: 1rem; }}
 .summary {{ background: #f9fafb; border-left: 4px solid #7f56d9; padding: .8rem 1rem; font-size: 1.05rem; }}
 table {{ border-collapse: collapse; width: 100%; font-size: .9rem; }} td, th {{ border-bottom: 1px solid #eaecf0; padding: .35rem .5rem; text-align: left; vertical-align: top; }}
-tr.critical td:nth-child(4) {{ color: #d92d20; font-weight: 600; }} tr.warning td:nth-child(4) {{ color: #dc6803; }}
+{severity_css}
 pre {{ background: #f9fafb; padding: .8rem; overflow-x: auto; }}
 </style></head><body>
 <h1>{esc(run.get('name') or run['id'])}</h1>

@@ -6,32 +6,45 @@ loss unchanged" — the most serious findings first, each with its step and numb
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from holter_server.detect.events import format_step
-from holter_server.detect.kinds import infer_kind
+from holter_server.vocabulary.events import SUMMARISED_KINDS
+from holter_server.vocabulary.names import understand
+from holter_server.vocabulary.severities import rank
+from holter_server.vocabulary.signals import LOSS_KINDS, MISMATCH_HEALTHY
+from holter_server.vocabulary.statuses import HIDDEN_EVENT_STATUSES, RUN_STATUSES
 
-SEVERITY_RANK = {"critical": 2, "warning": 1, "info": 0}
 MAX_CLAUSES = 6
+# Kinds whose clause is worded below rather than quoted from the event's own summary.
+_WORDED_HERE = frozenset({"divergence", "systems_slowdown", "mismatch_off_zero", "sawtooth", "spike", "run_stalled", "run_crashed"})
 
 
 def _step(event: dict[str, Any]) -> str:
     return format_step(event.get("start_step") or 0)
 
 
-def write_summary(*, name: str, status: str, last_step: int | None, events: Sequence[dict[str, Any]]) -> str:
-    """One paragraph a colleague would write after reading the run's events."""
-    live = [e for e in events if e.get("status") not in ("withdrawn", "dismissed")]
+def write_summary(*, name: str, status: str, last_step: int | None, events: Sequence[dict[str, Any]],
+                  kinds: Mapping[str, str] | None = None) -> str:
+    """One paragraph a colleague would write after reading the run's events; `kinds` says what
+    each metric is (declared or recognised; a metric left out is understood from its name)."""
+    kinds = kinds or {}
+
+    def kind_of(event: dict[str, Any]) -> str:
+        metric = event.get("metric") or ""
+        return kinds.get(metric) or understand(metric).kind
+
+    live = [e for e in events if e.get("status") not in HIDDEN_EVENT_STATUSES]
     by_kind: dict[str, list[dict[str, Any]]] = {}
     for event in sorted(live, key=lambda e: (e.get("start_step") or 0)):
         by_kind.setdefault(event["kind"], []).append(event)
     clauses: list[tuple[int, int, str]] = []  # (severity, step, text)
 
     def add(event: dict[str, Any], text: str) -> None:
-        clauses.append((SEVERITY_RANK.get(event.get("severity", "info"), 0), event.get("start_step") or 0, text))
+        clauses.append((rank(event.get("severity")), event.get("start_step") or 0, text))
 
-    grad_spikes = [e for e in by_kind.get("spike", []) if infer_kind(e.get("metric") or "") == "grad_norm"]
+    grad_spikes = [e for e in by_kind.get("spike", []) if kind_of(e) == "grad_norm"]
     for event in by_kind.get("divergence", []):
         before = [g for g in grad_spikes if (g.get("start_step") or 0) < (event.get("start_step") or 0)]
         lead = f" after {len(before)} gradient-norm spike{'s' if len(before) > 1 else ''}" if before else ""
@@ -41,24 +54,36 @@ def write_summary(*, name: str, status: str, last_step: int | None, events: Sequ
         add(event, event["summary"].split(" while ")[0] + " with the loss unchanged")
     for event in by_kind.get("mismatch_off_zero", []):
         period = f", every {event['period']:,.0f} steps" if event.get("period") else ""
-        add(event, f"the rollout/trainer logprob mismatch left ≈0 at step {_step(event)}{period}")
-    for kind in ("no_learning_signal", "layer_dominance", "activation_growth", "too_good", "reference_drift", "plateau"):
-        for event in by_kind.get(kind, []):
-            add(event, event["summary"])
-    sawtooth = [e for e in by_kind.get("sawtooth", []) if infer_kind(e.get("metric") or "") != "logprob_mismatch"]
+        period += f" ({event['details']['period_note']})" if period and (event.get("details") or {}).get("period_note") else ""
+        healthy = MISMATCH_HEALTHY.get(kind_of(event), 0.0)
+        what = "logprob mismatch" if healthy == 0 else "ratio"
+        add(event, f"the rollout/trainer {what} left ≈{healthy:g} at step {_step(event)}{period}")
+    # every other kind the vocabulary has the summary tell is told in its own sentence
+    for kind in SUMMARISED_KINDS:
+        if kind not in _WORDED_HERE:
+            for event in by_kind.get(kind, []):
+                add(event, event["summary"])
+    sawtooth = [e for e in by_kind.get("sawtooth", []) if kind_of(e) not in MISMATCH_HEALTHY]
     for event in sawtooth:
-        add(event, f"{event['metric']} followed a sawtooth with period {event['period']:,.0f} steps from step {_step(event)}" if event.get("period") else event["summary"])
-    loss_spikes = [e for e in by_kind.get("spike", []) if infer_kind(e.get("metric") or "") in ("loss", "eval_loss")]
+        note = (event.get("details") or {}).get("period_note")
+        cause = f" ({note})" if note else ""
+        add(event, f"{event['metric']} followed a sawtooth with period {event['period']:,.0f} steps from step {_step(event)}{cause}"
+            if event.get("period") else event["summary"])
+    loss_spikes = [e for e in by_kind.get("spike", []) if kind_of(e) in LOSS_KINDS]
     if loss_spikes:
         worst = max(loss_spikes, key=lambda e: e.get("score") or 0)
-        add(worst, f"{len(loss_spikes)} loss spike{'s' if len(loss_spikes) > 1 else ''}, the largest at step {_step(worst)}")
+        twinned = [e for e in loss_spikes if (e.get("details") or {}).get("twins")]
+        shared = (f"; {len(twinned)} of them recur{'s' if len(twinned) == 1 else ''} in runs with the same data order "
+                  f"(the batch, not the optimiser: step{'s' if len(twinned) > 1 else ''} {', '.join(_step(e) for e in twinned)})"
+                  if twinned else "")
+        add(worst, f"{len(loss_spikes)} loss spike{'s' if len(loss_spikes) > 1 else ''}, the largest at step {_step(worst)}{shared}")
     for event in by_kind.get("run_stalled", []):
         add(event, f"stalled at step {_step(event)}" if event.get("start_step") is not None else "stalled")
     for event in by_kind.get("run_crashed", []):
         add(event, f"crashed at step {_step(event)}" if event.get("start_step") is not None else "crashed")
 
     ran = f"{name} ran to step {format_step(last_step)}" if last_step is not None else f"{name} logged nothing"
-    ending = {"finished": "and finished", "crashed": "and crashed", "stalled": "and went silent", "running": "and is still running"}.get(status, "")
+    ending = next((s.ending for s in RUN_STATUSES if s.name == status), "")
     head = f"{ran} {ending}".strip()
     if not clauses:
         return f"{head}: a healthy run, nothing to report."

@@ -8,10 +8,11 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from holter_server.schemas.vocabulary import EventKindName, SeverityName
 from holter_server.store.models import AlertRuleRow, ChannelRow, DeliveryRow
+from holter_server.vocabulary.severities import DEFAULT_MIN_SEVERITY
 
 ChannelKind = Literal["slack", "discord", "teams", "webhook", "apprise"]
-Severity = Literal["info", "warning", "critical"]
 
 
 def mask_secret(target: str) -> str:
@@ -66,8 +67,9 @@ class RuleCreate(BaseModel):
     project: str | None = Field(default=None, max_length=128)
     run_tag: str | None = Field(default=None, max_length=128)
     metric_pattern: str | None = Field(default=None, max_length=256, description="glob, e.g. 'loss*' or 'act_norm/*'")
-    kinds: list[str] | None = Field(default=None, description="event kinds (any when empty), including run_stalled, run_crashed")
-    min_severity: Severity = "warning"
+    kinds: list[EventKindName] | None = Field(  # type: ignore[valid-type]
+        default=None, description="event kinds (any when empty), including run_stalled, run_crashed (GET /vocabulary lists them)")
+    min_severity: SeverityName = DEFAULT_MIN_SEVERITY  # type: ignore[valid-type]
     threshold_op: Literal["above", "below", "nonfinite"] | None = Field(default=None, description="a threshold rule instead of an event rule")
     threshold_value: float | None = None
     cooldown_s: float = Field(default=300.0, ge=0, le=86_400)

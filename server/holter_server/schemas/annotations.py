@@ -6,6 +6,8 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from holter_server.schemas import MAX_BIGINT
+from holter_server.schemas.zoom import Zoomable
 from holter_server.store.models import AnnotationRow
 
 
@@ -15,8 +17,8 @@ class AnnotationCreate(BaseModel):
     author: str = Field(min_length=1, max_length=128)
     text: str = Field(min_length=1, max_length=10_000)
     metric: str | None = Field(default=None, max_length=256)
-    start_step: int | None = Field(default=None, ge=0)
-    end_step: int | None = Field(default=None, ge=0)
+    start_step: int | None = Field(default=None, ge=0, le=MAX_BIGINT)
+    end_step: int | None = Field(default=None, ge=0, le=MAX_BIGINT)
     event_id: int | None = Field(default=None, ge=1, le=2**31 - 1, description="comment on this event")
 
     @model_validator(mode="after")
@@ -35,7 +37,7 @@ class AnnotationUpdate(BaseModel):
     text: str = Field(min_length=1, max_length=10_000)
 
 
-class AnnotationPublic(BaseModel):
+class AnnotationPublic(Zoomable):
     id: int
     run_id: str
     metric: str | None

@@ -3,24 +3,24 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from holter_server.schemas.points import Step
+from holter_server.schemas.vocabulary import EventStatusName, KindName, SeverityName
+from holter_server.schemas.zoom import Zoomable
 from holter_server.store.models import EventRow
 
-Severity = Literal["info", "warning", "critical"]
-EventStatus = Literal["open", "acknowledged", "dismissed", "muted", "withdrawn"]
 
-
-class EventPublic(BaseModel):
+class EventPublic(Zoomable):
     """A named anomaly with its evidence: where (steps), how bad (severity, score), and a sentence with the numbers."""
 
     id: int
     run_id: str
     metric: str | None = Field(description="null for run-level events (lifecycle)")
     kind: str
-    severity: Severity
+    severity: SeverityName  # type: ignore[valid-type]
     score: float
     start_step: int | None
     end_step: int | None
@@ -28,7 +28,7 @@ class EventPublic(BaseModel):
     period: float | None = Field(description="sawtooth and recurring mismatch: the period in steps")
     summary: str
     details: dict[str, Any]
-    status: EventStatus
+    status: EventStatusName  # type: ignore[valid-type]
     status_by: str | None
     status_reason: str | None
     detector_version: str
@@ -68,7 +68,8 @@ class EventDismissal(EventDecision):
 
 class AnalyzedSeries(BaseModel):
     metric: str
-    kind: str
+    kind: KindName  # type: ignore[valid-type]
+    understood: dict[str, Any] = Field(description="how Holter knows what it is: source (declared, recognised, unknown), framework, rule")
     verdict: str
     events: list[dict[str, Any]]
 
@@ -79,3 +80,17 @@ class RunAnalysis(BaseModel):
     run_id: str
     series: list[AnalyzedSeries]
     findings: list[dict[str, Any]]
+
+
+class JobAlert(BaseModel):
+    """An alert the training job raises itself (`run.alert`, wandb's `wandb.alert`): stored as an
+    event of kind `alert` and sent to chat by the rules that take that kind."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    title: str = Field(min_length=1, max_length=256)
+    text: str = Field(default="", max_length=4000)
+    severity: SeverityName = "info"  # type: ignore[valid-type]
+    step: Step | None = Field(default=None, description="the run's step when it was raised")
+    key: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.\-]+$",
+                     description="the client's id for this alert: a resent alert (retry, spool) is stored once")

@@ -36,3 +36,15 @@ class KeyPublic(BaseModel):
 
 class KeyCreated(KeyPublic):
     key: str = Field(description="the full key: shown this once, stored only as a hash")
+
+
+class KeyIdentity(BaseModel):
+    """Who the presented key is (`GET /keys/me`), never its secret: what a client such as the
+    dashboard's sign-in needs to decide whether this key may be used for it."""
+
+    auth: bool = Field(description="whether this service asks for keys; false: anyone who can reach it is an admin")
+    id: int | None = Field(description="the key's id; null for the admin token, or with auth off")
+    name: str | None
+    prefix: str | None = Field(description="the public part of the key, to recognise it")
+    scope: Literal["ingest", "read", "admin"]
+    project: str | None = Field(description="the one project the key may touch; null: every project")

@@ -1,14 +1,26 @@
-"""API schemas for points. A batch is columnar: per metric, parallel lists of steps and values."""
+"""API schemas for points. A batch is columnar: per metric, parallel lists of steps and values.
+
+A metric is checked on its own: a batch whose `loss` is fine and whose `mfu(%)` is not stores
+the loss and lists the refused metric with its reason (`PointsStored.refused`).
+"""
 
 from __future__ import annotations
 
-from typing import Annotated
+import re
+from dataclasses import dataclass
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-Step = Annotated[int, Field(strict=True, ge=0, le=2**63 - 1)]
-METRIC_NAME_PATTERN = r"^[\w][\w.\-/:@()\[\]=+ ]*$"
-MetricName = Annotated[str, Field(min_length=1, max_length=256, pattern=METRIC_NAME_PATTERN)]
+from holter_server.schemas import MAX_BIGINT
+from holter_server.schemas.vocabulary import MAX_METRIC_NAME_LENGTH, KindName, MetricName, MetricPattern
+from holter_server.wire import shown
+
+Step = Annotated[int, Field(strict=True, ge=0, le=MAX_BIGINT)]
+# Control characters (C0, DEL, C1), lone surrogates and the line/paragraph separators: the only
+# characters a metric name may not hold. Training frameworks log `mfu(%)` (torchtitan),
+# `lm loss` (Megatron), `train/loss@step#`: every printable character is fair.
+_UNFIT_IN_NAME = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff\u2028\u2029]")
 WireFloat = Annotated[
     float,
     Field(description='a number, or one of the strings "NaN", "Infinity", "-Infinity" (JSON); msgpack floats as they are'),
@@ -54,7 +66,9 @@ class PointsBatch(BaseModel):
     """A batch of points for many metrics of one run.
 
     A point is identified by (run, metric, step): re-sending a batch stores nothing twice, and a
-    step that arrives again with a different value keeps the value stored first.
+    step that arrives again with a different value keeps the value stored first (the answer
+    lists such metrics under `conflicts`). A metric whose name or points are malformed is
+    refused on its own (listed under `refused`); the other metrics are stored.
     """
 
     model_config = ConfigDict(
@@ -66,17 +80,102 @@ class PointsBatch(BaseModel):
     step_times: StepTimes | None = Field(
         default=None, description="wall time per step for metrics without their own `times` (what the client sends)"
     )
+    kinds: dict[MetricPattern, KindName] | None = Field(  # type: ignore[valid-type]
+        default=None, max_length=1000,
+        description='declared kinds by metric name or glob ({"train/ce": "loss"}): a declared kind always wins over the name')
+
+
+class _BatchEnvelope(PointsBatch):
+    """The batch as first read: its metrics are checked one by one afterwards (`read_batch`)."""
+
+    metrics: dict[str, Any]  # type: ignore[assignment]
+
+
+class MetricRefused(BaseModel):
+    """A metric of the batch that was not stored, and why."""
+
+    metric: str = Field(description="the name as sent (characters that cannot be shown are escaped)")
+    reason: str
+    points: int = Field(description="points of this metric in the batch (0 when they could not be counted)")
+
+
+class MetricConflict(BaseModel):
+    """A metric with points at steps already stored with another value: the value stored first is kept."""
+
+    metric: str
+    count: int = Field(description="points of this batch whose step held another value")
+    steps: list[int] = Field(description="the first of those steps (at most 10)")
+
+
+class PointsStored(BaseModel):
+    """What a batch did. `received` counts the points of the metrics taken in; of those,
+    `stored` were new and `duplicates` were at steps already stored (a re-send, or a
+    different value: then listed in `conflicts`). Refused metrics are not in these counts."""
+
+    received: int
+    stored: int
+    duplicates: int
+    refused: list[MetricRefused] = Field(default_factory=list, description="metrics not stored, each with its reason")
+    conflicts: list[MetricConflict] = Field(default_factory=list, description="metrics re-sent with another value at a stored step")
+
+
+@dataclass(frozen=True)
+class ReadBatch:
+    """A batch after its metrics were checked one by one."""
+
+    metrics: dict[str, SeriesPoints]
+    step_times: StepTimes | None
+    refused: list[MetricRefused]
+    kinds: dict[str, str] | None = None
 
     def point_count(self) -> int:
         return sum(len(series.steps) for series in self.metrics.values())
 
 
-class PointsStored(BaseModel):
-    """What a batch did: points received, newly stored, and already present (duplicates)."""
+def read_batch(body: Any) -> ReadBatch:
+    """Check a decoded batch: its shape as a whole (a `ValidationError` when that is wrong),
+    then each metric's name and points on their own, refusing only the metrics at fault.
 
-    received: int
-    stored: int
-    duplicates: int
+    The batch's `kinds` are part of its shape: a kind that is not in the vocabulary fails the
+    whole batch (a 422 listing the kinds). Storing the points read as another kind than the
+    sender declared would misread them without a word; refusing the metrics it names would
+    lose points over a typo in a declaration.
+    """
+    envelope = _BatchEnvelope.model_validate(body)
+    metrics: dict[str, SeriesPoints] = {}
+    refused: list[MetricRefused] = []
+    for name, raw in envelope.metrics.items():
+        problem = metric_name_problem(name)
+        if problem is None:
+            try:
+                metrics[name] = SeriesPoints.model_validate(raw)
+                continue
+            except ValidationError as exc:
+                problem = "; ".join(_error_text(error) for error in exc.errors(include_url=False))
+        refused.append(MetricRefused(metric=shown(name), reason=problem, points=_point_count(raw)))
+    return ReadBatch(metrics=metrics, step_times=envelope.step_times, refused=refused, kinds=envelope.kinds)
+
+
+def metric_name_problem(name: str) -> str | None:
+    """Why `name` cannot be a metric name, or None when it can."""
+    if not name:
+        return "a metric name may not be empty"
+    if len(name) > MAX_METRIC_NAME_LENGTH:
+        return f"a metric name may have at most {MAX_METRIC_NAME_LENGTH} characters, this one has {len(name)}"
+    unfit = _UNFIT_IN_NAME.search(name)
+    if unfit is not None:
+        return f"a metric name may not hold the control character {shown(unfit.group())} (at position {unfit.start()})"
+    return None
+
+
+def _error_text(error: Any) -> str:
+    location = ".".join(shown(str(part)) for part in error["loc"])
+    return f"{location}: {error['msg']}" if location else error["msg"]
+
+
+def _point_count(raw: Any) -> int:
+    steps = raw.get("steps") if isinstance(raw, dict) else None
+    return len(steps) if isinstance(steps, list) else 0
 
 
 class BucketsPublic(BaseModel):

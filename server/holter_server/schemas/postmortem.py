@@ -10,6 +10,7 @@ from holter_server.postmortem.levers import Candidate, LeverReport
 from holter_server.schemas.annotations import AnnotationPublic
 from holter_server.schemas.events import EventPublic
 from holter_server.schemas.runs import RunPublic
+from holter_server.schemas.zoom import Zoomable
 
 
 class LeverPublic(BaseModel):
@@ -63,7 +64,7 @@ class ReferencePublic(BaseModel):
     created_at: datetime
 
 
-class DriftPublic(BaseModel):
+class DriftPublic(Zoomable):
     start_step: int
     end_step: int
     mean_gap: float

@@ -4,25 +4,31 @@ other way round)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
 from urllib.parse import quote, urlencode
 
 from sqlalchemy.orm import Session
 
-from holter_server.alerts.rules import DEFAULT_RULES, SEVERITY_RANK, EventFacts, RuleSpec, first_crossing, matches, threshold_applies
+from holter_server.alerts.message import Alert, LinkedAlert
+from holter_server.alerts.rules import DEFAULT_RULES, EventFacts, RuleSpec, first_crossing, matches, threshold_applies
 from holter_server.alerts.sparkline import text_sparkline
 from holter_server.store import alerts as alerts_store
 from holter_server.store import points as points_store
 from holter_server.store import runs as runs_store
 from holter_server.store.models import AlertRuleRow, EventRow, RunRow
 from holter_server.store.runs import now
+from holter_server.vocabulary.severities import rank
+from holter_server.vocabulary.zoom import zoom_window
 
 CONTEXT_POINTS = 120  # points around an event shown in its sparkline
 
 
-def rule_spec(rule: AlertRuleRow) -> RuleSpec:
-    return RuleSpec(project=rule.project, run_tag=rule.run_tag, metric_pattern=rule.metric_pattern,
+def rule_spec(rule: AlertRuleRow, channel_project: str | None = None) -> RuleSpec:
+    """What a rule filters on. A channel of a project hears only that project, whatever its rule
+    says (a rule without a project on project A's channel must not receive project B's alerts)."""
+    return RuleSpec(project=channel_project if channel_project is not None else rule.project, run_tag=rule.run_tag, metric_pattern=rule.metric_pattern,
                     kinds=tuple(rule.kinds) if rule.kinds else None, min_severity=rule.min_severity,
                     threshold_op=rule.threshold_op, threshold_value=rule.threshold_value)
 
@@ -35,19 +41,19 @@ def add_default_rules(*, session: Session, channel_id: int, project: str | None)
 
 
 def dashboard_link(base_url: str, run_id: str, metric: str | None, start: int | None, end: int | None) -> str:
-    """The dashboard's run page, showing the metric and zoomed around the steps (its URL restores the view)."""
+    """The dashboard's run page, showing the metric and zoomed around the steps as every page zooms
+    (`zoom_window`; its URL restores the view)."""
     params: dict[str, Any] = {}
     if metric:
         params["metrics"] = metric
-    if start is not None:
-        span = max((end or start) - start, 50)
-        params["start"] = max(0, start - span)
-        params["end"] = (end or start) + span
+    window = zoom_window(start, end)
+    if window is not None:
+        params["start"], params["end"] = window
     query = f"?{urlencode(params)}" if params else ""
     return f"{base_url.rstrip('/')}/runs/{quote(run_id)}{query}"
 
 
-def describe_event(*, session: Session, event: EventRow, run: RunRow) -> dict[str, Any]:
+def describe_event(*, session: Session, event: EventRow, run: RunRow) -> Alert:
     """What an alert says about an event: everything a channel formatter needs, with the evidence.
 
     Links are added when it is sent (`with_links`), from the base URL the sender is configured with.
@@ -60,21 +66,29 @@ def describe_event(*, session: Session, event: EventRow, run: RunRow) -> dict[st
                                               start=max(0, event.start_step - CONTEXT_POINTS // 2), end=None, limit=CONTEXT_POINTS)
             sparkline = text_sparkline(around.values)
     moment = event.updated_at or now()
-    return {
+    return Alert(**{
         "project": run.project, "run_id": run.id, "run_name": run.name, "metric": event.metric, "kind": event.kind,
         "severity": event.severity, "summary": event.summary, "step": event.peak_step if event.peak_step is not None else event.start_step,
         "start_step": event.start_step, "end_step": event.end_step, "time": moment.isoformat(),
         "sparkline": sparkline, "event_id": event.id,
-    }
+    })
 
 
-def with_links(alert: dict[str, Any], base_url: str) -> dict[str, Any]:
-    """The alert with its dashboard link and, for metric events, the URL of its curve picture."""
+ImageLink = Callable[[Alert], str]  # an alert -> the signed URL of its event's chart picture
+
+
+def with_links(alert: Alert, base_url: str, image_link: ImageLink | None = None) -> LinkedAlert:
+    """The alert with its dashboard link and, for metric events, the URL of its curve picture
+    (signed by `image_link`, so a chat service can fetch it without a key; without one, the plain
+    URL, which needs a key when auth is on)."""
     image_url = None
     if alert.get("metric") and alert.get("start_step") is not None and alert.get("event_id") is not None:
-        image_url = f"{base_url.rstrip('/')}/api/v1/runs/{quote(alert['run_id'])}/events/{alert['event_id']}/sparkline.png"
+        if image_link is not None:
+            image_url = image_link(alert)
+        else:
+            image_url = f"{base_url.rstrip('/')}/api/v1/runs/{quote(alert['run_id'], safe='')}/events/{alert['event_id']}/sparkline.png"
     link = dashboard_link(base_url, alert["run_id"], alert.get("metric"), alert.get("start_step"), alert.get("end_step"))
-    return {**alert, "link": link, "image_url": image_url}
+    return LinkedAlert(**{**alert, "link": link, "image_url": image_url})  # type: ignore[typeddict-item]
 
 
 def alert_on_event(*, session: Session, event: EventRow, previous_severity: str | None) -> int:
@@ -86,16 +100,16 @@ def alert_on_event(*, session: Session, event: EventRow, previous_severity: str 
     """
     if event.status not in ("open",):
         return 0
-    if previous_severity is not None and SEVERITY_RANK.get(event.severity, 0) <= SEVERITY_RANK.get(previous_severity, 0):
+    if previous_severity is not None and rank(event.severity) <= rank(previous_severity):
         return 0
-    run = session.get(RunRow, event.run_id)
+    run = runs_store.get_run(session=session, run_id=event.run_id)
     if run is None:
         return 0
     facts = EventFacts(project=run.project, run_tags=tuple(run.tags or ()), metric=event.metric, kind=event.kind, severity=event.severity)
     queued = 0
-    alert: dict[str, Any] | None = None
-    for rule in alerts_store.list_rules(session=session, enabled_only=True):
-        if not matches(rule_spec(rule), facts):
+    alert: Alert | None = None
+    for rule, channel_project in alerts_store.enabled_rules_with_channel_project(session=session):
+        if not matches(rule_spec(rule, channel_project), facts):
             continue
         alert = alert or describe_event(session=session, event=event, run=run)
         queued += _queue(session, rule, run.id, event.id, alert, f"event:{event.id}:{event.severity}:rule:{rule.id}")
@@ -104,7 +118,7 @@ def alert_on_event(*, session: Session, event: EventRow, previous_severity: str 
     return queued
 
 
-def _queue(session: Session, rule: AlertRuleRow, run_id: str, event_id: int | None, alert: dict[str, Any], key: str, purpose: str = "alert") -> int:
+def _queue(session: Session, rule: AlertRuleRow, run_id: str, event_id: int | None, alert: Alert, key: str, purpose: str = "alert") -> int:
     moment = now()
     not_before = moment
     last = alerts_store.last_delivery_time(session=session, rule_id=rule.id, run_id=run_id)
@@ -129,10 +143,19 @@ def _resolve_stalls(session: Session, run: RunRow, event: EventRow) -> int:
     return queued
 
 
-def threshold_rules_for(*, session: Session, run: RunRow, metric: str) -> list[AlertRuleRow]:
-    """Enabled threshold rules that watch this metric of this run."""
-    return [r for r in alerts_store.list_rules(session=session, enabled_only=True)
-            if threshold_applies(rule_spec(r), run.project, tuple(run.tags or ()), metric)]
+def threshold_rules_for(*, session: Session, run: RunRow, metric: str,
+                        rules: Sequence[tuple[AlertRuleRow, str | None]] | None = None) -> list[AlertRuleRow]:
+    """Enabled threshold rules that watch this metric of this run (`rules`: the enabled rules
+    with their channel's project, when the caller already read them for many metrics)."""
+    if rules is None:
+        rules = enabled_rules(session=session)
+    return [rule for rule, channel_project in rules
+            if threshold_applies(rule_spec(rule, channel_project), run.project, tuple(run.tags or ()), metric)]
+
+
+def enabled_rules(*, session: Session) -> list[tuple[AlertRuleRow, str | None]]:
+    """The enabled rules of enabled channels, each with its channel's project (read once per detection pass)."""
+    return alerts_store.enabled_rules_with_channel_project(session=session)
 
 
 def threshold_crossing(rule: AlertRuleRow, steps: list[int], values: list[float]) -> tuple[int, float] | None:
@@ -142,7 +165,7 @@ def threshold_crossing(rule: AlertRuleRow, steps: list[int], values: list[float]
 
 def alert_on_threshold(*, session: Session, rule: AlertRuleRow, event: EventRow) -> int:
     """Queue the alert of a threshold rule's own event to that rule's channel."""
-    run = session.get(RunRow, event.run_id)
+    run = runs_store.get_run(session=session, run_id=event.run_id)
     if run is None or event.status != "open":
         return 0
     alert = describe_event(session=session, event=event, run=run)

@@ -24,11 +24,10 @@ from dataclasses import dataclass
 from sqlalchemy.orm import Session
 
 from holter_server.settings import Settings
+from holter_server.store import alerts as alerts_store
 from holter_server.store import keys as keys_store
+from holter_server.store import runs as runs_store
 from holter_server.store.models import ApiKeyRow
-
-SCOPE_RANK = {"ingest": 0, "read": 1, "admin": 2}
-
 
 @dataclass(frozen=True)
 class Principal:
@@ -71,7 +70,8 @@ def create_key(*, session: Session, name: str, scope: str, project: str | None) 
 
 def authenticate(*, session: Session, token: str, settings: Settings) -> Principal | None:
     """The principal of a presented key, or None when it is unknown, malformed or revoked."""
-    if settings.admin_token and hmac.compare_digest(token, settings.admin_token):
+    # as bytes: compare_digest refuses text with characters outside ASCII, which anyone may send
+    if settings.admin_token and hmac.compare_digest(token.encode(), settings.admin_token.encode()):
         return Principal(scope="admin", project=None)
     parts = token.split("_", 2)
     if len(parts) != 3 or parts[0] != "hk":
@@ -121,3 +121,31 @@ class AuthMode:
         if mode == "on" or not is_loopback(self.settings.host) or self.settings.admin_token:
             return "auth: on: every API call needs a key (holter keys create)"
         return "auth: off while this service listens on loopback and has no API keys (zero set-up for one person); creating a key turns it on"
+
+
+# --- whose is it --------------------------------------------------------------------------
+
+NOT_FOUND = object()  # the thing does not exist: the route itself answers 404
+
+
+def project_of(*, session: Session, kind: str, value: str) -> str | None | object:
+    """The project a run, channel, rule, delivery or key belongs to (None: every project), or
+    NOT_FOUND. A rule's and a delivery's project is their channel's."""
+    if kind == "run":
+        run = runs_store.get_run(session=session, run_id=value)
+        return NOT_FOUND if run is None else run.project
+    if not value.isdigit() or int(value) > 2**31 - 1:
+        return NOT_FOUND  # the route answers a malformed id with 422
+    row_id = int(value)
+    if kind == "key":
+        key = keys_store.get_key(session=session, key_id=row_id)
+        return NOT_FOUND if key is None else key.project
+    channel_id: int | None = row_id
+    if kind == "rule":
+        rule = alerts_store.get_rule(session=session, rule_id=row_id)
+        channel_id = rule.channel_id if rule else None
+    elif kind == "delivery":
+        delivery = alerts_store.get_delivery(session=session, delivery_id=row_id)
+        channel_id = delivery.channel_id if delivery else None
+    channel = alerts_store.get_channel(session=session, channel_id=channel_id) if channel_id is not None else None
+    return NOT_FOUND if channel is None else channel.project

@@ -1,59 +1,57 @@
 """Live detection: feed newly stored points to each metric's incremental detector and keep
-the run's events current; and the batch re-analysis of a whole run.
+the run's events current (the batch re-analysis of a whole run: services/run_analysis.py).
 
 Work is found in the database (metrics whose last step is past what detection has seen), so
 any number of service processes can run the loop; each pass claims its metrics, updates their
-events and saves their detector state in one transaction: a restart neither misses nor repeats
-an event.
+events and saves how far it got in one transaction. A process keeps its detectors between
+passes and saves their state when their events change and every few seconds; one rebuilt from
+an older state reads the points since again and finds the same events, stored by key: a restart
+neither misses nor repeats an event.
 """
 
 from __future__ import annotations
 
+import logging
+import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 from sqlalchemy.orm import Session, sessionmaker
 
-from holter_server.detect import DETECTOR_VERSION, Event, IncrementalDetector, verdict
+from holter_server.detect import DETECTOR_VERSION, Event, IncrementalDetector
+from holter_server.detect.classify import Detector, detector_from_state, new_detector
 from holter_server.detect.events import format_step, format_value
-from holter_server.detect.findings import SeriesSnapshot, cross_signal_findings
-from holter_server.detect.kinds import recognised_kind
+from holter_server.detect.findings import NONFINITE_ORIGIN, SeriesSnapshot, cross_signal_findings, nonfinite_origin
+from holter_server.detect.outline import Outline, SeriesOutline
+from holter_server.nonfinite import json_safe_tree
 from holter_server.services import alerting
+from holter_server.services.attribution import TWIN_KIND, attribute_twin_spikes, explain_period
+from holter_server.services.kinds import understood_metrics, understood_metrics_of_runs
 from holter_server.store import events as events_store
 from holter_server.store import points as points_store
 from holter_server.store import runs as runs_store
-from holter_server.store.database import session_scope
-from holter_server.store.models import AlertRuleRow, EventRow, RunRow
+from holter_server.store.database import session_scope, writers_run_side_by_side
+from holter_server.store.models import AlertRuleRow, EventRow
+from holter_server.vocabulary.names import understand
+from holter_server.vocabulary.signals import LOSS_KINDS, signal
 
-CHUNK_POINTS = 200_000  # points read at a time by the batch re-analysis
+log = logging.getLogger("holter.detection")
+
 # Points fed per live transaction, over all the metrics it claimed: a long backlog (an imported
 # run, a bulk load) is worked off in many short transactions, so ingest never waits long for
 # SQLite's one write lock.
 POINTS_PER_TRANSACTION = 20_000
 
 
-def event_fields(event: Event) -> dict[str, Any]:
-    """The columns of an event row, from a detector event."""
+def event_fields(event: Event) -> events_store.EventFields:
+    """The columns of an event row, from a detector event (no metric: a run-level event)."""
     return {
-        "metric": event.metric, "kind": event.kind, "severity": event.severity, "score": float(event.score),
+        "metric": event.metric or None, "kind": event.kind, "severity": event.severity, "score": float(event.score),
         "start_step": event.start_step, "end_step": event.end_step, "peak_step": event.peak_step,
-        "period": event.period, "summary": event.summary, "details": _json_safe(event.details),
+        "period": event.period, "summary": event.summary, "details": json_safe_tree(event.details),
         "detector_version": DETECTOR_VERSION,
     }
-
-
-def _json_safe(value: Any) -> Any:
-    """Details as JSON can store them (numpy scalars to Python, non-finite floats to names)."""
-    if isinstance(value, dict):
-        return {str(k): _json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_json_safe(v) for v in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not np.isfinite(value):
-        return "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
-    return value
 
 
 def record_event(*, session: Session, run_id: str, key: str, event: Event, muted: bool, keep_start: bool = False) -> EventRow:
@@ -65,64 +63,236 @@ def record_event(*, session: Session, run_id: str, key: str, event: Event, muted
     return row
 
 
-def detect_pending(*, session_factory: sessionmaker[Session], limit: int = 50, per_transaction: int = 8) -> int:
+def detection_limits(session_factory: sessionmaker[Session]) -> tuple[int, int]:
+    """Metrics per pass of `detect_pending` and per transaction, by store (see there)."""
+    return (1_000, 250) if writers_run_side_by_side(session_factory) else (50, 8)
+
+
+def detect_pending(*, session_factory: sessionmaker[Session], limit: int | None = None, per_transaction: int | None = None) -> int:
     """One pass of live detection over up to `limit` metrics with new points; returns how many.
 
-    Metrics are claimed a few at a time, each group in its own short transaction: on SQLite a
-    transaction holds the one write lock, and ingest must not wait behind a long pass.
+    Metrics are claimed a group at a time, each group in its own transaction. On SQLite a
+    transaction holds the one write lock, so groups are small there and ingest never waits
+    behind a long pass; on Postgres ingest and detection touch different rows, and a group
+    spans many runs, so each run's findings are refreshed once per pass, not once per metric.
     """
+    default_limit, default_per_transaction = detection_limits(session_factory)
+    limit = limit if limit is not None else default_limit
+    per_transaction = per_transaction if per_transaction is not None else default_per_transaction
     done = 0
     while done < limit:
         claimed = _detect_some(session_factory, min(per_transaction, limit - done))
         if not claimed:
             break
         done += claimed
-    return done
+    return done + save_quiet_states(session_factory)
+
+
+@dataclass
+class _Live:
+    """A detector kept between passes by the process that last saved its metric's progress."""
+
+    saved_step: int  # the detected_step saved in the database: the last step it has read
+    kind: str
+    detector: Detector | None
+    saved_at: float  # when its state was last saved
+    fed_at: float  # when it last read new points
+    state_behind: bool  # whether it has read points since its state was saved
+
+
+def save_quiet_states(session_factory: sessionmaker[Session]) -> int:
+    """Save the states of the detectors at hand whose metrics have had no new points for
+    QUIET_S while their saved state is behind, and refresh their runs' findings; returns how many."""
+    moment = time.monotonic()
+    due = {key: live for key, live in _live_for(session_factory).items() if live.state_behind and moment - live.fed_at >= QUIET_S}
+    if not due:
+        return 0
+    saved: list[events_store.DetectionProgress] = []
+    with session_scope(session_factory) as session:
+        steps = events_store.lock_detection_rows(session=session, keys=list(due))
+        for key, detected_step in steps.items():
+            live = due[key]
+            if detected_step != live.saved_step:
+                continue  # someone else went on: theirs is the newer state
+            state = live.detector.state() if live.detector else _no_detector(live.kind)
+            saved.append(events_store.DetectionProgress(run_id=key[0], metric_id=key[1], detected_step=detected_step, state=state,
+                                                        detector_version=DETECTOR_VERSION))
+        events_store.save_detection_states(session=session, progress=saved)
+        runs = {p.run_id for p in saved}
+        muted = events_store.muted_kinds_of_runs(session=session, run_ids=sorted(runs))
+        for run_id in sorted(runs):
+            # the run's findings as of its last points, not as of some seconds before
+            detectors = {live.detector.metric: live.detector for key, live in due.items() if key[0] == run_id and live.detector is not None}
+            refresh_findings(session=session, run_id=run_id, muted=muted[run_id], detectors=detectors)
+    live_detectors = _live_for(session_factory)
+    for p in saved:  # saved and quiet: nothing to keep in memory for it (its run may be over)
+        live_detectors.pop((p.run_id, p.metric_id), None)
+    return len(saved)
+
+
+# Detectors this process has at hand, by (run, metric id): those of metrics still receiving
+# points (a quiet one's state is saved and its detector dropped). One whose saved_step is not the
+# database's detected_step any more (another process went on, detection was reset) is rebuilt
+# from the saved state. Bounded (a detector holds its 1,024-point tail): least recently used go first.
+_LIVE_BY_DATABASE: dict[str, OrderedDict[tuple[str, int], _Live]] = {}
+
+
+def _live_for(session_factory: sessionmaker[Session]) -> OrderedDict[tuple[str, int], _Live]:
+    """The detectors at hand for one database (a process may serve several: tests do)."""
+    return _LIVE_BY_DATABASE.setdefault(str(session_factory.kw["bind"].url), OrderedDict())
+LIVE_DETECTORS = 10_000
+# Every pass saves how far detection got (detected_step, a small UPDATE); the detector's state
+# (about 20 kB of JSON) is saved with it when its events change, when its metric has gone quiet,
+# and at least this often. A detector rebuilt from an older state reads again from its own last
+# step, which gives the same events again (stored by key; an alert is queued once per event and
+# severity), so a restart neither misses nor repeats one.
+SAVE_EVERY_S = 10.0
+# A metric that had no new points for this long is caught up: its state is saved (a pass that
+# merely came between two of its batches does not count).
+QUIET_S = 2.0
+# A run's cross-signal findings are refreshed in the pass where its events change, and otherwise
+# at most this often while its points come in (they read the latest values and outlines).
+FINDINGS_EVERY_S = 5.0
+_FINDINGS_AT: dict[str, float] = {}
 
 
 def _detect_some(session_factory: sessionmaker[Session], limit: int) -> int:
-    with session_scope(session_factory) as session:
-        work = events_store.claim_detection_work(session=session, limit=limit)
-        touched: set[str] = set()
-        muted_by_run: dict[str, set[tuple[str, str]]] = {}
+    kept: dict[tuple[str, int], _Live] = {}
+    work: list[events_store.DetectionWork] = []
+    live_detectors = _live_for(session_factory)
+    try:
+        with session_scope(session_factory) as session:
+            work = events_store.claim_detection_work(session=session, limit=limit)
+            if not work:
+                return 0
+            _detect_claimed(session, work, live_detectors, kept)
+    except BaseException:
         for item in work:
-            run = session.get(RunRow, item.run_id)
-            metric = runs_store.get_metric(session=session, run_id=item.run_id, name=item.metric)
-            if run is None or metric is None:
-                continue
-            kind = recognised_kind(item.metric)
-            thresholds = alerting.threshold_rules_for(session=session, run=run, metric=item.metric)
-            detector = _detector_for(item.state, item.metric, kind) if kind else None
-            share = max(1_000, POINTS_PER_TRANSACTION // len(work))
-            series = points_store.read_points(session=session, run_id=item.run_id, metric_id=item.metric_id,
-                                              start=item.detected_step + 1, end=None, limit=share)
-            detected_step = series.steps[-1] if series.steps else (metric.last_step or item.detected_step)
-            muted = muted_by_run.setdefault(item.run_id, events_store.muted_kinds(session=session, run_id=item.run_id))
-            if detector is not None and series.steps:
-                update = detector.add(series.steps, series.values)
-                for event in update.changed:
-                    record_event(session=session, run_id=item.run_id, key=event.event_id, event=event,
-                                 muted=(event.metric, event.kind) in muted)
-                events_store.withdraw_events(session=session, run_id=item.run_id, event_keys=update.withdrawn)
-                touched.add(item.run_id)
-            for rule in thresholds:
-                _check_threshold(session, rule, item.run_id, item.metric, series.steps, series.values)
-            events_store.save_detection_state(session=session, run_id=item.run_id, metric_id=item.metric_id,
-                                              detected_step=detected_step, state=detector.state() if detector else None,
-                                              detector_version=DETECTOR_VERSION)
-        for run_id in sorted(touched):
-            refresh_findings(session=session, run_id=run_id, muted=muted_by_run.get(run_id, set()))
+            live_detectors.pop((item.run_id, item.metric_id), None)
+        raise
+    for key, live in kept.items():  # only once committed: what the database now says
+        live_detectors[key] = live
+        live_detectors.move_to_end(key)
+    while len(live_detectors) > LIVE_DETECTORS:
+        live_detectors.popitem(last=False)
     return len(work)
 
 
-def _check_threshold(session: Session, rule: AlertRuleRow, run_id: str, metric: str, steps: list[int], values: list[float]) -> None:
-    """A threshold rule fires once per metric of a run, at the first point that crosses it."""
+def _detect_claimed(session: Session, work: list[events_store.DetectionWork], live_detectors: OrderedDict[tuple[str, int], _Live],
+                    kept: dict[tuple[str, int], _Live]) -> None:
+    runs = runs_store.get_runs(session=session, run_ids={item.run_id for item in work})
+    rules = alerting.enabled_rules(session=session)
+    touched: set[str] = set()  # runs whose events changed: their findings are refreshed now
+    spikes_moved: set[str] = set()  # runs whose spikes changed: only their twins need a new look
+    fed_runs: set[str] = set()  # runs whose detectors read new points: their findings are refreshed now and then
+    # per run, read once for all the runs of the pass
+    muted_by_run = events_store.muted_kinds_of_runs(session=session, run_ids=list(runs))
+    understood_by_run = understood_metrics_of_runs(session=session, runs=runs)
+    at_hand = {}
+    for item in work:
+        live = live_detectors.get((item.run_id, item.metric_id))
+        if live is not None and live.saved_step == item.detected_step and item.detector_version == DETECTOR_VERSION:
+            at_hand[(item.run_id, item.metric_id)] = live
+    missing: dict[str, list[int]] = {}
+    for item in work:
+        if (item.run_id, item.metric_id) not in at_hand:
+            missing.setdefault(item.run_id, []).append(item.metric_id)
+    saved_states = {(run_id, metric_id): state for run_id, ids in missing.items()
+                    for metric_id, state in events_store.detection_states(session=session, run_id=run_id, metric_ids=ids).items()}
+    plans = []
+    for item in work:
+        run = runs.get(item.run_id)
+        if run is None:
+            continue
+        understood = understood_by_run[item.run_id].get(item.metric) or understand(item.metric, declarations=run.metric_definitions)
+        live = at_hand.get((item.run_id, item.metric_id))
+        if live is not None and live.kind == understood.kind:
+            plans.append((item, run, understood, live.detector, False, live.saved_step, live.saved_at))
+            continue
+        state = saved_states.get((item.run_id, item.metric_id))
+        if live is not None:  # its kind changed since: start over as the saved state would
+            state = {"kind": live.kind}
+        detector, restart = _detector_for(state, item.metric, understood.kind)
+        # the saved state may be older than the saved progress (it is saved less often): read
+        # again from where the detector itself stopped; it ignores what it has already seen
+        resume = item.detected_step if detector is None or detector.last_step is None else min(item.detected_step, detector.last_step)
+        plans.append((item, run, understood, detector, restart, -1 if restart else resume, None))
+    share = max(1_000, POINTS_PER_TRANSACTION // len(work))
+    # every claimed metric's new points in one read
+    new_points = points_store.read_points_from(
+        session=session, starts=[(item.run_id, item.metric_id, fed + 1) for item, _, _, _, _, fed, _ in plans], limit_each=share)
+    saved = []
+    moment = time.monotonic()
+    for item, run, understood, detector, restart, fed, saved_at in plans:
+        if restart:
+            # what the metric is has changed since its detector started (its run's other metrics
+            # revealed a GRPO run, say): its events so far were read wrongly, read it all again
+            events_store.withdraw_metric_events(session=session, run_id=item.run_id, metrics=[item.metric])
+            touched.add(item.run_id)
+            spikes_moved.add(item.run_id)
+        series = new_points[(item.run_id, item.metric_id)]
+        fed_step = series.steps[-1] if series.steps else max(fed, item.last_step or item.detected_step)
+        muted = muted_by_run[item.run_id]
+        events_changed = restart or saved_at is None
+        update, failed = None, False
+        if detector is not None and series.steps:
+            try:
+                update = detector.add(series.steps, series.values)
+            except Exception:
+                # One series a detector cannot read must not stop detection of every other metric
+                # (the pass's transaction would fail again and again): say so, and start that
+                # metric over with a fresh detector from its next points.
+                log.exception("detection of %r in run %s failed at steps %d-%d; its detector starts over",
+                              item.metric, item.run_id, series.steps[0], series.steps[-1])
+                detector, failed, events_changed = None, True, True
+        if update is not None:
+            for event in update.changed:
+                record_event(session=session, run_id=item.run_id, key=event.event_id, event=explain_period(event, run.config),
+                             muted=(event.metric, event.kind) in muted)
+            events_store.withdraw_events(session=session, run_id=item.run_id, event_keys=update.withdrawn)
+            if update.withdrawn or any(event.kind == TWIN_KIND for event in update.changed):
+                spikes_moved.add(item.run_id)
+            events_changed = events_changed or bool(update.changed or update.withdrawn)
+            if update.changed or update.withdrawn:
+                touched.add(item.run_id)
+            fed_runs.add(item.run_id)
+        for rule in alerting.threshold_rules_for(session=session, run=run, metric=item.metric, rules=rules):
+            events_changed = _check_threshold(session, rule, item.run_id, item.metric, series.steps, series.values) or events_changed
+        key = (item.run_id, item.metric_id)
+        fed_at = moment if series.steps else (at_hand[key].fed_at if key in at_hand else moment)
+        with_state = events_changed or not series.steps or saved_at is None or moment - saved_at >= SAVE_EVERY_S
+        if with_state or fed_step != item.detected_step:
+            saved.append(events_store.DetectionProgress(
+                run_id=item.run_id, metric_id=item.metric_id, detected_step=fed_step,
+                state=(detector.state() if detector else _no_detector(understood.kind)) if with_state else events_store.KEEP_STATE,
+                detector_version=DETECTOR_VERSION))
+        if not failed:  # a failed one is rebuilt, fresh, from what was just saved
+            kept[key] = _Live(saved_step=fed_step, kind=understood.kind, detector=detector, saved_at=moment if with_state else saved_at,
+                              fed_at=fed_at, state_behind=not with_state)
+    events_store.save_detection_states(session=session, progress=saved)
+    at_hand_by_run: dict[str, dict[str, Detector]] = {}
+    for item, *_ in plans:
+        live = kept.get((item.run_id, item.metric_id))
+        if live is not None and live.detector is not None:
+            at_hand_by_run.setdefault(item.run_id, {})[item.metric] = live.detector
+    for run_id in sorted(touched | {run_id for run_id in fed_runs if moment - _FINDINGS_AT.get(run_id, -FINDINGS_EVERY_S) >= FINDINGS_EVERY_S}):
+        _FINDINGS_AT[run_id] = moment
+        # outlines from the detectors at hand: their saved states may be a few seconds behind
+        refresh_findings(session=session, run_id=run_id, muted=muted_by_run.get(run_id, set()), detectors=at_hand_by_run.get(run_id, {}))
+    # reads the configs of the project's runs: once per change of a run's spikes, not per pass
+    for run_id in sorted(spikes_moved):
+        attribute_twin_spikes(session=session, run_id=run_id)
+
+
+def _check_threshold(session: Session, rule: AlertRuleRow, run_id: str, metric: str, steps: list[int], values: list[float]) -> bool:
+    """A threshold rule fires once per metric of a run, at the first point that crosses it;
+    returns whether it fired now."""
     key = f"threshold:{rule.id}:{metric}"
     if events_store.get_event_by_key(session=session, run_id=run_id, event_key=key) is not None:
-        return
+        return False
     crossing = alerting.threshold_crossing(rule, steps, values)
     if crossing is None:
-        return
+        return False
     step, value = crossing
     limit = "non-finite" if rule.threshold_op == "nonfinite" else f"{rule.threshold_op} {format_value(rule.threshold_value or 0.0)}"
     event = Event(kind="threshold", metric=metric, start_step=step, end_step=step, severity=rule.min_severity, score=0.0,
@@ -130,12 +300,23 @@ def _check_threshold(session: Session, rule: AlertRuleRow, run_id: str, metric: 
                   details={"rule_id": rule.id, "value": value})
     row, _ = events_store.upsert_event(session=session, run_id=run_id, event_key=key, fields=event_fields(event))
     alerting.alert_on_threshold(session=session, rule=rule, event=row)
+    return True
 
 
-def _detector_for(state: dict[str, Any] | None, metric: str, kind: str) -> IncrementalDetector:
-    if state and state.get("detector_version") == DETECTOR_VERSION:
-        return IncrementalDetector.from_state(state)
-    return IncrementalDetector(metric, kind=kind)
+def _detector_for(state: dict[str, Any] | None, metric: str, kind: str) -> tuple[Detector | None, bool]:
+    """The metric's detector (None for a kind no detector reads) and whether to start it over
+    from the first point, because the kind it was reading the metric as has changed."""
+    restart = bool(state) and state.get("kind") != kind  # type: ignore[union-attr]
+    if not signal(kind).analysed:
+        return None, restart
+    if state and not restart and state.get("detector_version") == DETECTOR_VERSION and "format" in state:
+        return detector_from_state(state), False
+    return new_detector(metric, kind=kind), restart
+
+
+def _no_detector(kind: str) -> dict[str, Any]:
+    # remembered so that a later change of kind is noticed even for a metric nothing watched
+    return {"kind": kind}
 
 
 def row_to_event(row: EventRow) -> Event:
@@ -147,6 +328,8 @@ def row_to_event(row: EventRow) -> Event:
 
 # Findings judged from the latest values rather than from events: one per metric, first seen kept.
 CURRENT_STATE_FINDINGS = ("layer_dominance",)
+# Events made from the training job's tripwire reports (services.tripwires), keyed by what they report.
+TRIPWIRE_PREFIX = "tripwire:"
 
 
 def finding_key(event: Event) -> str:
@@ -156,54 +339,68 @@ def finding_key(event: Event) -> str:
     return f"finding:{event.kind}:{event.metric}@{event.start_step}"
 
 
-def snapshots(*, session: Session, run_id: str) -> list[SeriesSnapshot]:
-    """What the cross-signal rules need about each metric of the run."""
-    return [SeriesSnapshot(m.name, m.last_value, m.first_step, m.last_step) for m in runs_store.list_metrics(session=session, run_id=run_id)]
+# The losses' values are what the run-level rules read (train vs eval loss, a loss stuck at 0),
+# from the outline kept in each metric's saved detector state.
+OUTLINED_KINDS = LOSS_KINDS
 
 
-def refresh_findings(*, session: Session, run_id: str, muted: set[tuple[str, str]]) -> None:
-    """Recompute the run's cross-signal findings from its stored events and keep them current."""
-    events = [row_to_event(row) for row in events_store.run_events_for_findings(session=session, run_id=run_id)]
-    found = {finding_key(f): f for f in cross_signal_findings(events, snapshots(session=session, run_id=run_id))}
+def snapshots(*, session: Session, run_id: str, detectors: dict[str, Detector] | None = None) -> list[SeriesSnapshot]:
+    """What the cross-signal rules need about each metric of the run: its kind (declared or
+    recognised), the latest value, and for losses their outline (from its detector in
+    `detectors` when there is one, else from the saved live state; `detectors` given and None
+    for a metric: no outline)."""
+    run = runs_store.get_run(session=session, run_id=run_id)
+    understood = understood_metrics(session=session, run=run) if run is not None else {}
+    metrics = runs_store.list_metrics(session=session, run_id=run_id)
+    kinds = {m.name: (understood[m.name] if m.name in understood else understand(m.name)).kind for m in metrics}
+    outlined = {m.metric_id: m.name for m in metrics if kinds[m.name] in OUTLINED_KINDS}
+    states = {}
+    from_states = [metric_id for metric_id, name in outlined.items() if detectors is None or name not in detectors]
+    if from_states:
+        states = events_store.detection_states(session=session, run_id=run_id, metric_ids=from_states)
+    out = []
+    for m in metrics:
+        outline = None
+        if m.metric_id in outlined:
+            detector = detectors.get(m.name) if detectors is not None else None
+            if isinstance(detector, IncrementalDetector):
+                outline = detector.outline_snapshot()
+            elif detectors is not None and m.name in detectors:
+                outline = None
+            elif m.metric_id in states:
+                outline = _saved_outline(states[m.metric_id], m.name, kinds[m.name])
+        out.append(SeriesSnapshot(m.name, m.last_value, m.first_step, m.last_step, kind=kinds[m.name], outline=outline))
+    return out
+
+
+def _saved_outline(state: dict[str, Any], metric: str, kind: str) -> SeriesOutline | None:
+    # a state saved while the metric was read as another kind is about to be started over
+    if state.get("detector_version") != DETECTOR_VERSION or "outline" not in state or state.get("kind") != kind:
+        return None
+    return Outline.from_state(state["outline"]).snapshot(metric, kind)
+
+
+def refresh_findings(*, session: Session, run_id: str, muted: set[tuple[str, str]], detectors: dict[str, Detector] | None = None) -> None:
+    """Recompute the run's cross-signal findings from its stored events and keep them current,
+    and attach tripwire reports to the divergences found since they arrived (`detectors`: live
+    detectors of some of its metrics, whose outlines are newer than the saved ones)."""
+    rows = events_store.run_events_for_findings(session=session, run_id=run_id)
+    events = [row_to_event(row) for row in rows]
+    series = snapshots(session=session, run_id=run_id, detectors=detectors)
+    kinds = {s.metric: s.kind for s in series if s.kind is not None}
+    run = runs_store.get_run(session=session, run_id=run_id)
+    config = run.config if run is not None else None
+    found = {finding_key(f): explain_period(f, config) for f in cross_signal_findings(events, series)}
     for key, finding in found.items():
         record_event(session=session, run_id=run_id, key=key, event=finding, muted=(finding.metric, finding.kind) in muted,
                      keep_start=finding.kind in CURRENT_STATE_FINDINGS)
     stale = events_store.finding_keys(session=session, run_id=run_id) - found.keys()
     events_store.withdraw_events(session=session, run_id=run_id, event_keys=stale)
-
-
-@dataclass
-class SeriesAnalysis:
-    """The batch classifier's reading of one metric."""
-
-    metric: str
-    kind: str
-    verdict: str
-    events: list[Event]
-
-
-def analyze_run(*, session: Session, run_id: str) -> tuple[list[SeriesAnalysis], list[Event]]:
-    """Re-run the classifier over every stored point of the run's vital signs.
-
-    Reads each metric in chunks and feeds them to a fresh detector, which gives the same events
-    as one pass over the whole series, in bounded memory.
-    """
-    analyses, all_events = [], []
-    for metric in runs_store.list_metrics(session=session, run_id=run_id):
-        kind = recognised_kind(metric.name)
-        if kind is None:
-            continue
-        detector = IncrementalDetector(metric.name, kind=kind)
-        start = 0
-        while True:
-            series = points_store.read_points(session=session, run_id=run_id, metric_id=metric.metric_id,
-                                              start=start, end=None, limit=CHUNK_POINTS)
-            if not series.steps:
-                break
-            detector.add(series.steps, series.values)
-            start = series.steps[-1] + 1
-        events = detector.events
-        analyses.append(SeriesAnalysis(metric=metric.name, kind=kind, verdict=verdict(events), events=events))
-        all_events.extend(events)
-    findings = cross_signal_findings(all_events, snapshots(session=session, run_id=run_id))
-    return analyses, findings
+    for row in rows:
+        if row.kind == NONFINITE_ORIGIN and row.event_key.startswith(TRIPWIRE_PREFIX):
+            details = row.details or {}
+            attached = nonfinite_origin(step=row.start_step or 0, forward=details.get("forward"), gradient=details.get("gradient"),
+                                        events=events, kinds=kinds)
+            if event_fields(attached)["details"] != details or attached.severity != row.severity:
+                record_event(session=session, run_id=run_id, key=row.event_key, event=attached,
+                             muted=(attached.metric, attached.kind) in muted)

@@ -16,20 +16,21 @@ import json
 import logging
 from datetime import datetime, timedelta
 from email.utils import parsedate_to_datetime
-from typing import Any
 
 import httpx
 from sqlalchemy.orm import Session, sessionmaker
 
-from holter_server.alerts import formatters
+from holter_server.alerts import formatters, image_links
+from holter_server.alerts.message import Alert
 from holter_server.alerts.signing import HEADER as SIGNATURE_HEADER
 from holter_server.alerts.signing import sign
-from holter_server.alerts.targets import TargetRefused, check_target
-from holter_server.services.alerting import with_links
+from holter_server.alerts.targets import TargetGuard, TargetRefused
+from holter_server.services.alerting import ImageLink, with_links
 from holter_server.store import alerts as alerts_store
 from holter_server.store.database import session_scope
 from holter_server.store.models import ChannelRow, DeliveryRow
 from holter_server.store.runs import now
+from holter_server.vocabulary import severities
 
 log = logging.getLogger("holter.dispatch")
 MAX_BACKOFF = timedelta(minutes=5)
@@ -48,9 +49,18 @@ def group_key_to_idempotency_key(rows: list[DeliveryRow]) -> str:
     return rows[0].idempotency_key if len(rows) == 1 else f"group:{rows[0].group_key}:{','.join(str(r.id) for r in rows)}"
 
 
-def render(channel: ChannelRow, rows: list[DeliveryRow], base_url: str) -> tuple[bytes, dict[str, str], str]:
-    """The request body and headers for a group, and the idempotency key they carry."""
-    alerts = [with_links(row.alert, base_url) for row in rows]
+def _image_link(session: Session, base_url: str, ttl: float) -> ImageLink:
+    def link(alert: Alert) -> str:
+        issued = datetime.fromisoformat(alert["time"]).timestamp() if alert.get("time") else None
+        return image_links.signed_url(session=session, base_url=base_url, run_id=alert["run_id"], event_id=alert["event_id"], ttl=ttl,
+                                      issued_at=issued)
+    return link
+
+
+def render(channel: ChannelRow, rows: list[DeliveryRow], base_url: str, image_link: ImageLink | None = None) -> tuple[bytes, dict[str, str], str]:
+    """The request body and headers for a group, and the idempotency key they carry.
+    `image_link`: makes the signed URL of an event's chart picture (chat services fetch it without a key)."""
+    alerts = [with_links(row.alert, base_url, image_link) for row in rows]
     purpose = rows[0].purpose
     key = group_key_to_idempotency_key(rows)
     headers = {"Content-Type": "application/json", "Idempotency-Key": key, "User-Agent": "Holter"}
@@ -65,17 +75,22 @@ def render(channel: ChannelRow, rows: list[DeliveryRow], base_url: str) -> tuple
     return body, headers, key
 
 
-def send(client: httpx.Client, channel: ChannelRow, body: bytes, headers: dict[str, str], *, allow_private: bool) -> None:
-    """POST one message; raise DeliveryError unless the receiver took it."""
+def send(client: httpx.Client, channel: ChannelRow, body: bytes, headers: dict[str, str], *, guard: TargetGuard) -> None:
+    """POST one message to the address the guard checked; raise DeliveryError unless the receiver took it."""
+    try:
+        if channel.kind == "apprise":
+            guard.check_apprise(channel.target)
+        else:
+            target = guard.check(channel.target)
+    except TargetRefused as exc:
+        raise DeliveryError(str(exc)) from exc
     if channel.kind == "apprise":
         _send_apprise(channel, json.loads(body))
         return
+    # to the checked address itself, the name in Host and SNI: no second resolution to rebind
+    extensions = {"sni_hostname": target.host} if target.scheme == "https" else {}
     try:
-        check_target(channel.target, allow_private=allow_private)
-    except TargetRefused as exc:
-        raise DeliveryError(str(exc)) from exc
-    try:
-        response = client.post(channel.target, content=body, headers=headers)
+        response = client.post(target.pinned_url, content=body, headers={**headers, "Host": target.host_header}, extensions=extensions)
     except httpx.HTTPError as exc:
         raise DeliveryError(f"{type(exc).__name__}: {exc}") from exc
     if response.status_code == 429:
@@ -120,7 +135,8 @@ def next_attempt(rows: list[DeliveryRow], error: DeliveryError, give_up_after: t
 
 
 def dispatch_due(
-    *, session_factory: sessionmaker[Session], client: httpx.Client, base_url: str, give_up_after: timedelta, allow_private: bool, limit: int = 100
+    *, session_factory: sessionmaker[Session], client: httpx.Client, base_url: str, give_up_after: timedelta, guard: TargetGuard,
+    image_ttl: float = 7 * 86_400.0, limit: int = 100,
 ) -> int:
     """Send every due group once; returns how many messages were attempted."""
     with session_scope(session_factory) as session:
@@ -139,8 +155,8 @@ def dispatch_due(
                 alerts_store.mark_group(session=session, rows=rows, status="failed", error="channel removed or disabled", not_before=None)
                 continue
             try:
-                body, headers, _ = render(channel, rows, base_url)
-                send(client, channel, body, headers, allow_private=allow_private)
+                body, headers, _ = render(channel, rows, base_url, image_link=_image_link(session, base_url, image_ttl))
+                send(client, channel, body, headers, guard=guard)
             except DeliveryError as exc:
                 status, when = next_attempt(rows, exc, give_up_after)
                 log.warning("delivery to channel %s failed (%s); %s", channel.name, exc, "giving up" if status == "failed" else f"retrying at {when}")
@@ -150,13 +166,13 @@ def dispatch_due(
     return attempted
 
 
-def send_test(*, channel: ChannelRow, client: httpx.Client, base_url: str, allow_private: bool) -> None:
+def send_test(*, channel: ChannelRow, client: httpx.Client, base_url: str, guard: TargetGuard) -> None:
     """Send a test message right away (not through the outbox); raises DeliveryError."""
-    alert: dict[str, Any] = {
+    alert: Alert = {
         "project": channel.project or "any project", "run_id": "test", "run_name": "Holter test", "metric": None, "kind": "test",
-        "severity": "info", "summary": f"Channel {channel.name!r} is connected to Holter.", "step": None, "start_step": None,
+        "severity": severities.LOWEST.name, "summary": f"Channel {channel.name!r} is connected to Holter.", "step": None, "start_step": None,
         "end_step": None, "time": now().isoformat(), "sparkline": "▁▂▃▅▇█▇▅▃▂▁", "event_id": None,
     }
     row = DeliveryRow(idempotency_key=f"test:{channel.id}:{now().timestamp()}", alert=alert, purpose="test", group_key=None, attempts=0)
     body, headers, _ = render(channel, [row], base_url)
-    send(client, channel, body, headers, allow_private=allow_private)
+    send(client, channel, body, headers, guard=guard)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from holter_server.store.rollups import LEVELS, NO_STEP, Buckets
+from holter_server.store.rollup_buckets import LEVELS, NO_STEP, Buckets
 
 Piece = tuple[int, int, int]  # (rollup level, first bucket, last bucket)
 StepRange = tuple[int, int]  # (first step, last step), inclusive

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 
 from sqlalchemy.orm import Session
 
+from holter_server.nonfinite import csv_text
 from holter_server.store import points as points_store
 from holter_server.store.points import SeriesSlice
 
@@ -39,14 +39,6 @@ def _slices(
             next_step = chunk.steps[-1] + 1
 
 
-def _csv_value(value: float) -> str:
-    if math.isfinite(value):
-        return repr(value)
-    if math.isnan(value):
-        return "NaN"
-    return "Infinity" if value > 0 else "-Infinity"
-
-
 def csv_stream(
     *, open_session: Callable[[], AbstractContextManager[Session]], run_id: str, series: Sequence[tuple[str, int]],
     start: int | None = None, end: int | None = None, chunk_points: int = CHUNK_POINTS,
@@ -60,7 +52,7 @@ def csv_stream(
         buffer.seek(0)
         buffer.truncate()
         writer.writerows(
-            (name, step, _csv_value(value), "" if wall_time is None else repr(wall_time))
+            (name, step, csv_text(value), "" if wall_time is None else repr(wall_time))
             for step, value, wall_time in zip(chunk.steps, chunk.values, chunk.wall_times)
         )
         yield buffer.getvalue().encode()

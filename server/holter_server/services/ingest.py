@@ -1,37 +1,62 @@
-"""Ingest: turn a validated batch into stored points and a live run."""
+"""Ingest: turn a checked batch into stored points and a live run."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from sqlalchemy.orm import Session
 
-from holter_server.schemas.points import PointsBatch
-from holter_server.services import lifecycle
+from holter_server.schemas.points import MetricConflict, MetricRefused, PointsStored, ReadBatch
+from holter_server.services import kinds, lifecycle
 from holter_server.store import points as points_store
 from holter_server.store import runs as runs_store
-from holter_server.store.points import StoredCount
+from holter_server.wire import shown
 
 
 class UnknownRunError(LookupError):
     """The batch names a run the service does not know."""
 
 
-class TooManyMetricsError(ValueError):
-    """The batch would give the run more metric series than the service allows."""
+def ingest_batch(*, session: Session, run_id: str, batch: ReadBatch, max_metrics: int) -> PointsStored:
+    """Store a batch exactly once and record the run's progress (all of it, or none of it).
 
-
-def ingest_batch(*, session: Session, run_id: str, batch: PointsBatch, max_metrics: int) -> StoredCount:
-    """Store a batch exactly once and record the run's progress (all of it, or none of it)."""
-    if runs_store.get_run(session=session, run_id=run_id) is None:
+    Metrics the batch would add beyond the run's `max_metrics` are refused one by one (in the
+    batch's order), like the metrics refused while reading it; the rest is stored.
+    """
+    status, known_ids = points_store.run_and_metric_ids(session=session, run_id=run_id, names=batch.metrics.keys())
+    if status is None:
         raise UnknownRunError(run_id)
-    new = set(batch.metrics) - runs_store.existing_metric_names(session=session, run_id=run_id, names=batch.metrics)
-    if new and runs_store.count_metrics(session=session, run_id=run_id) + len(new) > max_metrics:
-        raise TooManyMetricsError(f"run {run_id!r} would have more than {max_metrics} metrics with {len(new)} new ones in this batch")
     step_time = dict(zip(batch.step_times.steps, batch.step_times.times)) if batch.step_times else {}
     columns = {}
     for name, series in batch.metrics.items():
         times = series.times if series.times is not None else [step_time.get(step) for step in series.steps]
         columns[name] = (series.steps, series.values, times)
-    result = points_store.add_points(session=session, run_id=run_id, columns=columns)
-    last_steps = [max(series.steps) for series in batch.metrics.values() if series.steps]
-    lifecycle.record_activity(session=session, run_id=run_id, last_step=max(last_steps) if last_steps else None)
-    return result
+    then: Callable[[], None] | None = None
+    if status != "stalled" and not batch.kinds and all(name in known_ids for name in columns):
+        # the usual batch (no new metric, so none refused for room): the run's activity is written
+        # in the same round trip as the rollups
+        last = max((max(series.steps) for series in batch.metrics.values() if series.steps), default=None)
+
+        def then() -> None:
+            lifecycle.record_activity(session=session, run_id=run_id, last_step=last, status=status)
+
+    result = points_store.add_points(session=session, run_id=run_id, columns=columns, max_metrics=max_metrics, known_ids=known_ids,
+                                     then=then)
+    if then is None:
+        if batch.kinds:
+            # after the points: every writer takes the run's locks in one order (metric ids and
+            # rollups, then the run's row), so batches declaring kinds cannot deadlock with others
+            run = runs_store.get_run(session=session, run_id=run_id)
+            if run is None:  # deleted since the batch began
+                raise UnknownRunError(run_id)
+            kinds.declare(session=session, run=run, definitions={pattern: {"kind": kind} for pattern, kind in batch.kinds.items()})
+        over_limit = set(result.over_limit)
+        last_steps = [max(series.steps) for name, series in batch.metrics.items() if series.steps and name not in over_limit]
+        lifecycle.record_activity(session=session, run_id=run_id, last_step=max(last_steps) if last_steps else None, status=status)
+    refused = [*batch.refused, *(
+        MetricRefused(metric=shown(name), reason=f"the run already has {max_metrics:,} metrics, the most one run may have "
+                      "(HOLTER_MAX_METRICS_PER_RUN)", points=len(batch.metrics[name].steps))
+        for name in result.over_limit
+    )]
+    conflicts = [MetricConflict(metric=shown(name), count=c.count, steps=c.steps) for name, c in result.conflicts.items()]
+    return PointsStored(received=result.received, stored=result.stored, duplicates=result.duplicates, refused=refused, conflicts=conflicts)

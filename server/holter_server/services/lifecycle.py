@@ -5,11 +5,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from holter_server.services.alerting import alert_on_event
-from holter_server.services.postmortem import record_reference_drifts
 from holter_server.store import events as events_store
 from holter_server.store import runs as runs_store
 from holter_server.store.models import EventRow, RunRow
@@ -24,12 +22,18 @@ def _announce(session: Session, event: EventRow) -> None:
     alert_on_event(session=session, event=event, previous_severity=None)
 
 
-def record_activity(*, session: Session, run_id: str, last_step: int | None) -> None:
-    """Points or a heartbeat arrived: the run is alive; a stalled run is running again."""
-    run = session.get(RunRow, run_id)
+def record_activity(*, session: Session, run_id: str, last_step: int | None, status: str | None = None) -> None:
+    """Points or a heartbeat arrived: the run is alive; a stalled run is running again.
+
+    `status`: the run's status as the caller just read it; the run is read again only when it
+    was stalled (a batch of a live run then costs one UPDATE)."""
+    if status is not None and status != "stalled":
+        runs_store.record_activity(session=session, run_id=run_id, last_step=last_step)
+        return
+    run = runs_store.get_run(session=session, run_id=run_id)
     if run is not None and run.status == "stalled":
         silence = runs_store.now() - run.heartbeat_at
-        run.status = "running"
+        runs_store.set_status(session=session, run=run, status="running")
         _announce(session, events_store.record_status_event(
             session=session, run_id=run_id, kind="run_resumed", severity="info", step=last_step or run.last_step,
             summary=f"run {run.name or run_id} resumed after {_ago(silence)} without points or heartbeat",
@@ -38,10 +42,9 @@ def record_activity(*, session: Session, run_id: str, last_step: int | None) -> 
 
 
 def finish(*, session: Session, run: RunRow, status: str) -> RunRow:
-    """The client ended the run; a crash becomes an event; the losses are compared with the
-    run's reference, if it has one."""
+    """The client ended the run; a crash becomes an event. The comparison of its losses with
+    its reference becomes due: the reference-drift loop makes it (it reads every point of both runs)."""
     runs_store.finish_run(session=session, run=run, status=status)
-    record_reference_drifts(session=session, run=run)
     if status == "crashed":
         _announce(session, events_store.record_status_event(
             session=session, run_id=run.id, kind="run_crashed", severity="critical", step=run.last_step,
@@ -52,13 +55,8 @@ def finish(*, session: Session, run: RunRow, status: str) -> RunRow:
 
 def mark_stalled(*, session: Session, stall_after: timedelta) -> list[str]:
     """Running runs silent for longer than `stall_after` become stalled; returns their ids."""
-    cutoff = runs_store.now() - stall_after
-    silent = session.scalars(
-        select(RunRow).where(RunRow.status == "running", RunRow.heartbeat_at < cutoff).with_for_update(skip_locked=True)
-    ).all()
+    silent = runs_store.stall_silent_runs(session=session, silent_since=runs_store.now() - stall_after)
     for run in silent:
-        run.status = "stalled"
-        run.updated_at = runs_store.now()
         last = f" at step {run.last_step:,}" if run.last_step is not None else ""
         _announce(session, events_store.record_status_event(
             session=session, run_id=run.id, kind="run_stalled", severity="warning", step=run.last_step,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from datetime import timedelta
 from pathlib import Path
 from typing import IO
@@ -15,9 +16,11 @@ from typing import IO
 import httpx
 from sqlalchemy.orm import Session, sessionmaker
 
-from holter_server.services.detection import detect_pending
+from holter_server.alerts.targets import TargetGuard
+from holter_server.services.detection import detect_pending, detection_limits
 from holter_server.services.dispatch import dispatch_due
 from holter_server.services.lifecycle import mark_stalled
+from holter_server.services.reference_drift import record_due_drifts
 from holter_server.store.database import session_scope
 
 try:
@@ -51,15 +54,22 @@ class LoopService:
         if self._thread is not None:
             self._thread.join(timeout=30)
 
+    def pause_after(self, done: int, took: float) -> float:
+        """Seconds to wait after a round that did `done` work in `took` seconds: none while
+        there is work, `interval` when idle."""
+        return 0.0 if done else self.interval
+
     def _loop(self) -> None:
         while not self._stop.is_set():
+            started = time.monotonic()
             try:
                 busy = self.run_once()
             except Exception:  # a failing round is logged and retried, never fatal to the service
                 log.exception("%s: round failed", self.name)
                 busy = 0
-            if not busy:
-                self._stop.wait(self.interval)
+            pause = self.pause_after(busy, time.monotonic() - started)
+            if pause > 0:
+                self._stop.wait(pause)
 
 
 class BackgroundWork:
@@ -131,12 +141,22 @@ class DetectionLoop(LoopService):
 
     name = "detection"
 
-    def __init__(self, session_factory: sessionmaker[Session], interval: float = 0.5) -> None:
+    def __init__(self, session_factory: sessionmaker[Session], interval: float = 0.5, period: float = 1.0) -> None:
         super().__init__(interval)
         self.session_factory = session_factory
+        self.period = period
+        self.limit = detection_limits(session_factory)[0]
 
     def run_once(self) -> int:
-        return detect_pending(session_factory=self.session_factory)
+        return detect_pending(session_factory=self.session_factory, limit=self.limit)
+
+    def pause_after(self, done: int, took: float) -> float:
+        # Points arrive all the time under load; a pass that caught up waits out the rest of
+        # `period`, so each metric is read once a second with a second's points, not a step at
+        # a time (a detector's cost is mostly per call). A full pass means a backlog: go on.
+        if not done:
+            return self.interval
+        return 0.0 if done >= self.limit else max(0.0, self.period - took)
 
 
 class AlertDispatcher(LoopService):
@@ -145,17 +165,18 @@ class AlertDispatcher(LoopService):
     name = "alert-dispatch"
 
     def __init__(self, session_factory: sessionmaker[Session], *, base_url: str, timeout: float, give_up_after: timedelta,
-                 allow_private: bool, interval: float = 0.25) -> None:
+                 allow_private: bool, image_ttl: float = 7 * 86_400.0, interval: float = 0.25) -> None:
         super().__init__(interval)
         self.session_factory = session_factory
         self.base_url = base_url
-        self.allow_private = allow_private
+        self.guard = TargetGuard(allow_private=allow_private)
+        self.image_ttl = image_ttl
         self.give_up_after = give_up_after
         self.client = httpx.Client(timeout=timeout, follow_redirects=False)
 
     def run_once(self) -> int:
         return dispatch_due(session_factory=self.session_factory, client=self.client, base_url=self.base_url,
-                            give_up_after=self.give_up_after, allow_private=self.allow_private)
+                            give_up_after=self.give_up_after, guard=self.guard, image_ttl=self.image_ttl)
 
 
 class StallWatch(LoopService):
@@ -172,3 +193,19 @@ class StallWatch(LoopService):
         with session_scope(self.session_factory) as session:
             stalled = mark_stalled(session=session, stall_after=self.stall_after)
         return 0 if not stalled else len(stalled)
+
+
+class ReferenceDriftLoop(LoopService):
+    """The comparison of each finished run's losses with its reference run, once it finished."""
+
+    name = "reference drift"
+
+    def __init__(self, session_factory: sessionmaker[Session], interval: float = 1.0) -> None:
+        super().__init__(interval)
+        self.session_factory = session_factory
+
+    def run_once(self) -> int:
+        return record_due_drifts(session_factory=self.session_factory)
+
+    def pause_after(self, done: int, took: float) -> float:
+        return self.interval if not done else 0.0  # runs still due: go on

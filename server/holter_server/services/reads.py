@@ -19,8 +19,9 @@ from sqlalchemy.orm import Session
 from holter_server.services.downsample import choose_shift, cover, minmax_points
 from holter_server.store import points as points_store
 from holter_server.store import rollups as rollups_store
+from holter_server.store import runs as runs_store
 from holter_server.store.models import MetricRow
-from holter_server.store.rollups import Buckets
+from holter_server.store.rollup_buckets import Buckets, bucket_points, concat_buckets, merge_buckets
 
 FamilyStat = Literal["min", "max", "mean", "first", "last"]
 
@@ -62,6 +63,15 @@ class FamilyRead:
     bucket_starts: list[int]
     values: list[list[float | None]]
     nonfinite: list[list[int]]
+
+
+def read_curve(*, session: Session, run_id: str, metric: str, limit: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """A run's metric as (steps, values) arrays, its first `limit` points (None: the run lacks it)."""
+    row = runs_store.get_metric(session=session, run_id=run_id, name=metric)
+    if row is None:
+        return None
+    points = points_store.read_points(session=session, run_id=run_id, metric_id=row.metric_id, start=None, end=None, limit=limit)
+    return np.asarray(points.steps, dtype=np.int64), np.asarray(points.values, dtype=float)
 
 
 def read_series(
@@ -194,6 +204,6 @@ def _gather(session: Session, run_id: str, metric_ids: list[int], first: int, la
     out = {}
     for metric_id in metric_ids:
         steps, values = points[metric_id]
-        parts = rollups_store.concat_buckets([stored[metric_id], rollups_store.bucket_points(steps, values, shift)])
-        out[metric_id] = rollups_store.merge_buckets(parts, 0)
+        parts = concat_buckets([stored[metric_id], bucket_points(steps, values, shift)])
+        out[metric_id] = merge_buckets(parts, 0)
     return out

@@ -6,10 +6,10 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import and_, func, select, update
 from sqlalchemy.orm import Session
 
-from holter_server.store.models import AlertRuleRow, ChannelRow, DeliveryRow, EventRow
+from holter_server.store.models import AlertRuleRow, ChannelRow, DeliveryRow, EventRow, RunRow
 from holter_server.store.runs import now
 
 
@@ -52,8 +52,22 @@ def list_rules(*, session: Session, channel_id: int | None = None, enabled_only:
     return session.scalars(query).all()
 
 
+def enabled_rules_with_channel_project(*, session: Session) -> list[tuple[AlertRuleRow, str | None]]:
+    """Enabled rules of enabled channels, each with its channel's project (which bounds what the rule sees)."""
+    query = (select(AlertRuleRow, ChannelRow.project).join(ChannelRow, ChannelRow.id == AlertRuleRow.channel_id)
+             .where(AlertRuleRow.enabled, ChannelRow.enabled).order_by(AlertRuleRow.id))
+    return [(rule, project) for rule, project in session.execute(query).all()]
+
+
 def get_rule(*, session: Session, rule_id: int) -> AlertRuleRow | None:
     return session.get(AlertRuleRow, rule_id)
+
+
+def set_rule_enabled(*, session: Session, rule: AlertRuleRow, enabled: bool) -> AlertRuleRow:
+    """Switch a rule on or off."""
+    rule.enabled = enabled
+    session.flush()
+    return rule
 
 
 def delete_rule(*, session: Session, rule: AlertRuleRow) -> None:
@@ -69,7 +83,7 @@ def last_delivery_time(*, session: Session, rule_id: int, run_id: str) -> dateti
 def delivered_for(*, session: Session, run_id: str, kind: str) -> Sequence[DeliveryRow]:
     """Alerts about events of `kind` on a run (to follow them with a "resolved")."""
     return session.scalars(
-        select(DeliveryRow).join(EventRow, EventRow.id == DeliveryRow.event_id)
+        select(DeliveryRow).join(EventRow, and_(EventRow.run_id == DeliveryRow.run_id, EventRow.id == DeliveryRow.event_id))
         .where(DeliveryRow.run_id == run_id, EventRow.kind == kind, DeliveryRow.purpose == "alert")
     ).all()
 
@@ -140,8 +154,14 @@ def mark_group(*, session: Session, rows: list[DeliveryRow], status: str, error:
     session.flush()
 
 
-def list_deliveries(*, session: Session, channel_id: int | None, status: str | None, run_id: str | None, limit: int) -> Sequence[DeliveryRow]:
+def list_deliveries(
+    *, session: Session, channel_id: int | None, status: str | None, run_id: str | None, limit: int, project: str | None = None,
+) -> Sequence[DeliveryRow]:
+    """Newest first. `project`: only deliveries to that project's channels about that project's runs."""
     query = select(DeliveryRow).order_by(DeliveryRow.id.desc()).limit(limit)
+    if project is not None:
+        query = (query.join(ChannelRow, ChannelRow.id == DeliveryRow.channel_id).outerjoin(RunRow, RunRow.id == DeliveryRow.run_id)
+                 .where(ChannelRow.project == project, (RunRow.project == project) | DeliveryRow.run_id.is_(None)))
     if channel_id is not None:
         query = query.where(DeliveryRow.channel_id == channel_id)
     if status is not None:

@@ -7,18 +7,19 @@ from collections.abc import Sequence
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from holter_server.store.database import next_id
 from holter_server.store.models import AnnotationRow
 from holter_server.store.runs import now
 
 
 def add_annotation(
     *, session: Session, run_id: str, author: str, text: str, metric: str | None, start_step: int | None,
-    end_step: int | None, event_id: int | None,
+    end_step: int | None, event_id: int | None, key_id: int | None = None,
 ) -> AnnotationRow:
-    """Store a note."""
+    """Store a note (`key_id`: the API key that wrote it)."""
     moment = now()
-    row = AnnotationRow(run_id=run_id, author=author, text=text, metric=metric, start_step=start_step,
-                        end_step=end_step, event_id=event_id, created_at=moment, updated_at=moment)
+    row = AnnotationRow(id=next_id(session, AnnotationRow.id), run_id=run_id, author=author, text=text, metric=metric, start_step=start_step,
+                        end_step=end_step, event_id=event_id, key_id=key_id, created_at=moment, updated_at=moment)
     session.add(row)
     session.flush()
     return row

@@ -9,10 +9,13 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import ColumnElement, Engine, create_engine, event, func, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import InstrumentedAttribute, Session, sessionmaker
+
+from holter_server.store.backends import backend_for
+from holter_server.store.partitions import partition_by_run
 
 
 def make_engine(url: str) -> Engine:
@@ -38,8 +41,35 @@ def make_engine(url: str) -> Engine:
 
 def insert_ignoring_conflicts(session: Session, model: type) -> postgresql.Insert | sqlite.Insert:
     """`INSERT ... ON CONFLICT DO NOTHING` into `model`, in the session's SQL dialect."""
-    dialect = postgresql if session.get_bind().dialect.name == "postgresql" else sqlite
-    return dialect.insert(model).on_conflict_do_nothing()
+    return backend_for(session).insert_ignoring_conflicts(model)
+
+
+def database_kind(session: Session) -> str:
+    """Which database the session talks to ("postgresql", "sqlite"), for people reading /health."""
+    return session.get_bind().dialect.name
+
+
+def writers_run_side_by_side(session_factory: sessionmaker[Session]) -> bool:
+    """Whether transactions writing different rows proceed together (Postgres), or one writer
+    holds the whole database (SQLite)."""
+    return session_factory.kw["bind"].dialect.name == "postgresql"
+
+
+def ping(session: Session) -> None:
+    """One round trip to the database; raises SQLAlchemyError when it does not answer."""
+    session.execute(text("SELECT 1"))
+
+
+def next_id(session: Session, column: InstrumentedAttribute[int]) -> ColumnElement[int] | None:
+    """The id for a new row of a table keyed by (run_id, id), where `id` alone is still unique.
+
+    On Postgres the column's sequence gives it (None: let it). SQLite numbers only a lone
+    INTEGER PRIMARY KEY itself, so the id is the largest one plus one, computed inside the
+    INSERT, which holds SQLite's one write lock: two writers never get the same one.
+    """
+    if session.get_bind().dialect.name == "postgresql":
+        return None
+    return select(func.coalesce(func.max(column), 0) + 1).scalar_subquery()
 
 
 def background_lock_path(url: str) -> Path | None:
@@ -86,13 +116,36 @@ def alembic_config(url: str) -> Config:
     return config
 
 
-def upgrade(url: str, revision: str = "head") -> None:
-    """Bring the schema at `url` up to `revision` (creating an SQLite file if needed)."""
+def upgrade(url: str, revision: str = "head", *, partition_points: int = 0) -> None:
+    """Bring the schema at `url` up to `revision` (creating an SQLite file if needed).
+
+    `partition_points` > 0 (Postgres): then hash-partition the tables that grow with the points
+    by run into that many partitions, rebuilding them if they are not (`store.partitions`); 0
+    leaves them as they are.
+
+    On SQLite, foreign keys are off while the migrations run, as SQLite's own procedure for
+    rebuilding a table asks (batch mode drops the old table, which would otherwise cascade into
+    the tables that refer to it), and checked once at the end: a migration that leaves a row
+    pointing nowhere fails and is rolled back.
+    """
     engine = make_engine(url)
     try:
-        with engine.begin() as connection:
-            config = alembic_config(url)
-            config.attributes["connection"] = connection
-            command.upgrade(config, revision)
+        with engine.connect() as connection:
+            sqlite_store = connection.dialect.name == "sqlite"
+            if sqlite_store:
+                connection.exec_driver_sql("PRAGMA foreign_keys=OFF")  # outside any transaction, or it does nothing
+                connection.commit()
+            with connection.begin():
+                config = alembic_config(url)
+                config.attributes["connection"] = connection
+                command.upgrade(config, revision)
+                partition_by_run(connection=connection, partitions=partition_points)
+                if sqlite_store:
+                    broken = connection.exec_driver_sql("PRAGMA foreign_key_check").all()
+                    if broken:
+                        raise RuntimeError(f"the migration left rows whose foreign keys point nowhere: {broken[:5]}")
+            if sqlite_store:
+                connection.exec_driver_sql("PRAGMA foreign_keys=ON")
+                connection.commit()
     finally:
         engine.dispose()

@@ -4,17 +4,25 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
-from sqlalchemy import BigInteger, and_, case, func, literal, select, update
+from sqlalchemy import BigInteger, Select, and_, case, func, literal, select, update
 from sqlalchemy.orm import Session
 
 from holter_server.store.models import DetectorStateRow, EventRow, MetricRow, MuteRow, RunRow, UTCDateTime
-from holter_server.store.database import insert_ignoring_conflicts
+from holter_server.store import claims
+from holter_server.store.database import insert_ignoring_conflicts, next_id
 from holter_server.store.runs import now
+from holter_server.vocabulary.severities import HEALTHY, SEVERITIES
 
-SEVERITY_ORDER = case({"info": 1, "warning": 2, "critical": 3}, value=EventRow.severity, else_=0)
-SEVERITY_NAMES = {0: "healthy", 1: "info", 2: "warning", 3: "critical"}
+# The worst open event names a run's health: severities ordered by the vocabulary's rank (0: none).
+SEVERITY_ORDER = case({s.name: s.rank + 1 for s in SEVERITIES}, value=EventRow.severity, else_=0)
+HEALTH_BY_ORDER = {0: HEALTHY, **{s.rank + 1: s.name for s in SEVERITIES}}
+
+
+# The classifier's own events on one metric, by their keys: not findings, lifecycle or thresholds.
+_CLASSIFIER_EVENTS = (EventRow.event_key.not_like("finding:%"), EventRow.event_key.not_like("status:%"),
+                      EventRow.event_key.not_like("threshold:%"))
 
 
 @dataclass(frozen=True)
@@ -39,13 +47,32 @@ class DetectionWork:
     detected_step: int
     state: dict[str, Any] | None
     detector_version: str | None
+    last_step: int | None = None  # the metric's newest stored step when claimed
+
+
+# DetectionProgress.state meaning "leave the saved state as it is"
+KEEP_STATE: dict[str, Any] = {"keep": True}
+
+
+@dataclass(frozen=True)
+class DetectionProgress:
+    """Where live detection of one metric got to, to be saved (`state` KEEP_STATE: only the step)."""
+
+    run_id: str
+    metric_id: int
+    detected_step: int
+    state: dict[str, Any] | None
+    detector_version: str
 
 
 def claim_detection_work(*, session: Session, limit: int) -> list[DetectionWork]:
-    """Metrics whose newest step is past what detection has seen, locked for this transaction.
+    """Metrics whose newest step is past what detection has seen, taken from every run with
+    such metrics in turn, of runs this transaction holds for detection (`claims.claim_runs`).
 
-    On Postgres the rows are claimed with FOR UPDATE SKIP LOCKED, so several service processes
-    share the work without doing any of it twice; SQLite has one writer at a time anyway.
+    Several service processes share the work without doing any of it twice: each holds the runs
+    it works on until it commits, and reads the metrics' progress only once it holds their runs
+    (what another process committed meanwhile is then in view). No row is locked across runs,
+    which a distributed table would refuse.
     """
     missing = (
         select(MetricRow.run_id, MetricRow.metric_id, literal(-1, BigInteger()), literal(now(), UTCDateTime()))
@@ -56,35 +83,130 @@ def claim_detection_work(*, session: Session, limit: int) -> list[DetectionWork]
         insert_ignoring_conflicts(session, DetectorStateRow)
         .from_select(["run_id", "metric_id", "detected_step", "updated_at"], missing)
     )
-    rows = session.execute(
-        select(DetectorStateRow, MetricRow.name)
+    held_elsewhere: list[str] = []
+    for _ in range(3):  # a few tries past runs other processes hold, then what is left waits a pass
+        candidates = session.execute(_pending_work(limit=limit, skip_runs=held_elsewhere)).all()
+        wanted = list(dict.fromkeys(row.run_id for row in candidates))
+        held = claims.claim_runs(session=session, task=claims.Task.DETECTION, run_ids=wanted)
+        if held:
+            rows = session.execute(_pending_work(limit=limit, only_runs=held)).all()
+            # the saved states (tens of kB each) are read only where the caller has no detector at hand
+            return [
+                DetectionWork(run_id=row.run_id, metric_id=row.metric_id, metric=row.name, detected_step=row.detected_step,
+                              state=None, detector_version=row.detector_version, last_step=row.last_step)
+                for row in rows
+            ]
+        if len(wanted) == 0:
+            return []
+        held_elsewhere.extend(wanted)
+    return []
+
+
+def _pending_work(*, limit: int, skip_runs: Sequence[str] = (), only_runs: Sequence[str] | None = None) -> Select[Any]:
+    """Metrics with points detection has not read, in round-robin order over runs: each run's
+    longest-waiting metric first, then each run's second, ... (ordering by waiting time alone let
+    one run with thousands of new metrics hold every other run's live detection back for minutes)."""
+    turn = func.row_number().over(partition_by=DetectorStateRow.run_id, order_by=DetectorStateRow.updated_at).label("turn")
+    query = (
+        select(DetectorStateRow.run_id, DetectorStateRow.metric_id, DetectorStateRow.detected_step, DetectorStateRow.detector_version,
+               DetectorStateRow.updated_at, MetricRow.name, MetricRow.last_step, turn)
         .join(MetricRow, and_(MetricRow.run_id == DetectorStateRow.run_id, MetricRow.metric_id == DetectorStateRow.metric_id))
         .where(MetricRow.last_step > DetectorStateRow.detected_step)
-        .order_by(DetectorStateRow.updated_at)
-        .limit(limit)
-        .with_for_update(skip_locked=True, of=DetectorStateRow)
-    ).all()
-    return [
-        DetectionWork(run_id=state.run_id, metric_id=state.metric_id, metric=name, detected_step=state.detected_step,
-                      state=state.state, detector_version=state.detector_version)
-        for state, name in rows
-    ]
-
-
-def save_detection_state(
-    *, session: Session, run_id: str, metric_id: int, detected_step: int, state: dict[str, Any] | None, detector_version: str
-) -> None:
-    """Record how far detection got on a metric and the detector's state there."""
-    session.execute(
-        update(DetectorStateRow)
-        .where(DetectorStateRow.run_id == run_id, DetectorStateRow.metric_id == metric_id)
-        .values(detected_step=detected_step, state=state, detector_version=detector_version, updated_at=now())
     )
+    if skip_runs:
+        query = query.where(DetectorStateRow.run_id.not_in(list(skip_runs)))
+    if only_runs is not None:
+        query = query.where(DetectorStateRow.run_id.in_(list(only_runs)))
+    ranked = query.subquery()
+    return select(ranked).order_by(ranked.c.turn, ranked.c.updated_at).limit(limit)
+
+
+def lock_detection_rows(*, session: Session, keys: Sequence[tuple[str, int]]) -> dict[tuple[str, int], int]:
+    """Hold the runs of these (run, metric id) pairs for detection in this transaction, skipping
+    runs another process holds; returns the detected_step of each pair whose run is held."""
+    by_run: dict[str, list[int]] = {}
+    for run_id, metric_id in keys:
+        by_run.setdefault(run_id, []).append(metric_id)
+    held = claims.claim_runs(session=session, task=claims.Task.DETECTION, run_ids=sorted(by_run))
+    out: dict[tuple[str, int], int] = {}
+    for run_id in held:
+        rows = session.execute(
+            select(DetectorStateRow.metric_id, DetectorStateRow.detected_step)
+            .where(DetectorStateRow.run_id == run_id, DetectorStateRow.metric_id.in_(by_run[run_id]))
+        )
+        out.update(((run_id, metric_id), step) for metric_id, step in rows)
+    return out
+
+
+def save_detection_states(*, session: Session, progress: Sequence[DetectionProgress]) -> None:
+    """Record how far detection got on many metrics: one statement for those whose state is
+    saved, one for the rest (each sent as one pipelined batch on Postgres)."""
+    if not progress:
+        return
+    moment = now()
+    with_state = [p for p in progress if p.state is not KEEP_STATE]
+    steps_only = [p for p in progress if p.state is KEEP_STATE]
+    if with_state:
+        session.execute(update(DetectorStateRow), [
+            {"run_id": p.run_id, "metric_id": p.metric_id, "detected_step": p.detected_step, "state": p.state,
+             "detector_version": p.detector_version, "updated_at": moment}
+            for p in with_state
+        ])
+    if steps_only:
+        session.execute(update(DetectorStateRow), [
+            {"run_id": p.run_id, "metric_id": p.metric_id, "detected_step": p.detected_step, "updated_at": moment}
+            for p in steps_only
+        ])
+
+
+def reset_detection(*, session: Session, run_id: str, metric_ids: Sequence[int]) -> None:
+    """Make live detection read these metrics again from their first point with fresh detectors
+    (once no process is detecting on the run, so that none writes its progress over this)."""
+    if metric_ids:
+        claims.wait_for_run(session=session, task=claims.Task.DETECTION, run_id=run_id)
+        session.execute(
+            update(DetectorStateRow)
+            .where(DetectorStateRow.run_id == run_id, DetectorStateRow.metric_id.in_(list(metric_ids)))
+            .values(detected_step=-1, state=None, updated_at=now())
+        )
+
+
+def withdraw_metric_events(*, session: Session, run_id: str, metrics: Sequence[str]) -> None:
+    """Withdraw the open classifier events of these metrics (findings, lifecycle, threshold,
+    reference and tripwire events stay: a tripwire report is attached again to whatever
+    divergence the new reading finds): what they were read as has changed, and detection reads
+    them again."""
+    if metrics:
+        session.execute(
+            update(EventRow)
+            .where(EventRow.run_id == run_id, EventRow.metric.in_(list(metrics)), EventRow.status == "open", *_CLASSIFIER_EVENTS,
+                   EventRow.event_key.not_like("reference:%"), EventRow.event_key.not_like("tripwire:%"))
+            .values(status="withdrawn", updated_at=now())
+        )
+
+
+def detection_states(*, session: Session, run_id: str, metric_ids: Iterable[int]) -> dict[int, dict[str, Any]]:
+    """The saved live-detector states of these metrics of a run (metric id → state), for the
+    run-level rules that read series together; metrics without a saved state are left out."""
+    rows = session.execute(
+        select(DetectorStateRow.metric_id, DetectorStateRow.state)
+        .where(DetectorStateRow.run_id == run_id, DetectorStateRow.metric_id.in_(list(metric_ids)))
+    ).all()
+    return {metric_id: state for metric_id, state in rows if state}
 
 
 def muted_kinds(*, session: Session, run_id: str) -> set[tuple[str, str]]:
     """(metric, kind) pairs muted for this run."""
     return {(m, k) for m, k in session.execute(select(MuteRow.metric, MuteRow.kind).where(MuteRow.run_id == run_id))}
+
+
+def muted_kinds_of_runs(*, session: Session, run_ids: Sequence[str]) -> dict[str, set[tuple[str, str]]]:
+    """(metric, kind) pairs muted, for each of these runs (every run given is in the answer)."""
+    out: dict[str, set[tuple[str, str]]] = {run_id: set() for run_id in run_ids}
+    if run_ids:
+        for run_id, metric, kind in session.execute(select(MuteRow.run_id, MuteRow.metric, MuteRow.kind).where(MuteRow.run_id.in_(list(run_ids)))):
+            out[run_id].add((metric, kind))
+    return out
 
 
 def add_mute(*, session: Session, run_id: str, metric: str, kind: str, by: str | None, reason: str | None) -> None:
@@ -95,12 +217,29 @@ def add_mute(*, session: Session, run_id: str, metric: str, kind: str, by: str |
     )
 
 
+class EventFields(TypedDict):
+    """The columns of an event row that its author (a detector, a finding, the lifecycle, a job's
+    own alert) writes; the store adds the run, the key, the status and the times."""
+
+    metric: str | None  # None: an event of the whole run
+    kind: str
+    severity: str
+    score: float
+    start_step: int | None
+    end_step: int | None
+    peak_step: int | None
+    period: float | None
+    summary: str
+    details: dict[str, Any]  # JSON-safe: non-finite floats by name (holter_server.nonfinite)
+    detector_version: str
+
+
 def upsert_event(
     *,
     session: Session,
     run_id: str,
     event_key: str,
-    fields: dict[str, Any],
+    fields: EventFields,
     muted: bool = False,
     keep_start: bool = False,
 ) -> tuple[EventRow, str | None]:
@@ -113,7 +252,7 @@ def upsert_event(
     moment = now()
     row = session.scalar(select(EventRow).where(EventRow.run_id == run_id, EventRow.event_key == event_key))
     if row is None:
-        row = EventRow(run_id=run_id, event_key=event_key, status="muted" if muted else "open", created_at=moment, updated_at=moment, **fields)
+        row = EventRow(id=next_id(session, EventRow.id), run_id=run_id, event_key=event_key, status="muted" if muted else "open", created_at=moment, updated_at=moment, **fields)
         session.add(row)
         session.flush()
         return row, None
@@ -183,16 +322,13 @@ def health_of_runs(*, session: Session, run_ids: Sequence[str]) -> dict[str, tup
         .where(EventRow.run_id.in_(run_ids), EventRow.status == "open")
         .group_by(EventRow.run_id)
     )
-    found = {run_id: (SEVERITY_NAMES[worst or 0], count) for run_id, worst, count in rows}
-    return {run_id: found.get(run_id, ("healthy", 0)) for run_id in run_ids}
+    found = {run_id: (HEALTH_BY_ORDER[worst or 0], count) for run_id, worst, count in rows}
+    return {run_id: found.get(run_id, (HEALTHY, 0)) for run_id in run_ids}
 
 
 def run_events_for_findings(*, session: Session, run_id: str) -> Sequence[EventRow]:
     """The run's per-metric detector events (not findings, not lifecycle), for cross-signal rules."""
-    return session.scalars(
-        select(EventRow).where(EventRow.run_id == run_id, EventRow.status != "withdrawn", EventRow.event_key.not_like("finding:%"),
-                               EventRow.event_key.not_like("status:%"), EventRow.event_key.not_like("threshold:%"))
-    ).all()
+    return session.scalars(select(EventRow).where(EventRow.run_id == run_id, EventRow.status != "withdrawn", *_CLASSIFIER_EVENTS)).all()
 
 
 def finding_keys(*, session: Session, run_id: str) -> set[str]:
@@ -204,7 +340,7 @@ def record_status_event(*, session: Session, run_id: str, kind: str, severity: s
     """A lifecycle change (stalled, resumed, crashed) as an event, so alert rules can use it."""
     moment = now()
     row = EventRow(
-        run_id=run_id, event_key=f"status:{kind}@{moment.isoformat()}", metric=None, kind=kind, severity=severity, score=0.0,
+        id=next_id(session, EventRow.id), run_id=run_id, event_key=f"status:{kind}@{moment.isoformat()}", metric=None, kind=kind, severity=severity, score=0.0,
         start_step=step, end_step=step, summary=summary, details={}, status="open", detector_version="lifecycle",
         created_at=moment, updated_at=moment,
     )
@@ -213,3 +349,17 @@ def record_status_event(*, session: Session, run_id: str, kind: str, severity: s
     return row
 
 
+
+
+def standing_events_of_kind(*, session: Session, run_ids: Sequence[str], kind: str) -> Sequence[EventRow]:
+    """The events of one kind on these runs that still stand (not withdrawn)."""
+    if not run_ids:
+        return []
+    return session.scalars(select(EventRow).where(EventRow.run_id.in_(list(run_ids)), EventRow.kind == kind,
+                                                  EventRow.status != "withdrawn")).all()
+
+
+def set_event_text(*, session: Session, event: EventRow, summary: str, details: dict[str, Any]) -> None:
+    """Rewrite what an event says (its summary and details) without touching its status or severity."""
+    event.summary, event.details, event.updated_at = summary, details, now()
+    session.flush()

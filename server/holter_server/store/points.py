@@ -2,41 +2,44 @@
 
 A point is identified by (run, metric, step) and stored once: a re-sent batch stores nothing
 twice, and when a step arrives again with a different value the first stored value is kept
-(the later one is counted as a duplicate). Postgres takes a new batch by COPY straight into
-the table, and a batch holding points already stored (a retry) through COPY into a
-transaction-local staging table and one `INSERT ... ON CONFLICT DO NOTHING`; SQLite through
-`INSERT OR IGNORE` executemany on the raw connection. The same transaction brings the
-metric's rollups (store/rollups.py) up to date with what was actually stored.
+(the later one is counted as a duplicate). How a batch gets in fast is the database's own
+business (store/backends: COPY and arrays on Postgres, executemany on SQLite). The same
+transaction brings the metric's rollups (store/rollups.py) up to date with what was actually stored.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from itertools import repeat
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
-import psycopg
-from sqlalchemy import func, select, text
+from sqlalchemy import func, insert, select
 from sqlalchemy.orm import Session
 
 from holter_server.store import rollups as rollups_store
-from holter_server.store.database import insert_ignoring_conflicts
-from holter_server.store.models import MetricRow, PointRow
+from holter_server.store.backends import backend_for
+from holter_server.store.backends.base import Column, Conflict
+from holter_server.store.models import MetricRow, PointRow, RunRow
 
-# One metric's share of a batch: parallel lists of steps, values and wall times (or None).
-Column = tuple[Sequence[int], Sequence[float], Sequence[float | None]]
+__all__ = ["Column", "Conflict", "SeriesSlice", "StoredCount"]
+
 # Steps per `IN (...)` lookup: well under SQLite's bound on bound parameters.
 _LOOKUP_CHUNK = 5_000
+# Metrics per INSERT or UPDATE: 4 parameters each, well under Postgres' 65,535 per statement
+# and SQLite's 32,766.
+_INSERT_CHUNK = 5_000
 
 
 @dataclass(frozen=True)
 class StoredCount:
-    """What one batch did to the store."""
+    """What one batch did to the store: points received, newly stored, the metrics re-sent with
+    another value (by name), and the new metrics refused because the run had no room left."""
 
     received: int
     stored: int
+    conflicts: dict[str, Conflict] = field(default_factory=dict)
+    over_limit: list[str] = field(default_factory=list)
 
     @property
     def duplicates(self) -> int:
@@ -52,99 +55,77 @@ class SeriesSlice:
     wall_times: list[float | None]
 
 
-def metric_ids(*, session: Session, run_id: str, names: Iterable[str]) -> dict[str, int]:
-    """Return the per-run id of each metric name, creating the ones not seen before."""
-    wanted = set(names)
+def run_and_metric_ids(*, session: Session, run_id: str, names: Iterable[str]) -> tuple[str | None, dict[str, int]]:
+    """The run's status (None: no such run) and the ids of those of `names` it already has: on
+    Postgres one query, sent with the transaction's BEGIN."""
+    wanted = list(dict.fromkeys(names))
+    found = backend_for(session).run_status_and_metric_ids(session, run_id, wanted)
+    if found is not None:
+        return found
+    status = session.execute(select(RunRow.status).where(RunRow.id == run_id)).scalar_one_or_none()
+    return status, (_existing_metric_ids(session=session, run_id=run_id, names=wanted) if status is not None else {})
+
+
+def metric_ids(*, session: Session, run_id: str, names: Iterable[str], max_metrics: int,
+               known: dict[str, int] | None = None) -> tuple[dict[str, int], list[str]]:
+    """The per-run id of each metric name, creating the ones not seen before while the run has
+    fewer than `max_metrics` (new names in the order given); returns (ids, names refused for lack of room).
+
+    New ids are taken under a per-run lock, so writers adding metrics to one run at the same
+    time (ranks, threads, retries) each get their own; batches whose metrics all exist take no lock.
+    """
+    wanted = list(dict.fromkeys(names))
+    if known is not None and all(name in known for name in wanted):
+        return {name: known[name] for name in wanted}, []
     ids = _existing_metric_ids(session=session, run_id=run_id, names=wanted)
-    # Another writer may take the same new id first; the insert then skips and we go round again.
-    for _attempt in range(10):
-        missing = sorted(wanted - ids.keys())
-        if not missing:
-            return ids
-        next_id = session.scalar(select(func.coalesce(func.max(MetricRow.metric_id), 0)).where(MetricRow.run_id == run_id))
-        rows = [{"run_id": run_id, "metric_id": next_id + i + 1, "name": name, "count": 0} for i, name in enumerate(missing)]
-        session.execute(insert_ignoring_conflicts(session, MetricRow).values(rows))
-        ids = _existing_metric_ids(session=session, run_id=run_id, names=wanted)
-    raise RuntimeError(f"could not allocate metric ids for run {run_id}")
+    if len(ids) == len(wanted):
+        return ids, []
+    # Postgres: an advisory lock; SQLite: its one write lock, taken now, so the ids read next are final
+    backend_for(session).lock_metric_allocation(session, run_id)
+    ids = _existing_metric_ids(session=session, run_id=run_id, names=wanted)  # again: a writer before us may have added some
+    missing = [name for name in wanted if name not in ids]
+    count, top = session.execute(
+        select(func.count(), func.coalesce(func.max(MetricRow.metric_id), 0)).where(MetricRow.run_id == run_id)
+    ).one()
+    room = max(0, max_metrics - count)
+    new, refused = missing[:room], missing[room:]
+    rows = [{"run_id": run_id, "metric_id": top + i + 1, "name": name, "count": 0} for i, name in enumerate(new)]
+    for lo in range(0, len(rows), _INSERT_CHUNK):
+        session.execute(insert(MetricRow), rows[lo:lo + _INSERT_CHUNK])
+    ids.update((row["name"], row["metric_id"]) for row in rows)
+    return ids, refused
 
 
-def _existing_metric_ids(*, session: Session, run_id: str, names: set[str]) -> dict[str, int]:
-    rows = session.execute(select(MetricRow.name, MetricRow.metric_id).where(MetricRow.run_id == run_id, MetricRow.name.in_(names)))
-    return {name: metric_id for name, metric_id in rows}
+def _existing_metric_ids(*, session: Session, run_id: str, names: Sequence[str]) -> dict[str, int]:
+    ids: dict[str, int] = {}
+    for lo in range(0, len(names), _LOOKUP_CHUNK):
+        chunk = names[lo:lo + _LOOKUP_CHUNK]
+        rows = session.execute(select(MetricRow.name, MetricRow.metric_id).where(MetricRow.run_id == run_id, MetricRow.name.in_(chunk)))
+        ids.update((name, metric_id) for name, metric_id in rows)
+    return ids
 
 
-def add_points(*, session: Session, run_id: str, columns: dict[str, Column]) -> StoredCount:
-    """Store a batch (metric name → column) once, and keep each metric's summary current."""
-    ids = metric_ids(session=session, run_id=run_id, names=columns.keys())
-    by_id = {ids[name]: column for name, column in columns.items() if len(column[0])}
-    if session.get_bind().dialect.name == "postgresql":
-        stored = _insert_postgres(session, run_id, by_id)
-    else:
-        stored = _insert_sqlite(session, run_id, by_id)
-    _update_rollups(session, run_id, by_id, stored)
-    _update_metric_summaries(session, run_id, by_id, stored)
+def add_points(*, session: Session, run_id: str, columns: dict[str, Column], max_metrics: int,
+               known_ids: dict[str, int] | None = None, then: Callable[[], None] | None = None) -> StoredCount:
+    """Store a batch (metric name → column) once, and keep each metric's summary current.
+
+    Metrics new to the run beyond `max_metrics` are not stored (`StoredCount.over_limit`).
+    `known_ids`: metric ids the caller just read in this transaction (`run_and_metric_ids`).
+    `then`: more writes of the same transaction, whose answers nobody reads (an UPDATE): run
+    after the summaries, in their round trip when the batch goes the usual way on Postgres.
+    """
+    ids, over_limit = metric_ids(session=session, run_id=run_id, names=columns.keys(), max_metrics=max_metrics, known=known_ids)
+    by_id = {ids[name]: column for name, column in columns.items() if name in ids and len(column[0])}
+    stored, conflicts = backend_for(session).insert_points(session, run_id, by_id)
+    _update_rollups_and_summaries(session, run_id, by_id, stored, then)
     received = sum(len(column[0]) for column in by_id.values())
-    return StoredCount(received=received, stored=sum(stored.values()))
+    names = {metric_id: name for name, metric_id in ids.items()}
+    return StoredCount(received=received, stored=sum(stored.values()),
+                       conflicts={names[metric_id]: conflict for metric_id, conflict in conflicts.items()}, over_limit=over_limit)
 
 
-def _insert_postgres(session: Session, run_id: str, by_id: dict[int, Column]) -> dict[int, int]:
-    """COPY straight into the points table, which is about twice as fast as going through a
-    staging table; when any point is already stored (a retried batch) the COPY fails on the key,
-    its savepoint is rolled back, and the batch goes the exactly-once way instead."""
-    raw = session.connection().connection.driver_connection
-    try:
-        with raw.transaction(), raw.cursor() as cursor:  # a savepoint inside the request's transaction
-            with cursor.copy("COPY points (run_id, metric_id, step, value, wall_time) FROM STDIN (FORMAT BINARY)") as copy:
-                copy.set_types(["varchar", "int4", "int8", "float8", "float8"])
-                for metric_id, (steps, values, times) in by_id.items():
-                    for row in zip(repeat(run_id), repeat(metric_id), steps, values, times):
-                        copy.write_row(row)
-        return {metric_id: len(column[0]) for metric_id, column in by_id.items()}
-    except psycopg.errors.UniqueViolation:
-        return _insert_postgres_once(raw, run_id, by_id)
-
-
-def _insert_postgres_once(raw: psycopg.Connection, run_id: str, by_id: dict[int, Column]) -> dict[int, int]:
-    """Store the points not stored yet: COPY into a transaction-local staging table, then one
-    INSERT ... ON CONFLICT DO NOTHING; returns how many were new per metric."""
-    with raw.cursor() as cursor:
-        cursor.execute(
-            "CREATE TEMP TABLE IF NOT EXISTS points_incoming "
-            "(metric_id integer, step bigint, value double precision, wall_time double precision) "
-            "ON COMMIT DELETE ROWS"
-        )
-        with cursor.copy("COPY points_incoming (metric_id, step, value, wall_time) FROM STDIN (FORMAT BINARY)") as copy:
-            copy.set_types(["int4", "int8", "float8", "float8"])
-            for metric_id, (steps, values, times) in by_id.items():
-                for row in zip(repeat(metric_id), steps, values, times):
-                    copy.write_row(row)
-        cursor.execute(
-            "WITH inserted AS ("
-            " INSERT INTO points (run_id, metric_id, step, value, wall_time)"
-            " SELECT %s, metric_id, step, value, wall_time FROM points_incoming"
-            " ON CONFLICT DO NOTHING RETURNING metric_id)"
-            " SELECT metric_id, count(*) FROM inserted GROUP BY metric_id",
-            (run_id,),
-        )
-        stored = dict(cursor.fetchall())
-        cursor.execute("TRUNCATE points_incoming")
-    return stored
-
-
-def _insert_sqlite(session: Session, run_id: str, by_id: dict[int, Column]) -> dict[int, int]:
-    raw = session.connection().connection.driver_connection
-    stored = {}
-    for metric_id, (steps, values, times) in by_id.items():
-        before = raw.total_changes
-        raw.executemany(
-            "INSERT OR IGNORE INTO points (run_id, metric_id, step, value, wall_time) VALUES (?, ?, ?, ?, ?)",
-            zip(repeat(run_id), repeat(metric_id), steps, values, times),
-        )
-        stored[metric_id] = raw.total_changes - before
-    return stored
-
-
-def _update_rollups(session: Session, run_id: str, by_id: dict[int, Column], stored: dict[int, int]) -> None:
+def _update_rollups_and_summaries(session: Session, run_id: str, by_id: dict[int, Column], stored: dict[int, int],
+                                  then: Callable[[], None] | None) -> None:
     # When every distinct step of a metric's column was stored, the stored points are exactly
     # the column with repeats dropped, first kept (both stores insert in batch order), so its
     # summary adds to the rollups. When none was, nothing changed. Otherwise which values won is
@@ -162,38 +143,34 @@ def _update_rollups(session: Session, run_id: str, by_id: dict[int, Column], sto
             new_points[metric_id] = (step_array[first], np.asarray(values, dtype=np.float64)[order][first])
         else:
             touched[metric_id] = step_array[first]
-    if not new_points and not touched:
+    if touched:
+        rollups_store.lock_metrics(session=session, run_id=run_id, metric_ids=[*new_points, *touched])
+        rollups_store.add_to_rollups(session=session, run_id=run_id, new_points=new_points)
+        rollups_store.rebuild_rollups(session=session, run_id=run_id, touched=touched)
+        _update_metric_summaries(session, run_id, by_id, stored)
+        if then is not None:
+            then()
         return
-    rollups_store.lock_metrics(session=session, run_id=run_id, metric_ids=[*new_points, *touched])
-    rollups_store.add_to_rollups(session=session, run_id=run_id, new_points=new_points)
-    rollups_store.rebuild_rollups(session=session, run_id=run_id, touched=touched)
+    # The usual batch: nothing to read back, so the lock, the rollups and the summaries go out
+    # together in one round trip where the database allows it (a pipeline on Postgres).
+    with backend_for(session).writes_together(session):
+        if new_points:
+            rollups_store.lock_metrics(session=session, run_id=run_id, metric_ids=list(new_points))
+            rollups_store.add_to_rollups(session=session, run_id=run_id, new_points=new_points)
+        _update_metric_summaries(session, run_id, by_id, stored)
+        if then is not None:
+            then()
 
 
 def _update_metric_summaries(session: Session, run_id: str, by_id: dict[int, Column], stored: dict[int, int]) -> None:
     """Bring every touched metric's count, first and last step and latest value up to date, in
-    one statement (a statement per metric was most of a small batch's cost)."""
+    one statement for all of them where the database allows it (a statement per metric was most
+    of a small batch's cost)."""
     # Every step of the batch is in the store now (new or kept from before), so the batch's
     # first and last steps bound the series correctly even when some points were duplicates.
     rows = [(metric_id, stored.get(metric_id, 0), min(column[0]), max(column[0])) for metric_id, column in by_id.items()]
-    if not rows:
-        return
-    params: dict[str, int | str] = {"run_id": run_id}
-    values = []
-    for i, (metric_id, count, first, last) in enumerate(rows):
-        values.append(f"(CAST(:m{i} AS INTEGER), CAST(:n{i} AS BIGINT), CAST(:f{i} AS BIGINT), CAST(:l{i} AS BIGINT))")
-        params.update({f"m{i}": metric_id, f"n{i}": count, f"f{i}": first, f"l{i}": last})
-    new_last = "CASE WHEN metrics.last_step IS NULL OR metrics.last_step < v.last_step THEN v.last_step ELSE metrics.last_step END"
-    # VALUES columns are called column1, column2, ... on both SQLite and Postgres.
-    session.execute(text(
-        "UPDATE metrics SET"
-        " count = metrics.count + v.stored,"
-        " first_step = CASE WHEN metrics.first_step IS NULL OR metrics.first_step > v.first_step THEN v.first_step ELSE metrics.first_step END,"
-        f" last_step = {new_last},"
-        f" last_value = (SELECT p.value FROM points p WHERE p.run_id = metrics.run_id AND p.metric_id = metrics.metric_id AND p.step = {new_last})"
-        " FROM (SELECT column1 AS metric_id, column2 AS stored, column3 AS first_step, column4 AS last_step"
-        f" FROM (VALUES {', '.join(values)}) AS vals) AS v"
-        " WHERE metrics.run_id = :run_id AND metrics.metric_id = v.metric_id"
-    ), params)
+    if rows:
+        backend_for(session).update_metric_summaries(session, run_id, rows)
 
 
 def read_points(*, session: Session, run_id: str, metric_id: int, start: int | None, end: int | None, limit: int) -> SeriesSlice:
@@ -209,6 +186,20 @@ def read_points(*, session: Session, run_id: str, metric_id: int, start: int | N
         values=[math.nan if row[1] is None else row[1] for row in rows],
         wall_times=[row[2] for row in rows],
     )
+
+
+def read_points_from(*, session: Session, starts: Sequence[tuple[str, int, int]], limit_each: int) -> dict[tuple[str, int], SeriesSlice]:
+    """Points of many metrics at once ((run, metric id, first step) each): per metric, its points
+    from that step on, in step order, at most `limit_each` of them. One query per run on Postgres."""
+    out = {(run_id, metric_id): SeriesSlice([], [], []) for run_id, metric_id, _ in starts}
+    if not starts:
+        return out
+    found = backend_for(session).read_points_from(session, starts, limit_each)
+    if found is not None:
+        return {key: SeriesSlice(*columns) for key, columns in found.items()}
+    for run_id, metric_id, start in starts:
+        out[(run_id, metric_id)] = read_points(session=session, run_id=run_id, metric_id=metric_id, start=start, end=None, limit=limit_each)
+    return out
 
 
 def wall_times_at(*, session: Session, run_id: str, metric_id: int, steps: Sequence[int]) -> list[float | None]:

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import String, case, cast, delete, func, select, update
 from sqlalchemy.orm import Session
 
-from holter_server.store.models import DetectorStateRow, MetricRow, PointRow, RunRow
-
-RUN_STATUSES = ("running", "finished", "crashed", "stalled")
+from holter_server.store import claims
+from holter_server.store.models import DetectorStateRow, MetricRow, PointRow, ReferenceRow, RunRow
 
 
 def now() -> datetime:
@@ -23,6 +22,14 @@ def now() -> datetime:
 def get_run(*, session: Session, run_id: str) -> RunRow | None:
     """The run with this id, or None."""
     return session.get(RunRow, run_id)
+
+
+def get_runs(*, session: Session, run_ids: Iterable[str]) -> dict[str, RunRow]:
+    """The runs with these ids (id → run); ids no run has are left out."""
+    wanted = list(run_ids)
+    if not wanted:
+        return {}
+    return {run.id: run for run in session.scalars(select(RunRow).where(RunRow.id.in_(wanted)))}
 
 
 def create_or_resume_run(
@@ -75,6 +82,53 @@ def list_metrics(*, session: Session, run_id: str) -> Sequence[MetricRow]:
     return session.scalars(select(MetricRow).where(MetricRow.run_id == run_id).order_by(MetricRow.name)).all()
 
 
+def metric_names(*, session: Session, run_id: str) -> list[str]:
+    """The names of the run's metric series."""
+    return list(session.scalars(select(MetricRow.name).where(MetricRow.run_id == run_id)))
+
+
+def metric_names_of_runs(*, session: Session, run_ids: Sequence[str]) -> dict[str, list[str]]:
+    """The names of each run's metric series (run id → names; runs without any are left out)."""
+    out: dict[str, list[str]] = {}
+    if run_ids:
+        for run_id, name in session.execute(select(MetricRow.run_id, MetricRow.name).where(MetricRow.run_id.in_(list(run_ids)))):
+            out.setdefault(run_id, []).append(name)
+    return out
+
+
+def define_metrics(*, session: Session, run: RunRow, definitions: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Merge what was declared about metrics (per name or glob) into the run's definitions and
+    return them. A field set to None is removed, and a pattern left with nothing is dropped."""
+    merged = {pattern: dict(fields) for pattern, fields in (run.metric_definitions or {}).items()}
+    for pattern, fields in definitions.items():
+        current = merged.setdefault(pattern, {})
+        for name, value in fields.items():
+            if value is None:
+                current.pop(name, None)
+            else:
+                current[name] = value
+        if not current:
+            del merged[pattern]
+    run.metric_definitions = merged  # a new object, so SQLAlchemy sees the JSON change
+    run.updated_at = now()
+    session.flush()
+    return merged
+
+
+def update_summary(*, session: Session, run: RunRow, values: Mapping[str, Any]) -> dict[str, Any]:
+    """Merge `values` into the run's summary key by key (a None removes the key) and return it."""
+    merged = dict(run.summary or {})
+    for key, value in values.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = value
+    run.summary = merged  # a new object, so SQLAlchemy sees the JSON change
+    run.updated_at = now()
+    session.flush()
+    return merged
+
+
 def get_metric(*, session: Session, run_id: str, name: str) -> MetricRow | None:
     """One metric series of a run, or None."""
     return session.scalar(select(MetricRow).where(MetricRow.run_id == run_id, MetricRow.name == name))
@@ -111,13 +165,62 @@ def update_run(*, session: Session, run: RunRow, tags: list[str] | None, notes: 
     return run
 
 
+def set_status(*, session: Session, run: RunRow, status: str) -> RunRow:
+    """Change the run's status (running, stalled, ...) without touching anything else."""
+    run.status = status
+    return run
+
+
 def finish_run(*, session: Session, run: RunRow, status: str) -> RunRow:
     """Mark the run finished or crashed."""
     moment = now()
     run.status = status
     run.finished_at = run.updated_at = run.heartbeat_at = moment
+    run.drift_due_at = moment  # the reference-drift loop compares it with its reference
     session.flush()
     return run
+
+
+def stall_silent_runs(*, session: Session, silent_since: datetime) -> list[RunRow]:
+    """Running runs with no points or heartbeat since `silent_since` become stalled; returns them.
+
+    Each run is held for the stall watch (`claims.claim_runs`) and changed by its own conditional
+    UPDATE, so two watchers never report one run twice, and a run whose heartbeat has just
+    arrived stays running; no row is locked across runs (a distributed table refuses that).
+    """
+    silent = session.scalars(select(RunRow.id).where(RunRow.status == "running", RunRow.heartbeat_at < silent_since)).all()
+    stalled: list[RunRow] = []
+    for run_id in claims.claim_runs(session=session, task=claims.Task.STALL_WATCH, run_ids=list(silent)):
+        run = session.scalars(
+            update(RunRow)
+            .where(RunRow.id == run_id, RunRow.status == "running", RunRow.heartbeat_at < silent_since)
+            .values(status="stalled", updated_at=now())
+            .returning(RunRow)
+            .execution_options(synchronize_session=False, populate_existing=True)
+        ).one_or_none()
+        if run is not None:
+            stalled.append(run)
+    return stalled
+
+
+def claim_drift_due(*, session: Session, limit: int) -> list[RunRow]:
+    """Up to `limit` finished runs whose comparison with their reference is due, oldest first,
+    held for this transaction (`claims.claim_runs`: no row lock across runs, which a distributed
+    table refuses), so two workers never compare the same run; read again once held, since
+    another worker may have just done one."""
+    due = session.scalars(select(RunRow.id).where(RunRow.drift_due_at.is_not(None))
+                          .order_by(RunRow.drift_due_at, RunRow.id).limit(limit)).all()
+    held = claims.claim_runs(session=session, task=claims.Task.REFERENCE_DRIFT, run_ids=list(due))
+    if not held:
+        return []
+    return list(session.scalars(select(RunRow).where(RunRow.id.in_(held), RunRow.drift_due_at.is_not(None))
+                                .order_by(RunRow.drift_due_at, RunRow.id).execution_options(populate_existing=True)))
+
+
+def drift_done(*, session: Session, run: RunRow) -> None:
+    """The run's comparison with its reference is recorded: nothing more is due."""
+    run.drift_due_at = None
+    session.flush()
 
 
 def delete_run(*, session: Session, run_id: str) -> None:
@@ -125,4 +228,5 @@ def delete_run(*, session: Session, run_id: str) -> None:
     session.execute(delete(PointRow).where(PointRow.run_id == run_id))
     session.execute(delete(DetectorStateRow).where(DetectorStateRow.run_id == run_id))
     session.execute(delete(MetricRow).where(MetricRow.run_id == run_id))
+    session.execute(delete(ReferenceRow).where(ReferenceRow.run_id == run_id))  # no foreign key: a project's setting
     session.execute(delete(RunRow).where(RunRow.id == run_id))

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from holter.rl import logprob_mismatch
-from holter_server.detect import infer_kind
+from holter_server.vocabulary import understand
 
 ROLLOUT = [[-1.0, -2.0, -0.5, -3.0], [-0.2, -0.7, -1.5, -9.0]]
 TRAINER = [[-1.0, -2.15, -0.5, -2.8], [-0.2, -0.5, -1.5, -1.0]]
@@ -70,7 +70,7 @@ def test_logs_to_the_run_at_the_step_under_the_prefix() -> None:
 
 def test_logged_names_are_read_as_the_mismatch_signal_by_the_service() -> None:
     names = logprob_mismatch(ROLLOUT, TRAINER)
-    assert {infer_kind(name) for name in names} == {"logprob_mismatch"}
+    assert {understand(name).kind for name in names} == {"logprob_mismatch"}
 
 
 def test_tolerance_sets_what_counts_as_a_mismatched_token() -> None:

@@ -133,3 +133,14 @@ def test_memory_stays_bounded_when_logging_outruns_sending(receiver: Receiver, s
         assert len(run._queue) <= 1000
     run.finish()
     assert sum(len(b["metrics"]["loss"]["steps"]) for b in receiver.points_requests()) == 20_000
+
+
+def test_a_metric_name_that_is_not_text_is_refused_loudly_and_the_rest_sent(receiver: Receiver, spool_dir: Path,
+                                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    run = holter.init(project="p", url=receiver.url)
+    run.log({"loss": 1.0, ("a", 1): 2.0}, step=0)
+    run.log({"loss": 0.9, ("a", 1): 2.0}, step=1)
+    delivery = run.finish()
+    (batch,) = receiver.points_requests()
+    assert list(batch["metrics"]) == ["loss"] and delivery.refused == 2
+    assert capsys.readouterr().err.count("metric name ('a', 1) is not text") == 1

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 import holter
-from holter.throughput import SAMPLES_PER_S, STEP_TIME, TOKENS_PER_S, ThroughputMeter, rates
-from holter_server.detect import infer_kind
+from holter.throughput import MFU, SAMPLES_PER_S, STEP_TIME, TOKENS_PER_S, ThroughputMeter, peak_flops_for, rates
+from holter_server.vocabulary import understand
 from tests.servers import free_port
 
 
@@ -53,7 +53,7 @@ def test_restart_forgets_the_previous_mark() -> None:
 
 
 def test_names_are_read_as_throughput_and_step_time_by_the_service() -> None:
-    assert [infer_kind(name) for name in (TOKENS_PER_S, SAMPLES_PER_S, STEP_TIME)] == ["throughput", "throughput", "step_time"]
+    assert [understand(name).kind for name in (TOKENS_PER_S, SAMPLES_PER_S, STEP_TIME)] == ["throughput", "throughput", "step_time"]
 
 
 def test_log_throughput_logs_the_time_between_calls(offline_run: holter.Run) -> None:
@@ -85,5 +85,56 @@ def test_summary_keeps_the_last_value_of_each_metric(offline_run: holter.Run) ->
     offline_run.log({"loss": 2.0, "acc": 0.1}, step=0)
     offline_run.log({"loss": 1.5}, step=1)
     assert dict(offline_run.summary) == {"loss": 1.5, "acc": 0.1}
-    with pytest.raises(TypeError):
-        offline_run.summary["loss"] = 0.0  # type: ignore[index]
+
+
+def test_mfu_is_the_models_flops_per_second_over_the_peak() -> None:
+    # 4,096 tokens in 0.5 s of a model doing 6 x 124M + 12 x 12 x 768 x 1024 FLOPs per token on an A100:
+    # 8,192 tokens/s x 857,246,208 FLOPs = 7.023e12 FLOP/s, 2.251% of 312e12
+    flops = 6 * 124e6 + 12 * 12 * 768 * 1024
+    metrics = rates(0.5, tokens=4096, flops_per_token=flops, peak_flops=312e12)
+    assert flops == 857_246_208
+    assert metrics[MFU] == pytest.approx(8192 * 857_246_208 / 312e12)
+    assert metrics[MFU] == pytest.approx(0.02251, rel=1e-3)
+
+
+def test_the_peak_can_be_given_by_the_gpus_name() -> None:
+    assert rates(1.0, tokens=1000, flops_per_token=1e9, peak_flops="H100")[MFU] == pytest.approx(1e12 / 989e12)
+
+
+# Device names as nvidia-smi and torch.cuda.get_device_name print them (RunPod's GPU type ids are
+# these names, e.g. "NVIDIA H100 80GB HBM3", "NVIDIA H100 NVL", "NVIDIA A100 80GB PCIe").
+@pytest.mark.parametrize(("name", "tflops"), [
+    ("NVIDIA H100 80GB HBM3", 989), ("NVIDIA H100 PCIe", 756), ("NVIDIA H100 NVL", 835), ("NVIDIA H200", 989),
+    ("NVIDIA H200 NVL", 835), ("NVIDIA A100-SXM4-80GB", 312), ("NVIDIA A100 80GB PCIe", 312), ("NVIDIA A10G", 125),
+    ("NVIDIA A10", 125), ("NVIDIA L4", 121), ("NVIDIA L40S", 362), ("NVIDIA GeForce RTX 4090", 165.2),
+    ("NVIDIA GeForce RTX 3090", 71), ("Tesla V100-SXM2-16GB", 125), ("Tesla V100-PCIE-32GB", 112), ("Tesla T4", 65),
+    ("AMD Instinct MI300X", 1307.4), ("NVIDIA B200", 2250),
+])
+def test_peak_flops_of_common_gpus_by_name(name: str, tflops: float) -> None:
+    assert peak_flops_for(name) == pytest.approx(tflops * 1e12)
+
+
+def test_an_unknown_device_is_refused_rather_than_guessed() -> None:
+    with pytest.raises(ValueError, match="give peak_flops as a number"):
+        peak_flops_for("NVIDIA A40")  # a card not in the table: no guess from its neighbours
+    with pytest.raises(ValueError, match="peak_flops"):
+        rates(1.0, tokens=10, flops_per_token=1e6)
+
+
+def test_timed_step_logs_mfu(offline_run: holter.Run) -> None:
+    with offline_run.timed_step(tokens=2048, step=0, flops_per_token=1e9, peak_flops=1e12):
+        time.sleep(0.02)
+    seconds = offline_run.summary[STEP_TIME]
+    assert offline_run.summary[MFU] == pytest.approx(2048 * 1e9 / seconds / 1e12)
+
+
+def test_timed_step_refuses_an_unknown_peak_before_the_step_runs(offline_run: holter.Run) -> None:
+    ran = False
+    with pytest.raises(ValueError):
+        with offline_run.timed_step(tokens=2048, flops_per_token=1e9, peak_flops="a pocket calculator"):
+            ran = True
+    assert not ran
+
+
+def test_mfu_is_read_as_a_throughput() -> None:
+    assert understand(MFU).kind == "throughput"

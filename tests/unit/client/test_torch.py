@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 
 torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
 
-from holter.torch import layers_of, watch  # noqa: E402
+from holter.torch import flops_per_token, layers_of, watch  # noqa: E402
 
 
 class Block(nn.Module):
@@ -81,8 +82,8 @@ def test_total_gradient_norm_equals_the_norm_of_all_gradients(model: TinyModel) 
     watch(model, run, every=1)
     train_step(model, seed=1)
     (_, logged), = run.logged
-    assert logged["grad_norm"] == pytest.approx(norm_of(model.parameters()), rel=1e-5)
-    assert logged["grad_norm"] == pytest.approx(nn.utils.clip_grad_norm_(model.parameters(), float("inf")).item(), rel=1e-5)
+    assert logged["holter/grad_norm"] == pytest.approx(norm_of(model.parameters()), rel=1e-5)
+    assert logged["holter/grad_norm"] == pytest.approx(nn.utils.clip_grad_norm_(model.parameters(), float("inf")).item(), rel=1e-5)
 
 
 def test_layer_gradient_norms_equal_each_layers_own_norm(model: TinyModel) -> None:
@@ -90,9 +91,9 @@ def test_layer_gradient_norms_equal_each_layers_own_norm(model: TinyModel) -> No
     watch(model, run, every=1)
     train_step(model, seed=1)
     logged = run.logged[0][1]
-    assert logged["grad_norm/blocks.0"] == pytest.approx(norm_of(model.blocks[0].parameters()), rel=1e-5)
-    assert logged["grad_norm/head"] == pytest.approx(norm_of(model.head.parameters()), rel=1e-5)
-    assert logged["grad_norm/scale"] == pytest.approx(abs(model.scale.grad.item()), rel=1e-5)
+    assert logged["holter/grad_norm/blocks.0"] == pytest.approx(norm_of(model.blocks[0].parameters()), rel=1e-5)
+    assert logged["holter/grad_norm/head"] == pytest.approx(norm_of(model.head.parameters()), rel=1e-5)
+    assert logged["holter/grad_norm/scale"] == pytest.approx(abs(model.scale.grad.item()), rel=1e-5)
 
 
 def test_activation_norms_are_the_rms_of_each_layers_output(model: TinyModel) -> None:
@@ -102,12 +103,12 @@ def test_activation_norms_are_the_rms_of_each_layers_output(model: TinyModel) ->
     logged = run.logged[0][1]
     with torch.no_grad():
         x = model.embed(tokens(2))
-        assert logged["act_norm/embed"] == pytest.approx(x.pow(2).mean().sqrt().item(), rel=1e-5)
+        assert logged["holter/act_norm/embed"] == pytest.approx(x.pow(2).mean().sqrt().item(), rel=1e-5)
         for index, block in enumerate(model.blocks):
             x = block(x)
-            assert logged[f"act_norm/blocks.{index}"] == pytest.approx(x.pow(2).mean().sqrt().item(), rel=1e-5)
-        assert logged["act_norm/head"] == pytest.approx(model.head(x).pow(2).mean().sqrt().item(), rel=1e-5)
-    assert "act_norm/scale" not in logged
+            assert logged[f"holter/act_norm/blocks.{index}"] == pytest.approx(x.pow(2).mean().sqrt().item(), rel=1e-5)
+        assert logged["holter/act_norm/head"] == pytest.approx(model.head(x).pow(2).mean().sqrt().item(), rel=1e-5)
+    assert "holter/act_norm/scale" not in logged
 
 
 def test_only_every_nth_step_is_logged(model: TinyModel) -> None:
@@ -138,7 +139,7 @@ def test_a_frozen_layer_logs_a_zero_gradient_norm(model: TinyModel) -> None:
     watch(model, run, every=1)
     train_step(model, seed=0)
     logged = run.logged[0][1]
-    assert logged["grad_norm/blocks.1"] == 0.0 and logged["grad_norm/blocks.0"] > 0.0
+    assert logged["holter/grad_norm/blocks.1"] == 0.0 and logged["holter/grad_norm/blocks.0"] > 0.0
 
 
 def test_remove_takes_every_hook_off(model: TinyModel) -> None:
@@ -161,7 +162,7 @@ def test_step_function_logs_the_gradients_accumulated_over_the_step(model: TinyM
         accumulated = norm_of(model.parameters())
     handle.remove()
     assert run.steps() == [0, 1]
-    assert run.logged[1][1]["grad_norm"] == pytest.approx(accumulated, rel=1e-5)
+    assert run.logged[1][1]["holter/grad_norm"] == pytest.approx(accumulated, rel=1e-5)
 
 
 def test_a_counted_step_can_be_set_to_follow_the_callers_step(model: TinyModel) -> None:
@@ -181,5 +182,48 @@ def test_two_outputs_backpropagated_together_count_as_one_step(model: TinyModel)
 
 
 def test_importing_holter_does_not_import_torch() -> None:
-    code = "import sys, holter, holter.rl, holter.throughput, holter.integrations; assert 'torch' not in sys.modules"
+    code = "import sys, holter, holter.rl, holter.throughput, holter.loader, holter.integrations; assert 'torch' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+class GPTShaped(nn.Module):
+    """Token and position tables, two layers of projections, an output layer tied to the token table
+    or not, and a config with Hugging Face's names."""
+
+    def __init__(self, *, tied: bool, head_dim: int | None = None) -> None:
+        super().__init__()
+        self.config = SimpleNamespace(num_hidden_layers=2, hidden_size=16, num_attention_heads=4, head_dim=head_dim)
+        self.wte = nn.Embedding(100, 16)
+        self.wpe = nn.Embedding(32, 16)
+        self.layers = nn.ModuleList(nn.Sequential(nn.Linear(16, 48), nn.Linear(16, 16)) for _ in range(2))
+        self.head = nn.Linear(16, 100, bias=not tied)
+        if tied:
+            self.head.weight = self.wte.weight
+
+
+def test_flops_per_token_is_6n_plus_the_attention_term_by_hand() -> None:
+    # N: the layers (16x48+48 + 16x16+16 = 1,088 each) and the token table, counted once as the
+    # output layer's matmul; the position table costs nothing. 6 x 3,776 + 12 x 2 x 16 x 32 = 34,944
+    assert flops_per_token(GPTShaped(tied=True), seq_len=32) == 6 * (2 * 1088 + 1600) + 12 * 2 * 16 * 32 == 34_944
+
+
+def test_an_untied_token_table_is_a_lookup_and_the_output_layer_a_matmul() -> None:
+    assert flops_per_token(GPTShaped(tied=False), seq_len=32) == 6 * (2 * 1088 + 1600 + 100) + 12 * 2 * 16 * 32
+
+
+def test_the_attention_width_is_heads_times_head_dim_when_the_config_says_so() -> None:
+    # Gemma-style: 4 heads of 8 attend over 32 dimensions of a 16-wide model
+    assert flops_per_token(GPTShaped(tied=True, head_dim=8), seq_len=32) == 6 * 3776 + 12 * 2 * 32 * 32
+
+
+def test_layers_and_width_come_from_multihead_attention_modules() -> None:
+    layer = nn.TransformerEncoderLayer(d_model=16, nhead=4, dim_feedforward=32)
+    model = nn.TransformerEncoder(layer, num_layers=3, enable_nested_tensor=False)
+    parameters = sum(p.numel() for p in model.parameters())
+    assert flops_per_token(model, seq_len=10) == 6 * parameters + 12 * 3 * 16 * 10
+
+
+def test_a_model_of_unknown_shape_asks_for_layers_and_width(model: TinyModel) -> None:
+    with pytest.raises(ValueError, match="n_layers= and attention_width="):
+        flops_per_token(model, seq_len=6)
+    assert flops_per_token(model, seq_len=6, n_layers=2, attention_width=8, parameters=1000) == 6000 + 12 * 2 * 8 * 6

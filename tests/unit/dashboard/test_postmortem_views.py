@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import math
-from urllib.parse import parse_qs, urlsplit
 
-from holter_dashboard.figures import drift_sentence, reference_figure
+from holter_dashboard.charts.compare import drift_sentence, reference_figure
 from holter_dashboard.pages.alerts import rule_filters
 from holter_dashboard.pages.levers import p_value_text, report_view
-from holter_dashboard.pages.postmortem import default_reference_metric, zoom_href
+from holter_dashboard.pages.postmortem import default_reference_metric
 
 COMPARISON = {
     "run_id": "r2", "reference_id": "r1", "metric": "eval_loss",
@@ -51,38 +50,32 @@ def test_drift_sentence() -> None:
     assert sentence == "eval_loss 0.12 below the reference from step 2,000 to 3,950 (40 points)"
 
 
-def test_timeline_links_open_the_run_zoomed_on_the_event() -> None:
-    href = zoom_href("abc", 800, 810, "loss")
-    parts = urlsplit(href)
-    assert parts.path == "/runs/abc"
-    assert parse_qs(parts.query) == {"start": ["780"], "end": ["830"], "metrics": ["loss"]}
-    wide = parse_qs(urlsplit(zoom_href("abc", 1000, 2000)).query)
-    assert wide == {"start": ["500"], "end": ["2500"]}  # half the span either side, no metric for a run-level event
-    assert zoom_href("abc", None) == "/runs/abc"
-    assert parse_qs(urlsplit(zoom_href("abc", 5)).query)["start"] == ["0"]
+def test_the_reference_comparison_starts_on_the_eval_loss(vocab) -> None:
+    def metrics(*pairs: tuple[str, str]) -> list[dict]:
+        return [{"name": name, "kind": kind} for name, kind in pairs]
+
+    assert default_reference_metric(metrics(("grad_norm", "grad_norm"), ("loss", "loss"), ("eval_loss", "eval_loss")), vocab) == "eval_loss"
+    assert default_reference_metric(metrics(("grad_norm", "grad_norm"), ("lm loss validation", "eval_loss"), ("lm loss", "loss")),
+                                    vocab) == "lm loss validation"
+    assert default_reference_metric(metrics(("grad_norm", "grad_norm"), ("trl", "loss")), vocab) == "trl"
+    # a name with "loss" in it is not a loss unless the service reads it as one
+    assert default_reference_metric(metrics(("policy/loss", "policy_loss"), ("a_grad", "grad_norm")), vocab) == "a_grad"
+    assert default_reference_metric([], vocab) is None
 
 
-def test_the_reference_comparison_starts_on_the_eval_loss() -> None:
-    assert default_reference_metric(["grad_norm", "loss", "eval_loss"]) == "eval_loss"
-    assert default_reference_metric(["grad_norm", "val/loss", "loss"]) == "val/loss"
-    assert default_reference_metric(["grad_norm", "train/loss"]) == "train/loss"
-    assert default_reference_metric(["grad_norm"]) == "grad_norm"
-    assert default_reference_metric([]) is None
-
-
-def test_rule_filters_read_as_a_line() -> None:
+def test_rule_filters_read_as_a_line(vocab) -> None:
     rule = {"project": "gpt2", "run_tag": None, "metric_pattern": "loss*", "kinds": ["spike", "divergence"],
             "min_severity": "warning", "threshold_op": None, "threshold_value": None, "cooldown_s": 300}
-    assert rule_filters(rule) == "project gpt2 · loss* · spike, divergence · warning or worse · cooldown 5 min"
+    assert rule_filters(rule, vocab) == "project gpt2 · loss* · spike, divergence · warning or worse · cooldown 5 min"
     threshold = {"metric_pattern": "grad_norm", "threshold_op": "above", "threshold_value": 10.0, "cooldown_s": 0}
-    assert rule_filters(threshold) == "grad_norm above 10"
-    assert rule_filters({"threshold_op": "nonfinite", "cooldown_s": 30}) == "any metric is NaN or ±Inf · cooldown 30 s"
-    assert rule_filters({"kinds": None, "min_severity": "critical", "cooldown_s": 0}) == "any event · critical only"
+    assert rule_filters(threshold, vocab) == "grad_norm above 10"
+    assert rule_filters({"threshold_op": "nonfinite", "cooldown_s": 30}, vocab) == "any metric is NaN or ±Inf · cooldown 30 s"
+    assert rule_filters({"kinds": None, "min_severity": "critical", "cooldown_s": 0}, vocab) == "any event · critical only"
 
 
-def test_levers_without_a_candidate_show_the_note() -> None:
+def test_levers_without_a_candidate_show_the_note(vocab) -> None:
     parts = report_view({"runs": 3, "varying_keys": ["rollouts_num", "seed"], "candidates": [], "confounded": [["rollouts_num", "seed"]],
-                         "note": "no config key changes the failure"})
+                         "note": "no config key changes the failure"}, vocab)
     classes = [getattr(p, "className", None) for p in parts]
     assert classes == ["levers-scope", "levers-confounded", "levers-note"]
     assert parts[-1].children == "no config key changes the failure"

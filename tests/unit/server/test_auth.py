@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from holter_server.api.deps import required_scope
+from holter_server.api.access import match
 from holter_server.services.auth import AuthMode, Principal, hash_secret, new_key
 from holter_server.settings import Settings
 
@@ -30,15 +30,21 @@ def test_the_banner_says_when_auth_is_off() -> None:
     assert AuthMode(Settings(host="0.0.0.0")).describe().startswith("auth: on")
 
 
+def required_scope(method: str, path: str) -> str:
+    found = match(method, path)
+    assert found is not None, (method, path)
+    return found[0].scope
+
+
 def test_routes_get_the_scope_their_users_need() -> None:
-    assert required_scope("GET", "/api/v1/health") is None
-    assert required_scope("POST", "/api/v1/runs/{run_id}/points") == "ingest"
-    assert required_scope("GET", "/api/v1/runs/{run_id}") == "read"
-    assert required_scope("POST", "/api/v1/runs/{run_id}/annotations") == "read"
+    assert required_scope("GET", "/api/v1/health") == "open"
+    assert required_scope("POST", "/api/v1/runs/r1/points") == "ingest"
+    assert required_scope("GET", "/api/v1/runs/r1") == "read"
+    assert required_scope("POST", "/api/v1/runs/r1/annotations") == "read"
     assert required_scope("POST", "/api/v1/channels") == "admin"
     assert required_scope("GET", "/api/v1/deliveries") == "admin"
-    assert required_scope("PUT", "/api/v1/projects/{project}/reference") == "admin"
-    assert required_scope("GET", "/api/v1/projects/{project}/references") == "read"
+    assert required_scope("PUT", "/api/v1/projects/p/reference") == "admin"
+    assert required_scope("GET", "/api/v1/projects/p/references") == "read"
 
 
 def test_scopes_nest_admin_over_all_and_keep_ingest_and_read_apart() -> None:

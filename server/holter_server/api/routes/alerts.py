@@ -8,7 +8,7 @@ import httpx
 from fastapi import APIRouter, HTTPException, Query, Response
 
 from holter_server.alerts.sparkline import png_sparkline
-from holter_server.alerts.targets import TargetRefused, check_target
+from holter_server.alerts.targets import TargetGuard, TargetRefused
 from holter_server.api.deps import PrincipalDep, RowId, SessionDep, SettingsDep
 from holter_server.api.routes.runs import require_run
 from holter_server.schemas.alerts import ChannelCreate, ChannelPublic, DeliveryPublic, RuleCreate, RulePublic, RuleUpdate
@@ -34,11 +34,10 @@ def _require_channel(session: SessionDep, channel_id: RowId) -> ChannelRow:
 def add_channel(session: SessionDep, settings: SettingsDep, principal: PrincipalDep, body: ChannelCreate) -> ChannelPublic:
     if principal.project is not None and body.project != principal.project:
         raise HTTPException(status_code=403, detail=f"this key can only add channels for project {principal.project!r}")
-    if body.kind != "apprise":
-        try:
-            check_target(body.target, allow_private=settings.allow_private_webhooks)
-        except TargetRefused as exc:
-            raise HTTPException(status_code=422, detail=str(exc)) from exc
+    try:  # every kind, Apprise included; checked again, and pinned, at every send
+        TargetGuard(allow_private=settings.allow_private_webhooks).check_channel(body.kind, body.target)
+    except TargetRefused as exc:
+        raise HTTPException(status_code=422, detail=str(exc)) from exc
     channel = alerts_store.add_channel(session=session, name=body.name, kind=body.kind, project=body.project,
                                        target=body.target, signing_secret=body.signing_secret)
     if body.default_rules:
@@ -65,7 +64,7 @@ def test_channel(session: SessionDep, settings: SettingsDep, channel_id: RowId) 
     channel = _require_channel(session, channel_id)
     with httpx.Client(timeout=settings.alert_timeout) as client:
         try:
-            send_test(channel=channel, client=client, base_url=settings.base_url(), allow_private=settings.allow_private_webhooks)
+            send_test(channel=channel, client=client, base_url=settings.base_url(), guard=TargetGuard(allow_private=settings.allow_private_webhooks))
         except DeliveryError as exc:
             raise HTTPException(status_code=502, detail=f"the channel did not take the test message: {exc}") from exc
     return {"status": "delivered"}
@@ -76,6 +75,9 @@ def add_rule(session: SessionDep, principal: PrincipalDep, body: RuleCreate) -> 
     channel = _require_channel(session, body.channel_id)
     if not principal.sees(channel.project):
         raise HTTPException(status_code=404, detail=f"unknown channel {body.channel_id}")
+    if channel.project is not None and body.project not in (None, channel.project):
+        raise HTTPException(status_code=422, detail=f"channel {channel.id} is project {channel.project!r}'s: its rules see only that project, "
+                            f"not {body.project!r}")
     rule = alerts_store.add_rule(session=session, channel_id=body.channel_id, fields=body.model_dump(exclude={"channel_id"}))
     session.commit()
     return RulePublic.from_row(rule)
@@ -92,7 +94,7 @@ def update_rule(session: SessionDep, rule_id: RowId, body: RuleUpdate) -> RulePu
     rule = alerts_store.get_rule(session=session, rule_id=rule_id)
     if rule is None:
         raise HTTPException(status_code=404, detail=f"unknown rule {rule_id}")
-    rule.enabled = body.enabled
+    alerts_store.set_rule_enabled(session=session, rule=rule, enabled=body.enabled)
     session.commit()
     return RulePublic.from_row(rule)
 
@@ -113,7 +115,8 @@ def list_deliveries(
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> list[DeliveryPublic]:
     visible = {c.id for c in alerts_store.list_channels(session=session) if principal.sees(c.project)}
-    rows = alerts_store.list_deliveries(session=session, channel_id=channel_id, status=status, run_id=run_id, limit=limit)
+    rows = alerts_store.list_deliveries(session=session, channel_id=channel_id, status=status, run_id=run_id, limit=limit,
+                                        project=principal.project)
     return [DeliveryPublic.from_row(row) for row in rows if row.channel_id in visible]
 
 

@@ -8,20 +8,22 @@ from fastapi import APIRouter, HTTPException, Query
 
 from holter_server.api.deps import PrincipalDep, RowId, SessionDep
 from holter_server.api.routes.runs import require_run
-from holter_server.schemas.events import EventDecision, EventDismissal, EventPublic, EventsPublic, EventStatus, Severity
+from holter_server.schemas import MAX_BIGINT
+from holter_server.schemas.events import EventDecision, EventDismissal, EventPublic, EventsPublic
+from holter_server.schemas.vocabulary import EventStatusName, SeverityName
 from holter_server.store import events as events_store
 from holter_server.store.events import EventFilter
 from holter_server.store.models import EventRow
 
 router = APIRouter(tags=["events"])
 Limit = Annotated[int, Query(ge=1, le=1000)]
-Offset = Annotated[int, Query(ge=0)]
+Offset = Annotated[int, Query(ge=0, le=MAX_BIGINT)]
 
 
 @router.get("/runs/{run_id}/events", response_model=EventsPublic, summary="A run's events, latest step first")
 def run_events(
-    session: SessionDep, run_id: str, metric: str | None = None, kind: str | None = None, severity: Severity | None = None,
-    status: EventStatus | None = None, limit: Limit = 500, offset: Offset = 0,
+    session: SessionDep, run_id: str, metric: str | None = None, kind: str | None = None, severity: SeverityName | None = None,
+    status: EventStatusName | None = None, limit: Limit = 500, offset: Offset = 0,
 ) -> EventsPublic:
     require_run(session, run_id)
     where = EventFilter(run_id=run_id, metric=metric, kind=kind, severity=severity, status=status)
@@ -32,7 +34,7 @@ def run_events(
 @router.get("/events", response_model=EventsPublic, summary="Events across runs (filter by project, run, kind, severity, status)")
 def all_events(
     session: SessionDep, principal: PrincipalDep, project: str | None = None, run_id: str | None = None, kind: str | None = None,
-    severity: Severity | None = None, status: EventStatus | None = None, limit: Limit = 100, offset: Offset = 0,
+    severity: SeverityName | None = None, status: EventStatusName | None = None, limit: Limit = 100, offset: Offset = 0,
 ) -> EventsPublic:
     where = EventFilter(run_id=run_id, project=project or principal.project, kind=kind, severity=severity, status=status)
     rows, count = events_store.list_events(session=session, where=where, limit=limit, offset=offset)

@@ -1,11 +1,11 @@
-"""API keys: create (shown once), list, revoke. Admin only."""
+"""API keys: create (shown once), list, revoke (admin only); and who the presented key is (any key)."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, HTTPException
+from fastapi import APIRouter, HTTPException, Request
 
 from holter_server.api.deps import PrincipalDep, RowId, SessionDep
-from holter_server.schemas.keys import KeyCreate, KeyCreated, KeyPublic
+from holter_server.schemas.keys import KeyCreate, KeyCreated, KeyIdentity, KeyPublic
 from holter_server.services.auth import create_key
 from holter_server.store import keys as keys_store
 
@@ -24,6 +24,17 @@ def add_key(session: SessionDep, principal: PrincipalDep, body: KeyCreate) -> Ke
 @router.get("", response_model=list[KeyPublic], summary="API keys (never their secrets)")
 def list_keys(session: SessionDep, principal: PrincipalDep) -> list[KeyPublic]:
     return [KeyPublic.from_row(row) for row in keys_store.list_keys(session=session) if principal.sees(row.project)]
+
+
+@router.get("/me", response_model=KeyIdentity, summary="Who the presented key is: its id, name, scope and project (never its secret)")
+def who_am_i(request: Request, session: SessionDep, principal: PrincipalDep) -> KeyIdentity:
+    # The gate answered 401 for a missing, unknown or revoked key; with auth off everyone is the open admin.
+    if not request.app.state.auth_mode.enabled(session):
+        return KeyIdentity(auth=False, id=None, name=None, prefix=None, scope="admin", project=None)
+    row = keys_store.get_key(session=session, key_id=principal.key_id) if principal.key_id is not None else None
+    if row is None:  # the admin token (HOLTER_ADMIN_TOKEN) is no stored key
+        return KeyIdentity(auth=True, id=None, name="admin token", prefix=None, scope=principal.scope, project=principal.project)  # type: ignore[arg-type]
+    return KeyIdentity(auth=True, id=row.id, name=row.name, prefix=row.prefix, scope=row.scope, project=row.project)  # type: ignore[arg-type]
 
 
 @router.delete("/{key_id}", response_model=KeyPublic, summary="Revoke a key")

@@ -13,14 +13,18 @@ from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from holter_server.api.deps import SessionDep, SettingsDep
+from holter_server.api.gate import BODY_STATE
 from holter_server.api.routes.runs import require_run
-from holter_server.schemas.points import PointsBatch, PointsStored, SeriesPointsPublic
+from holter_server.schemas import MAX_BIGINT
+from holter_server.schemas.points import PointsStored, ReadBatch, SeriesPointsPublic, read_batch
 from holter_server.services import reads
-from holter_server.services.ingest import TooManyMetricsError, UnknownRunError, ingest_batch
+from holter_server.services.ingest import UnknownRunError, ingest_batch
 from holter_server.services.reads import SeriesRead
+from holter_server.settings import Settings
 from holter_server.store import runs as runs_store
-from holter_server.store.rollups import NO_STEP
-from holter_server.wire import BodyError, decode_body, encode_json, encode_msgpack, is_msgpack, json_safe_column
+from holter_server.store.rollup_buckets import NO_STEP
+from holter_server.nonfinite import json_safe_column
+from holter_server.wire import BodyError, TooManyValuesError, decode_body, encode_json, encode_msgpack, is_msgpack
 
 router = APIRouter(prefix="/runs/{run_id}", tags=["points"])
 
@@ -35,16 +39,12 @@ BATCH_BODY = {
 }
 
 
-async def _read_limited(request: Request, limit: int) -> bytes:
-    declared = request.headers.get("content-length")
-    if declared and declared.isdigit() and int(declared) > limit:
-        raise HTTPException(status_code=413, detail=f"request body of {declared} bytes exceeds the limit of {limit}")
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            raise HTTPException(status_code=413, detail=f"request body exceeds the limit of {limit} bytes")
-    return bytes(body)
+def _gated_body(request: Request) -> bytearray:
+    """The body the gate read (api/gate.py): whole, under this route's limit, before any session."""
+    body = request.scope.get(BODY_STATE)
+    if body is None:
+        raise HTTPException(status_code=400, detail="no request body")
+    return body
 
 
 @router.post(
@@ -52,32 +52,54 @@ async def _read_limited(request: Request, limit: int) -> bytes:
     response_model=PointsStored,
     summary="Store a batch of points for many metrics (JSON or msgpack)",
     openapi_extra={"requestBody": BATCH_BODY},
-    responses={404: {"description": "unknown run"}, 413: {"description": "batch too large"}, 422: {"description": "malformed batch"}},
+    responses={
+        400: {"description": "a body that cannot be decoded (malformed, nested too deeply)"},
+        404: {"description": "unknown run"},
+        413: {"description": "batch too large"},
+        422: {"description": "malformed batch (a key twice, a number out of range), or every metric of it refused (each with its reason)"},
+    },
 )
 async def add_points(request: Request, run_id: str, settings: SettingsDep) -> PointsStored:
-    raw = await _read_limited(request, settings.max_body_bytes)
+    raw = _gated_body(request)
     try:
-        batch = PointsBatch.model_validate(decode_body(raw, request.headers.get("content-type")))
+        body = decode_body(raw, request.headers.get("content-type"), max_values=values_allowed(settings))
+        batch = read_batch(body)
+    except TooManyValuesError as exc:
+        raise HTTPException(status_code=exc.status, detail=f"{exc}: a batch may hold at most {settings.max_points_per_batch:,} points") from exc
     except BodyError as exc:
-        raise HTTPException(status_code=400, detail=str(exc)) from exc
+        raise HTTPException(status_code=exc.status, detail=str(exc)) from exc
     except ValidationError as exc:
-        raise RequestValidationError(exc.errors(include_url=False, include_context=False)) from exc
+        raise RequestValidationError(exc.errors(include_url=False, include_context=False, include_input=False)) from exc
     if batch.point_count() > settings.max_points_per_batch:
         raise HTTPException(status_code=413, detail=f"batch of {batch.point_count()} points exceeds the limit of {settings.max_points_per_batch}")
+    names = len(batch.metrics) + len(batch.refused)
+    if names > settings.max_metrics_per_run:
+        raise HTTPException(status_code=422, detail=f"the batch names {names:,} metrics, more than the {settings.max_metrics_per_run:,} "
+                            "one run may have (HOLTER_MAX_METRICS_PER_RUN)")
     # The database work blocks; run it off the event loop as FastAPI runs a sync route.
     return await run_in_threadpool(_store_batch, request, run_id, batch, settings.max_metrics_per_run)
 
 
-def _store_batch(request: Request, run_id: str, batch: PointsBatch, max_metrics: int) -> PointsStored:
+def values_allowed(settings: Settings) -> int:
+    """The most values a batch body may hold: a step, a value, a wall time and a step time per
+    point, and a name, an object and three fields with their lists per metric."""
+    return 4 * settings.max_points_per_batch + 8 * settings.max_metrics_per_run + 64
+
+
+def _store_batch(request: Request, run_id: str, batch: ReadBatch, max_metrics: int) -> PointsStored:
     with request.app.state.session_factory() as session:
         try:
             result = ingest_batch(session=session, run_id=run_id, batch=batch, max_metrics=max_metrics)
         except UnknownRunError:
             raise HTTPException(status_code=404, detail=f"unknown run {run_id!r}; create it with POST /api/v1/runs first") from None
-        except TooManyMetricsError as exc:
-            raise HTTPException(status_code=422, detail=str(exc)) from None
+        if result.refused and not result.received:
+            # Nothing could be stored: refuse the request as a whole, each metric with its reason.
+            raise HTTPException(status_code=422, detail=[
+                {"type": "metric_refused", "loc": ["body", "metrics", refused.metric], "msg": refused.reason, "points": refused.points}
+                for refused in result.refused
+            ])
         session.commit()
-    return PointsStored(received=result.received, stored=result.stored, duplicates=result.duplicates)
+    return result
 
 
 @router.get(
@@ -92,8 +114,8 @@ def read_points(
     settings: SettingsDep,
     run_id: str,
     metric: str,
-    start: Annotated[int | None, Query(ge=0, description="first step (inclusive)")] = None,
-    end: Annotated[int | None, Query(ge=0, description="last step (inclusive)")] = None,
+    start: Annotated[int | None, Query(ge=0, le=MAX_BIGINT, description="first step (inclusive)")] = None,
+    end: Annotated[int | None, Query(ge=0, le=MAX_BIGINT, description="last step (inclusive)")] = None,
     max_points: Annotated[int | None, Query(ge=2, le=MAX_CHART_POINTS, description="most points to return; a range holding more is downsampled")] = None,
     limit: Annotated[int | None, Query(ge=1, description="without max_points: most points to return (the rest is cut, `truncated`)")] = None,
     with_times: Annotated[bool, Query(description="a downsampled read also returns the wall time of each point drawn (plain reads always do)")] = False,

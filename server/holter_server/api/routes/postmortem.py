@@ -8,18 +8,19 @@ import numpy as np
 from fastapi import APIRouter, HTTPException, Query, Response
 from fastapi.responses import HTMLResponse
 
-from holter_server.api.deps import PrincipalDep, SessionDep
+from holter_server.api.deps import PrincipalDep, SessionDep, SettingsDep
 from holter_server.api.routes.runs import require_run
+from holter_server.postmortem.levers import TooManyPairsError
 from holter_server.schemas.annotations import AnnotationPublic
 from holter_server.schemas.events import EventPublic
 from holter_server.schemas.postmortem import ComparisonPublic, DriftPublic, LeversPublic, PostMortemPublic, ReferencePublic, ReferenceSet
 from holter_server.schemas.runs import RunPublic
-from holter_server.services import postmortem
+from holter_server.services import kinds, levers, postmortem, reference_drift
 from holter_server.store import annotations as annotations_store
 from holter_server.store import events as events_store
 from holter_server.store import references as references_store
 from holter_server.store import runs as runs_store
-from holter_server.wire import json_safe_column
+from holter_server.nonfinite import json_safe_column
 
 router = APIRouter(tags=["post-mortem"])
 
@@ -27,6 +28,7 @@ router = APIRouter(tags=["post-mortem"])
 @router.get("/levers", response_model=LeversPublic, summary="Config parameters that change the structure of a failure across runs")
 def find_levers(
     session: SessionDep,
+    settings: SettingsDep,
     principal: PrincipalDep,
     project: str | None = None,
     tag: str | None = None,
@@ -34,14 +36,19 @@ def find_levers(
 ) -> LeversPublic:
     if not (project or tag or run_id):
         raise HTTPException(status_code=422, detail="name the runs: project, tag, or run_id (repeatable)")
-    return LeversPublic.from_report(postmortem.levers(session=session, project=project or principal.project, tag=tag, run_ids=run_id))
+    try:
+        report = levers.levers(session=session, project=project or principal.project, tag=tag, run_ids=run_id,
+                                   max_pairs=settings.max_lever_pairs, max_seconds=settings.max_lever_seconds)
+    except TooManyPairsError as exc:
+        raise HTTPException(status_code=413, detail=str(exc)) from exc
+    return LeversPublic.from_report(report)
 
 
 @router.put("/projects/{project}/reference", response_model=ReferencePublic, summary="Make a run the reference of its project (or of a tag)")
 def set_reference(session: SessionDep, project: str, body: ReferenceSet) -> ReferencePublic:
     run = require_run(session, body.run_id)
     if run.project != project:
-        raise HTTPException(status_code=422, detail=f"run {run.id!r} is in project {run.project!r}, not {project!r}")
+        raise HTTPException(status_code=422, detail=f"run {run.id!r} is not in project {project!r}")
     row = references_store.set_reference(session=session, project=project, tag=body.tag or "", run_id=run.id, by=body.by)
     session.commit()
     return ReferencePublic(project=row.project, tag=row.tag or None, run_id=row.run_id, set_by=row.set_by, created_at=row.created_at)
@@ -62,13 +69,16 @@ def remove_reference(session: SessionDep, project: str, tag: str | None = None) 
 
 
 @router.get("/runs/{run_id}/compare", response_model=ComparisonPublic, summary="A metric of a run against its reference run")
-def compare_run(session: SessionDep, run_id: str, metric: str, reference: str | None = None) -> ComparisonPublic:
+def compare_run(session: SessionDep, settings: SettingsDep, run_id: str, metric: str, reference: str | None = None) -> ComparisonPublic:
     run = require_run(session, run_id)
     reference_id = reference or references_store.reference_for(session=session, run=run)
     if reference_id is None:
         raise HTTPException(status_code=404, detail=f"run {run_id!r} has no reference run; set one or pass ?reference=")
     require_run(session, reference_id)
-    found = postmortem.compare(session=session, run_id=run_id, reference_id=reference_id, metric=metric)
+    try:
+        found = reference_drift.compare(session=session, run_id=run_id, reference_id=reference_id, metric=metric, max_points=settings.max_compare_points)
+    except reference_drift.CompareTooLargeError as exc:
+        raise HTTPException(status_code=413, detail=str(exc)) from exc
     if found is None:
         raise HTTPException(status_code=404, detail=f"{metric!r} is not logged by both {run_id!r} and {reference_id!r}")
     b = found.band
@@ -87,18 +97,19 @@ def read_postmortem(session: SessionDep, run_id: str) -> PostMortemPublic:
     events = postmortem.timeline(session=session, run_id=run_id)
     health = events_store.health_of_runs(session=session, run_ids=[run_id])[run_id]
     return PostMortemPublic(
-        run=RunPublic.from_row(run, list(runs_store.list_metrics(session=session, run_id=run_id)), health=health),
-        summary=postmortem.summary_of(run=run, events=events),
+        run=RunPublic.from_row(run, list(runs_store.list_metrics(session=session, run_id=run_id)), health=health,
+                               understood=kinds.understood_metrics(session=session, run=run)),
+        summary=postmortem.summary_of(session=session, run=run, events=events),
         timeline=[EventPublic.from_row(e) for e in events],
         annotations=[AnnotationPublic.from_row(a) for a in annotations_store.list_annotations(session=session, run_id=run_id)],
     )
 
 
 @router.get("/runs/{run_id}/report.html", response_class=HTMLResponse, summary="A self-contained HTML report (opens offline)")
-def download_report(session: SessionDep, run_id: str) -> HTMLResponse:
+def download_report(session: SessionDep, settings: SettingsDep, run_id: str) -> HTMLResponse:
     run = require_run(session, run_id)
     try:
-        html = postmortem.report_html(session=session, run=run)
+        html = postmortem.report_html(session=session, run=run, max_events=settings.max_report_events)
     except ModuleNotFoundError as exc:
         raise HTTPException(status_code=501, detail=f"reports need plotly: pip install 'holter[dashboard]' ({exc.name} missing)") from exc
     filename = f"holter-{run.id}.html"

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Annotated, Literal
+from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query
 
 from holter_server.api.deps import PrincipalDep, SessionDep, SettingsDep
+from holter_server.schemas import MAX_BIGINT
 from holter_server.schemas.events import AnalyzedSeries, RunAnalysis
-from holter_server.schemas.runs import RunCreate, RunCreated, RunFinish, RunPublic, RunsPublic, RunUpdate
-from holter_server.services import lifecycle
-from holter_server.services.detection import analyze_run
+from holter_server.schemas.runs import MetricPublic, MetricUpdate, RunCreate, RunCreated, RunFinish, RunPublic, RunsPublic, RunUpdate
+from holter_server.schemas.vocabulary import RunStatusName
+from holter_server.services import kinds, lifecycle
+from holter_server.services.run_analysis import analyze_run
 from holter_server.store import events as events_store
 from holter_server.store import runs as runs_store
 from holter_server.store.models import RunRow
@@ -38,10 +40,14 @@ def create_run(session: SessionDep, settings: SettingsDep, principal: PrincipalD
     run_id = body.id or uuid.uuid4().hex[:16]
     existing = runs_store.get_run(session=session, run_id=run_id)
     if existing is not None and existing.project != body.project:
-        raise HTTPException(status_code=409, detail=f"run {run_id!r} belongs to project {existing.project!r}, not {body.project!r}")
+        # never the other project's name: the caller may not be allowed to know it
+        raise HTTPException(status_code=409, detail=f"run id {run_id!r} is already taken by another project; choose another id")
     run, resumed = runs_store.create_or_resume_run(
         session=session, run_id=run_id, project=body.project, name=body.name, config=body.config, tags=body.tags
     )
+    kinds.declare(session=session, run=run, definitions=body.definitions())
+    if body.notes is not None:
+        runs_store.update_run(session=session, run=run, tags=None, notes=body.notes)
     session.commit()
     return RunCreated(**RunPublic.from_row(run).model_dump(), resumed=resumed)
 
@@ -51,10 +57,10 @@ def list_runs(
     session: SessionDep,
     principal: PrincipalDep,
     project: str | None = None,
-    status: Literal["running", "finished", "crashed", "stalled"] | None = None,
+    status: RunStatusName | None = None,  # type: ignore[valid-type]
     tag: str | None = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_BIGINT)] = 0,
 ) -> RunsPublic:
     rows, count = runs_store.list_runs(session=session, project=project or principal.project, status=status, tag=tag, limit=limit, offset=offset)
     health = events_store.health_of_runs(session=session, run_ids=[row.id for row in rows])
@@ -65,7 +71,21 @@ def list_runs(
 def read_run(session: SessionDep, run_id: str) -> RunPublic:
     run = require_run(session, run_id)
     health = events_store.health_of_runs(session=session, run_ids=[run_id])[run_id]
-    return RunPublic.from_row(run, list(runs_store.list_metrics(session=session, run_id=run_id)), health=health)
+    return RunPublic.from_row(run, list(runs_store.list_metrics(session=session, run_id=run_id)), health=health,
+                              understood=kinds.understood_metrics(session=session, run=run))
+
+
+@router.patch("/{run_id}/metrics/{metric:path}", response_model=MetricPublic,
+              summary="Say what a metric is (its kind; null: as its name says); it is analysed again from its first point")
+def update_metric(session: SessionDep, run_id: str, metric: str, body: MetricUpdate) -> MetricPublic:
+    run = require_run(session, run_id)
+    row = runs_store.get_metric(session=session, run_id=run_id, name=metric)
+    if row is None:
+        raise HTTPException(status_code=404, detail=f"run {run_id!r} has no metric {metric!r}")
+    kinds.declare(session=session, run=run, definitions={metric: body.declared()})
+    session.commit()
+    understood = kinds.understood_metrics(session=session, run=run)
+    return MetricPublic.from_row(row, understood[metric], (run.metric_definitions or {}).get(metric))
 
 
 @router.patch("/{run_id}", response_model=RunPublic, summary="Change a run's tags or notes")
@@ -96,6 +116,7 @@ def analyze(session: SessionDep, run_id: str) -> RunAnalysis:
     analyses, findings = analyze_run(session=session, run_id=run_id)
     return RunAnalysis(
         run_id=run_id,
-        series=[AnalyzedSeries(metric=a.metric, kind=a.kind, verdict=a.verdict, events=[e.to_dict() for e in a.events]) for a in analyses],
+        series=[AnalyzedSeries(metric=a.metric, kind=a.understood.kind, understood=a.understood.to_dict(), verdict=a.verdict,
+                               events=[e.to_dict() for e in a.events]) for a in analyses],
         findings=[f.to_dict() for f in findings],
     )

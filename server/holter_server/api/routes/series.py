@@ -7,9 +7,10 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, HTTPException, Query, Request, Response
 from fastapi.responses import StreamingResponse
 
-from holter_server.api.deps import SessionDep
+from holter_server.api.deps import SessionDep, SettingsDep
 from holter_server.api.routes.points import MAX_CHART_POINTS, encode_for, json_safe_series, series_body
 from holter_server.api.routes.runs import require_run
+from holter_server.schemas import MAX_BIGINT
 from holter_server.schemas.runs import MetricPublic
 from holter_server.schemas.series import FamilyMatrixPublic, MetricsPublic, SeriesManyPublic
 from holter_server.services import export, reads
@@ -21,8 +22,8 @@ router = APIRouter(tags=["series"])
 MAX_SERIES_PER_READ = 256
 MAX_FAMILY_METRICS = 2_000
 
-StartStep = Annotated[int | None, Query(ge=0, description="first step (inclusive)")]
-EndStep = Annotated[int | None, Query(ge=0, description="last step (inclusive)")]
+StartStep = Annotated[int | None, Query(ge=0, le=MAX_BIGINT, description="first step (inclusive)")]
+EndStep = Annotated[int | None, Query(ge=0, le=MAX_BIGINT, description="last step (inclusive)")]
 
 
 @router.get(
@@ -76,6 +77,7 @@ def list_metrics(
 )
 def read_family(
     session: SessionDep,
+    settings: SettingsDep,
     run_id: str,
     prefix: Annotated[str, Query(min_length=1, description="name prefix, e.g. `act_norm/layer.` (a trailing * is ignored)")],
     start: StartStep = None,
@@ -85,6 +87,9 @@ def read_family(
 ) -> FamilyMatrixPublic:
     require_run(session, run_id)
     metrics = reads.list_family(session=session, run_id=run_id, prefix=prefix, limit=MAX_FAMILY_METRICS)
+    if len(metrics) * max_buckets > settings.max_family_cells:
+        raise HTTPException(status_code=413, detail=f"{len(metrics):,} metrics × {max_buckets:,} buckets = {len(metrics) * max_buckets:,} cells, "
+                            f"more than {settings.max_family_cells:,} (HOLTER_MAX_FAMILY_CELLS); ask for fewer buckets or a longer prefix")
     family = reads.read_family(session=session, run_id=run_id, prefix=prefix, metrics=metrics, start=start, end=end, max_buckets=max_buckets, stat=stat)
     return FamilyMatrixPublic(
         run_id=family.run_id, prefix=family.prefix, stat=family.stat, metrics=family.metrics, bucket_width=family.bucket_width,

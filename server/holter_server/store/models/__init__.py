@@ -12,8 +12,10 @@ from holter_server.store.models.base import Base, UTCDateTime
 from holter_server.store.models.events import DetectorStateRow, EventRow, MuteRow
 from holter_server.store.models.keys import ApiKeyRow
 from holter_server.store.models.points import PointRow
+from holter_server.store.models.projects import ProjectSettingsRow
 from holter_server.store.models.references import ReferenceRow
 from holter_server.store.models.rollups import RollupRow
 from holter_server.store.models.runs import MetricRow, RunRow
+from holter_server.store.models.secrets import ServiceSecretRow
 
-__all__ = ["AlertRuleRow", "ApiKeyRow", "AnnotationRow", "ChannelRow", "DeliveryRow", "Base", "DetectorStateRow", "EventRow", "MuteRow", "MetricRow", "PointRow", "ReferenceRow", "RollupRow", "RunRow", "UTCDateTime"]
+__all__ = ["AlertRuleRow", "ApiKeyRow", "AnnotationRow", "ChannelRow", "DeliveryRow", "Base", "DetectorStateRow", "EventRow", "MuteRow", "MetricRow", "PointRow", "ProjectSettingsRow", "ReferenceRow", "RollupRow", "RunRow", "ServiceSecretRow", "UTCDateTime"]

@@ -10,6 +10,7 @@ from sqlalchemy import JSON, Boolean, Double, ForeignKey, Index, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from holter_server.store.models.base import Base, UTCDateTime
+from holter_server.vocabulary.severities import DEFAULT_MIN_SEVERITY
 
 CHANNEL_KINDS = ("slack", "discord", "teams", "webhook", "apprise")
 DELIVERY_STATUSES = ("pending", "delivered", "failed")
@@ -44,7 +45,7 @@ class AlertRuleRow(Base):
     run_tag: Mapped[str | None] = mapped_column(String(128))
     metric_pattern: Mapped[str | None] = mapped_column(String(256))
     kinds: Mapped[list[str] | None] = mapped_column(JSON)
-    min_severity: Mapped[str] = mapped_column(String(16), default="warning")
+    min_severity: Mapped[str] = mapped_column(String(16), default=DEFAULT_MIN_SEVERITY)
     threshold_op: Mapped[str | None] = mapped_column(String(16))
     threshold_value: Mapped[float | None] = mapped_column(Double)
     cooldown_s: Mapped[float] = mapped_column(Double, default=300.0)
@@ -54,7 +55,14 @@ class AlertRuleRow(Base):
 
 class DeliveryRow(Base):
     """One message owed to a channel. `idempotency_key` travels with every attempt so that a
-    receiver can drop a repeat after a crash between sending and recording it."""
+    receiver can drop a repeat after a crash between sending and recording it.
+
+    The outbox belongs to its channel, not to a run: a test message has no run, and a delivery
+    outlives the run it reported (it is the channel's history). So it is one small table that
+    stays whole (on Citus, a local table on the coordinator, where the dispatcher claims rows with
+    SKIP LOCKED), and `run_id`/`event_id` name the event it reports without a foreign key: a key
+    into events (keyed by run) is one such a table cannot hold.
+    """
 
     __tablename__ = "deliveries"
 
@@ -62,7 +70,7 @@ class DeliveryRow(Base):
     channel_id: Mapped[int] = mapped_column(ForeignKey("channels.id", ondelete="CASCADE"))
     rule_id: Mapped[int | None] = mapped_column(ForeignKey("alert_rules.id", ondelete="SET NULL"))
     run_id: Mapped[str | None] = mapped_column(String(64))
-    event_id: Mapped[int | None] = mapped_column(ForeignKey("events.id", ondelete="SET NULL"))
+    event_id: Mapped[int | None] = mapped_column(Integer)
     purpose: Mapped[str] = mapped_column(String(16), default="alert")  # alert, resolved, test
     idempotency_key: Mapped[str] = mapped_column(String(128), unique=True)
     alert: Mapped[dict[str, Any]] = mapped_column(JSON)

@@ -5,25 +5,25 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Double, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import JSON, BigInteger, Double, ForeignKey, ForeignKeyConstraint, Index, Integer, PrimaryKeyConstraint, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from holter_server.store.models.base import Base, UTCDateTime
-
-EVENT_STATUSES = ("open", "acknowledged", "dismissed", "muted", "withdrawn")
 
 
 class EventRow(Base):
     """A named anomaly on a run: on one metric, across signals, or in the run's lifecycle.
 
     `event_key` is the detector's stable identity for the event ("loss:spike@1204"), so an
-    event that keeps growing is updated in place, never duplicated.
+    event that keeps growing is updated in place, never duplicated. Keyed by (run_id, id) so the
+    table can be partitioned or distributed by run; `id` still comes from one sequence on
+    Postgres (from `store.database.next_id` on SQLite), so it is unique on its own too.
     """
 
     __tablename__ = "events"
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    id: Mapped[int] = mapped_column(Integer, autoincrement=True)
     event_key: Mapped[str] = mapped_column(String(400))
     metric: Mapped[str | None] = mapped_column(String(256))
     kind: Mapped[str] = mapped_column(String(32))
@@ -44,6 +44,7 @@ class EventRow(Base):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
 
     __table_args__ = (
+        PrimaryKeyConstraint("run_id", "id"),
         Index("uq_events_run_id_event_key", "run_id", "event_key", unique=True),
         Index("ix_events_run_id_status", "run_id", "status"),
         Index("ix_events_created_at", "created_at"),
@@ -78,3 +79,8 @@ class DetectorStateRow(Base):
     detector_version: Mapped[str | None] = mapped_column(String(16))
     state: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+    # a state goes with its metric (and so with its run), like the metric's rollups
+    __table_args__ = (
+        ForeignKeyConstraint(["run_id", "metric_id"], ["metrics.run_id", "metrics.metric_id"], ondelete="CASCADE"),
+    )

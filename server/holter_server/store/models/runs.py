@@ -27,7 +27,13 @@ class RunRow(Base):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
     heartbeat_at: Mapped[datetime] = mapped_column(UTCDateTime())
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    # set when the run finishes, cleared once its losses were compared with its reference
+    drift_due_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), index=True)
     last_step: Mapped[int | None] = mapped_column(BigInteger)
+    # what was declared about its metrics, per name or glob: {"kind", "summary", "step_metric"}
+    metric_definitions: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # what the client said sums the run up (wandb's `run.summary`): {"best_acc": 0.93, ...}
+    summary: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
 
 class MetricRow(Base):

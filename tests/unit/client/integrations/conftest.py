@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import holter
+from holter.config import plain_config
 
 
 class RecordingRun:
@@ -13,6 +14,7 @@ class RecordingRun:
     def __init__(self, **init_kwargs) -> None:  # type: ignore[no-untyped-def]
         self.init_kwargs = init_kwargs
         self.id = "recorded"
+        self.name = init_kwargs.get("name")
         self.logged: list[tuple[int | None, dict[str, float]]] = []
         self.status = "running"
 
@@ -20,7 +22,7 @@ class RecordingRun:
         self.logged.append((step, dict(metrics)))
 
     def update_config(self, values) -> None:  # type: ignore[no-untyped-def]
-        self.init_kwargs["config"] = {**self.init_kwargs.get("config", {}), **values}
+        self.init_kwargs["config"] = {**self.init_kwargs.get("config", {}), **plain_config(values)}
 
     def finish(self, status: str = "finished") -> None:
         self.status = status

@@ -46,7 +46,38 @@ def test_trainer_logs_arrive_at_their_global_step(tmp_path: Path, started: list[
     assert [step for step, _ in run.series("loss")] == [2, 4, 6]
     assert [step for step, _ in run.series("grad_norm")] == [2, 4, 6]
     assert all(value > 0 for _, value in run.series("learning_rate"))
+
+
+def test_the_run_stays_open_after_training_for_evaluate_and_predict(tmp_path: Path, started: list[RecordingRun]) -> None:
+    callback = HolterCallback(project="hf")
+    trainer = make_trainer(tmp_path, callback)
+    trainer.train()
+    assert started[0].status == "running"
+    trainer.evaluate()
+    trainer.predict(TokenDataset(8))
+    (run,) = started
+    assert [step for step, _ in run.series("eval_loss")] == [6]
+    assert [step for step, _ in run.series("test_loss")] == [6]
+    callback.finish()
     assert run.status == "finished"
+
+
+def test_evaluate_without_training_starts_the_run(tmp_path: Path, started: list[RecordingRun]) -> None:
+    make_trainer(tmp_path, HolterCallback(project="hf")).evaluate()
+    (run,) = started
+    assert [step for step, _ in run.series("eval_loss")] == [0] and run.init_kwargs["name"] == "tiny-gpt2"
+
+
+def test_training_under_another_run_name_finishes_the_previous_run(tmp_path: Path, started: list[RecordingRun]) -> None:
+    callback = HolterCallback(project="hf")
+    trainer = make_trainer(tmp_path, callback)
+    trainer.train()
+    trainer.train()  # the same run again: its steps continue in the same Holter run
+    assert len(started) == 1
+    trainer.args.run_name = "second"
+    trainer.train()
+    assert [run.status for run in started] == ["finished", "running"]
+    assert started[1].init_kwargs["name"] == "second" and started[1].series("loss")
 
 
 def test_run_is_started_with_the_training_arguments_as_config(tmp_path: Path, started: list[RecordingRun]) -> None:
@@ -65,17 +96,17 @@ def test_eval_loss_is_logged_at_the_step_it_was_measured(tmp_path: Path, started
 def test_step_time_and_samples_per_second_are_logged_every_step(tmp_path: Path, started: list[RecordingRun]) -> None:
     make_trainer(tmp_path, HolterCallback(project="hf")).train()
     run = started[0]
-    assert [step for step, _ in run.series("step_time")] == [1, 2, 3, 4, 5, 6]
-    for (_, seconds), (_, rate) in zip(run.series("step_time"), run.series("throughput/samples_per_s")):
+    assert [step for step, _ in run.series("holter/step_time")] == [1, 2, 3, 4, 5, 6]
+    for (_, seconds), (_, rate) in zip(run.series("holter/step_time"), run.series("holter/throughput/samples_per_s")):
         assert rate == pytest.approx(4 / seconds)
 
 
 def test_watch_every_logs_per_layer_norms_at_the_trainers_steps(tmp_path: Path, started: list[RecordingRun]) -> None:
     make_trainer(tmp_path, HolterCallback(project="hf", watch_every=2)).train()
     run = started[0]
-    steps = [step for step, metrics in run.logged if "grad_norm/transformer.h.0" in metrics]
+    steps = [step for step, metrics in run.logged if "holter/grad_norm/transformer.h.0" in metrics]
     assert steps == [2, 4, 6]
-    assert any("act_norm/transformer.h.1" in metrics for step, metrics in run.logged if step == 2)
+    assert any("holter/act_norm/transformer.h.1" in metrics for step, metrics in run.logged if step == 2)
 
 
 def test_a_given_run_is_used_and_left_open(tmp_path: Path) -> None:
@@ -90,7 +121,7 @@ def test_numeric_logs_keeps_numbers_and_drops_the_rest() -> None:
 
 
 def test_trl_mismatch_names_are_read_as_the_mismatch_signal() -> None:
-    from holter_server.detect import infer_kind
+    from holter_server.vocabulary import understand
 
     names = ["sampling/sampling_logp_difference/mean", "sampling/sampling_logp_difference/max"]
-    assert {infer_kind(name) for name in numeric_logs(dict.fromkeys(names, 0.01))} == {"logprob_mismatch"}
+    assert {understand(name).kind for name in numeric_logs(dict.fromkeys(names, 0.01))} == {"logprob_mismatch"}

@@ -51,3 +51,35 @@ def test_run_level_events_render_without_a_metric_or_picture() -> None:
 def test_a_burst_is_titled_by_its_count_and_worst_severity() -> None:
     title = formatters.slack([ALERT, {**ALERT, "severity": "warning"}], "alert")["text"]
     assert title.startswith("🔴 2 problems")
+
+
+HOSTILE = {**ALERT, "project": "p <!here>", "run_name": "<!channel> <https://phish.example/login|Reset your password> @everyone",
+           "metric": "loss [click](https://phish.example)", "summary": "**urgent** <@U123> see https://phish.example now"}
+
+
+def test_slack_shows_user_text_without_mentions_or_links() -> None:
+    text = str(formatters.slack([HOSTILE], "alert"))
+    for live in ("<!channel>", "<!here>", "<@U123>", "<https://", "https://phish", "@everyone"):
+        assert live not in text, live
+    assert "&lt;!channel&gt;" in text and ALERT["link"] in text  # shown as text; Holter's own link intact
+
+
+def test_discord_turns_mentions_off_and_escapes_markdown_links() -> None:
+    body = formatters.discord([HOSTILE, HOSTILE], "alert")
+    assert body["allowed_mentions"] == {"parse": []}
+    text = str(body)
+    for live in ("[click](", "https://phish", "@everyone", "**urgent**"):
+        assert live not in text, live
+    assert body["embeds"][0]["url"] == ALERT["link"]
+
+
+def test_teams_shows_user_text_without_markdown_links_or_mentions() -> None:
+    text = str(formatters.teams([HOSTILE], "alert"))
+    for live in ("[click](", "https://phish", "<@U123>", "**urgent**"):
+        assert live not in text, live
+    assert ALERT["link"] in text
+
+
+@pytest.mark.parametrize("kind", ["slack", "discord", "teams"])
+def test_hostile_text_still_fits_the_channels_schema(kind: str) -> None:
+    jsonschema.validate(render(kind, [HOSTILE], "alert"), SCHEMAS[kind])

@@ -1,28 +1,90 @@
-"""Webhook targets may not point at the service's own network unless an admin allows it."""
+"""One guard for every channel's target: only global addresses, resolved once and connected to
+as checked (no DNS rebinding), and Apprise URLs kept to the chat services' own hosts. Names are
+resolved by a stub: no test resolves a real name."""
 
 from __future__ import annotations
 
 import pytest
 
-from holter_server.alerts.targets import TargetRefused, check_target
+from holter_server.alerts.targets import TargetGuard, TargetRefused
 
 
-@pytest.mark.parametrize("url", ["http://127.0.0.1:9/x", "http://localhost/x", "http://10.1.2.3/x", "http://192.168.0.5/x",
-                                 "http://169.254.169.254/latest/meta-data", "http://[::1]/x", "http://0.0.0.0/x"])
-def test_private_and_loopback_targets_are_refused(url: str) -> None:
-    with pytest.raises(TargetRefused, match="private or loopback"):
-        check_target(url, allow_private=False)
+def stub(*answers: list[str]):  # type: ignore[no-untyped-def]
+    """A resolver answering each call with the next list (a rebinding name answers differently each time)."""
+    calls: list[str] = []
+
+    def resolve(host: str, port: int) -> list[str]:
+        calls.append(host)
+        return answers[min(len(calls), len(answers)) - 1]
+
+    resolve.calls = calls  # type: ignore[attr-defined]
+    return resolve
 
 
-@pytest.mark.parametrize("url", ["ftp://example.com/x", "file:///etc/passwd", "http:///nohost"])
-def test_non_http_targets_are_refused_even_when_private_ones_are_allowed(url: str) -> None:
-    with pytest.raises(TargetRefused, match="http"):
-        check_target(url, allow_private=True)
+@pytest.mark.parametrize("address", ["127.0.0.1", "10.1.2.3", "192.168.0.5", "169.254.169.254", "::1", "0.0.0.0", "fd00::1",
+                                     "100.64.0.1", "100.127.255.254", "2002:c0a8:0101::1", "2002:7f00:1::1", "64:ff9b::a9fe:a9fe",
+                                     "::ffff:10.0.0.1", "224.0.0.1"])
+def test_an_address_that_is_not_global_is_refused(address: str) -> None:
+    guard = TargetGuard(allow_private=False, resolve=stub([address]))
+    with pytest.raises(TargetRefused, match="not public"):
+        guard.check("https://hooks.example/x")
 
 
-def test_an_admin_setting_allows_private_targets() -> None:
-    check_target("http://127.0.0.1:9/x", allow_private=True)
+def test_a_name_resolving_to_one_private_address_among_public_ones_is_refused() -> None:
+    guard = TargetGuard(allow_private=False, resolve=stub(["93.184.215.14", "10.0.0.7"]))
+    with pytest.raises(TargetRefused, match="10.0.0.7"):
+        guard.check("https://hooks.example/x")
 
 
-def test_public_addresses_are_allowed() -> None:
-    check_target("http://93.184.215.14/hook", allow_private=False)
+def test_the_checked_address_is_the_one_connected_to_and_the_name_is_resolved_once() -> None:
+    resolve = stub(["93.184.215.14"], ["127.0.0.1"])  # a rebinding name: public first, loopback next
+    target = TargetGuard(allow_private=False, resolve=resolve).check("https://hooks.example:8443/services/T1?x=1")
+    assert target.pinned_url == "https://93.184.215.14:8443/services/T1?x=1"
+    assert target.host_header == "hooks.example:8443" and target.host == "hooks.example"
+    assert resolve.calls == ["hooks.example"]  # type: ignore[attr-defined]
+
+
+def test_ipv6_addresses_are_bracketed_in_the_pinned_url() -> None:
+    target = TargetGuard(allow_private=False, resolve=stub(["2606:2800:220:1:248:1893:25c8:1946"])).check("http://hooks.example/x")
+    assert target.pinned_url == "http://[2606:2800:220:1:248:1893:25c8:1946]:80/x"
+
+
+@pytest.mark.parametrize("url", ["ftp://example.org/x", "file:///etc/passwd", "gopher://x/", "http:///nohost", "http://u:p@hooks.example/x"])
+def test_only_plain_http_urls_with_a_host_are_targets(url: str) -> None:
+    with pytest.raises(TargetRefused):
+        TargetGuard(allow_private=True, resolve=stub(["127.0.0.1"])).check(url)
+
+
+def test_private_targets_pass_when_an_admin_allows_them() -> None:
+    assert TargetGuard(allow_private=True, resolve=stub(["127.0.0.1"])).check("http://localhost:9/x").address == "127.0.0.1"
+
+
+@pytest.mark.parametrize("url", [
+    "json://127.0.0.1/hook?+Authorization=Bearer%20x",   # header override
+    "json://127.0.0.1/hook?method=PUT",                  # method override
+    "jsons://hooks.example/hook?:payload=x",             # payload override
+    "form://hooks.example/hook?-token=x",
+])
+def test_apprise_urls_may_not_override_headers_payload_or_method(url: str) -> None:
+    with pytest.raises(TargetRefused, match="override"):
+        TargetGuard(allow_private=True, resolve=stub(["127.0.0.1"])).check_channel("apprise", url)
+
+
+@pytest.mark.parametrize("url", ["json://127.0.0.1/hook", "xml://internal.example/x", "mailto://user:pass@smtp.example", "http://x/"])
+def test_apprise_kinds_that_post_anywhere_are_refused_without_private_targets(url: str) -> None:
+    with pytest.raises(TargetRefused, match="not allowed"):
+        TargetGuard(allow_private=False, resolve=stub(["93.184.215.14"])).check_apprise(url)
+
+
+def test_apprise_chat_services_with_their_own_hosts_are_allowed() -> None:
+    guard = TargetGuard(allow_private=False, resolve=stub(["127.0.0.1"]))
+    guard.check_apprise("slack://T1/B1/secret")
+    guard.check_apprise("discord://1234/token")
+    assert guard.resolve.calls == []  # type: ignore[attr-defined]
+
+
+def test_every_channel_kind_goes_through_the_guard() -> None:
+    guard = TargetGuard(allow_private=False, resolve=stub(["10.0.0.1"]))
+    for kind in ("webhook", "slack", "discord", "teams"):
+        with pytest.raises(TargetRefused):
+            guard.check_channel(kind, "https://hooks.example/x")

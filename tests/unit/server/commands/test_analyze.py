@@ -7,6 +7,7 @@ import pytest
 from holter.cli import build_parser
 
 from holter_server.commands import analyze
+from tests.real_curves import load_series
 
 
 def run_analyze(capsys, *argv):
@@ -68,7 +69,7 @@ def test_unknown_metric_exits_two_and_lists_the_metrics(capsys, healthy_csv):
 
 def test_unknown_kind_exits_two(capsys, healthy_csv):
     code, _, err = run_analyze(capsys, str(healthy_csv), "--kind", "temperature")
-    assert code == 2 and "unknown --kind" in err
+    assert code == 2 and "unknown kind 'temperature'" in err and "eval_loss" in err
 
 
 def test_expected_floor_turns_a_low_loss_into_too_good(capsys, healthy_csv):
@@ -80,3 +81,84 @@ def test_console_entry_point_runs_analyze(nan_csv):
     done = subprocess.run([sys.executable, "-m", "holter.cli", "analyze", str(nan_csv), "--format", "json"],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 1 and json.loads(done.stdout)["series"][0]["verdict"] == "critical"
+
+
+@pytest.fixture
+def custom_diagnostics_csv(tmp_path):
+    """A run file with a loss and twenty custom diagnostics Holter cannot know (attention entropy
+    per head, made up here in the shape of the TRL run file the issue describes): they drift,
+    jump and sit flat, as real diagnostics do."""
+    rng = np.random.default_rng(3)
+    t = np.arange(400)
+    loss = 3.0 + 6.0 * np.exp(-t / 50) + rng.normal(0, 0.01, 400)
+    columns = {"loss": loss}
+    for head in range(20):
+        drift = 1.0 + head * np.log1p(t) / 3 if head % 3 == 0 else np.full(400, 0.5 + head / 10)
+        jump = np.where(t > 200 + head, 2.0, 1.0) if head % 3 == 1 else 1.0
+        columns[f"attn_diag/head_{head}"] = drift * jump + rng.normal(0, 0.001, 400)
+    path = tmp_path / "diagnostics.csv"
+    path.write_text("step," + ",".join(columns) + "\n" + "".join(
+        f"{s}," + ",".join(f"{v[s]:.6f}" for v in columns.values()) + "\n" for s in t))
+    return path
+
+
+def test_unknown_names_raise_nothing_above_info(capsys, custom_diagnostics_csv):
+    code, out, _ = run_analyze(capsys, str(custom_diagnostics_csv), "--format", "json")
+    series = {s["metric"]: s for s in json.loads(out)["series"]}
+    unknown = [s for name, s in series.items() if name.startswith("attn_diag/")]
+    assert code == 0 and len(unknown) == 20
+    assert all(s["kind"] == "unknown" and s["understood"]["source"] == "unknown" for s in unknown)
+    assert all(e["severity"] == "info" for s in unknown for e in s["events"])
+
+
+def test_a_nan_in_an_unknown_metric_is_reported_at_info(capsys, tmp_path):
+    path = tmp_path / "odd.csv"
+    path.write_text("step,my_probe\n" + "".join(f"{s},{'nan' if s >= 40 else 1.0}\n" for s in range(60)))
+    code, out, _ = run_analyze(capsys, str(path))
+    assert code == 0 and "my_probe (unknown: watched only for NaN/±Inf and extreme outliers, 60 points): notice" in out
+    assert "[info] divergence at steps 40–59" in out
+
+
+def test_kind_name_equals_kind_declares_a_metric_and_wins_over_its_name(capsys, custom_diagnostics_csv):
+    code, out, _ = run_analyze(capsys, str(custom_diagnostics_csv), "--kind", "attn_diag/head_0=loss", "--format", "json")
+    series = {s["metric"]: s for s in json.loads(out)["series"]}
+    assert series["attn_diag/head_0"]["kind"] == "loss"
+    assert series["attn_diag/head_0"]["understood"] == {"source": "declared", "framework": None, "rule": "attn_diag/head_0", "note": None}
+    assert series["attn_diag/head_3"]["kind"] == "unknown"
+
+
+def test_kind_takes_a_glob(capsys, custom_diagnostics_csv):
+    _, out, _ = run_analyze(capsys, str(custom_diagnostics_csv), "--kind", "attn_diag/*=statistic", "--kind", "loss=eval_loss")
+    assert "attn_diag/head_7 (statistic, declared as attn_diag/*, 400 points)" in out
+    assert "loss (eval_loss, declared as loss, 400 points)" in out
+
+
+def test_a_bare_kind_applies_to_every_metric(capsys, healthy_csv):
+    _, out, _ = run_analyze(capsys, str(healthy_csv), "--kind", "grad_norm", "--format", "json")
+    assert [(s["metric"], s["kind"]) for s in json.loads(out)["series"]] == [("loss", "grad_norm"), ("learning_rate", "grad_norm")]
+
+
+@pytest.fixture
+def whisper_trainer_state(tmp_path):
+    """A Seq2SeqTrainer trainer_state.json rebuilt from the real whisper-large-v2 fine-tune in the
+    corpus (tests/data/real_curves, source in its labels.json): train loss every 25 steps, 5 evals."""
+    history = []
+    for name, key in (("whisper_ja_train_loss", "loss"), ("whisper_ja_eval_loss", "eval_loss")):
+        steps, values = load_series(name).arrays()
+        history += [{"step": int(s), key: float(v), "epoch": float(s) / 132} for s, v in zip(steps, values)]
+    path = tmp_path / "trainer_state.json"
+    path.write_text(json.dumps({"global_step": 5000, "log_history": sorted(history, key=lambda h: h["step"])}))
+    return path
+
+
+def test_a_whole_run_file_is_read_train_against_eval(capsys, whisper_trainer_state):
+    code, out, _ = run_analyze(capsys, str(whisper_trainer_state))
+    assert code == 1 and "the run, its series read together: warning" in out
+    assert "[warning] overfitting at steps 1,000–5,000: eval_loss turned up for good" in out
+    assert "loss is 4,200x below eval_loss" in out
+
+
+def test_json_output_carries_the_run_level_findings(capsys, whisper_trainer_state):
+    _, out, _ = run_analyze(capsys, str(whisper_trainer_state), "--format", "json")
+    findings = json.loads(out)["findings"]
+    assert {(f["kind"], f["metric"]) for f in findings} == {("overfitting", "eval_loss"), ("too_good", "loss")}

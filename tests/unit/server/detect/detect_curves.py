@@ -1,12 +1,9 @@
-"""Synthetic curves and loaders shared by the detector tests (seeded, small, fast)."""
+"""Synthetic curves shared by the detector tests (seeded, small, fast); the real ones are in
+tests/data/real_curves (tests/real_curves.py)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
-
-CURVES = Path(__file__).resolve().parents[4] / ".." / "shared" / "curves"
 
 
 def decaying_loss(n: int = 800, seed: int = 0, noise: float = 0.01, start: float = 10.8, floor: float = 3.2) -> np.ndarray:
@@ -20,9 +17,3 @@ def decaying_loss(n: int = 800, seed: int = 0, noise: float = 0.01, start: float
 def flat(n: int, level: float, noise: float, seed: int = 0) -> np.ndarray:
     """A flat noisy signal (throughput, step time, a settled norm)."""
     return level * (1 + np.random.default_rng(seed).normal(0, noise, n))
-
-
-def load_curve(path: Path) -> tuple[np.ndarray, np.ndarray]:
-    """Steps and values of a `step,value` CSV."""
-    data = np.genfromtxt(path, delimiter=",", skip_header=1)
-    return data[:, 0].astype(np.int64), data[:, 1]

@@ -50,3 +50,37 @@ def test_gradient_norm_drifting_up_slowly_is_not_divergence():
     values = np.linspace(1.0, 2.6, 190) * np.exp(rng.normal(0, 0.1, 190))
     events = classify_series(np.arange(190) * 15, values, metric="grad_norm")
     assert all(e.severity == "info" for e in events)
+
+
+def memorising_loss(n: int = 1500) -> np.ndarray:
+    """A train loss driven to ~0.002 by memorisation, with its noise."""
+    t = np.arange(n)
+    return (0.002 + 2.0 * np.exp(-t / 60)) * (1 + np.random.default_rng(6).normal(0, 0.05, n))
+
+
+def test_small_hump_on_a_memorising_loss_near_zero_that_recovered_is_not_a_divergence():
+    values = memorising_loss()
+    values[900:960] += 0.004 * np.hanning(60)  # 0.002 -> 0.006 -> 0.002
+    events = classify_series(np.arange(1500), values, metric="loss")
+    assert "divergence" not in [e.kind for e in events]
+
+
+def test_memorising_loss_climbing_back_up_for_good_is_a_divergence():
+    values = memorising_loss()
+    values[900:] += 1.0
+    events = classify_series(np.arange(1500), values, metric="loss")
+    assert [e.kind for e in events if e.severity == "critical"] == ["divergence"]
+
+
+def test_loss_rise_that_came_back_down_is_a_warning_not_critical():
+    values = decaying_loss()
+    values[400:440] *= 3.0
+    (event,) = [e for e in classify_series(np.arange(800), values, metric="loss") if e.kind == "divergence"]
+    assert event.severity == "warning" and "came back below" in event.summary
+
+
+def test_nan_streak_that_finite_values_ended_is_a_warning():
+    values = decaying_loss()
+    values[400:420] = np.nan
+    (event,) = classify_series(np.arange(800), values, metric="grad_norm")
+    assert event.kind == "divergence" and event.severity == "warning" and "before finite values returned" in event.summary

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from holter_server.detect.events import Event
-from holter_server.detect.findings import SeriesSnapshot, cross_signal_findings
+from holter_server.detect.findings import SeriesSnapshot, cross_signal_findings, nonfinite_origin
 
 
 def event(kind: str, metric: str, start: int, end: int | None = None, severity: str = "warning", **details: object) -> Event:
@@ -27,7 +27,7 @@ def test_a_grad_norm_spike_long_before_or_after_a_loss_spike_is_not_a_precursor(
 
 
 def test_a_zero_gradient_norm_means_no_learning_signal() -> None:
-    found = cross_signal_findings([event("plateau", "grad_norm", 1, 50, cause="zero")], [SeriesSnapshot("loss", 2.3)])
+    found = cross_signal_findings([event("plateau", "grad_norm", 1, 50, severity="critical", cause="zero")], [SeriesSnapshot("loss", 2.3)])
     assert kinds(found) == ["no_learning_signal"]
     assert "exactly 0" in found[0].summary and "loss" in found[0].summary and found[0].severity == "critical"
 
@@ -35,6 +35,11 @@ def test_a_zero_gradient_norm_means_no_learning_signal() -> None:
 def test_a_loss_flat_from_step_zero_means_no_learning_signal() -> None:
     found = cross_signal_findings([event("plateau", "loss", 0, 400, cause="flat")], [SeriesSnapshot("grad_norm", 0.0)])
     assert kinds(found) == ["no_learning_signal"] and "grad_norm" in found[0].summary
+
+
+def test_a_flat_start_that_ended_is_no_longer_critical() -> None:
+    found = cross_signal_findings([event("plateau", "loss", 0, 1400, severity="warning", cause="flat")], [])
+    assert kinds(found) == ["no_learning_signal"] and found[0].severity == "warning"
 
 
 def test_a_frozen_metric_alone_is_not_a_missing_learning_signal() -> None:
@@ -74,3 +79,111 @@ def test_a_recurring_logprob_mismatch_reports_its_period() -> None:
 
 def test_nothing_is_found_on_a_run_without_events() -> None:
     assert cross_signal_findings([], [SeriesSnapshot("loss", 2.0), SeriesSnapshot("grad_norm", 0.9)]) == []
+
+
+def test_holters_own_gradient_norm_is_an_early_warning_too() -> None:
+    # holter.torch.watch logs the whole-model norm as holter/grad_norm, beside the Trainer's grad_norm
+    (found,) = cross_signal_findings([event("spike", "holter/grad_norm", 1202, peak=8.1), event("spike", "loss", 1204)], [])
+    assert found.kind == "grad_norm_precursor" and "holter/grad_norm" in found.summary
+
+
+def test_one_layers_gradient_norm_spike_is_not_the_models_early_warning() -> None:
+    assert cross_signal_findings([event("spike", "holter/grad_norm/layer.3", 1202), event("spike", "loss", 1204)], []) == []
+
+
+def test_a_flat_loss_names_holters_gradient_norm_when_the_trainer_logs_none() -> None:
+    series = [SeriesSnapshot("holter/grad_norm/layer.0", 0.0), SeriesSnapshot("holter/grad_norm", 0.0)]
+    found = cross_signal_findings([event("plateau", "loss", 0, 400, cause="flat")], series)
+    assert kinds(found) == ["no_learning_signal"] and "holter/grad_norm is 0" in found[0].summary
+
+
+# --- input pipeline stalls ------------------------------------------------------------------------
+
+def wait_share(start: int, end: int, peak: float, metric: str = "holter/loader/wait_fraction") -> Event:
+    return event("level_shift", metric, start, end, tolerance=0.2, peak=peak)
+
+
+def test_waiting_for_data_above_the_ceiling_with_steady_compute_is_an_input_stall() -> None:
+    (found,) = cross_signal_findings([wait_share(4000, 4600, 0.62)], [])
+    assert found.kind == "input_stall" and found.metric == "holter/loader/wait_fraction" and found.start_step == 4000
+    assert found.summary.startswith("input pipeline stall: the step waited 62% of its time for data from step 4,000")
+
+
+def test_a_small_rise_of_the_compute_time_does_not_hide_a_stall() -> None:
+    compute = event("level_shift", "holter/loader/compute_s", 4010, 4600, before=0.0122, after=0.0148)
+    (found,) = [f for f in cross_signal_findings([wait_share(4000, 4600, 0.8), compute], []) if f.kind == "input_stall"]
+    assert "0.0122 → 0.0148" in found.summary
+
+
+def test_a_step_whose_own_work_grew_as_much_as_its_waiting_is_not_a_stall() -> None:
+    # waiting 25% of a 0.2 s step is 0.067 s; the work itself grew by 0.1 s
+    compute = event("level_shift", "holter/loader/compute_s", 4010, 4600, before=0.1, after=0.2)
+    found = cross_signal_findings([wait_share(4000, 4600, 0.25), compute], [])
+    assert "input_stall" not in kinds(found)
+
+
+def test_a_wait_share_in_percent_is_read_as_percent() -> None:
+    (found,) = cross_signal_findings([wait_share(10, 90, 71.0, metric="time_metrics/data_loading(%)")], [])
+    assert "waited 71% of its time" in found.summary
+
+
+def test_a_single_slow_batch_is_not_a_stall() -> None:
+    assert cross_signal_findings([event("spike", "holter/loader/wait_fraction", 500, severity="info", peak=0.9)], []) == []
+
+
+# --- non-finite tripwire reports --------------------------------------------------------------------
+
+FORWARD = {"name": "layers.7.attn.softmax", "value": "NaN"}
+GRADIENT = {"name": "layers.7.attn.q_proj.weight", "value": "NaN"}
+
+
+def test_a_tripwire_report_is_attached_to_the_loss_divergence_it_explains() -> None:
+    events = [event("divergence", "grad_norm", 8410, 9000), event("divergence", "loss", 8412, 9000, severity="critical")]
+    found = nonfinite_origin(step=8412, forward=FORWARD, gradient=GRADIENT, events=events)
+    assert found.summary.startswith("first non-finite output at step 8,412: `layers.7.attn.softmax` (forward, NaN); "
+                                    "first non-finite gradient: `layers.7.attn.q_proj.weight` (NaN)")
+    assert found.metric == "loss" and found.severity == "critical" and found.start_step == 8412
+    assert found.details["divergence"] == {"metric": "loss", "start_step": 8412, "event_id": "loss:divergence@8412"}
+
+
+def test_a_loss_logged_every_few_steps_still_gets_its_origin() -> None:
+    found = nonfinite_origin(step=8412, forward=FORWARD, gradient=None, events=[event("divergence", "loss", 8450, 9000)])
+    assert found.metric == "loss" and "diverged from step 8,450" in found.summary
+
+
+def test_a_tripwire_report_finds_the_divergence_of_a_loss_declared_under_its_own_name() -> None:
+    # `my/objective` says nothing by its name; declared a loss, its divergence is the one explained
+    events = [event("divergence", "my/objective", 8412, 9000, severity="critical")]
+    assert nonfinite_origin(step=8412, forward=FORWARD, gradient=None, events=events).metric == ""
+    declared = nonfinite_origin(step=8412, forward=FORWARD, gradient=None, events=events, kinds={"my/objective": "loss"})
+    assert declared.metric == "my/objective" and declared.severity == "critical"
+
+
+def test_cross_signal_rules_read_each_metric_as_its_declared_kind() -> None:
+    # a throughput named without a word Holter knows, declared so: its drop is a systems slowdown
+    drop = event("level_shift", "speed/tgs", 5000, 5100, before=52_000.0, after=31_200.0)
+    snapshots = [SeriesSnapshot("speed/tgs", 31_200.0, kind="throughput"), SeriesSnapshot("loss", 2.0, kind="loss")]
+    assert "systems_slowdown" in kinds(cross_signal_findings([drop], snapshots))
+    assert "systems_slowdown" not in kinds(cross_signal_findings([drop], [SeriesSnapshot("loss", 2.0)]))
+
+
+def test_a_report_with_no_divergence_stands_alone() -> None:
+    far = [event("divergence", "loss", 9000, 9500), event("spike", "loss", 8412)]
+    found = nonfinite_origin(step=8412, forward=FORWARD, gradient=GRADIENT, events=far)
+    assert found.metric == "" and found.severity == "warning" and found.details["divergence"] is None
+
+
+def test_a_gradient_alone_is_information_and_points_outside_the_model() -> None:
+    found = nonfinite_origin(step=3, forward=None, gradient=GRADIENT, events=[])
+    assert found.severity == "info" and "every module's output finite" in found.summary
+
+
+def test_a_module_that_received_non_finite_input_is_named_as_such() -> None:
+    found = nonfinite_origin(step=3, forward={**FORWARD, "inputs_finite": False}, gradient=None, events=[])
+    assert "whose input was already non-finite" in found.summary
+
+
+def test_a_tripwire_report_is_not_read_as_a_loss_event_by_the_other_rules() -> None:
+    report = nonfinite_origin(step=6000, forward=FORWARD, gradient=None, events=[event("divergence", "loss", 6000, 6100)])
+    drop = event("level_shift", "tokens_per_s", 6000, 7000, before=52000.0, after=31200.0)
+    assert kinds(cross_signal_findings([drop, report], [])) == ["systems_slowdown"]

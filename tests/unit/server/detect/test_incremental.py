@@ -6,8 +6,10 @@ import numpy as np
 import pytest
 
 from holter_server.detect import IncrementalDetector, classify_series
+from holter_server.detect.incremental import TAIL_POINTS
 
-from detect_curves import CURVES, decaying_loss, flat, load_curve
+from detect_curves import decaying_loss, flat
+from tests.real_curves import load_corpus
 
 
 def synthetic_corpus():
@@ -41,17 +43,17 @@ def synthetic_corpus():
 
 
 def corpus():
-    cases = [(f"synthetic-{i}-{m}", m, np.arange(len(v)) * 3, v) for i, (m, v) in enumerate(synthetic_corpus())]
-    if (CURVES / "labels.json").exists():
-        for path in sorted(CURVES.glob("*.csv")):
-            steps, values = load_curve(path)
-            cases.append((path.name, path.stem, steps, values))
+    """The synthetic cases above and every real series the classifier reads (tests/data/real_curves)."""
+    cases = [(f"synthetic-{i}-{m}", m, None, np.arange(len(v)) * 3, v) for i, (m, v) in enumerate(synthetic_corpus())]
+    for series in load_corpus():
+        if series.kind != "other":
+            cases.append((series.name, series.metric_name, series.kind, *series.arrays()))
     return cases
 
 
-def feed_in_random_batches(metric, steps, values, seed, restore_every=None):
+def feed_in_random_batches(metric, steps, values, seed, restore_every=None, kind=None):
     rng = np.random.default_rng(seed)
-    detector = IncrementalDetector(metric)
+    detector = IncrementalDetector(metric, kind=kind)
     i = 0
     while i < len(steps):
         n = int(rng.integers(1, 80))
@@ -65,17 +67,21 @@ def feed_in_random_batches(metric, steps, values, seed, restore_every=None):
 
 @pytest.mark.parametrize("case", corpus(), ids=lambda c: c[0])
 def test_incremental_in_random_out_of_order_batches_equals_batch(case):
-    _, metric, steps, values = case
-    batch = [e.to_dict() for e in classify_series(steps, values, metric=metric)]
-    incremental = feed_in_random_batches(metric, steps, values, seed=len(steps))
-    assert [e.to_dict() for e in incremental.events] == batch
+    _, metric, kind, steps, values = case
+    whole = IncrementalDetector(metric, kind=kind)
+    whole.add(steps, values)
+    batch = [e.to_dict() for e in classify_series(steps, values, metric=metric, kind=kind)]
+    incremental = feed_in_random_batches(metric, steps, values, seed=len(steps), kind=kind)
+    assert [e.to_dict() for e in incremental.events] == batch == [e.to_dict() for e in whole.events]
+    # and the outline the run-level rules read (train vs eval loss) is the same too
+    assert incremental.outline.state() == whole.outline.state()
 
 
 @pytest.mark.parametrize("case", corpus()[:11], ids=lambda c: c[0])
 def test_state_saved_and_restored_mid_stream_gives_identical_events(case):
-    _, metric, steps, values = case
-    batch = [e.to_dict() for e in classify_series(steps, values, metric=metric)]
-    restored = feed_in_random_batches(metric, steps, values, seed=3, restore_every=0.2)
+    _, metric, kind, steps, values = case
+    batch = [e.to_dict() for e in classify_series(steps, values, metric=metric, kind=kind)]
+    restored = feed_in_random_batches(metric, steps, values, seed=3, restore_every=0.2, kind=kind)
     assert [e.to_dict() for e in restored.events] == batch
 
 
@@ -111,3 +117,48 @@ def test_spikes_folded_into_a_sawtooth_are_withdrawn():
         withdrawn += detector.add(np.arange(i, i + 50), values[i : i + 50]).withdrawn
     assert withdrawn and all(":spike@" in w for w in withdrawn)
     assert [e.kind for e in detector.events] == ["sawtooth"]
+
+
+@pytest.mark.parametrize("metric,bad", [("loss", "nan"), ("loss", "rise"), ("grad_norm", "zero")])
+def test_condition_that_ends_exactly_at_a_batch_boundary_is_not_left_still_going(metric, bad):
+    values = decaying_loss()
+    if bad == "nan":
+        values[300:320] = np.nan
+    elif bad == "rise":
+        values[300:320] *= 3.0
+    else:
+        values[300:320] = 0.0
+    end = {"nan": 320, "rise": 322, "zero": 320}[bad]  # the first point where the condition no longer holds
+    batch = [e.to_dict() for e in classify_series(np.arange(800), values, metric=metric)]
+    detector = IncrementalDetector(metric)
+    detector.add(np.arange(end), values[:end])
+    detector.add(np.arange(end, 800), values[end:])
+    assert batch and [e.to_dict() for e in detector.events] == batch
+
+
+def long_events_with_an_early_peak():
+    """Events that outlast the detectors' bounded tail (TAIL_POINTS) with their peak near the
+    start, so that the peak has scrolled out of the window long before the event ends."""
+    rng = np.random.default_rng(5)
+    rise = np.concatenate([3 * np.exp(-np.arange(2000) / 300) + 0.5, np.full(4000, 2.5)])
+    rise[2000:2050] += 5
+    rise += rng.normal(0, 0.01, len(rise))
+    low = np.concatenate([3 * np.exp(-np.arange(500) / 100) + 1, np.full(3000, 1e-4)])
+    low[600:620] = 1e-6
+    low *= 1 + rng.normal(0, 0.01, len(low))
+    mismatch = np.abs(rng.normal(0, 0.001, 5000))
+    mismatch[2000:] += 0.2
+    mismatch[2010:2030] += 1
+    return [("loss", rise, "divergence"), ("loss", low, "too_good"), ("rollout_corr/kl", mismatch, "level_shift")]
+
+
+@pytest.mark.parametrize("metric,values,kind", long_events_with_an_early_peak(), ids=lambda c: c if isinstance(c, str) else "")
+def test_an_event_longer_than_the_tail_keeps_its_early_peak_when_fed_ten_points_at_a_time(metric, values, kind):
+    steps = np.arange(len(values))
+    live = IncrementalDetector(metric)
+    seen = {}
+    for i in range(0, len(values), 10):
+        seen.update({e.event_id: e.to_dict() for e in live.add(steps[i : i + 10], values[i : i + 10]).changed})
+    whole = {e.event_id: e.to_dict() for e in IncrementalDetector(metric).add(steps, values).changed}
+    assert seen == whole
+    assert any(e["kind"] == kind and e["end_step"] - e["peak_step"] > TAIL_POINTS for e in seen.values())

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from holter_server.detect import classify_series, is_alarm, verdict
-from holter_server.detect.kinds import recognised_kind
+from holter_server.vocabulary import understand
 
 DEMO = json.loads((Path(__file__).parent / "data" / "demo_healthy_norms.json").read_text())["series"]
 
@@ -28,7 +28,7 @@ def activation_from_init(n=120, every=5, start=0.58, growth=6.0, seed=0):
 def test_norms_of_a_healthy_real_demo_training_raise_no_alarm(name):
     metric = name.split(":", 1)[1]
     series = DEMO[name]
-    events = classify_series(series["steps"], series["values"], metric=metric, kind=recognised_kind(metric))
+    events = classify_series(series["steps"], series["values"], metric=metric, kind=understand(metric).kind)
     assert not is_alarm(verdict(events)), [e.summary for e in events]
 
 

@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 
 from holter_server.detect import classify_series
 
@@ -10,7 +11,53 @@ def test_step_time_spike_every_n_steps_is_a_sawtooth_with_its_period():
     values[np.arange(100, 1500, 189)] = 320
     events = classify_series(np.arange(1500), values, metric="step_time_ms")
     saws = [e for e in events if e.kind == "sawtooth"]
-    assert len(saws) == 1 and abs(saws[0].period - 189) <= 18.9
+    assert len(saws) == 1 and abs(saws[0].period - 189) <= 0.05 * 189
+
+
+def test_sawtooth_gives_the_chance_of_its_regularity():
+    values = flat(1500, 170, 0.01)
+    values[np.arange(100, 1500, 189)] = 320
+    (saw,) = classify_series(np.arange(1500), values, metric="step_time_ms")
+    assert saw.details["p_value"] < 1e-3 and "p = " in saw.summary
+
+
+def random_spikes(n: int, count: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """A healthy gradient norm with `count` one-step spikes at random steps."""
+    rng = np.random.default_rng(seed)
+    values = 0.3 * np.exp(rng.normal(0, 0.05, n))
+    at = rng.choice(np.arange(200, n), count, replace=False)
+    values[at] *= rng.uniform(2.0, 4.0, count)
+    return values, np.sort(at)
+
+
+def test_four_evenly_spaced_spikes_among_dozens_in_a_long_run_are_not_a_sawtooth():
+    values, at = random_spikes(20_000, 40, seed=3)
+    quiet = (at < 9_000) | (at > 10_400)
+    values = 0.3 * np.exp(np.random.default_rng(4).normal(0, 0.05, 20_000))
+    values[at[quiet]] *= 3.0
+    values[[9_100, 9_500, 9_885, 10_297]] *= 3.0  # four in a row, gaps of 400, 385 and 412 steps by chance
+    assert "sawtooth" not in [e.kind for e in classify_series(np.arange(20_000), values, metric="grad_norm")]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_dozens_of_random_spikes_in_a_long_run_are_never_a_sawtooth(seed):
+    values, _ = random_spikes(20_000, 60, seed)
+    assert "sawtooth" not in [e.kind for e in classify_series(np.arange(20_000), values, metric="grad_norm")]
+
+
+def test_periodic_spikes_among_dozens_of_random_ones_are_a_sawtooth():
+    values, _ = random_spikes(20_000, 40, seed=5)
+    values[np.arange(1_000, 20_000, 2_300)] *= 3.0
+    saws = [e for e in classify_series(np.arange(20_000), values, metric="grad_norm") if e.kind == "sawtooth"]
+    assert len(saws) == 1 and abs(saws[0].period - 2_300) <= 0.05 * 2_300
+
+
+def test_eval_pauses_and_shard_loads_on_throughput_are_two_sawtooths_with_their_periods():
+    values = flat(6_000, 52_000, 0.02)
+    values[np.arange(500, 6_000, 500)] *= 0.3  # an eval every 500 steps
+    values[np.arange(100, 6_000, 189)] *= 0.6  # a data shard loaded every 189 steps
+    saws = [e for e in classify_series(np.arange(6_000), values, metric="tokens_per_s") if e.kind == "sawtooth"]
+    assert sorted(round(e.period) for e in saws) == [189, 500]
 
 
 def test_periodic_spikes_are_folded_into_the_sawtooth_not_listed_one_by_one():
@@ -67,3 +114,24 @@ def test_four_close_periodic_spikes_are_too_few_for_a_sawtooth():
     values = flat(600, 170, 0.01)
     values[[300, 306, 312, 318]] = 330
     assert [e.kind for e in classify_series(np.arange(600), values, metric="step_time")] == ["spike"]
+
+
+def test_epoch_zigzag_gives_the_chance_of_its_periodogram_peak():
+    n, period = 2000, 100
+    values = decaying_loss(n, noise=0.003) * (1 + 0.06 * ((np.arange(n) % period) / period - 0.5))
+    (saw,) = [e for e in classify_series(np.arange(n), values, metric="loss") if e.kind == "sawtooth"]
+    assert saw.details["source"] == "autocorrelation" and saw.details["p_value"] < 1e-3
+
+
+def test_hundreds_of_random_spikes_are_not_a_sawtooth():
+    values, _ = random_spikes(20_000, 300, seed=11)
+    assert "sawtooth" not in [e.kind for e in classify_series(np.arange(20_000), values, metric="grad_norm")]
+
+
+@pytest.mark.parametrize("seed", [15, 19, 20])  # seeds where four gaps agreeing within 10% made a "period"
+def test_bursts_of_spikes_are_not_a_sawtooth(seed):
+    rng = np.random.default_rng(seed)
+    values = 0.3 * np.exp(rng.normal(0, 0.05, 20_000))
+    for center in (1_000, 6_000, 9_500, 14_000, 17_500):  # five unstable phases of dense spikes
+        values[center + rng.choice(1_500, 15, replace=False)] *= 3.0
+    assert "sawtooth" not in [e.kind for e in classify_series(np.arange(20_000), values, metric="grad_norm")]

@@ -63,3 +63,64 @@ def test_logprob_mismatch_jitter_below_tolerance_is_quiet():
     values = np.abs(np.random.default_rng(0).normal(0.004, 0.001, 400))
     values[200] = 0.03  # many σ, but still under the tolerance
     assert classify_series(np.arange(400), values, metric="vllm_kl") == []
+
+
+def test_dip_right_after_a_throughput_drop_is_a_spike_that_recovers_to_the_new_level():
+    values = flat(800, 52000, 0.02)
+    values[400:] *= 0.6
+    values[440:442] = 3000  # an outage 40 points after the drop, back to the new level
+    events = classify_series(np.arange(800), values, metric="tokens_per_s")
+    spikes = [e for e in events if e.kind == "spike"]
+    assert [e.start_step for e in spikes] == [440] and "level_shift" in kinds(events)
+
+
+def test_spike_among_the_first_points_needs_no_doubling():
+    values = decaying_loss()
+    values[9] *= 1.4
+    events = classify_series(np.arange(800), values, metric="loss")
+    assert [(e.kind, e.peak_step) for e in events] == [("spike", 9)]
+
+
+def test_blow_up_at_the_third_point_is_a_spike_from_step_one():
+    values = decaying_loss()
+    values[2] = 8 * values[1]
+    events = classify_series(np.arange(800), values, metric="loss")
+    assert [(e.kind, e.peak_step) for e in events] == [("spike", 2)]
+    assert "7.9x the first values" in events[0].summary and "σ" not in events[0].summary
+
+
+def test_rise_from_init_among_the_first_points_of_a_norm_is_not_a_spike():
+    t = np.arange(400)
+    values = 0.6 * (1 + 4 * (1 - np.exp(-t / 3))) * (1 + np.random.default_rng(4).normal(0, 0.01, 400))
+    assert classify_series(t, values, metric="act_norm/layer.3") == []
+
+
+def test_one_print_unit_wiggle_of_a_rounded_loss_near_zero_is_not_a_spike():
+    rng = np.random.default_rng(1)
+    values = np.round(0.05 + rng.normal(0, 0.002, 600), 2)  # logged to 2 decimals: 0.05, now and then 0.04/0.06
+    values[:40] = np.round(np.linspace(2.0, 0.05, 40), 2)
+    assert "spike" not in kinds(classify_series(np.arange(600), values, metric="loss"))
+
+
+def test_spike_after_a_run_of_exact_zeros_reports_no_absurd_sigma():
+    values = np.zeros(300)
+    values[:100] = 0.3 + np.random.default_rng(2).normal(0, 0.01, 100)
+    values[200] = 0.5
+    (spike,) = [e for e in classify_series(np.arange(300), values, metric="grad_norm") if e.kind == "spike"]
+    assert spike.score <= 1000 and "e+" not in spike.summary
+
+
+def test_step_time_blip_that_doubles_is_info():
+    values = flat(2000, 170, 0.02)
+    values[1000] = 900
+    (spike,) = classify_series(np.arange(2000), values, metric="step_time_ms")
+    assert spike.kind == "spike" and spike.severity == "info"
+
+
+def test_slow_step_that_lands_on_a_slightly_higher_level_is_a_spike():
+    # verl's step time as a resumed run's first validation step lands: 9.8 s, 34 s, then ~11.3 s
+    values = flat(200, 9.8, 0.02)
+    values[100:] = flat(100, 11.3, 0.02, seed=1)
+    values[100] = 34.2
+    events = classify_series(np.arange(200), values, metric="timing_s/step")
+    assert [(e.kind, e.start_step) for e in events if e.kind == "spike"] == [("spike", 100)]

@@ -19,4 +19,4 @@ def test_points_stream_lazily_row_by_row(tmp_path):
     path = tmp_path / "run.csv"
     path.write_text("step,loss\n1,2.0\n2,oops\n3,1.0\n")
     points = iter_points(path)
-    assert next(points) == ("loss", 1, 2.0)
+    assert next(points) == ("loss", 1, 2.0, None)

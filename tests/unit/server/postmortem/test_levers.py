@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from holter_server.postmortem.levers import RunEvents, find_levers
 
 
@@ -64,3 +66,21 @@ def test_two_runs_are_too_few_to_name_a_lever() -> None:
 def test_nested_config_keys_are_compared_by_dotted_name() -> None:
     runs = [RunEvents(f"r{n}", {"rollout": {"n": n}}, [sawtooth(n * 3.0)]) for n in (4, 8, 16, 32)]
     assert find_levers(runs).candidates[0].key == "rollout.n"
+
+
+def test_the_lever_finder_refuses_more_pairs_than_its_cap() -> None:
+    from holter_server.postmortem.levers import TooManyPairsError
+
+    runs = [RunEvents(run_id=f"r{i}", config={f"k{j}": i * j for j in range(50)},
+                      events=[{"metric": "loss", "kind": "divergence", "start_step": 100 * i, "period": None, "score": 1.0}])
+            for i in range(1, 5)]
+    with pytest.raises(TooManyPairsError, match="HOLTER_MAX_LEVER_PAIRS"):
+        find_levers(runs, max_pairs=20)
+    assert find_levers(runs, max_pairs=10_000).runs == 4
+
+
+def test_the_lever_finder_stops_at_its_time_cap_and_says_so() -> None:
+    runs = [RunEvents(run_id=f"r{i}", config={f"k{j}": i * j for j in range(50)},
+                      events=[{"metric": "loss", "kind": "divergence", "start_step": 100 * i, "period": None, "score": 1.0}])
+            for i in range(1, 5)]
+    assert "HOLTER_MAX_LEVER_SECONDS" in find_levers(runs, max_seconds=0.0).note

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from holter_server.postmortem.summary import write_summary
+from holter_server.vocabulary.events import EVENT_KIND_NAMES, SUMMARISED_KINDS
 
 
 def event(kind: str, metric: str | None, step: int, severity: str = "warning", **extra: object) -> dict:
@@ -33,3 +36,37 @@ def test_dismissed_events_are_left_out() -> None:
 def test_a_recurring_mismatch_gives_its_period() -> None:
     text = write_summary(name="grpo", status="finished", last_step=3000, events=[event("mismatch_off_zero", "logprob_mismatch", 1856, severity="critical", period=64.0)])
     assert "left ≈0 at step 1,856, every 64 steps" in text
+
+
+def test_the_tripwire_an_input_stall_overfitting_and_gpu_findings_are_told() -> None:
+    told = {
+        "first_nonfinite": "first non-finite output at step 1,200: `blocks.1.attn` (forward, nan)",
+        "input_stall": "input pipeline stall: the step waited 60% of its time for data from step 4,000",
+        "overfitting": "eval_loss turned up for good after step 1,000",
+        "gpu_memory_leak": "GPU 0 memory climbed from 62% to 91%",
+        "gpu_idle": "GPU 3 utilisation fell to 2%",
+        "gpu_throttled": "GPU 0 clocks were cut for heat",
+    }
+    events = [event(kind, "m", 1000 + i, summary=text) for i, (kind, text) in enumerate(told.items())]
+    text = write_summary(name="r", status="finished", last_step=5000, events=events)
+    assert all(sentence in text for sentence in told.values())
+
+
+
+@pytest.mark.parametrize("kind", EVENT_KIND_NAMES)
+def test_the_summary_tells_what_the_vocabulary_says_it_tells(kind: str) -> None:
+    text = write_summary(name="r", status="finished", last_step=5000,
+                         events=[event(kind, "loss", 100, summary=f"the {kind} sentence", period=10.0, score=3.0)])
+    assert ("a healthy run" not in text) == (kind in SUMMARISED_KINDS)
+
+
+def test_a_sawtooth_gives_the_config_parameter_its_period_matches() -> None:
+    saw = event("sawtooth", "loss", 64, period=64.0, details={"period_note": "period 64 = rollouts_num"})
+    text = write_summary(name="r", status="finished", last_step=1000, events=[saw], kinds={"loss": "loss"})
+    assert "loss followed a sawtooth with period 64 steps from step 64 (period 64 = rollouts_num)" in text
+
+
+def test_loss_spikes_shared_with_twin_runs_are_put_on_the_batch() -> None:
+    twinned = event("spike", "loss", 946, details={"twins": [{"run_id": "b", "step": 946}]})
+    text = write_summary(name="r", status="finished", last_step=2000, events=[twinned, event("spike", "loss", 1500)], kinds={"loss": "loss"})
+    assert "2 loss spikes, the largest at step 946; 1 of them recurs in runs with the same data order (the batch, not the optimiser: step 946)" in text

@@ -9,7 +9,7 @@ import pytest
 
 from holter_server.services.downsample import choose_shift, cover, minmax_points
 from holter_server.services.reads import natural_key
-from holter_server.store.rollups import LEVELS, bucket_points
+from holter_server.store.rollup_buckets import LEVELS, bucket_points
 
 
 @pytest.mark.parametrize("start,end,max_buckets", [(0, 9_999_999, 1000), (123, 456_789, 50), (7, 7, 1), (5, 1_000_004, 999)])

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from holter_server.store.rollups import NO_STEP, bucket_points, concat_buckets, levels_of, merge_buckets
+from holter_server.store.rollup_buckets import NO_STEP, bucket_points, concat_buckets, levels_of, merge_buckets
 
 
 def noisy_series(seed: int, n: int = 5000) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,216 @@
+"""Ingest with 1, 2 and 4 service processes: points/s and request latency, on one Postgres and
+(with --citus-url) on a Citus coordinator and its workers.
+
+    .venv/bin/python bench/scale/run.py                                  # Postgres, 1,2,4 processes, 3 x 10 s each
+    .venv/bin/python bench/scale/run.py --citus-url postgresql://postgres@127.0.0.1:9700/postgres
+    .venv/bin/python bench/scale/run.py --processes 1,2 --seconds 20 --repeats 5 --senders 32
+
+For each store and each process count: a fresh database (on Citus: made on the coordinator and
+every worker, then `holter db upgrade --distribute`), `holter serve --workers N` on it (live
+detection on, in its worker process, as deployed), and `--senders` training jobs, each its own
+run, each posting `--metrics` metrics x `--steps` steps (the body the client sends) as soon as the
+previous batch is answered: a closed loop, so points/s is what the service absorbs, not what
+was offered. Per repeat: points/s, request latency p50/p95, CPU-seconds of the service's
+processes and of the database backends serving the database (every node's, on Citus), and
+points stored against points acknowledged. Then per store and count: the median of the repeats
+and their spread (min-max).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import psycopg
+from sqlalchemy.engine import make_url
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from bench.ingest.run import ADMIN_URL, postgres_database  # noqa: E402
+from bench.load.run import CpuMeter, Holter  # noqa: E402
+from tests.load import percentile  # noqa: E402
+
+
+@dataclass
+class Repeat:
+    seconds: float
+    points: int
+    requests: int
+    latencies: list[float]
+    service_cpu: float
+    database_cpu: float
+    stored: int
+
+    @property
+    def points_per_s(self) -> float:
+        return self.points / self.seconds
+
+
+def _url(base: str, database: str, host: str | None = None, port: int | None = None) -> str:
+    url = make_url(base).set(database=database)
+    if host is not None:
+        url = url.set(host=host, port=port)
+    return url.render_as_string(hide_password=False)
+
+
+def citus_nodes(admin_url: str) -> list[tuple[str, int]]:
+    """The coordinator's (host, port) from its URL, then every active worker's."""
+    url = make_url(admin_url)
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        workers = [(h, int(p)) for h, p in admin.execute("SELECT node_name, node_port FROM citus_get_active_worker_nodes()")]
+    return [(url.host or "127.0.0.1", url.port or 5432), *workers]
+
+
+@contextmanager
+def citus_database(admin_url: str, shard_count: int) -> Iterator[str]:
+    """A fresh database on every node of the cluster, distributed by `holter db upgrade --distribute`."""
+    import subprocess
+
+    name = f"holter_scale_{uuid.uuid4().hex[:8]}"
+    nodes = citus_nodes(admin_url)
+    admin_db = make_url(admin_url).database or "postgres"
+    for host, port in nodes:
+        with psycopg.connect(_url(admin_url, admin_db, host, port), autocommit=True) as admin:
+            admin.execute(f'CREATE DATABASE "{name}"')
+        with psycopg.connect(_url(admin_url, name, host, port), autocommit=True) as db:
+            db.execute("CREATE EXTENSION citus")
+    coordinator = _url(admin_url, name)
+    with psycopg.connect(coordinator, autocommit=True) as db:
+        db.execute("SELECT citus_set_coordinator_host(%s, %s)", nodes[0])
+        for host, port in nodes[1:]:
+            db.execute("SELECT citus_add_node(%s, %s)", (host, port))
+    try:
+        subprocess.run([sys.executable, "-m", "holter.cli", "db", "upgrade", "--db", coordinator, "--distribute",
+                        "--shard-count", str(shard_count)], check=True, capture_output=True, env=_env())
+        yield coordinator
+    finally:
+        for host, port in nodes:
+            with psycopg.connect(_url(admin_url, admin_db, host, port), autocommit=True) as admin:
+                admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _env() -> dict[str, str]:
+    import os
+
+    path = os.pathsep.join(str(ROOT / part) for part in ("client", "server", "dashboard", "."))
+    return {**os.environ, "PYTHONPATH": path}
+
+
+def backends(admin_urls: list[str], database: str) -> Callable[[], list[int]]:
+    """The backends (pids on this machine) serving `database` on each of these servers."""
+    def pids() -> list[int]:
+        out: list[int] = []
+        for admin_url in admin_urls:
+            with psycopg.connect(admin_url, autocommit=True) as admin:
+                out += [pid for (pid,) in admin.execute("SELECT pid FROM pg_stat_activity WHERE datname = %s", (database,))]
+        return out
+    return pids
+
+
+async def _sender(service: Holter, client: httpx.AsyncClient, run_id: str, names: list[str], steps: int, until: float,
+                  latencies: list[float]) -> int:
+    step, points = 0, 0
+    while time.monotonic() < until:
+        batch = list(range(step, step + steps))
+        latencies.extend(await service.post(client, run_id, names, batch, time.time()))
+        step += steps
+        points += steps * len(names)
+    return points
+
+
+async def _closed_loop(service: Holter, senders: int, metrics: int, steps: int, seconds: float,
+                       meters: list[CpuMeter]) -> tuple[list[str], int, list[float], float]:
+    names = [f"metric_{i:02d}" for i in range(metrics)]
+    limits = httpx.Limits(max_connections=senders + 4, max_keepalive_connections=senders + 4)
+    async with httpx.AsyncClient(timeout=120, limits=limits) as client:
+        prefix = f"scale-{uuid.uuid4().hex[:6]}"
+        run_ids = [await service.create_run(client, f"{prefix}-{i:03d}") for i in range(senders)]
+        latencies: list[float] = []
+        for meter in meters:
+            meter.start()
+        started = time.monotonic()
+        sent = await asyncio.gather(*(_sender(service, client, run_id, names, steps, started + seconds, latencies)
+                                      for run_id in run_ids))
+        return run_ids, sum(sent), latencies, time.monotonic() - started
+
+
+def measure(service: Holter, database_pids: Callable[[], list[int]], args: argparse.Namespace) -> Repeat:
+    service_meter, database_meter = CpuMeter(service.pids), CpuMeter(database_pids)
+    run_ids, points, latencies, elapsed = asyncio.run(
+        _closed_loop(service, args.senders, args.metrics, args.steps, args.seconds, [service_meter, database_meter]))
+    return Repeat(seconds=elapsed, points=points, requests=len(latencies), latencies=latencies,
+                  service_cpu=service_meter.stop(), database_cpu=database_meter.stop(), stored=service.stored(run_ids))
+
+
+def spread(values: list[float], fmt: str) -> str:
+    ordered = sorted(values)
+    return f"{format(statistics.median(ordered), fmt)} ({format(ordered[0], fmt)}-{format(ordered[-1], fmt)})"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--processes", default="1,2,4", help="holter serve --workers values, comma-separated")
+    parser.add_argument("--seconds", type=float, default=10.0, help="length of each repeat")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--senders", type=int, default=16, help="concurrent jobs, each its own run")
+    parser.add_argument("--metrics", type=int, default=20, help="metrics per batch")
+    parser.add_argument("--steps", type=int, default=10, help="steps per batch")
+    parser.add_argument("--citus-url", help="a database on a Citus coordinator that may create databases: also measure there")
+    parser.add_argument("--shard-count", type=int, default=8, help="with --citus-url: shards per distributed table")
+    parser.add_argument("--no-postgres", action="store_true", help="measure on Citus only")
+    args = parser.parse_args()
+    counts = [int(n) for n in args.processes.split(",")]
+    stores = ([] if args.no_postgres else ["postgres"]) + (["citus"] if args.citus_url else [])
+    print(f"closed loop: {args.senders} senders x {args.metrics} metrics x {args.steps} steps a batch "
+          f"({args.metrics * args.steps} points), {args.repeats} x {args.seconds:g} s per setting; live detection on", flush=True)
+    print(f"{'store':<9}{'procs':>6}{'points/s':>10}{'p50 ms':>8}{'p95 ms':>8}{'svc CPU-s':>10}{'db CPU-s':>9}  stored", flush=True)
+    summary: list[str] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for store in stores:
+            for count in counts:
+                if store == "citus":
+                    made = citus_database(args.citus_url, args.shard_count)
+                    nodes = citus_nodes(args.citus_url)
+                    admin_db = make_url(args.citus_url).database or "postgres"
+                    admin_urls = [_url(args.citus_url, admin_db, host, port) for host, port in nodes]
+                else:
+                    made = postgres_database()
+                    admin_urls = [ADMIN_URL]
+                with made as database_url:
+                    service = Holter(database_url, Path(tmp) / f"{store}-{count}.log", count)
+                    service.start()
+                    try:
+                        pids = backends(admin_urls, make_url(database_url).database or "")
+                        repeats = []
+                        for _ in range(args.repeats):
+                            repeat = measure(service, pids, args)
+                            repeats.append(repeat)
+                            exact = "exact" if repeat.stored == repeat.points else f"MISMATCH {repeat.stored:,} of {repeat.points:,}"
+                            print(f"{store:<9}{count:>6}{repeat.points_per_s:>10,.0f}{percentile(repeat.latencies, 0.5) * 1000:>8.0f}"
+                                  f"{percentile(repeat.latencies, 0.95) * 1000:>8.0f}{repeat.service_cpu:>10.1f}{repeat.database_cpu:>9.1f}"
+                                  f"  {exact}", flush=True)
+                    finally:
+                        service.stop()
+                summary.append(
+                    f"{store:<9}{count:>2} process(es): points/s {spread([r.points_per_s for r in repeats], ',.0f')}, "
+                    f"p95 ms {spread([percentile(r.latencies, 0.95) * 1000 for r in repeats], '.0f')}, "
+                    f"CPU-s per 100k points (service + database) "
+                    f"{spread([(r.service_cpu + r.database_cpu) / r.points * 1e5 for r in repeats], '.1f')}")
+    print("\nmedian (min-max) over the repeats:")
+    for line in summary:
+        print(line)
+
+
+if __name__ == "__main__":
+    main()

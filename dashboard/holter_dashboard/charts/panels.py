@@ -1,0 +1,112 @@
+"""Which charts a run page draws: the shared panels the service gave each metric (`panel` in
+`GET /runs/{id}`, ordered and titled by the vocabulary), a heatmap per per-layer family, a band
+chart per logged histogram, and a chart of its own for every other metric.
+
+Which panel a metric goes on is the service's answer, never a guess from its name here; this
+module only lays out what the API says (and groups layers and histogram quantiles, which share
+no panel of the vocabulary).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from holter_dashboard.vocabulary import Vocabulary
+
+# Per-layer metrics (`act_norm/layer.3`) are drawn as one layer × step heatmap per family.
+_LAYER = re.compile(r"^(?P<prefix>.*?)(?P<sep>[/._-]?)(?P<word>layers?|blocks?|h)[._/-]?(?P<layer>\d+)(?P<rest>.*)$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One chart of the run page: a signal family drawn as lines, or per-layer metrics as a heatmap."""
+
+    key: str
+    title: str
+    metrics: tuple[str, ...]
+    kind: Literal["lines", "heatmap", "band"] = "lines"
+    layers: tuple[int, ...] = ()
+
+
+def layer_of(name: str) -> tuple[str, int] | None:
+    """(family key, layer index) for per-layer metric names such as `act_norm/layer.3`."""
+    match = _LAYER.match(name)
+    if not match:
+        return None
+    family = f"{match['prefix']}{match['sep']}{match['word']}*{match['rest']}"
+    return family, int(match["layer"])
+
+
+def plan_panels(metrics: Iterable[Mapping[str, Any]], vocab: Vocabulary) -> list[Panel]:
+    """The run page's charts for a run's metrics (as `GET /runs/{id}` lists them, each with the
+    panel and kind the service gave it): the vocabulary's shared panels in its order (train and
+    eval loss together, the train loss first), a heatmap per per-layer family (two layers or
+    more), then every other metric on its own chart, alphabetically."""
+    by_name = {m["name"]: m for m in metrics}
+    names = sorted(by_name)
+    families: dict[str, dict[int, str]] = {}
+    for name in names:
+        layered = layer_of(name)
+        if layered:
+            families.setdefault(layered[0], {})[layered[1]] = name
+    in_heatmap = {name for members in families.values() if len(members) >= 2 for name in members.values()}
+    bands = histogram_families(names)
+    in_band = {name for members in bands.values() for name in members}
+    shared: dict[str, list[str]] = {}
+    alone: list[str] = []
+    for name in names:
+        if name in in_heatmap or name in in_band:
+            continue
+        panel = by_name[name].get("panel")
+        if panel and not by_name[name].get("step_metric"):  # a metric on another x axis never shares a step chart
+            shared.setdefault(panel, []).append(name)
+        else:
+            alone.append(name)
+    panels: list[Panel] = []
+    for key, members in sorted(shared.items(), key=lambda item: vocab.panel_order(item[0])):
+        members.sort(key=lambda m: (vocab.kind_order(by_name[m].get("kind")), m))
+        panels.append(Panel(key=key, title=vocab.panel_title(key), metrics=tuple(members)))
+    for family, members in sorted(families.items()):
+        if len(members) >= 2:
+            layers = tuple(sorted(members))
+            title = family.replace("*", "").replace("//", "/").strip("/._-") + " per layer"
+            panels.append(Panel(key=_slug(family), title=title, metrics=tuple(members[i] for i in layers), kind="heatmap", layers=layers))
+    panels.extend(Panel(key=f"{_slug(base)}-band", title=f"{base} (distribution)", metrics=members, kind="band")
+                  for base, members in sorted(bands.items()))
+    panels.extend(Panel(key=_slug(name), title=_titled(name, by_name[name].get("step_metric")), metrics=(name,)) for name in alone)
+    return panels
+
+
+# The quantile metrics a logged histogram becomes (holter.Histogram; client/holter/media.py), lowest first.
+HISTOGRAM_QUANTILES = ("min", "p5", "p25", "median", "p75", "p95", "max")
+
+
+def histogram_families(names: Iterable[str]) -> dict[str, tuple[str, ...]]:
+    """Metrics logged as one histogram: every `BASE/min`, `BASE/p5`, ... `BASE/max` present, by BASE."""
+    present = set(names)
+    bases = {name[: -len("/median")] for name in present if name.endswith("/median")}
+    return {base: tuple(f"{base}/{q}" for q in HISTOGRAM_QUANTILES) for base in sorted(bases)
+            if all(f"{base}/{q}" in present for q in HISTOGRAM_QUANTILES)}
+
+
+def _titled(name: str, step_metric: str | None) -> str:
+    """A chart's title; a metric logged against another metric (define_metric's step_metric) says which."""
+    return f"{name} · by {step_metric}" if step_metric else name
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "metric"
+
+
+def trace_indexes(panel: Panel, metric: str) -> tuple[int, int]:
+    """(raw, smoothed) trace indexes of `metric` in a line panel's figure."""
+    i = panel.metrics.index(metric)
+    return 2 * i, 2 * i + 1
+
+
+def nonfinite_trace_index(panel: Panel) -> int:
+    """The index of a line panel's NaN/Inf marker trace (after every metric's two traces)."""
+    return 2 * len(panel.metrics)

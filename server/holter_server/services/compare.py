@@ -1,0 +1,158 @@
+"""Signal or noise: seed groups of a project, and one arm against another on a metric.
+
+An arm is a run or the seed group a run belongs to (the runs of its project whose configs differ
+from its only in seed keys). The verdict rule and the measures are `analysis.verdicts`'; this
+module reads what they need from the store.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+import numpy as np
+from sqlalchemy.orm import Session
+
+from holter_server.analysis.configs import flatten, without
+from holter_server.analysis.seeds import GroupBand, RunConfig, SeedGroup, group_band, group_of, seed_groups
+from holter_server.analysis.verdicts import Arm, Confounders, Verdict, compare_arms, confounders
+from holter_server.services import reads
+from holter_server.store import projects as projects_store
+from holter_server.store import runs as runs_store
+from holter_server.store.models import RunRow
+from holter_server.vocabulary.configs import is_seed_key, is_token_counter
+
+MAX_RUNS = 500  # runs of a project looked at to find a group
+CURVE_POINTS = 1_000_000
+BAND_POINTS = 1_000
+ARM_KINDS = ("run", "group")
+
+
+@dataclass(frozen=True)
+class DeclaredKeys:
+    """A project's own seed keys, and which seed keys set the data order."""
+
+    seed_keys: tuple[str, ...] = ()
+    data_seed_keys: tuple[str, ...] = ()
+
+
+def declared_keys(*, session: Session, project: str) -> DeclaredKeys:
+    """What the project declared (nothing when it never did)."""
+    row = projects_store.get_settings(session=session, project=project)
+    if row is None:
+        return DeclaredKeys()
+    # a declared data seed is a seed too: it must not split a seed group
+    return DeclaredKeys(tuple(dict.fromkeys([*row.seed_keys, *row.data_seed_keys])), tuple(row.data_seed_keys))
+
+
+def project_runs(*, session: Session, project: str) -> list[RunRow]:
+    """The project's runs (newest MAX_RUNS), oldest first so groups list in the order they grew."""
+    rows, _ = runs_store.list_runs(session=session, project=project, status=None, limit=MAX_RUNS, offset=0)
+    return list(reversed(rows))
+
+
+def groups_of_project(*, session: Session, project: str) -> list[SeedGroup]:
+    """The project's seed groups, one-run groups included."""
+    runs = project_runs(session=session, project=project)
+    return seed_groups([RunConfig(r.id, r.config or {}, r.name) for r in runs], declared_keys(session=session, project=project).seed_keys)
+
+
+def group_of_run(*, session: Session, run: RunRow) -> SeedGroup:
+    """The seed group `run` belongs to (itself alone when no other run shares its config)."""
+    runs = project_runs(session=session, project=run.project)
+    if all(r.id != run.id for r in runs):
+        runs.append(run)
+    found = group_of(run.id, [RunConfig(r.id, r.config or {}, r.name) for r in runs], declared_keys(session=session, project=run.project).seed_keys)
+    assert found is not None  # the run is among those grouped
+    return found
+
+
+def _curve(session: Session, run_id: str, metric: str) -> tuple[np.ndarray, np.ndarray] | None:
+    return reads.read_curve(session=session, run_id=run_id, metric=metric, limit=CURVE_POINTS)
+
+
+def token_counter(*, session: Session, run_ids: list[str]) -> dict[str, str]:
+    """Each run's token counter metric: a name every run logs when there is one, else each its own."""
+    names = {r: sorted(n for n in runs_store.metric_names(session=session, run_id=r) if is_token_counter(n)) for r in run_ids}
+    common = set.intersection(*(set(n) for n in names.values())) if names else set()
+    if common:
+        chosen = min(common, key=lambda n: (len(n), n))
+        return dict.fromkeys(run_ids, chosen)
+    return {r: n[0] for r, n in names.items() if n}
+
+
+@dataclass
+class ArmReading:
+    """One arm as compared: who is in it, its shared config, its curves and its band."""
+
+    kind: str
+    run_id: str
+    label: str
+    run_ids: list[str]
+    missing: list[str]  # members that do not log the metric
+    config: dict
+    arm: Arm
+    band: GroupBand
+    last_steps: dict[str, int]
+    final_tokens: dict[str, float]
+
+
+def read_arm(*, session: Session, kind: str, run: RunRow, metric: str) -> ArmReading:
+    """The run, or its seed group, on `metric` (with token counters when logged)."""
+    declared = declared_keys(session=session, project=run.project)
+    if kind == "group":
+        group = group_of_run(session=session, run=run)
+        members, config = group.run_ids, group.config
+        label = f"group of {run.name or run.id} ({len(members)} seed{'s' if len(members) != 1 else ''})"
+    else:
+        members = [run.id]
+        config = without(flatten(run.config or {}), lambda k: is_seed_key(k, declared.seed_keys))
+        label = f"run {run.name or run.id}"
+    curves = {r: c for r in members if (c := _curve(session, r, metric)) is not None and len(c[0])}
+    counters = token_counter(session=session, run_ids=list(curves))
+    tokens = {r: c for r, name in counters.items() if (c := _curve(session, r, name)) is not None and len(c[0])}
+    finite_tokens = {r: t[1][np.isfinite(t[1])] for r, t in tokens.items()}
+    return ArmReading(
+        kind=kind, run_id=run.id, label=label, run_ids=list(members), missing=[r for r in members if r not in curves], config=config,
+        arm=Arm(label, curves, tokens), band=group_band(curves, BAND_POINTS),
+        last_steps={r: int(c[0].max()) for r, c in curves.items()},
+        final_tokens={r: float(v.max()) for r, v in finite_tokens.items() if len(v)},
+    )
+
+
+@dataclass
+class ArmComparison:
+    """Arm A against arm B on a metric: both arms, every measure's verdict, the confounders."""
+
+    metric: str
+    a: ArmReading
+    b: ArmReading
+    verdicts: list[Verdict]
+    confounders: Confounders
+
+    @property
+    def headline(self) -> Verdict | None:
+        """The fairest single measure: at matched tokens when both arms count them, else at matched steps."""
+        by = {v.measure: v for v in self.verdicts}
+        return by.get("at_tokens") or by.get("at_step") or (self.verdicts[0] if self.verdicts else None)
+
+
+def _typical(values: dict[str, float] | dict[str, int], every: list[str]) -> float | None:
+    return float(statistics.median(values.values())) if values and set(values) >= set(every) else None
+
+
+def compare(*, session: Session, metric: str, a: tuple[str, RunRow], b: tuple[str, RunRow], at_step: int | None = None,
+            at_tokens: float | None = None, step_range: tuple[int, int] | None = None) -> ArmComparison:
+    """Arm A (a kind and a run) against arm B on `metric`."""
+    first, second = (read_arm(session=session, kind=kind, run=run, metric=metric) for kind, run in (a, b))
+    found = confounders(first.config, second.config,
+                        tokens_a=_typical(first.final_tokens, list(first.arm.curves)),
+                        tokens_b=_typical(second.final_tokens, list(second.arm.curves)),
+                        last_step_a=_int(_typical(first.last_steps, list(first.arm.curves))),
+                        last_step_b=_int(_typical(second.last_steps, list(second.arm.curves))))
+    verdicts = compare_arms(metric, first.arm, second.arm, at_step=at_step, at_tokens=at_tokens, step_range=step_range)
+    return ArmComparison(metric, first, second, verdicts, found)
+
+
+def _int(value: float | None) -> int | None:
+    return None if value is None else int(value)

@@ -1,0 +1,33 @@
+"""Alerts the training job raises itself (`run.alert(title, text, level)`, wandb's `wandb.alert`).
+
+Each becomes an event of kind `alert` on the run, keyed by the client's id for it, so an alert
+resent after a fault or from the spool is stored (and sent to chat) once. The alert rules
+decide who hears about it, as for any event; a new channel's default rules take every level.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy.orm import Session
+
+from holter_server.schemas.events import JobAlert
+from holter_server.services.alerting import alert_on_event
+from holter_server.store import events as events_store
+from holter_server.store.models import EventRow, RunRow
+
+DETECTOR = "job"  # what stands in the event's detector_version: the job itself said so
+
+
+def raise_alert(*, session: Session, run: RunRow, alert: JobAlert) -> EventRow:
+    """Store the alert as an event (once per key) and queue its chat messages."""
+    key = f"alert:{alert.key}"
+    existing = events_store.get_event_by_key(session=session, run_id=run.id, event_key=key)
+    if existing is not None:
+        return existing
+    summary = f"{alert.title}: {alert.text}" if alert.text else alert.title
+    row, _previous = events_store.upsert_event(session=session, run_id=run.id, event_key=key, fields=events_store.EventFields(**{
+        "metric": None, "kind": "alert", "severity": alert.severity, "score": 0.0, "start_step": alert.step,
+        "end_step": alert.step, "peak_step": alert.step, "period": None, "summary": summary,
+        "details": {"title": alert.title, "text": alert.text}, "detector_version": DETECTOR,
+    }))
+    alert_on_event(session=session, event=row, previous_severity=None)
+    return row

@@ -1,0 +1,52 @@
+"""What a run's metrics are: each understood from what was declared about it and from its name
+(see `holter_server.vocabulary`); declaring kinds has every metric whose kind changed analysed
+again from its first point."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from holter_server.store import events as events_store
+from holter_server.store import runs as runs_store
+from holter_server.store.models import RunRow
+from holter_server.vocabulary.names import Understanding, understand_all
+
+
+def understood_metrics(*, session: Session, run: RunRow) -> dict[str, Understanding]:
+    """Every metric of the run with its kind and how Holter knows it."""
+    return understand_all(runs_store.metric_names(session=session, run_id=run.id), declarations=run.metric_definitions)
+
+
+def understood_metrics_of_runs(*, session: Session, runs: Mapping[str, RunRow]) -> dict[str, dict[str, Understanding]]:
+    """`understood_metrics` of many runs (run id → run), their names read in one query."""
+    names = runs_store.metric_names_of_runs(session=session, run_ids=list(runs))
+    return {run_id: understand_all(names.get(run_id, []), declarations=run.metric_definitions) for run_id, run in runs.items()}
+
+
+def declare(*, session: Session, run: RunRow, definitions: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Record definitions (per metric name or glob: kind, summary, step_metric) and return the
+    metrics whose kind they changed; those lose their classifier events and are read again, from
+    their first point, by live detection. A declared kind always wins over the name's reading."""
+    if not definitions:
+        return []
+    session.refresh(run, with_for_update=True)  # two batches declaring at once must not lose one's definitions
+    names = runs_store.metric_names(session=session, run_id=run.id)
+    before = understand_all(names, declarations=run.metric_definitions)
+    runs_store.define_metrics(session=session, run=run, definitions=definitions)
+    after = understand_all(names, declarations=run.metric_definitions)
+    changed = sorted(name for name in names if before[name].kind != after[name].kind)
+    reanalyse(session=session, run_id=run.id, metrics=changed)
+    return changed
+
+
+def reanalyse(*, session: Session, run_id: str, metrics: list[str]) -> None:
+    """Withdraw these metrics' classifier events and have detection start them over."""
+    if not metrics:
+        return
+    wanted = set(metrics)
+    ids = [m.metric_id for m in runs_store.list_metrics(session=session, run_id=run_id) if m.name in wanted]
+    events_store.withdraw_metric_events(session=session, run_id=run_id, metrics=metrics)
+    events_store.reset_detection(session=session, run_id=run_id, metric_ids=ids)

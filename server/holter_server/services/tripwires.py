@@ -1,0 +1,40 @@
+"""Tripwire reports from the training job, turned into events on the run.
+
+A non-finite report (`POST /runs/{id}/nonfinite`) becomes one `first_nonfinite` event per step,
+keyed by that step: the client resends it after a fault or from its spool, and the service keeps
+the first one it stored. The event is attached to the divergence it explains as soon as that
+divergence is known: here when it already is, otherwise by the live detection's refresh of the
+run's findings (`services.detection.refresh_findings`).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy.orm import Session
+
+from holter_server.detect.findings import nonfinite_origin
+from holter_server.schemas.tripwires import NonFiniteReport
+from holter_server.services.detection import TRIPWIRE_PREFIX, record_event, row_to_event
+from holter_server.services.kinds import understood_metrics
+from holter_server.store import events as events_store
+from holter_server.store import runs as runs_store
+from holter_server.store.models import EventRow
+
+
+def record_nonfinite(*, session: Session, run_id: str, report: NonFiniteReport) -> EventRow:
+    """Store the report's event (once per step) attached to a divergence when there is one."""
+    key = f"{TRIPWIRE_PREFIX}nonfinite@{report.step}"
+    existing = events_store.get_event_by_key(session=session, run_id=run_id, event_key=key)
+    if existing is not None:
+        return existing
+    events = [row_to_event(row) for row in events_store.run_events_for_findings(session=session, run_id=run_id)]
+    run = runs_store.get_run(session=session, run_id=run_id)
+    understood = understood_metrics(session=session, run=run) if run is not None else {}
+    event = nonfinite_origin(
+        step=report.step,
+        forward=report.forward.model_dump(exclude_defaults=True) if report.forward else None,
+        gradient=report.gradient.model_dump(exclude_defaults=True) if report.gradient else None,
+        events=events,
+        kinds={name: u.kind for name, u in understood.items()},
+    )
+    muted = (event.metric, event.kind) in events_store.muted_kinds(session=session, run_id=run_id)
+    return record_event(session=session, run_id=run_id, key=key, event=event, muted=muted)

@@ -1,0 +1,87 @@
+"""What the store asks of a database backend: the few statements whose fastest form differs
+between Postgres and SQLite (bulk writes, locks, batched reads). Everything else in the store
+is SQLAlchemy that runs the same on both.
+
+The store picks the backend of a session with `backend_for(session)`; nothing outside
+`store/` knows which database it talks to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+from sqlalchemy.orm import Session
+
+# One metric's share of a batch: parallel lists of steps, values and wall times (or None).
+Column = tuple[Sequence[int], Sequence[float], Sequence[float | None]]
+# One metric's summary change after a batch: (metric id, points stored, first step, last step).
+SummaryRow = tuple[int, int, int, int]
+# Points of one metric in step order: steps, values (NaN and ±Inf as themselves), wall times.
+PointColumns = tuple[list[int], list[float], list[float | None]]
+
+# Steps of a conflict shown to the sender: the first few.
+CONFLICT_STEPS_SHOWN = 10
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """Points of one metric sent again at a stored step with another value (the first was kept)."""
+
+    count: int
+    steps: list[int]  # the first few, in step order
+
+
+class Backend(Protocol):
+    """The statements one database does its own way. Every method runs inside the session's
+    transaction; none commits."""
+
+    name: str
+
+    def run_status_and_metric_ids(self, session: Session, run_id: str, names: list[str]) -> tuple[str | None, dict[str, int]] | None:
+        """The run's status and the ids of those of `names` it has, in one round trip; None when
+        the backend has no faster way than the store's portable queries."""
+
+    def lock_metric_allocation(self, session: Session, run_id: str) -> None:
+        """Hold the run's metric-id allocation lock until the transaction ends."""
+
+    def insert_points(self, session: Session, run_id: str, by_id: dict[int, Column]) -> tuple[dict[int, int], dict[int, Conflict]]:
+        """Store the points not stored yet (first of a step wins); per metric, how many were new,
+        and the metrics whose incoming value differs from the stored one at some step."""
+
+    def update_metric_summaries(self, session: Session, run_id: str, rows: list[SummaryRow]) -> None:
+        """Bring the metrics' count, first and last step and latest value up to date."""
+
+    def read_points_from(self, session: Session, starts: Sequence[tuple[str, int, int]], limit_each: int) -> dict[tuple[str, int], PointColumns] | None:
+        """Per (run, metric id, first step): its points from that step on, at most `limit_each`, in one
+        query; None when the backend has no faster way than a query per metric."""
+
+    def writes_together(self, session: Session) -> AbstractContextManager[None]:
+        """A block whose statements nobody reads back from go to the database in one round trip."""
+
+    def lock_rollup_slots(self, session: Session, run_id: str, slots: list[int]) -> None:
+        """Take the run's rollup locks of these slots (in order) until the transaction ends; a
+        backend with one writer at a time needs none."""
+
+    def upsert_rollups(self, session: Session, run_id: str, columns: list[np.ndarray], lists: list[list], statement: RollupUpsert) -> None:
+        """Insert or merge rollup rows given as columns (numpy for ordering, lists with NULLs to send)."""
+
+    def fetch_columns(self, session: Session, sql: str, params: Sequence, kinds: str) -> list[np.ndarray]:
+        """Run a query whose columns are all BIGINT ("i") or DOUBLE ("f"), its placeholders `%s`,
+        `{nan}` where NaN stands in for NULL, and return the columns as numpy arrays."""
+
+    def insert_ignoring_conflicts(self, model: type):  # type: ignore[no-untyped-def]
+        """`INSERT ... ON CONFLICT DO NOTHING` into `model`."""
+
+
+@dataclass(frozen=True)
+class RollupUpsert:
+    """The parts of the rollup upsert statement common to both backends."""
+
+    names: str  # the column list
+    key: str  # the conflict key's columns
+    on_conflict: str  # the SET clause
+    types: tuple[str, ...]  # the Postgres type of each column after the run id

@@ -1,0 +1,237 @@
+"""Postgres: COPY and arrays through psycopg's own connection, advisory locks, pipelines.
+
+A small batch (the usual one a second from a training job) goes in by one
+`INSERT ... SELECT FROM unnest(arrays) ON CONFLICT DO NOTHING`; a large new batch by COPY
+straight into the table; a large batch holding points already stored (a retry) through COPY into
+a transaction-local staging table and one `INSERT ... ON CONFLICT DO NOTHING`. Reads of numeric
+columns come back as binary COPY, decoded by numpy without a Python object per value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from itertools import repeat
+
+import numpy as np
+import psycopg
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.orm import Session
+
+from holter_server.store.backends.base import CONFLICT_STEPS_SHOWN, Column, Conflict, PointColumns, RollupUpsert, SummaryRow
+
+# Batches up to this many points go as one INSERT of arrays (one round trip, no savepoint);
+# larger ones by COPY, which is faster per point.
+SMALL_BATCH_POINTS = 5_000
+
+_NEW_LAST = "CASE WHEN metrics.last_step IS NULL OR metrics.last_step < v.last_step THEN v.last_step ELSE metrics.last_step END"
+
+
+def _raw(session: Session) -> psycopg.Connection:
+    return session.connection().connection.driver_connection
+
+
+def _cursor(session: Session) -> psycopg.Cursor:
+    return _raw(session).cursor()
+
+
+class PostgresBackend:
+    """The Postgres way of the store's bulk statements."""
+
+    name = "postgresql"
+
+    def run_status_and_metric_ids(self, session: Session, run_id: str, names: list[str]) -> tuple[str | None, dict[str, int]] | None:
+        # sent with the transaction's BEGIN: one round trip
+        raw = _raw(session)
+        with raw.pipeline(), raw.cursor() as cursor:
+            cursor.execute("SELECT r.status, m.name, m.metric_id FROM runs r LEFT JOIN metrics m ON m.run_id = r.id AND m.name = ANY(%s)"
+                           " WHERE r.id = %s", (names, run_id))
+            rows = cursor.fetchall()
+        if not rows:
+            return None, {}
+        return rows[0][0], {name: metric_id for _status, name, metric_id in rows if name is not None}
+
+    def lock_metric_allocation(self, session: Session, run_id: str) -> None:
+        # an advisory lock keyed (run, 0), taken before any rollup lock (run, slot >= 1), so the
+        # order is the same for every writer
+        with _cursor(session) as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s), 0)", (run_id,))
+
+    def insert_points(self, session: Session, run_id: str, by_id: dict[int, Column]) -> tuple[dict[int, int], dict[int, Conflict]]:
+        if sum(len(column[0]) for column in by_id.values()) <= SMALL_BATCH_POINTS:
+            return _insert_small(session, run_id, by_id)
+        return _insert_copy(session, run_id, by_id)
+
+    def update_metric_summaries(self, session: Session, run_id: str, rows: list[SummaryRow]) -> None:
+        # all the batch's metrics in one UPDATE, their figures as arrays (no bound on parameters)
+        ids, counts, firsts, lasts = (list(column) for column in zip(*rows))
+        with _cursor(session) as cursor:
+            cursor.execute(
+                "UPDATE metrics SET"
+                " count = metrics.count + v.stored,"
+                " first_step = CASE WHEN metrics.first_step IS NULL OR metrics.first_step > v.first_step THEN v.first_step ELSE metrics.first_step END,"
+                f" last_step = {_NEW_LAST},"
+                f" last_value = (SELECT p.value FROM points p WHERE p.run_id = metrics.run_id AND p.metric_id = metrics.metric_id AND p.step = {_NEW_LAST})"
+                " FROM unnest(%s::int[], %s::bigint[], %s::bigint[], %s::bigint[]) AS v(metric_id, stored, first_step, last_step)"
+                " WHERE metrics.run_id = %s AND metrics.metric_id = v.metric_id",
+                (ids, counts, firsts, lasts, run_id),
+            )
+
+    def read_points_from(self, session: Session, starts: Sequence[tuple[str, int, int]], limit_each: int) -> dict[tuple[str, int], PointColumns] | None:
+        out: dict[tuple[str, int], PointColumns] = {(run_id, metric_id): ([], [], []) for run_id, metric_id, _ in starts}
+        by_run: dict[str, list[tuple[int, int]]] = {}
+        for run_id, metric_id, start in starts:
+            by_run.setdefault(run_id, []).append((metric_id, start))
+        with _cursor(session) as cursor:
+            # The run is a constant, not a column of the unnest: on Citus a query naming one run goes
+            # to that run's shard whole, while a LIMIT in a lateral subquery keyed by a row of a
+            # table function that names several runs is refused ("cannot push down this subquery").
+            for run_id, wanted in by_run.items():
+                metrics, firsts = (list(column) for column in zip(*wanted))
+                cursor.execute(
+                    "SELECT w.metric_id, p.step, p.value, p.wall_time"
+                    " FROM unnest(%s::int[], %s::bigint[]) AS w(metric_id, first_step)"
+                    " CROSS JOIN LATERAL (SELECT step, value, wall_time FROM points"
+                    "  WHERE run_id = %s AND metric_id = w.metric_id AND step >= w.first_step ORDER BY step LIMIT %s) AS p",
+                    (metrics, firsts, run_id, limit_each))
+                for metric_id, step, value, wall_time in cursor:
+                    steps, values, wall_times = out[(run_id, metric_id)]
+                    steps.append(step)
+                    values.append(np.nan if value is None else value)
+                    wall_times.append(wall_time)
+        return out
+
+    @contextmanager
+    def writes_together(self, session: Session) -> Iterator[None]:
+        # a pipeline: the server runs the statements in order, the client waits once
+        with _raw(session).pipeline():
+            yield
+
+    def lock_rollup_slots(self, session: Session, run_id: str, slots: list[int]) -> None:
+        with _cursor(session) as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s), m) FROM unnest(%s::int[]) AS m ORDER BY m", (run_id, slots))
+
+    def upsert_rollups(self, session: Session, run_id: str, columns: list[np.ndarray], lists: list[list], statement: RollupUpsert) -> None:
+        arrays = ", ".join(f"%s::{kind}[]" for kind in statement.types)
+        with _cursor(session) as cursor:
+            # Rows in key order, so concurrent writers lock shared rows in the same order.
+            cursor.execute(
+                f"INSERT INTO rollups ({statement.names}) SELECT %s, r.* FROM unnest({arrays}) AS r ORDER BY 1, 2, 3, 4"
+                f" ON CONFLICT ({statement.key}) DO UPDATE SET {statement.on_conflict}",
+                (run_id, *lists),
+            )
+
+    def fetch_columns(self, session: Session, sql: str, params: Sequence, kinds: str) -> list[np.ndarray]:
+        # Rows as binary COPY, read by numpy without a Python object per value (a chart read
+        # fetches thousands of rows; building tuples cost more than the query).
+        statement = "COPY (" + sql.format(nan="'NaN'::float8") + ") TO STDOUT (FORMAT BINARY)"
+        with _cursor(session) as cursor, cursor.copy(statement, params) as copy:
+            data = b"".join(bytes(chunk) for chunk in copy)
+        return decode_binary_copy(data, kinds)
+
+    def insert_ignoring_conflicts(self, model: type) -> postgresql.Insert:
+        return postgresql.insert(model).on_conflict_do_nothing()
+
+
+def decode_binary_copy(data: bytes, kinds: str) -> list[np.ndarray]:
+    """The columns of a `COPY ... TO STDOUT (FORMAT BINARY)` whose columns are all non-NULL
+    BIGINT ("i") or DOUBLE ("f"), as numpy arrays."""
+    fields = [("fields", ">i2")]
+    for index, kind in enumerate(kinds):
+        fields += [(f"length{index}", ">i4"), (f"c{index}", ">i8" if kind == "i" else ">f8")]
+    row = np.dtype(fields)
+    start = 19 + int.from_bytes(data[15:19], "big")  # signature, flags, header extension
+    table = np.frombuffer(data, dtype=row, offset=start, count=(len(data) - start - 2) // row.itemsize)
+    return [table[f"c{index}"].astype(np.int64 if kind == "i" else np.float64) for index, kind in enumerate(kinds)]
+
+
+def _insert_small(session: Session, run_id: str, by_id: dict[int, Column]) -> tuple[dict[int, int], dict[int, Conflict]]:
+    """One `INSERT ... SELECT FROM unnest(arrays) ON CONFLICT DO NOTHING` that answers how many
+    points of each metric were new (the first of a step sent twice wins, as with COPY); only
+    when some were not, a second statement finds the steps sent again with another value."""
+    ids: list[int] = []
+    steps: list[int] = []
+    values: list[float] = []
+    times: list[float | None] = []
+    for metric_id, (metric_steps, metric_values, metric_times) in by_id.items():
+        ids += [metric_id] * len(metric_steps)
+        steps += metric_steps
+        values += metric_values
+        times += metric_times
+    arrays = (ids, steps, values, times)
+    with _cursor(session) as cursor:
+        cursor.execute(
+            "WITH inserted AS ("
+            " INSERT INTO points (run_id, metric_id, step, value, wall_time)"
+            " SELECT %s, i.* FROM unnest(%s::int[], %s::bigint[], %s::float8[], %s::float8[]) AS i"
+            " ON CONFLICT DO NOTHING RETURNING metric_id)"
+            " SELECT metric_id, count(*) FROM inserted GROUP BY metric_id",
+            (run_id, *arrays),
+        )
+        stored = dict(cursor.fetchall())
+        if all(stored.get(metric_id, 0) == len(column[0]) for metric_id, column in by_id.items()):
+            return stored, {}
+        cursor.execute(
+            "SELECT i.metric_id, count(*), (array_agg(i.step ORDER BY i.step))[1:%s]"
+            " FROM unnest(%s::int[], %s::bigint[], %s::float8[]) AS i(metric_id, step, value)"
+            " JOIN points p ON p.run_id = %s AND p.metric_id = i.metric_id AND p.step = i.step"
+            " WHERE p.value IS DISTINCT FROM i.value GROUP BY i.metric_id",
+            (CONFLICT_STEPS_SHOWN, ids, steps, values, run_id),
+        )
+        conflicts = {metric_id: Conflict(count=count, steps=list(found)) for metric_id, count, found in cursor.fetchall()}
+    return stored, conflicts
+
+
+def _insert_copy(session: Session, run_id: str, by_id: dict[int, Column]) -> tuple[dict[int, int], dict[int, Conflict]]:
+    """COPY straight into the points table, which is about twice as fast as going through a
+    staging table; when any point is already stored (a retried batch) the COPY fails on the key,
+    its savepoint is rolled back, and the batch goes the exactly-once way instead."""
+    raw = _raw(session)
+    try:
+        with raw.transaction(), raw.cursor() as cursor:  # a savepoint inside the request's transaction
+            with cursor.copy("COPY points (run_id, metric_id, step, value, wall_time) FROM STDIN (FORMAT BINARY)") as copy:
+                copy.set_types(["varchar", "int4", "int8", "float8", "float8"])
+                for metric_id, (steps, values, times) in by_id.items():
+                    for row in zip(repeat(run_id), repeat(metric_id), steps, values, times):
+                        copy.write_row(row)
+        return {metric_id: len(column[0]) for metric_id, column in by_id.items()}, {}
+    except psycopg.errors.UniqueViolation:
+        return _insert_once(raw, run_id, by_id)
+
+
+def _insert_once(raw: psycopg.Connection, run_id: str, by_id: dict[int, Column]) -> tuple[dict[int, int], dict[int, Conflict]]:
+    """Store the points not stored yet: COPY into a transaction-local staging table, then one
+    INSERT ... ON CONFLICT DO NOTHING; returns how many were new per metric, and the metrics
+    whose incoming value differs from the one stored at its step (NaN equals NaN in Postgres)."""
+    with raw.cursor() as cursor:
+        cursor.execute(
+            "CREATE TEMP TABLE IF NOT EXISTS points_incoming "
+            "(metric_id integer, step bigint, value double precision, wall_time double precision) "
+            "ON COMMIT DELETE ROWS"
+        )
+        with cursor.copy("COPY points_incoming (metric_id, step, value, wall_time) FROM STDIN (FORMAT BINARY)") as copy:
+            copy.set_types(["int4", "int8", "float8", "float8"])
+            for metric_id, (steps, values, times) in by_id.items():
+                for row in zip(repeat(metric_id), steps, values, times):
+                    copy.write_row(row)
+        cursor.execute(
+            "WITH inserted AS ("
+            " INSERT INTO points (run_id, metric_id, step, value, wall_time)"
+            " SELECT %s, metric_id, step, value, wall_time FROM points_incoming"
+            " ON CONFLICT DO NOTHING RETURNING metric_id)"
+            " SELECT metric_id, count(*) FROM inserted GROUP BY metric_id",
+            (run_id,),
+        )
+        stored = dict(cursor.fetchall())
+        cursor.execute(
+            "SELECT i.metric_id, count(*), (array_agg(i.step ORDER BY i.step))[1:%s] FROM points_incoming i"
+            " JOIN points p ON p.run_id = %s AND p.metric_id = i.metric_id AND p.step = i.step"
+            " WHERE p.value IS DISTINCT FROM i.value GROUP BY i.metric_id",
+            (CONFLICT_STEPS_SHOWN, run_id),
+        )
+        conflicts = {metric_id: Conflict(count=count, steps=list(steps)) for metric_id, count, steps in cursor.fetchall()}
+        cursor.execute("TRUNCATE points_incoming")
+    return stored, conflicts
+
+
+POSTGRES = PostgresBackend()

@@ -1,0 +1,43 @@
+"""Holter's own client: the names it logs for you, all under `holter/` (`names.HOLTER_NAMESPACE`),
+so that none collides with a name the job logs itself (TRL's `step_time`, the Trainer's
+`grad_norm`, a job's own `system/*`).
+
+Read from this repository's client:
+* client/holter/torch.py (`holter.torch.watch`): `holter/grad_norm` (the whole model),
+  `holter/grad_norm/<layer>` and `holter/act_norm/<layer>` (one layer each).
+* client/holter/throughput.py (`Run.timed_step`, `Run.log_throughput`, the Trainer callback):
+  `holter/step_time`, `holter/throughput/tokens_per_s`, `holter/throughput/samples_per_s` and
+  `holter/throughput/mfu` (model FLOPs utilisation).
+* client/holter/system.py (the system-vitals sampler): everything under `holter/system/` —
+  `holter/system/cpu.percent`, `.../memory.*`, `.../disk.*`, `.../network.*`, and per GPU
+  `holter/system/gpu.<i>.utilization`, `.memory_used_frac`, `.memory_used_gib`, `.temperature_c`,
+  `.power_w`, `.sm_clock_mhz`, `.throttle.thermal`, `.throttle.power`. The GPU's memory share,
+  utilisation and throttle flags have detectors of their own; the rest is drawn, not read.
+* client/holter/loader.py (`holter.torch.watch_loader`): `holter/loader/wait_fraction` (the share
+  of the step spent waiting for data), `holter/loader/wait_s` (that wait in seconds: ≈0 and noisy
+  when healthy, so only watched for NaN and extreme outliers) and `holter/loader/compute_s` (the
+  step's own work).
+`holter.rl`'s `logprob_mismatch/*` follows the generic rules.
+"""
+
+from __future__ import annotations
+
+from holter_server.vocabulary.names import NameRule
+
+FRAMEWORK = "holter"
+
+RULES: tuple[NameRule, ...] = (
+    NameRule(r"^holter/grad_norm$", "grad_norm", "the whole model's gradient norm (holter.torch.watch)"),
+    NameRule(r"^holter/grad_norm/", "grad_norm", "one layer's gradient norm (holter.torch.watch)"),
+    NameRule(r"^holter/act_norm/", "activation_norm", "one layer's activation RMS (holter.torch.watch)"),
+    NameRule(r"^holter/step_time$", "step_time", "the time between steps (timed_step, log_throughput, the Trainer callback)"),
+    NameRule(r"^holter/throughput/mfu$", "throughput", "model FLOPs utilisation: the share of the device's peak the model achieves"),
+    NameRule(r"^holter/throughput/", "throughput", "tokens or samples per second (timed_step, log_throughput)"),
+    NameRule(r"^holter/system/gpu\.\d+\.memory_used_frac$", "gpu_memory", "a GPU's share of memory in use"),
+    NameRule(r"^holter/system/gpu\.\d+\.utilization$", "gpu_utilization", "a GPU's utilisation (%)"),
+    NameRule(r"^holter/system/gpu\.\d+\.throttle\.(thermal|power)$", "gpu_throttle", "1 while a GPU's clocks are cut"),
+    NameRule(r"^holter/system/", "system", "a machine vital sampled beside the run"),
+    NameRule(r"^holter/loader/wait_fraction$", "data_wait", "the share of the step spent waiting for data"),
+    NameRule(r"^holter/loader/wait_s$", "statistic", "seconds spent waiting for data (the share is what is read)"),
+    NameRule(r"^holter/loader/compute_s$", "compute_time", "the step's own work, without its wait for data"),
+)

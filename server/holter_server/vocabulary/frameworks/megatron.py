@@ -1,0 +1,28 @@
+"""Megatron-LM.
+
+Read from NVIDIA/Megatron-LM:
+* megatron/training/training.py (`training_log`): `learning-rate`, `skipped-train-samples`,
+  `batch-size`, every loss of the loss dict (`lm loss` from pretrain_gpt.py), `loss-scale`,
+  `world-size`, `grad-norm`, `num-zeros`, `params-norm`, `mem-*`, `max_attention_logit`,
+  `iteration-time`, `throughput` (TFLOP/s per GPU), `iter-energy/gpu`, `power/gpu`; each also
+  as `<name> vs samples` (the same curve against consumed samples); timers as `<name>-time`.
+* megatron/training/training.py (`evaluate_and_print_results`): `<loss> validation`,
+  `<loss> validation vs samples`, `<loss> validation ppl` (`lm loss validation` is an eval loss).
+* pretrain_gpt.py (`loss_func`): the loss is reported as `lm loss`.
+"""
+
+from __future__ import annotations
+
+from holter_server.vocabulary.names import NameRule, NameSuffix
+
+FRAMEWORK = "Megatron-LM"
+
+RULES: tuple[NameRule, ...] = (
+    NameRule(r"^(num-zeros|params-norm|max_attention_logit|iter-energy/gpu|power/gpu)$|^mem-", "statistic",
+             "optimizer, memory and power statistics"),
+    NameRule(r"^throughput$", "throughput", "TFLOP/s per GPU"),
+)
+
+SUFFIXES: tuple[NameSuffix, ...] = (
+    NameSuffix(r" vs samples$", "Megatron's copy against consumed samples"),
+)

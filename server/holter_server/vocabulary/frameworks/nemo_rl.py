@@ -1,0 +1,41 @@
+"""NeMo-RL (GRPO, SFT, DPO).
+
+Read from NVIDIA-NeMo/RL:
+* nemo_rl/algorithms/loss/loss_functions.py (`ClippedPGLossFn`): `loss`, `kl_penalty`,
+  `probs_ratio`, `probs_ratio_clamped` (and `_min|_max`), `token_mult_prob_error`,
+  `gen_kl_error`, `policy_kl_error`, `js_divergence_error`, `sampling_importance_ratio`,
+  `approx_entropy`, `num_valid_samples`, `positive_nll_loss`, `is_oob_ratio`; DPO: `loss`,
+  `sft_loss`, `preference_loss`, `accuracy`, `rewards_chosen_mean`, `rewards_rejected_mean`.
+* nemo_rl/algorithms/grpo.py: logged with the `train/` prefix, plus `reward`, `grad_norm`,
+  `lr`, `wd`, `mean_prompt_length`, `total_num_tokens`; `timing/train/total_step_time` and the
+  other phases; `validation/accuracy`; sft.py: `validation/val_loss`.
+* docs/guides/grpo.md: `token_mult_prob_error` = mean over tokens of exp(|logp_train − logp_gen|),
+  so a healthy run sits at ≈1.0, not 0 (the NeMo-RL tests gate on a median < 1.1 and a max < 1.05);
+  the KL errors are ≈1e-3 when healthy ("investigate any metric that shows spikes above").
+"""
+
+from __future__ import annotations
+
+from holter_server.vocabulary.names import NameRule
+
+FRAMEWORK = "NeMo-RL"
+
+# Only the clipped policy-gradient loss logs these: a run that has one is an RL run, and its
+# `train/loss` is a policy loss.
+RL_MARKER = r"(^|/)(token_mult_prob_error|gen_kl_error|probs_ratio_clamped)$"
+
+RULES: tuple[NameRule, ...] = (
+    NameRule(r"(^|/)token_mult_prob_error$", "mismatch_ratio",
+             "mean exp(|logp_train − logp_generation|) per token: 1.0 when trainer and generation agree", tolerance=1.05),
+    NameRule(r"(^|/)sampling_importance_ratio$", "mismatch_ratio",
+             "mean importance ratio between training and inference policies: 1.0 when they agree", tolerance=1.05),
+    NameRule(r"(^|/)(gen_kl_error|policy_kl_error|js_divergence_error)$", "logprob_mismatch",
+             "KL / JS divergence between generation and training distributions: ≈1e-3 when healthy", tolerance=0.01),
+    NameRule(r"^(train/|validation/)?loss$", "policy_loss", "the clipped policy-gradient loss, not a language-model loss",
+             marker=RL_MARKER),
+    NameRule(r"(^|/)(probs_ratio|probs_ratio_clamped)(_min|_max)?$", "statistic", "PPO ratio of new to old policy"),
+    NameRule(r"(^|/)(kl_penalty|approx_entropy|is_oob_ratio|positive_nll_loss)$", "statistic", "policy statistics"),
+    NameRule(r"(^|/)(num_valid_samples|num_unmasked_tokens|mean_prompt_length|total_num_tokens|global_valid_toks)$",
+             "schedule", "batch bookkeeping"),
+    NameRule(r"(^|/)(rewards_chosen_mean|rewards_rejected_mean)$", "reward", "DPO implicit rewards"),
+)

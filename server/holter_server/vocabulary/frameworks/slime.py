@@ -1,0 +1,37 @@
+"""slime and its fork miles (Megatron training, SGLang rollouts).
+
+Read from THUDM/slime:
+* slime/backends/megatron_utils/loss.py: `loss`, `pg_loss`, `entropy_loss`, `pg_clipfrac`,
+  `ppo_kl`, `kl_loss`, `train_rollout_logprob_abs_diff`, `ois`.
+* slime/backends/megatron_utils/model.py: logged as `train/<name>`, with `train/grad_norm`,
+  `train/lr-pg_{i}`, `train/global_batch_size`, `train/mtp_loss`, `train/step`.
+* slime/observability/*: `rollout/raw_reward`, `rollout/rewards`, `rollout/response_lengths`,
+  `rollout/log_probs`, `rollout/ref_log_probs`, `rollout/entropy`, `perf/step_time`,
+  `perf/{phase}_time`, `perf/*_tflops`, `perf/actor_train_tok_per_s`, `perf/wait_time_ratio`,
+  `eval/<dataset>`.
+Read from radixark/miles: miles/backends/training_utils/loss_hub/losses.py (`train_rollout_kl`:
+KL(SGLang ‖ Megatron), k3 estimate), miles/utils/tracking_utils/ci_history.py.
+"""
+
+from __future__ import annotations
+
+from holter_server.vocabulary.names import NameRule
+
+FRAMEWORK = "slime"
+
+# slime logs the policy-gradient part of its loss beside the total
+PG_MARKER = r"^train/pg_loss$"
+
+RULES: tuple[NameRule, ...] = (
+    NameRule(r"(^|/)train_rollout_kl$", "logprob_mismatch", "KL(rollout engine ‖ trainer), k3 estimate: ≈1e-4 when healthy",
+             tolerance=0.01),
+    NameRule(r"(^|/)train_rollout_logprob_abs_diff$", "logprob_mismatch",
+             "mean |logp_train − logp_rollout| per token", tolerance=0.05),
+    NameRule(r"^train/loss$", "policy_loss", "slime's total RL loss (policy gradient + KL + entropy), not a language-model loss",
+             marker=PG_MARKER),
+    NameRule(r"^rollout/(log_probs|ref_log_probs|entropy|response_lengths)$", "statistic", "rollout statistics"),
+    NameRule(r"^rollout/(raw_reward|rewards)$", "reward", "rollout rewards"),
+    NameRule(r"^train/(ois|tis|tis_abs|tis_clipfrac|ess_ratio)$", "statistic", "importance-sampling statistics"),
+    NameRule(r"^perf/wait_time_ratio$", "statistic", "share of the step spent waiting"),
+    NameRule(r"^perf/.*_time$", "step_time", "a phase time"),
+)

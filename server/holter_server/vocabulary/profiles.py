@@ -1,0 +1,226 @@
+"""Detector defaults per signal kind: what healthy looks like for each signal, and which way is bad.
+
+`KINDS` is the table every detector reads its thresholds from (moved here from detect/kinds.py so
+the vocabulary is the one home of what a kind is; the values are the classifier's to tune).
+`SYSTEM_KINDS` holds the thresholds of the GPU vitals, which have detectors of their own
+(detect/system_vitals.py) rather than the curve classifier.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+
+# Every detector a kind may run, by name (detect/incremental.py runs the ones a profile lists).
+DETECTORS: tuple[str, ...] = ("nonfinite", "spike", "rise", "level_shift", "plateau", "sawtooth", "too_good")
+# A signal Holter does not read as a vital sign is watched only for NaN/±Inf and extreme outliers.
+WATCH_DETECTORS: tuple[str, ...] = ("nonfinite", "spike")
+
+
+@dataclass(frozen=True)
+class KindProfile:
+    """Per-kind defaults for every detector.
+
+    `direction` is +1 when up is bad (loss, norms, mismatch, step time) and -1 when down is bad
+    (throughput). Thresholds are relative to the local level unless named `abs_`.
+    """
+
+    name: str
+    direction: int = 1
+    # spikes
+    spike_z: float = 8.0
+    spike_min_rel: float = 0.05
+    spike_severity: str = "info"
+    # a recovered spike stays `spike_severity` whatever its size (healthy runs are spiky: a 15x
+    # one-step gradient-norm spike in a healthy fine-tune); one that takes more than
+    # `spike_warn_points` points to come back (when set) is a warning
+    spike_warn_points: int | None = 3
+    # divergence by a sustained rise above the running minimum of the smoothed level
+    rise_factor: float | None = 1.5
+    rise_persist: int = 5
+    # ... and covers this share of the way back up from that minimum to the highest level seen
+    # before it: a hump on a memorising loss at 0.002 is not a divergence of a loss that started at 2
+    rise_min_range: float = 0.0
+    # norms grow from their initialisation before they settle: when set, the running minimum
+    # starts once the level has settled (see divergence.py), and before that only a rise of
+    # `rise_warmup_factor` x the minimum since init counts
+    rise_warmup_factor: float | None = None
+    # level shift between two 16-point windows
+    shift_min_rel: float = 0.5
+    shift_severity: str = "warning"
+    # when set, only an abrupt change is a shift (both windows flat, the change in the gap block)
+    # and not one out of the first blocks: a slow drift or the growth from init is not a regime change
+    shift_abrupt: bool = False
+    # plateau
+    zero_is_plateau: bool = False
+    frozen_min_points: int | None = 20
+    flat_from_start: bool = False
+    # too_good
+    too_good: bool = False
+    # sawtooth
+    sawtooth_severity: str = "warning"
+    sawtooth_min_rel: float = 0.005
+    # a spike train is named when chance would line its spikes up this well less often than this
+    # (see sawtooth.py); the period needs less proof where every spike is already a fault (the
+    # mismatch) or where naming it raises no alarm (a slow step every N steps is info)
+    sawtooth_max_chance: float = 1e-3
+    # healthy ceiling (logprob mismatch ≈ 0): excursions below it never count
+    abs_tolerance: float | None = None
+    abs_floor: float = 1e-12
+    # the value a signal with a healthy ceiling sits at when all is well (0 for a gap, 1 for a
+    # ratio): a route's own numerical floor is measured from it (detect/ceiling.py)
+    healthy_level: float = 0.0
+    # which detectors read this kind
+    detectors: tuple[str, ...] = DETECTORS
+    # no event of this kind is louder than this severity (None: as each detector says)
+    severity_cap: str | None = None
+    # whether a spike may open before the baseline has history (its noise scale is then only a
+    # floor relative to the level, meaningless for a signal that sits around zero)
+    spike_early: bool = True
+
+
+KINDS: dict[str, KindProfile] = {
+    "loss": KindProfile(
+        name="loss", spike_min_rel=0.05, rise_factor=1.5, rise_min_range=0.2, shift_min_rel=0.1, shift_severity="info",
+        flat_from_start=True, too_good=True,
+    ),
+    "eval_loss": KindProfile(
+        name="eval_loss", spike_min_rel=0.05, rise_factor=1.5, rise_min_range=0.2, rise_persist=3, shift_min_rel=0.1,
+        shift_severity="info", too_good=True,
+    ),
+    "grad_norm": KindProfile(
+        name="grad_norm", spike_min_rel=0.5, spike_warn_points=None, rise_factor=5.0,
+        rise_warmup_factor=10.0, shift_min_rel=0.5, shift_abrupt=True, zero_is_plateau=True,
+        frozen_min_points=30, sawtooth_min_rel=0.05,
+    ),
+    "activation_norm": KindProfile(
+        name="activation_norm", spike_min_rel=0.3, spike_warn_points=None, rise_factor=3.0,
+        rise_warmup_factor=20.0, shift_min_rel=0.3, shift_abrupt=True, zero_is_plateau=True,
+        frozen_min_points=30, sawtooth_min_rel=0.02,
+    ),
+    "logprob_mismatch": KindProfile(
+        name="logprob_mismatch", spike_min_rel=0.0, spike_severity="warning", rise_factor=None,
+        shift_min_rel=1.0, frozen_min_points=None, sawtooth_max_chance=0.05, abs_tolerance=0.05, abs_floor=1e-3,
+    ),
+    "throughput": KindProfile(
+        name="throughput", direction=-1, spike_min_rel=0.08, spike_warn_points=None, rise_factor=None, shift_min_rel=0.15,
+        frozen_min_points=None, sawtooth_severity="info", sawtooth_min_rel=0.05, sawtooth_max_chance=0.01,
+    ),
+    "step_time": KindProfile(
+        name="step_time", spike_min_rel=0.2, spike_warn_points=None, rise_factor=None, shift_min_rel=0.2,
+        frozen_min_points=None, sawtooth_severity="info", sawtooth_min_rel=0.05, sawtooth_max_chance=0.01,
+    ),
+    # the step's own work, without its wait for data (`holter.torch.watch_loader`'s holter/loader/compute_s)
+    "compute_time": KindProfile(
+        name="compute_time", spike_min_rel=0.2, rise_factor=None, shift_min_rel=0.2,
+        frozen_min_points=None, sawtooth_severity="info", sawtooth_min_rel=0.05,
+    ),
+    # the share of a step spent waiting for its batch: ≈0 when the loader keeps up; held above a
+    # fifth of the step it is a stall. A slow first batch of each epoch (workers starting) is a
+    # spike or a sawtooth of information only. Logged in percent, the ceiling is 20 (profile_for).
+    "data_wait": KindProfile(
+        name="data_wait", spike_min_rel=0.0, rise_factor=None, shift_min_rel=1.0, frozen_min_points=None,
+        abs_tolerance=0.2, abs_floor=1e-3, sawtooth_severity="info",
+    ),
+    # a rollout/trainer ratio whose healthy value is 1.0 (NeMo-RL token_mult_prob_error, importance ratios)
+    "mismatch_ratio": KindProfile(
+        name="mismatch_ratio", spike_min_rel=0.0, spike_severity="warning", rise_factor=None,
+        shift_min_rel=1.0, frozen_min_points=None, sawtooth_max_chance=0.05, abs_tolerance=1.05, abs_floor=1e-3,
+        healthy_level=1.0,
+    ),
+    # RL policy/value/KL losses swing around zero: a NaN breaks training, an outlier is worth a note
+    "policy_loss": KindProfile(
+        name="policy_loss", spike_z=20.0, spike_min_rel=1.0, spike_warn_points=None,
+        rise_factor=None, frozen_min_points=None, detectors=WATCH_DETECTORS, spike_early=False,
+    ),
+    "reward": KindProfile(
+        name="reward", direction=-1, spike_z=20.0, spike_min_rel=1.0, rise_factor=None, frozen_min_points=None,
+        detectors=WATCH_DETECTORS, severity_cap="info", spike_early=False,
+    ),
+    "statistic": KindProfile(
+        name="statistic", spike_z=20.0, spike_min_rel=1.0, rise_factor=None, frozen_min_points=None,
+        detectors=WATCH_DETECTORS, severity_cap="info", spike_early=False,
+    ),
+    "schedule": KindProfile(name="schedule", rise_factor=None, frozen_min_points=None, detectors=()),
+    # the machine's own vitals (CPU, memory, disk, network; a GPU's temperature, power, clocks):
+    # drawn beside the run, read by no detector (the GPU's memory, utilisation and throttling are
+    # SYSTEM_KINDS below)
+    "system": KindProfile(name="system", rise_factor=None, frozen_min_points=None, detectors=()),
+    "unknown": KindProfile(
+        name="unknown", spike_z=20.0, spike_min_rel=1.0, rise_factor=None, frozen_min_points=None,
+        detectors=WATCH_DETECTORS, severity_cap="info", spike_early=False,
+    ),
+}
+
+
+@dataclass(frozen=True)
+class SystemKind:
+    """A system-vital kind read by its own detector (detect/system_vitals.py), not by the curve
+    classifier: the event kind it raises and its thresholds (in samples, one every ~10 s)."""
+
+    name: str
+    event_kind: str
+    severity: str = "warning"
+    # samples before the detector judges: the start of a job (loading, compiling, warming up) is not its rhythm
+    warmup_points: int = 12
+    # gpu_memory: a rise of at least `min_rise` of the memory over `window` samples, still climbing
+    # in most of them and with no single jump making `max_jump_share` of it, that would reach `limit` within `horizon` samples at its pace (or already has)
+    window: int = 30
+    min_rise: float = 0.05
+    rising_share: float = 0.7
+    max_jump_share: float = 0.5
+    limit: float = 0.98
+    horizon: int = 360
+    critical_level: float = 0.95
+    # gpu_utilization: below `idle_share` of the level before (and below `idle_ceiling`) for
+    # `min_points` samples in a row, from a level of at least `busy_floor`
+    idle_share: float = 0.3
+    idle_ceiling: float = 20.0
+    busy_floor: float = 50.0
+    min_points: int = 3
+    # gpu_throttle: consecutive flagged samples, and the gap that still joins two episodes
+    merge_gap: int = 3
+
+
+SYSTEM_KINDS: dict[str, SystemKind] = {
+    "gpu_memory": SystemKind("gpu_memory", "gpu_memory_leak"),
+    "gpu_utilization": SystemKind("gpu_utilization", "gpu_idle"),
+    "gpu_throttle": SystemKind("gpu_throttle", "gpu_throttled", warmup_points=0, min_points=2),
+}
+
+
+# Tolerances (the healthy ceiling) of the mismatch statistics, by the end of the name: maxima
+# and high percentiles of a per-token gap are naturally larger than its mean; the share of
+# tokens above the per-token tolerance and the KL estimate are small numbers of their own.
+_MISMATCH_TOLERANCE_BY_SUFFIX: tuple[tuple[str, float], ...] = (
+    ("max", 0.5), ("p99", 0.3), ("p95", 0.2), ("std", 0.1), ("frac_above_tol", 0.02), ("kl_k3", 0.01),
+)
+
+
+def is_percent(metric: str) -> bool:
+    """Whether a share is logged in percent (`mfu(%)`, `data_loading_pct`) rather than as a fraction."""
+    lowered = metric.lower()
+    return "%" in lowered or bool(re.search(r"(^|[^a-z])(pct|percent)([^a-z]|$)", lowered))
+
+
+def profile_for(metric: str, kind: str | None = None) -> KindProfile:
+    """The thresholds for a series: of `kind`, or of what its name says it is (unknown names get
+    the watch-only profile, never a loss's). A mismatch statistic's healthy ceiling comes from
+    the rule that recognised its name, else from the end of its name; a share of the step spent
+    waiting for data, logged in percent, has its ceiling in percent."""
+    from holter_server.vocabulary.names import understand
+
+    understood = understand(metric)
+    chosen = kind or understood.kind
+    if chosen not in KINDS:
+        raise ValueError(f"unknown metric kind {chosen!r}; expected one of {', '.join([*KINDS, *SYSTEM_KINDS])}")
+    profile = KINDS[chosen]
+    if profile.abs_tolerance is None:
+        return profile
+    if chosen == "data_wait" and is_percent(metric):
+        return replace(profile, abs_tolerance=100 * profile.abs_tolerance, abs_floor=0.1)
+    tolerance = understood.tolerance if understood.kind == chosen else None
+    if tolerance is None and chosen == "logprob_mismatch":
+        lowered = metric.lower()
+        tolerance = next((t for suffix, t in _MISMATCH_TOLERANCE_BY_SUFFIX if lowered.endswith(suffix)), None)
+    return replace(profile, abs_tolerance=tolerance) if tolerance is not None else profile

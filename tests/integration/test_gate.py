@@ -1,0 +1,155 @@
+"""The gate in front of every API route, on a real server: sizes and keys are checked before any
+body is read, slow bodies and slow headers are cut off without holding a database connection,
+and with auth off a web page elsewhere cannot write."""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from tests.conftest import new_run_id
+from tests.servers import ServerProcess
+
+ADMIN_TOKEN = "gate-admin-token-0123456789abcdef"
+TIMEOUTS = {"HOLTER_BODY_TIMEOUT": "1", "HOLTER_HEADER_TIMEOUT": "1"}
+
+
+@pytest.fixture(scope="module")
+def secured(store_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    env = {"HOLTER_AUTH": "on", "HOLTER_ADMIN_TOKEN": ADMIN_TOKEN, **TIMEOUTS}
+    server = ServerProcess(store_url, env=env, log_path=tmp_path_factory.mktemp("gate") / "server.log").start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def open_server(store_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    server = ServerProcess(store_url, env=TIMEOUTS, log_path=tmp_path_factory.mktemp("gate-open") / "server.log").start()
+    yield server
+    server.stop()
+
+
+def raw_request(server: ServerProcess, head: str, body: bytes = b"", *, wait: float = 5.0) -> bytes:
+    """Send `head` (and `body`) on a raw socket and return what the server answers within `wait` seconds."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=wait) as sock:
+        sock.sendall(head.encode() + body)
+        try:
+            return sock.recv(65536)
+        except TimeoutError:
+            return b""
+
+
+def test_a_huge_declared_body_without_a_key_is_refused_before_it_is_sent(secured: ServerProcess) -> None:
+    head = f"POST /api/v1/runs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {256 * 2**20}\r\n\r\n"
+    started = time.monotonic()
+    answer = raw_request(secured, head)
+    assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
+    assert time.monotonic() - started < 3
+
+
+def test_the_key_is_checked_before_the_body_is_read(secured: ServerProcess) -> None:
+    head = "POST /api/v1/runs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
+    answer = raw_request(secured, head)  # the body never comes
+    assert answer.startswith(b"HTTP/1.1 401"), answer[:200]
+
+
+def test_a_json_body_over_its_route_limit_is_413_even_when_undeclared(secured: ServerProcess) -> None:
+    with secured.api(key=ADMIN_TOKEN) as api:
+        chunks = (b"x" * 65536 for _ in range(40))  # 2.5 MiB, chunked: no Content-Length
+        answer = api.post("/keys", content=chunks, headers={"content-type": "application/json"})
+    assert answer.status_code == 413
+
+
+def test_stalled_uploads_hold_no_database_connection(secured: ServerProcess) -> None:
+    with secured.api(key=ADMIN_TOKEN) as api:
+        key = api.post("/keys", json={"name": "stall", "scope": "ingest"}).json()["key"]
+        run_id = new_run_id()
+        api.post("/runs", json={"id": run_id, "project": "gate"}).raise_for_status()
+    head = (f"POST /api/v1/runs/{run_id}/points HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {key}\r\n"
+            "Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{")
+    sockets = []
+    try:
+        for _ in range(40):  # more than the pool holds (Postgres 30, SQLite 15)
+            sock = socket.create_connection(("127.0.0.1", secured.port), timeout=5)
+            sock.sendall(head.encode())
+            sockets.append(sock)
+        time.sleep(0.5)
+        started = time.monotonic()
+        with secured.api(key=ADMIN_TOKEN, timeout=20) as api:
+            assert api.get("/health").status_code == 200
+            assert api.get("/runs").status_code == 200
+        assert time.monotonic() - started < 5
+        # and each stalled upload is cut off with a 408 once it has paused for a second
+        assert sockets[0].recv(4096).startswith(b"HTTP/1.1 408")
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def test_a_connection_that_never_finishes_its_headers_is_closed(open_server: ServerProcess) -> None:
+    with socket.create_connection(("127.0.0.1", open_server.port), timeout=0.5) as sock:
+        sock.sendall(b"GET /api/v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        started = time.monotonic()
+        closed = False
+        while not closed and time.monotonic() - started < 8:
+            try:  # slowloris: a header byte now and then, never the end of the headers
+                sock.sendall(b"X")
+                closed = sock.recv(1) == b""
+            except TimeoutError:
+                continue
+            except OSError:
+                closed = True
+        assert closed and time.monotonic() - started < 4
+
+
+def test_an_idle_connection_that_sends_nothing_is_closed(open_server: ServerProcess) -> None:
+    with socket.create_connection(("127.0.0.1", open_server.port), timeout=5) as sock:
+        started = time.monotonic()
+        assert sock.recv(1) == b""
+        assert time.monotonic() - started < 4
+
+
+def test_with_auth_off_points_must_be_json_or_msgpack(open_server: ServerProcess) -> None:
+    with open_server.api() as api:
+        run_id = new_run_id()
+        api.post("/runs", json={"id": run_id, "project": "gate"}).raise_for_status()
+        body = b'{"metrics": {"loss": {"steps": [0], "values": [1.0]}}}'
+        answer = api.post(f"/runs/{run_id}/points", content=body, headers={"content-type": "text/plain"})
+        assert answer.status_code == 415
+        assert api.post(f"/runs/{run_id}/points", content=body, headers={"content-type": "application/json"}).status_code == 200
+
+
+def test_with_auth_off_a_cross_site_write_is_refused(open_server: ServerProcess) -> None:
+    with open_server.api() as api:
+        answer = api.post("/runs", json={"project": "gate"}, headers={"origin": "https://evil.example"})
+        assert answer.status_code == 403
+        assert api.post("/runs", json={"project": "gate"}, headers={"sec-fetch-site": "cross-site"}).status_code == 403
+        assert api.post("/runs", json={"project": "gate"}, headers={"origin": open_server.url}).status_code == 200
+
+
+def test_with_auth_off_a_foreign_host_name_is_refused(open_server: ServerProcess) -> None:
+    # DNS rebinding: a page on rebind.example whose name now resolves to 127.0.0.1
+    answer = httpx.get(f"{open_server.url}/api/v1/runs", headers={"host": "rebind.example"})
+    assert answer.status_code == 421
+    assert httpx.get(f"{open_server.url}/api/v1/runs", headers={"host": f"localhost:{open_server.port}"}).status_code == 200
+
+
+def websocket_handshake(server: ServerProcess, path: str, cookie: str | None = None) -> bytes:
+    head = (f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\nOrigin: {server.url}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+            + (f"Cookie: holter_key={cookie}\r\n" if cookie else "") + "\r\n")
+    return raw_request(server, head)
+
+
+def test_the_dashboards_callback_socket_needs_sign_in_when_auth_is_on(secured: ServerProcess) -> None:
+    pytest.importorskip("holter_dashboard")
+    answer = websocket_handshake(secured, "/_dash-ws-callback")
+    assert not answer.startswith(b"HTTP/1.1 101"), answer[:200]
+    assert answer.startswith(b"HTTP/1.1 403")
+    with secured.api(key=ADMIN_TOKEN) as api:
+        key = api.post("/keys", json={"name": "dash", "scope": "read"}).json()["key"]
+    assert websocket_handshake(secured, "/_dash-ws-callback", cookie=key).startswith(b"HTTP/1.1 101")

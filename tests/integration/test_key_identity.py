@@ -1,0 +1,62 @@
+"""`GET /api/v1/keys/me`: who the presented key is (id, name, scope, project, never its secret),
+for any key whatever its scope; 401 for a missing, unknown or revoked key; with auth off, an
+answer that says so. On SQLite and Postgres (conftest's auth-on `secured` server). The
+dashboard's sign-in asks it (dashboard/login.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ADMIN_TOKEN
+from tests.servers import ServerProcess
+
+
+def make_key(server: ServerProcess, scope: str, project: str | None = "idp") -> dict:
+    with server.api(key=ADMIN_TOKEN) as admin:
+        answer = admin.post("/keys", json={"name": f"who-{scope}", "scope": scope, "project": project})
+        assert answer.status_code == 201, answer.text
+        return answer.json()
+
+
+@pytest.mark.parametrize("scope", ["read", "ingest", "admin"])
+def test_a_key_of_any_scope_learns_who_it_is_without_its_secret(secured: ServerProcess, scope: str) -> None:
+    created = make_key(secured, scope)
+    with secured.api(key=created["key"]) as api:
+        answer = api.get("/keys/me")
+    assert answer.status_code == 200, answer.text
+    assert answer.json() == {"auth": True, "id": created["id"], "name": f"who-{scope}", "prefix": created["prefix"],
+                             "scope": scope, "project": "idp"}
+    assert created["key"].split("_", 2)[2] not in answer.text
+
+
+def test_the_admin_token_is_an_admin_of_every_project(secured: ServerProcess) -> None:
+    with secured.api(key=ADMIN_TOKEN) as api:
+        body = api.get("/keys/me").json()
+    assert body["auth"] and body["scope"] == "admin" and body["project"] is None and body["id"] is None
+
+
+@pytest.mark.parametrize("key", [None, "hk_deadbeef_not-a-real-key", "not even the shape of a key"])
+def test_a_missing_or_unknown_key_is_refused(secured: ServerProcess, key: str | None) -> None:
+    with secured.api(key=key) as api:
+        assert api.get("/keys/me").status_code == 401
+
+
+def test_a_revoked_key_is_refused(secured: ServerProcess) -> None:
+    created = make_key(secured, "read")
+    with secured.api(key=created["key"]) as api:
+        assert api.get("/keys/me").status_code == 200
+        with secured.api(key=ADMIN_TOKEN) as admin:
+            assert admin.delete(f"/keys/{created['id']}").status_code == 200
+        assert api.get("/keys/me").status_code == 401
+
+
+def test_with_auth_off_it_says_so(tmp_path: Path) -> None:
+    server = ServerProcess(f"sqlite:///{tmp_path / 'holter.db'}", env={"HOLTER_AUTH": "off"}, log_path=tmp_path / "server.log").start()
+    try:
+        with server.api() as api:
+            body = api.get("/keys/me").json()
+    finally:
+        server.stop()
+    assert body == {"auth": False, "id": None, "name": None, "prefix": None, "scope": "admin", "project": None}

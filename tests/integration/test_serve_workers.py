@@ -1,0 +1,70 @@
+"""`holter serve --workers N`: several API processes on one port, each point stored once."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import new_run_id, own_store
+from tests.servers import ServerProcess
+
+BATCHES = 40
+STEPS_PER_BATCH = 25
+
+
+@pytest.fixture(scope="module")
+def two_process_server(store_url: str, tmp_path_factory: pytest.TempPathFactory) -> ServerProcess:
+    folder = tmp_path_factory.mktemp("workers")
+    server = ServerProcess(own_store(store_url, folder), log_path=folder / "server.log", args=("--workers", "2")).start()
+    yield server
+    server.stop()
+
+
+def _answering_process(url: str) -> int:
+    # a new connection each time: the two processes take turns at the shared socket's queue
+    return httpx.get(f"{url}/api/v1/health", timeout=10, headers={"Connection": "close"}).json()["process"]
+
+
+def test_both_processes_answer_on_the_one_port(two_process_server: ServerProcess) -> None:
+    with ThreadPoolExecutor(8) as pool:
+        answered = set(pool.map(lambda _: _answering_process(two_process_server.url), range(200)))
+    assert len(answered) == 2
+
+
+def test_batches_through_both_processes_are_stored_once(two_process_server: ServerProcess) -> None:
+    run_id = new_run_id()
+    with two_process_server.api() as api:
+        api.post("/runs", json={"id": run_id, "project": "workers"}).raise_for_status()
+
+    def send(index: int) -> dict:
+        steps = list(range(index * STEPS_PER_BATCH, (index + 1) * STEPS_PER_BATCH))
+        body = {"metrics": {"loss": {"steps": steps, "values": [1.0 / (s + 1) for s in steps]},
+                            "lr": {"steps": steps, "values": [0.001] * len(steps)}}}
+        # every batch twice, on separate connections, so the copies race through both processes
+        with httpx.Client(base_url=f"{two_process_server.url}/api/v1", timeout=30, headers={"Connection": "close"}) as client:
+            answer = client.post(f"/runs/{run_id}/points", json=body)
+        answer.raise_for_status()
+        return answer.json()
+
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(send, [index for index in range(BATCHES) for _ in range(2)]))
+    assert sum(a["stored"] for a in answers) == BATCHES * STEPS_PER_BATCH * 2
+    assert sum(a["duplicates"] for a in answers) == BATCHES * STEPS_PER_BATCH * 2
+    with two_process_server.api() as api:
+        metrics = {m["name"]: m["count"] for m in api.get(f"/runs/{run_id}").json()["metrics"]}
+    assert metrics == {"loss": BATCHES * STEPS_PER_BATCH, "lr": BATCHES * STEPS_PER_BATCH}
+
+
+def test_a_second_server_on_a_port_in_use_fails_at_once(two_process_server: ServerProcess, tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "holter.cli", "serve", "--port", str(two_process_server.port),
+               "--db", f"sqlite:///{tmp_path / 'other.db'}", "--workers", "2"]
+    finished = subprocess.run(command, env={**os.environ, "HOLTER_AUTH": "off", "HOLTER_BACKGROUND": "off"},
+                              capture_output=True, text=True, timeout=60)
+    assert finished.returncode != 0
+    assert "Address already in use" in finished.stderr

@@ -1,0 +1,59 @@
+"""Which charts a run page draws: the service's panel for each metric, layers, histograms."""
+
+from __future__ import annotations
+
+from holter_server.vocabulary import understand_all
+from holter_server.vocabulary.signals import panel_of
+
+from holter_dashboard.charts.panels import layer_of, plan_panels
+
+
+def as_the_api_lists(names: list[str]) -> list[dict]:
+    """Metrics as GET /runs/{id} lists them: each with the kind and panel the service gave it."""
+    return [{"name": n, "kind": u.kind, "panel": panel_of(u.kind)} for n, u in understand_all(names).items()]
+
+
+def test_panels_group_the_metrics_by_the_panel_the_service_gave_them(vocab) -> None:
+    names = ["loss", "eval_loss", "grad_norm", "logprob_mismatch", "tokens_per_s", "lr",
+             *(f"act_norm/layer.{i}" for i in range(4)), "training/rollout_probs_diff_mean", "my_probe"]
+    panels = plan_panels(as_the_api_lists(names), vocab)
+    titles = [p.title for p in panels]
+    assert titles[:4] == ["Loss", "Gradient norm", "Logprob mismatch (rollout vs trainer)", "Throughput"]
+    assert panels[0].metrics == ("loss", "eval_loss")  # train and eval on one chart, train first
+    assert "training/rollout_probs_diff_mean" in panels[2].metrics  # verl's name for the mismatch
+    heat = next(p for p in panels if p.kind == "heatmap")
+    assert heat.layers == (0, 1, 2, 3) and heat.metrics[0] == "act_norm/layer.0"
+    assert titles[-2:] == ["lr", "my_probe"]
+
+
+def test_a_metric_s_panel_is_the_service_s_not_a_guess_from_its_name(vocab) -> None:
+    # a metric named like a loss but declared something else is drawn where the service puts it
+    metrics = [{"name": "loss", "kind": "loss", "panel": "loss"}, {"name": "aux_loss", "kind": "unknown", "panel": None},
+               {"name": "norm", "kind": "grad_norm", "panel": "grad_norm"}]
+    panels = plan_panels(metrics, vocab)
+    assert [(p.title, p.metrics) for p in panels] == [("Loss", ("loss",)), ("Gradient norm", ("norm",)), ("aux_loss", ("aux_loss",))]
+
+
+QUANTILES = ("min", "p5", "p25", "median", "p75", "p95", "max")
+
+
+def test_a_logged_histogram_s_quantiles_are_one_band_chart(vocab) -> None:
+    names = ["loss", *(f"weights/{q}" for q in QUANTILES), "partial/median", "partial/p5"]
+    panels = plan_panels(as_the_api_lists(names), vocab)
+    (band,) = [p for p in panels if p.kind == "band"]
+    assert band.title == "weights (distribution)" and band.metrics == tuple(f"weights/{q}" for q in QUANTILES)
+    assert not any(set(p.metrics) & set(band.metrics) for p in panels if p is not band)
+    assert {"partial/median", "partial/p5"} <= {m for p in panels if p.kind == "lines" for m in p.metrics}  # not a whole histogram
+
+
+def test_a_metric_on_another_x_axis_gets_its_own_chart_saying_which(vocab) -> None:
+    metrics = [{"name": "loss", "kind": "loss", "panel": "loss"},
+               {"name": "val/loss", "kind": "eval_loss", "panel": "loss", "step_metric": "epoch"}]
+    panels = plan_panels(metrics, vocab)
+    assert [(p.title, p.metrics) for p in panels] == [("Loss", ("loss",)), ("val/loss · by epoch", ("val/loss",))]
+
+
+def test_layer_names() -> None:
+    assert layer_of("act_norm/layer.11") == ("act_norm/layer*", 11)
+    assert layer_of("model.layers.3.mlp/grad_norm") == ("model.layers*.mlp/grad_norm", 3)
+    assert layer_of("loss") is None

@@ -1,0 +1,57 @@
+import math
+
+import pytest
+
+from holter_server.importers import ImportFormatError, detect_format, open_source
+from tests.foreign_runs import write_wandb_offline_run
+
+
+@pytest.fixture(scope="module")
+def wandb_run(tmp_path_factory: pytest.TempPathFactory):
+    return write_wandb_offline_run(tmp_path_factory.mktemp("wandb"))
+
+
+def test_offline_run_folder_is_recognised(wandb_run):
+    assert detect_format(wandb_run) == "wandb"
+    assert detect_format(wandb_run.parent.parent) == "wandb"  # the folder holding wandb/ with one run
+
+
+def test_train_global_step_is_the_step_not_the_log_call_count(wandb_run):
+    points = list(open_source(wandb_run).points)
+    loss = [p for p in points if p.metric == "train/loss"]
+    assert [p.step for p in loss] == [8, 16, 24, 32, 40]
+    assert [p.value for p in loss] == pytest.approx([1.9, 1.8, 1.7, 1.6, 1.5])
+    (nan,) = [p for p in points if p.metric == "eval/loss"]
+    assert nan.step == 40 and math.isnan(nan.value)
+    assert not {"_step", "_timestamp", "_runtime", "train/global_step"} & {p.metric for p in points}
+
+
+def test_wall_times_are_the_runs_own(wandb_run):
+    times = [p.wall_time for p in open_source(wandb_run).points]
+    assert all(t is not None and 1.6e9 < t for t in times) and times == sorted(times)
+
+
+def test_config_and_name_come_from_the_run(wandb_run):
+    source = open_source(wandb_run)
+    list(source.points)
+    assert source.name == "wandb-baseline"
+    assert source.config == {"lr": 3e-4, "optim": {"name": "adamw", "betas": [0.9, 0.95]}, "warmup_steps": 100}
+
+
+def test_step_column_overrides_the_choice(wandb_run):
+    points = list(open_source(wandb_run, step_column="_step").points)
+    assert [p.step for p in points if p.metric == "train/loss"] == [0, 1, 2, 3, 4]
+
+
+def test_a_torn_last_record_ends_the_log_and_a_damaged_one_is_an_error(wandb_run, tmp_path):
+    (log,) = wandb_run.glob("run-*.wandb")
+    data = log.read_bytes()
+    torn = tmp_path / "torn" / log.name
+    torn.parent.mkdir()
+    torn.write_bytes(data[: len(data) - 5])  # killed mid-write
+    assert len([p for p in open_source(torn).points if p.metric == "train/loss"]) == 5
+    damaged = tmp_path / "damaged" / log.name
+    damaged.parent.mkdir()
+    damaged.write_bytes(data[:200] + bytes([data[200] ^ 0xFF]) + data[201:])
+    with pytest.raises(ImportFormatError, match="damaged record"):
+        list(open_source(damaged).points)

@@ -1,0 +1,135 @@
+"""Each framework's map, against the names it really logs (tests/frameworks.py cites the source
+file of each) and realistic curves: the right kind, the planted problem found, healthy signals
+quiet, and nothing above info from a name Holter does not know."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from holter_server.detect import IncrementalDetector, classify_series
+from holter_server.detect.findings import SeriesSnapshot, cross_signal_findings
+from holter_server.vocabulary import understand, understand_all
+from holter_server.vocabulary.profiles import KINDS
+from holter_server.vocabulary.signals import signal
+from tests.frameworks import SCENARIOS, Scenario
+
+
+def read(scenario: Scenario):
+    """The batch classifier's reading of the scenario's run: understanding, events with findings."""
+    series = scenario.series()
+    understood = understand_all(list(series))
+    events, snapshots = [], []
+    for name, (steps, values) in series.items():
+        kind = understood[name].kind
+        snapshots.append(SeriesSnapshot(name, float(values[-1]), int(steps[0]), int(steps[-1]), kind))
+        if KINDS[kind].detectors:
+            detector = IncrementalDetector(name, kind=kind)
+            detector.add(steps, values)
+            events += detector.events
+    return understood, events + cross_signal_findings(events, snapshots)
+
+
+@pytest.mark.parametrize("key", sorted(SCENARIOS))
+def test_every_name_a_framework_logs_gets_its_kind(key):
+    scenario = SCENARIOS[key]
+    understood = understand_all(list(scenario.metrics))
+    assert {name: u.kind for name, u in understood.items()} == scenario.kinds
+    assert all(u.source == ("unknown" if u.kind == "unknown" else "recognised") for u in understood.values())
+
+
+@pytest.mark.parametrize("key", sorted(SCENARIOS))
+def test_the_planted_problem_is_found_and_the_healthy_signals_stay_quiet(key):
+    scenario = SCENARIOS[key]
+    understood, events = read(scenario)
+    found = {(e.kind, e.metric) for e in events}
+    assert scenario.planted <= found
+    assert not [e for e in events if e.metric in scenario.quiet]
+    watched_quietly = {name for name, u in understood.items() if signal(u.kind).watch == "quiet" and u.kind != "policy_loss"}
+    assert all(e.severity == "info" for e in events if e.metric in watched_quietly)
+
+
+def test_an_unknown_name_is_watched_for_extreme_outliers_at_info():
+    scenario = SCENARIOS["transformers"]
+    _, events = read(scenario)
+    probe = [e for e in events if e.metric == "my_probe/attn_sink_h3"]
+    assert [(e.kind, e.start_step, e.severity) for e in probe] == [("spike", 200, "info")]
+
+
+def test_a_healthy_token_mult_prob_error_near_one_stays_quiet():
+    # NVIDIA-NeMo/RL docs/guides/grpo.md: mean exp(|logp_train - logp_gen|), healthy ≈ 1.0
+    rng = np.random.default_rng(1)
+    values = 1.0 + np.abs(rng.normal(0.006, 0.002, 600))
+    assert understand("train/token_mult_prob_error").kind == "mismatch_ratio"
+    assert classify_series(np.arange(600), values, metric="train/token_mult_prob_error") == []
+    # read as a logprob gap (healthy ≈0), the same healthy curve "leaves zero" from the start
+    assert classify_series(np.arange(600), values, metric="train/token_mult_prob_error", kind="logprob_mismatch")
+
+
+def test_a_token_mult_prob_error_that_leaves_one_is_found():
+    rng = np.random.default_rng(2)
+    values = 1.0 + np.abs(rng.normal(0.006, 0.002, 600))
+    values[400:] = 1.25 + np.abs(rng.normal(0, 0.01, 200))
+    events = classify_series(np.arange(600), values, metric="train/token_mult_prob_error")
+    alarms = [e for e in events if e.severity != "info"]
+    assert alarms and alarms[0].kind == "level_shift" and 400 <= alarms[0].start_step <= 405
+
+
+def test_a_grpo_policy_loss_around_zero_is_not_a_language_model_loss():
+    # huggingface/trl trl/trainer/grpo_trainer.py: the Trainer's `loss` is the GRPO objective
+    names = ["loss", "grad_norm", "reward", "reward_std", "frac_reward_zero_std", "completions/mean_length"]
+    understood = understand_all(names)
+    assert understood["loss"].kind == "policy_loss" and understood["loss"].framework == "TRL"
+    values = SCENARIOS["trl_grpo"].series()["loss"][1]
+    assert classify_series(np.arange(len(values)), values, metric="loss", kind="policy_loss") == []
+    # read as a language-model loss its swings around zero are spikes (main's classifier keeps
+    # them at info since w14: recovered spikes never alarm)
+    assert classify_series(np.arange(len(values)), values, metric="loss", kind="loss")
+
+
+def test_an_sft_loss_stays_a_loss_and_a_dpo_loss_too():
+    assert understand_all(["loss", "grad_norm", "mean_token_accuracy", "num_tokens"])["loss"].kind == "loss"
+    dpo = ["loss", "rewards/chosen", "rewards/rejected", "rewards/accuracies", "rewards/margins", "logps/chosen", "logits/chosen"]
+    understood = understand_all(dpo)
+    assert understood["loss"].kind == "loss"
+    assert {understood[n].kind for n in dpo[1:5]} == {"reward"} and understood["logps/chosen"].kind == "statistic"
+
+
+@pytest.mark.parametrize("name", ["lr_group0/lr", "lr/AdamW", "lr/AdamW/0", "lr-AdamW/pg1", "train/lr-pg_0",
+                                  "learning_rate/group_1", "Train/Samples/lr", "learning-rate vs samples"])
+def test_learning_rate_series_in_add_scalars_and_per_group_shapes_are_schedules(name):
+    understood = understand(name)
+    assert understood.kind == "schedule" and not signal("schedule").analysed
+    # a warmup-then-decay schedule read as a loss looked like "nothing learns" (critical)
+    t = np.arange(400)
+    lr = 3e-4 * np.minimum(1.0, t / 20) * (0.5 + 0.5 * np.cos(np.pi * t / 400))
+    assert classify_series(t, lr, metric=name) == []
+
+
+@pytest.mark.parametrize(("name", "kind"), [("train_loss_step", "loss"), ("train_loss_epoch", "loss"), ("val_loss_epoch", "eval_loss"),
+                                            ("val_acc_step", "reward"), ("val_loss/dataloader_idx_1", "eval_loss")])
+def test_lightning_step_and_epoch_forks_are_read_through(name, kind):
+    assert understand(name).kind == kind
+
+
+def test_a_lightning_suffix_says_so():
+    understood = understand("train_loss_step")
+    assert (understood.kind, understood.framework) == ("loss", "Lightning") and "on_step" in understood.note
+
+
+@pytest.mark.parametrize(("name", "kind"), [("lm loss", "loss"), ("lm loss validation", "eval_loss"), ("lm loss validation ppl", "eval_loss"),
+                                            ("lm loss vs samples", "loss"), ("grad-norm", "grad_norm"), ("iteration-time", "step_time"),
+                                            ("forward-backward-time", "step_time"), ("loss-scale", "schedule"), ("params-norm", "statistic")])
+def test_megatron_names(name, kind):
+    assert understand(name).kind == kind
+
+
+def test_openrlhf_logprobs_diff_is_a_drift_from_the_reference_not_a_rollout_mismatch():
+    # OpenRLHF/OpenRLHF openrlhf/trainer/ray/ppo_actor.py: logprobs_diff = actor - base (reference) log-probs
+    assert understand("train/logprobs_diff").kind == "statistic"
+    assert understand("train/vllm_kl").kind == "logprob_mismatch"
+
+
+def test_llmc_short_names_are_read_as_llmc_only_beside_trl():
+    assert understand_all(["trl", "tel", "lr", "norm", "eval"])["norm"].kind == "grad_norm"
+    assert understand("norm").kind == "unknown" and understand("eval").kind == "unknown"

@@ -1,0 +1,207 @@
+"""How a metric's name is understood: declared, recognised (generic conventions), or unknown.
+The framework maps have their own tests, one module per framework (test_frameworks.py)."""
+
+import pytest
+
+from holter import loader, system, throughput
+
+from holter_server.vocabulary import understand, understand_all
+from holter_server.vocabulary.names import declared_kind, is_per_layer, own_name
+from holter_server.vocabulary.profiles import profile_for
+from holter_server.vocabulary.signals import signal
+
+
+@pytest.mark.parametrize(
+    ("metric", "kind"),
+    [
+        ("loss", "loss"),
+        ("train/loss", "loss"),
+        ("eval_loss", "eval_loss"),
+        ("val_loss", "eval_loss"),
+        ("mng124m_valueembed_train_loss", "loss"),
+        ("cross_entropy", "loss"),
+        ("sampling/sampling_logp_difference/mean", "logprob_mismatch"),
+        ("training/rollout_probs_diff_std", "logprob_mismatch"),
+        ("vllm_kl", "logprob_mismatch"),
+        ("act_norm/layer.3", "activation_norm"),
+        ("grad_norm/layer.0", "grad_norm"),
+        ("tokens_per_s", "throughput"),
+        ("throughput/samples_per_s", "throughput"),
+        ("step_time", "step_time"),
+        ("step_time_ms", "step_time"),
+        ("timing_s/step", "step_time"),
+        ("perf/time_per_step", "step_time"),
+        ("logprob_mismatch/abs_diff_p99", "logprob_mismatch"),
+        ("logprob_mismatch/kl_k3", "logprob_mismatch"),
+    ],
+)
+def test_common_names_are_recognised_as_their_kind(metric, kind):
+    understood = understand(metric)
+    assert (understood.kind, understood.source) == (kind, "recognised")
+
+
+@pytest.mark.parametrize(
+    ("metric", "kind"),
+    [
+        ("reward", "reward"),
+        ("accuracy", "reward"),
+        ("eval_accuracy", "reward"),
+        ("kl", "statistic"),
+        ("objective/kl", "statistic"),
+        ("entropy", "statistic"),
+        ("clip_ratio/high_mean", "statistic"),
+        ("pg_loss", "policy_loss"),
+        # stable-baselines3's PPO (stable_baselines3/ppo/ppo.py, common/base_class.py)
+        ("train/policy_gradient_loss", "policy_loss"),
+        ("rollout/ep_rew_mean", "reward"),
+        ("train/train_current_rollout_logprob_max_abs_diff", "statistic"),
+        ("learning_rate", "schedule"),
+        ("epoch", "schedule"),
+        ("global_step", "schedule"),
+        ("train/step", "schedule"),
+        ("loss_scale", "schedule"),
+    ],
+)
+def test_statistics_rewards_and_schedules_are_never_read_as_losses(metric, kind):
+    understood = understand(metric)
+    assert understood.kind == kind and signal(kind).watch != "vital"
+
+
+def test_a_name_nothing_recognises_is_unknown_not_a_loss():
+    understood = understand("attn/custom_diag_17")
+    assert (understood.kind, understood.source) == ("unknown", "unknown")
+    profile = profile_for("attn/custom_diag_17")
+    assert profile.name == "unknown" and profile.severity_cap == "info" and set(profile.detectors) == {"nonfinite", "spike"}
+
+
+def test_a_declared_kind_wins_over_the_name():
+    understood = understand("train/ce", declarations={"train/ce": {"kind": "eval_loss"}})
+    assert (understood.kind, understood.source, understood.rule) == ("eval_loss", "declared", "train/ce")
+    assert understand("grad_norm", declarations={"grad_norm": "statistic"}).kind == "statistic"
+
+
+def test_an_exact_declaration_beats_a_glob_and_the_longer_glob_beats_the_shorter():
+    declarations = {"*": "statistic", "eval/*": "eval_loss", "eval/acc": {"kind": "reward"}, "eval/ppl*": "loss"}
+    assert declared_kind("eval/acc", declarations) == ("reward", "eval/acc")
+    assert declared_kind("eval/ppl_wiki", declarations) == ("loss", "eval/ppl*")
+    assert declared_kind("eval/bleu", declarations) == ("eval_loss", "eval/*")
+    assert declared_kind("train/x", declarations) == ("statistic", "*")
+
+
+def test_a_definition_without_a_kind_declares_nothing():
+    assert understand("loss", declarations={"loss": {"summary": "min"}}).source == "recognised"
+
+
+def test_mismatch_maxima_get_a_wider_tolerance_than_means():
+    assert profile_for("sampling/sampling_logp_difference/max").abs_tolerance > profile_for(
+        "sampling/sampling_logp_difference/mean"
+    ).abs_tolerance
+
+
+def test_an_unknown_kind_is_refused_with_the_known_ones():
+    with pytest.raises(ValueError, match="unknown metric kind 'temperature'; expected one of loss"):
+        profile_for("loss", "temperature")
+
+
+@pytest.mark.parametrize(
+    ("metric", "tolerance"),
+    [
+        ("logprob_mismatch/abs_diff_mean", 0.05),
+        ("logprob_mismatch/abs_diff_p99", 0.3),
+        ("logprob_mismatch/abs_diff_max", 0.5),
+        ("logprob_mismatch/frac_above_tol", 0.02),
+        ("logprob_mismatch/kl_k3", 0.01),
+        ("vllm_kl", 0.05),
+    ],
+)
+def test_mismatch_statistics_get_tolerances_fitting_what_they_measure(metric, tolerance):
+    assert profile_for(metric).abs_tolerance == tolerance
+
+
+def test_markers_are_found_among_the_run_s_other_metrics():
+    alone = understand_all(["loss", "grad_norm"])
+    beside_grpo = understand_all(["loss", "grad_norm", "reward", "reward_std"])
+    assert alone["loss"].kind == "loss" and beside_grpo["loss"].kind == "policy_loss"
+
+
+# torchtitan logs its data-loading time and share and its MFU under these names
+# (pytorch/torchtitan: torchtitan/components/metrics.py, MetricsProcessor.log); other jobs name
+# theirs by the same conventions.
+@pytest.mark.parametrize(
+    ("metric", "kind"),
+    [
+        ("time_metrics/data_loading(%)", "data_wait"),
+        ("time_metrics/data_loading(s)", "statistic"),
+        ("mfu(%)", "throughput"),
+        ("loader/wait_fraction", "data_wait"),
+        ("loader/wait_s", "statistic"),
+        ("loader/compute_s", "compute_time"),
+        ("input_wait_frac", "data_wait"),
+        ("train/compute_time", "compute_time"),
+        ("throughput/mfu", "throughput"),
+    ],
+)
+def test_data_wait_compute_time_and_mfu_are_recognised(metric, kind):
+    assert understand(metric).kind == kind
+
+
+# What Holter's own client logs, all under holter/: holter.torch.watch (client/holter/torch.py),
+# Run.timed_step / log_throughput and the Trainer callback (client/holter/throughput.py), the
+# loader watch (client/holter/loader.py) and the system sampler (client/holter/system.py).
+@pytest.mark.parametrize(
+    ("metric", "kind"),
+    [
+        ("holter/grad_norm", "grad_norm"),
+        ("holter/grad_norm/transformer.h.3", "grad_norm"),
+        ("holter/act_norm/transformer.h.3", "activation_norm"),
+        ("holter/step_time", "step_time"),
+        ("holter/throughput/tokens_per_s", "throughput"),
+        ("holter/throughput/samples_per_s", "throughput"),
+        ("holter/throughput/mfu", "throughput"),
+        ("holter/loader/wait_fraction", "data_wait"),
+        ("holter/loader/wait_s", "statistic"),
+        ("holter/loader/compute_s", "compute_time"),
+        ("holter/system/gpu.0.memory_used_frac", "gpu_memory"),
+        ("holter/system/gpu.3.utilization", "gpu_utilization"),
+        ("holter/system/gpu.1.throttle.thermal", "gpu_throttle"),
+        ("holter/system/gpu.1.throttle.power", "gpu_throttle"),
+        ("holter/system/gpu.0.memory_used_gib", "system"),
+        ("holter/system/memory.used_frac", "system"),
+        ("holter/system/cpu.percent", "system"),
+    ],
+)
+def test_holters_own_names_are_read_by_holters_map(metric, kind):
+    understood = understand(metric)
+    assert (understood.kind, understood.source, understood.framework) == (kind, "recognised", "holter")
+
+
+def test_the_names_the_client_modules_log_are_the_ones_holters_map_reads():
+    # the service reads the share and the compute time, and only watches the raw wait
+    assert [understand(name).kind for name in (loader.WAIT_FRACTION, loader.COMPUTE, loader.WAIT)] == [
+        "data_wait", "compute_time", "statistic"]
+    assert [understand(name).kind for name in (throughput.STEP_TIME, throughput.TOKENS_PER_S, throughput.MFU)] == [
+        "step_time", "throughput", "throughput"]
+    assert understand(system.PREFIX + "gpu.0.utilization").kind == "gpu_utilization"
+
+
+@pytest.mark.parametrize("metric", ["system/gpu.0.utilization", "system/gpu.0.memory_used_frac", "system/cpu.percent"])
+def test_a_jobs_own_system_names_are_not_read_as_holters_vitals(metric):
+    # only Holter's sampler writes under holter/system/: a job's own `system/*` is its own business
+    assert understand(metric).framework != "holter" and not signal(understand(metric).kind).system
+
+
+@pytest.mark.parametrize(("metric", "own", "per_layer"), [
+    ("holter/grad_norm", "grad_norm", False), ("holter/grad_norm/layer.3", "grad_norm/layer.3", True),
+    ("grad_norm", "grad_norm", False), ("grad_norm/layer.3", "grad_norm/layer.3", True),
+    ("holterx/grad_norm", "holterx/grad_norm", True),
+])
+def test_holters_namespace_is_taken_off_before_a_name_is_read_as_one_layers(metric, own, per_layer):
+    assert (own_name(metric), is_per_layer(metric)) == (own, per_layer)
+
+
+def test_a_wait_share_in_percent_gets_its_ceiling_in_percent():
+    assert profile_for("time_metrics/data_loading(%)").abs_tolerance == 100 * profile_for("holter/loader/wait_fraction").abs_tolerance
+
+
+def test_system_vitals_other_than_the_gpu_s_are_drawn_not_read():
+    assert not signal("system").analysed and signal("gpu_memory").analysed and signal("gpu_memory").system

@@ -1,0 +1,96 @@
+"""The vocabulary is one consistent table that everything else reads."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+import holter_server
+from holter_server import vocabulary
+from holter_server.alerts.formatters import discord, teams
+from holter_server.alerts.rules import DEFAULT_RULES
+from holter_server.schemas.alerts import RuleCreate
+from holter_server.detect.findings import SeriesSnapshot, cross_signal_findings
+from holter_server.detect.events import Event
+from holter_server.detect.system_vitals import DETECTORS as SYSTEM_DETECTORS
+from holter_server.vocabulary import events, severities, signals
+from holter_server.vocabulary.frameworks import FRAMEWORK_RULES
+from holter_server.vocabulary.profiles import KINDS, SYSTEM_KINDS
+
+
+def test_every_signal_kind_has_detector_defaults_and_every_profile_a_kind():
+    assert set(signals.SIGNAL_KIND_NAMES) == set(KINDS) | set(SYSTEM_KINDS) and not set(KINDS) & set(SYSTEM_KINDS)
+    assert all(KINDS[name].name == name for name in KINDS) and all(SYSTEM_KINDS[name].name == name for name in SYSTEM_KINDS)
+
+
+def test_every_gpu_vital_kind_has_its_detector_and_raises_a_vocabulary_event_kind():
+    assert set(SYSTEM_DETECTORS) == set(SYSTEM_KINDS)
+    assert {k.event_kind for k in SYSTEM_KINDS.values()} <= set(events.kinds_in("system"))
+
+
+def test_every_framework_rule_names_a_known_kind_and_every_panel_exists():
+    assert {rule.kind for rule in FRAMEWORK_RULES} <= set(signals.SIGNAL_KIND_NAMES)
+    assert {k.panel for k in signals.SIGNAL_KINDS if k.panel} <= set(signals.PANEL_KEYS)
+
+
+def test_severities_are_ordered_and_the_default_rule_pages():
+    assert [s.rank for s in severities.SEVERITIES] == list(range(len(severities.SEVERITIES)))
+    assert severities.severity(severities.DEFAULT_MIN_SEVERITY).alarm
+    assert severities.worst(["info", "critical", "warning"]) == "critical" and severities.capped("critical", "info") == "info"
+
+
+def test_the_served_vocabulary_is_plain_json():
+    served = vocabulary.as_dict()
+    assert json.loads(json.dumps(served, allow_nan=False)) == json.loads(json.dumps(served))
+
+
+def test_every_cross_signal_finding_is_a_vocabulary_event_kind():
+    spikes = [Event("spike", "grad_norm", 10, 10, "warning", 9.0, "", details={"peak": 9.0}),
+              Event("spike", "loss", 12, 14, "warning", 9.0, ""),
+              Event("plateau", "grad_norm", 0, 40, "critical", 1.0, "", details={"cause": "zero"}),
+              Event("sawtooth", "vllm_kl", 100, 200, "warning", 5.0, "", period=12.0)]
+    found = cross_signal_findings(spikes, [SeriesSnapshot("loss", 2.0, kind="loss")])
+    assert found and {f.kind for f in found} <= set(events.kinds_in("finding"))
+
+
+def test_chat_messages_take_their_colours_from_the_severities():
+    alert = {"project": "p", "run_id": "r", "run_name": "r", "metric": "loss", "kind": "divergence", "severity": "critical",
+             "summary": "s", "time": "2026-01-01T00:00:00Z", "start_step": 1, "end_step": 1}
+    assert discord([alert], "alert")["embeds"][0]["color"] == severities.severity("critical").color_int
+    assert teams([alert], "alert")["attachments"][0]["content"]["body"][1]["color"] == severities.severity("critical").card_color
+
+
+def _kinds_the_service_writes() -> set[str]:
+    """Every event kind written as a literal anywhere in the service's code (`Event(kind="...")`,
+    `_finding("...")`, `kind="run_stalled"` ...), besides the system kinds' `event_kind`s."""
+    root = Path(holter_server.__file__).parent
+    found: set[str] = set()
+    for path in root.rglob("*.py"):
+        if "vocabulary" in path.parts:
+            continue
+        text = path.read_text()
+        found |= set(re.findall(r'\bkind="([a-z_]+)"', text)) | set(re.findall(r'_finding\(\s*"([a-z_]+)"', text))
+        found |= set(re.findall(r'NONFINITE_ORIGIN = "([a-z_]+)"', text))
+    return found - {"stable"}  # np.argsort(kind="stable")
+
+
+def test_every_event_kind_the_service_writes_is_in_the_vocabulary():
+    written = _kinds_the_service_writes()
+    assert {"first_nonfinite", "input_stall", "overfitting", "run_stalled", "threshold"} <= written
+    assert written <= set(events.EVENT_KIND_NAMES)
+
+
+def test_an_alert_rule_may_name_every_event_kind():
+    rule = RuleCreate(channel_id=1, name="everything", kinds=list(events.EVENT_KIND_NAMES))
+    assert rule.kinds == list(events.EVENT_KIND_NAMES)
+    with pytest.raises(ValidationError, match="first_nonfinite"):
+        RuleCreate(channel_id=1, name="typo", kinds=["first_nan"])
+
+
+def test_the_default_rules_name_vocabulary_kinds_and_page_on_the_tripwire():
+    named = {kind for rule in DEFAULT_RULES for kind in rule["kinds"]}
+    assert named <= set(events.EVENT_KIND_NAMES) and "first_nonfinite" in named
