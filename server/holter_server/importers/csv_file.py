@@ -7,9 +7,11 @@ import io
 from collections.abc import Iterator
 from pathlib import Path
 
-from holter_server.importers.series import FileProgress, ImportFormatError, Point, parse_number, parse_step, parse_wall_time
+from holter_server.importers.series import (
+    STEP_NAMES, FileProgress, ImportFormatError, Point, parse_number, parse_step, parse_wall_time,
+)
 
-STEP_COLUMNS = ("step", "global_step", "_step", "iteration", "iter", "steps")
+STEP_COLUMNS = STEP_NAMES
 # Columns that say when a row was logged (TensorBoard's export: "Wall time"; W&B: "_timestamp").
 TIME_COLUMNS = ("wall time", "wall_time", "walltime", "timestamp", "_timestamp", "time")
 # Columns that describe the row rather than measure the run.

@@ -8,9 +8,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from holter_server.importers.series import FileProgress, ImportFormatError, Point, parse_step, parse_wall_time
+from holter_server.importers.series import STEP_NAMES, FileProgress, ImportFormatError, Point, parse_step, parse_wall_time
 
-STEP_KEYS = ("step", "global_step", "_step", "iteration", "iter")
+STEP_KEYS = STEP_NAMES
 TIME_KEYS = ("wall_time", "_timestamp", "timestamp", "time")
 NON_METRIC_KEYS = (*TIME_KEYS, "_runtime")
 

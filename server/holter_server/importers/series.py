@@ -16,6 +16,11 @@ import numpy as np
 # 1e11 seconds is the year 5138.
 _MILLISECONDS_ABOVE = 1e11
 
+# The step's column (CSV) or key (JSONL), in order of preference. W&B's `_step` counts log calls;
+# beside it the Trainer's own `train/global_step` (transformers' WandbCallback logs it with every
+# row) or Lightning's `trainer/global_step` is the training step, so those win.
+STEP_NAMES = ("step", "global_step", "train/global_step", "trainer/global_step", "_step", "iteration", "iter", "steps")
+
 
 class ImportFormatError(ValueError):
     """The file cannot be read as training metrics; the message says why, in one line."""

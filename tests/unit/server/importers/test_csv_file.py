@@ -72,6 +72,13 @@ def test_step_column_names_the_training_step(tmp_path):
     assert list(series) == ["train/loss"] and series["train/loss"].steps.tolist() == [8, 16, 24]
 
 
+def test_a_wandb_export_is_read_at_the_trainers_global_step_not_at_the_log_call_count(tmp_path):
+    path = tmp_path / "export.csv"
+    path.write_text("_step,train/global_step,train/loss,_runtime\n0,8,2.0,1.5\n1,16,1.9,3.0\n2,24,1.8,4.5\n")
+    series = read_series(path)
+    assert list(series) == ["train/loss"] and series["train/loss"].steps.tolist() == [8, 16, 24]
+
+
 def test_unknown_step_column_names_the_columns_there(tmp_path):
     path = tmp_path / "export.csv"
     path.write_text("_step,loss\n0,2.0\n")
