@@ -1,4 +1,10 @@
-"""`holter.init()` and the `Run` a training job logs into."""
+"""`holter.init()` and the `Run` a training job logs into.
+
+Over 400 lines, kept as one module: it is the surface a wandb-style script calls (`init`, `log`,
+`config`, `summary`, `define_metric`, `alert`, `watch`, `finish`), and each method is a few lines
+handing work to its own module (config.py, summary.py, sender.py, spool.py, system.py,
+throughput.py). Splitting the class would scatter one public API over several files.
+"""
 
 from __future__ import annotations
 

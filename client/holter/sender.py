@@ -12,6 +12,10 @@ service. The sender says so once. Memory for them is bounded (`max_held_bytes`);
 full the sender stops taking new calls from the queue, so `log()` waits for room rather than
 dropping what it was given. What the service answers is reported once per metric: a metric it
 refused (with its reason) and a metric re-sent with another value at a stored step.
+
+A little over 400 lines, kept as one module: the direct path, the spool replay and the in-memory
+hold are one ordered stream, and their hand-overs (which request may go next) only read right
+side by side.
 """
 
 from __future__ import annotations

@@ -7,6 +7,9 @@ events and saves how far it got in one transaction. A process keeps its detector
 passes and saves their state when their events change and every few seconds; one rebuilt from
 an older state reads the points since again and finds the same events, stored by key: a restart
 neither misses nor repeats an event.
+
+Just over 400 lines, kept as one module: the claimed pass, the live detectors it keeps between
+passes and the cross-signal findings refreshed in the same transaction share one unit of work.
 """
 
 from __future__ import annotations
