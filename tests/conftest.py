@@ -8,7 +8,7 @@ used to create a fresh database for the test run, dropped at the end. When no Po
 its tests are skipped, unless HOLTER_TEST_REQUIRE_POSTGRES=1 (CI), which makes that a failure.
 With HOLTER_TEST_PARTITION_POINTS=N, every fresh Postgres database is migrated at once with its
 big tables hash-partitioned by run into N partitions (`holter db upgrade --partition-points N`):
-CI runs the core integration modules a second time so.
+CI runs the whole suite so, and the core integration modules once more on plain tables.
 """
 
 from __future__ import annotations
