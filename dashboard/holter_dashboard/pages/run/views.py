@@ -61,10 +61,27 @@ def run_info(run: dict[str, Any], can_edit: bool) -> list[Any]:
                      disabled=not can_edit, placeholder="notes about this run"),
         dmc.Button("Save tags and notes", id="run-save", size="xs", variant="light", mt=6, disabled=not can_edit),
         html.Div(id="run-save-message"),
+    ]
+    summary = run.get("summary") or {}
+    if summary:
+        # what the job said sums the run up (wandb's `run.summary`), as it said it
+        parts += [
+            dmc.Text("Summary", size="xs", c="dimmed", mt=8),
+            html.Table([html.Tr([html.Td(key, style={"paddingRight": 8}), html.Td(summary_text(summary[key]))])
+                        for key in sorted(summary)], className="run-summary", style={"fontSize": 11, "fontFamily": "monospace"}),
+        ]
+    parts += [
         dmc.Text("Config", size="xs", c="dimmed", mt=8),
         dmc.Code(config, block=True, style={"maxHeight": 260, "overflow": "auto", "fontSize": 11}),
     ]
     return parts
+
+
+def summary_text(value: Any) -> str:
+    """One summary value: numbers to 6 significant digits, anything else as JSON."""
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return value if isinstance(value, str) else json.dumps(value, default=str)
 
 
 def kinds_signature(run: dict[str, Any]) -> str:
