@@ -43,3 +43,14 @@ def test_init_prints_the_runs_page_unless_quiet(server: ServerProcess, spool_dir
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=env, check=True)
     lines = [line for line in done.stderr.splitlines() if "View run" in line]
     assert len(lines) == 1 and lines[0].startswith(f"holter: View run printed at {server.url}/runs/")
+
+
+def test_demo_points_at_the_runs_page(server: ServerProcess, spool_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--synthetic", "--steps", "30", "--rate", "1000", "--project", "cli-demo", "--url", server.url]) == 0
+    out = capsys.readouterr().out
+    streaming = next(line for line in out.splitlines() if line.startswith("streaming run "))
+    run_id = streaming.split()[2]
+    assert streaming.endswith(f": {server.url}/runs/{run_id}")
+    assert f"run {run_id} finished; see it at {server.url}/runs/{run_id}" in out
+    with server.api() as api:
+        assert api.get(f"/runs/{run_id}").json()["status"] == "finished"

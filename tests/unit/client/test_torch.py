@@ -227,3 +227,21 @@ def test_a_model_of_unknown_shape_asks_for_layers_and_width(model: TinyModel) ->
     with pytest.raises(ValueError, match="n_layers= and attention_width="):
         flops_per_token(model, seq_len=6)
     assert flops_per_token(model, seq_len=6, n_layers=2, attention_width=8, parameters=1000) == 6000 + 12 * 2 * 8 * 6
+
+
+def test_wandb_style_watch_logs_the_gradient_norms_every_log_freq_steps(model: TinyModel, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import holter
+    from tests.unit.client.test_wandb_surface import points
+
+    run = holter.init(project="p", mode="offline", spool_dir=tmp_path)
+    expected = {}
+    try:
+        holter.watch(model, log_freq=2)  # as a wandb script calls it
+        for seed in range(5):
+            train_step(model, seed)
+            expected[seed] = norm_of(model.parameters())
+        logged = points(run, tmp_path)["holter/grad_norm"]
+    finally:
+        holter.finish()
+    assert sorted(logged) == [0, 2, 4]
+    assert all(logged[step] == pytest.approx(expected[step], rel=1e-5) for step in logged)
