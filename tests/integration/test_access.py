@@ -209,12 +209,17 @@ def test_only_the_key_that_wrote_a_note_may_change_it_whatever_author_is_claimed
     assert writer.patch(path, json={"author": "ana", "text": "edited"}).status_code == 200
 
 
-def test_a_chat_messages_picture_opens_without_a_key_through_its_signed_link_only(secured: ServerProcess, world: dict) -> None:
+def alert_image_url(world: dict) -> str:
+    """The picture link of the first alert with one that reached the world's receiver."""
     deadline = time.monotonic() + 30
     while not (urls := [a["image_url"] for m in world["receiver"].messages() for a in m.json()["alerts"] if a.get("image_url")]):
         assert time.monotonic() < deadline, "no alert with a picture arrived"
         time.sleep(0.2)
-    image_url = urls[0]
+    return urls[0]
+
+
+def test_a_chat_messages_picture_opens_without_a_key_through_its_signed_link_only(secured: ServerProcess, world: dict) -> None:
+    image_url = alert_image_url(world)
     picture = httpx.get(image_url)  # as Slack or Discord fetch it: no key
     assert picture.status_code == 200 and picture.headers["content-type"] == "image/png"
     tampered = image_url[:-1] + ("0" if image_url[-1] != "0" else "1")
@@ -222,6 +227,23 @@ def test_a_chat_messages_picture_opens_without_a_key_through_its_signed_link_onl
     assert httpx.get(image_url.split("?", 1)[0]).status_code == 401
     query = image_url.split("?", 1)[1]
     assert httpx.get(f"{secured.url}/api/v1/runs/{world['run_id']}?{query}").status_code == 401  # signs that one picture only
+
+
+def test_a_picture_link_signed_with_the_services_secret_is_refused_once_it_has_expired(secured: ServerProcess, world: dict) -> None:
+    from holter_server.alerts import image_links
+    from holter_server.store.database import make_engine, make_session_factory, session_scope
+
+    event_id = int(alert_image_url(world).split("/events/", 1)[1].split("/", 1)[0])
+    engine = make_engine(secured.database_url)
+    try:
+        with session_scope(make_session_factory(engine)) as session:
+            link = lambda issued_at: image_links.signed_url(session=session, base_url=secured.url, run_id=world["run_id"],  # noqa: E731
+                                                            event_id=event_id, ttl=600, issued_at=issued_at)
+            fresh, expired = link(time.time()), link(time.time() - 3600)
+    finally:
+        engine.dispose()
+    assert httpx.get(fresh).status_code == 200  # the signature is the service's own ...
+    assert httpx.get(expired).status_code == 401  # ... and the link still ends when it says
 
 
 def test_the_worker_gets_the_database_url_by_environment_not_on_its_command_line(secured: ServerProcess, world: dict) -> None:

@@ -7,12 +7,14 @@ from __future__ import annotations
 import socket
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
 
 from tests.conftest import new_run_id
 from tests.servers import ServerProcess
+from tests.waiting import wait_until
 
 ADMIN_TOKEN = "gate-admin-token-0123456789abcdef"
 TIMEOUTS = {"HOLTER_BODY_TIMEOUT": "1", "HOLTER_HEADER_TIMEOUT": "1"}
@@ -153,3 +155,20 @@ def test_the_dashboards_callback_socket_needs_sign_in_when_auth_is_on(secured: S
     with secured.api(key=ADMIN_TOKEN) as api:
         key = api.post("/keys", json={"name": "dash", "scope": "read"}).json()["key"]
     assert websocket_handshake(secured, "/_dash-ws-callback", cookie=key).startswith(b"HTTP/1.1 101")
+
+
+def test_connections_past_the_limit_get_503_and_the_service_answers_again_once_they_close(tmp_path: Path) -> None:
+    limit = 8
+    server = ServerProcess(f"sqlite:///{tmp_path / 'limit.db'}", env={"HOLTER_HEADER_TIMEOUT": "30", "HOLTER_MAX_CONNECTIONS": str(limit)},
+                           log_path=tmp_path / "server.log").start()
+    try:
+        holders = [socket.create_connection(("127.0.0.1", server.port), timeout=5) for _ in range(limit)]
+        for sock in holders:
+            sock.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # headers never finished: each holds its connection
+        time.sleep(0.5)
+        assert httpx.get(f"{server.url}/health", timeout=5).status_code == 503
+        for sock in holders:
+            sock.close()
+        assert wait_until(lambda: httpx.get(f"{server.url}/health", timeout=5).status_code == 200, timeout=10)
+    finally:
+        server.stop()
