@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 
 import httpx
@@ -9,8 +10,10 @@ import pytest
 
 from tests.conftest import new_run_id
 from tests.servers import ServerProcess
+from tests.waiting import wait_until
 
-CAPS = {"HOLTER_MAX_COMPARE_POINTS": "1000", "HOLTER_MAX_FAMILY_CELLS": "1000"}
+CAPS = {"HOLTER_MAX_COMPARE_POINTS": "1000", "HOLTER_MAX_FAMILY_CELLS": "1000", "HOLTER_MAX_LEVER_PAIRS": "20",
+        "HOLTER_MAX_REPORT_EVENTS": "5"}
 
 
 @pytest.fixture(scope="module")
@@ -42,3 +45,35 @@ def test_a_family_read_of_more_cells_than_its_cap_is_413(capped: httpx.Client) -
     answer = capped.get(f"/runs/{run}/family", params={"prefix": "act/", "max_buckets": 100})
     assert answer.status_code == 413 and "HOLTER_MAX_FAMILY_CELLS" in answer.json()["detail"]
     assert capped.get(f"/runs/{run}/family", params={"prefix": "act/", "max_buckets": 50}).status_code == 200
+
+
+def test_a_lever_search_over_more_pairs_than_its_cap_is_413(capped: httpx.Client) -> None:
+    def project_of_runs(config_keys: int) -> str:
+        """Four runs whose configs differ in `config_keys - 1` keys, each with a loss that went NaN."""
+        project = f"caps-levers-{uuid.uuid4().hex[:6]}"
+        run_ids = []
+        for i in range(4):
+            run_ids.append(run_id := new_run_id())
+            config = {f"key{k}": i * k for k in range(config_keys)}
+            capped.post("/runs", json={"id": run_id, "project": project, "config": config}).raise_for_status()
+            values = [2.0 - step / 100 if step < 50 + i else "NaN" for step in range(80)]
+            capped.post(f"/runs/{run_id}/points", json={"metrics": {"loss": {"steps": list(range(80)), "values": values}}}).raise_for_status()
+        wait_until(lambda: all(capped.get(f"/runs/{r}/events").json()["count"] for r in run_ids), timeout=60)
+        return project
+
+    answer = capped.get("/levers", params={"project": project_of_runs(config_keys=30)})
+    assert answer.status_code == 413 and "HOLTER_MAX_LEVER_PAIRS" in answer.json()["detail"]
+    assert capped.get("/levers", params={"project": project_of_runs(config_keys=3)}).status_code == 200
+
+
+def test_a_report_marks_at_most_its_cap_of_events_and_lists_them_all(capped: httpx.Client) -> None:
+    run_id = new_run_id()
+    capped.post("/runs", json={"id": run_id, "project": "caps"}).raise_for_status()
+    spikes = [97, 211, 340, 455, 601, 703, 866, 941, 1090, 1187, 1244, 1351]  # one-step spikes, spaced irregularly
+    values = [20.0 if step in spikes else 2.0 + (step % 7) * 0.001 for step in range(1400)]
+    capped.post(f"/runs/{run_id}/points", json={"metrics": {"loss": {"steps": list(range(1400)), "values": values}}}).raise_for_status()
+    capped.post(f"/runs/{run_id}/finish", json={"status": "finished"}).raise_for_status()
+    events = wait_until(lambda: (found := capped.get(f"/runs/{run_id}/events").json()["data"]) and len(found) >= 10 and found, timeout=60)
+    html = capped.get(f"/runs/{run_id}/report.html").text
+    assert html.count('"type":"rect"') + html.count('"type":"line"') <= 5
+    assert all(event["summary"] in html for event in events)
