@@ -42,7 +42,9 @@ PERIOD_TOLERANCE = 0.05
 READ_OTHERWISE: dict[str, str] = {
     # a derived series: the corpus took per-step milliseconds as the differences of modded-nanogpt's
     # cumulative `train_time` (train_gpt.py: `train_time:{training_time_ms:.0f}ms`), a clock that no
-    # reader should take for a step time; what the name holds is not what the file holds
+    # reader should take for a step time (the vocabulary reads it as a clock beside `step_avg`, which
+    # this run's series leave out); the name does not say what the file holds, so the name path
+    # cannot find its shard-load period and counts it as a miss
     "mng124m_valueembed_step_time_ms.csv": "unknown",
 }
 # an event this many logging intervals outside a label's window still matches it
