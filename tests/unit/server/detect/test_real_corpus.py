@@ -10,6 +10,7 @@ understanding of each name among its run's names)."""
 from __future__ import annotations
 
 from functools import cache
+from typing import Any
 
 import pytest
 
@@ -38,7 +39,8 @@ def read_by_name(series: str) -> SeriesReading:
     return readings_by_name()[series]
 
 
-def _labelled(series_files: set[str] | None = None) -> list:  # type: ignore[type-arg]
+def _labelled(series_files: set[str] | None = None) -> list[Any]:
+    """One pytest param (series file, label) per labelled event the data shows, of `series_files` or all."""
     return [
         pytest.param(s.file, label, id=f"{s.name}-{label.kind}@{label.start_step}")
         for s in load_corpus() if series_files is None or s.file in series_files
