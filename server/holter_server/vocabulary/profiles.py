@@ -197,6 +197,15 @@ _MISMATCH_TOLERANCE_BY_SUFFIX: tuple[tuple[str, float], ...] = (
 )
 
 
+# A critic's value loss (stable-baselines3 `train/value_loss`, verl `critic/vf_loss`, OpenRLHF
+# `critic_loss`) is read with the RL losses, but unlike a PPO/GRPO surrogate it is a squared error:
+# never negative, its level meaningful. A one-update jump there (a bad batch of returns: a PPO
+# value loss of 0.0074 -> 0.091 -> 0.014 in tests/data/real_curves) is worth a note at a loss's
+# outlier threshold; the surrogate, which crosses zero all the time, keeps the wide one. Spikes of
+# RL losses stay info either way.
+_VALUE_LOSS = re.compile(r"(^|[^a-z])(value_loss|vf_loss|critic_loss)([^a-z]|$)")
+
+
 def is_percent(metric: str) -> bool:
     """Whether a share is logged in percent (`mfu(%)`, `data_loading_pct`) rather than as a fraction."""
     lowered = metric.lower()
@@ -207,7 +216,8 @@ def profile_for(metric: str, kind: str | None = None) -> KindProfile:
     """The thresholds for a series: of `kind`, or of what its name says it is (unknown names get
     the watch-only profile, never a loss's). A mismatch statistic's healthy ceiling comes from
     the rule that recognised its name, else from the end of its name; a share of the step spent
-    waiting for data, logged in percent, has its ceiling in percent."""
+    waiting for data, logged in percent, has its ceiling in percent; a critic's value loss gets a
+    loss's outlier threshold among the RL losses."""
     from holter_server.vocabulary.names import understand
 
     understood = understand(metric)
@@ -215,6 +225,8 @@ def profile_for(metric: str, kind: str | None = None) -> KindProfile:
     if chosen not in KINDS:
         raise ValueError(f"unknown metric kind {chosen!r}; expected one of {', '.join([*KINDS, *SYSTEM_KINDS])}")
     profile = KINDS[chosen]
+    if chosen == "policy_loss" and _VALUE_LOSS.search(metric.lower()):
+        return replace(profile, spike_z=KINDS["loss"].spike_z)
     if profile.abs_tolerance is None:
         return profile
     if chosen == "data_wait" and is_percent(metric):

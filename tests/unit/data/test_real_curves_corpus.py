@@ -15,6 +15,7 @@ from tests.real_curves import (
     LABEL_KINDS,
     PROBLEM_LABELS,
     SERIES_KINDS,
+    healthy_runs,
     load_corpus,
     load_series,
     read_curve,
@@ -99,12 +100,19 @@ def test_the_corpus_has_at_least_forty_series():
     assert len(load_corpus()) >= 40
 
 
-def test_at_least_ten_healthy_series_come_from_runs_of_5000_steps_or_more():
-    long_healthy = [s for s in load_corpus() if s.healthy and s.arrays()[0][-1] >= 5000]
+def test_at_least_ten_healthy_runs_reach_5000_steps_or_more():
+    # runs, not series: every series of the run healthy, its logged steps reaching 5,000
+    long_healthy = healthy_runs(5000)
     assert len(long_healthy) >= 10
     # pretraining, fine-tuning and RL runs all among them
-    assert {"llm.c", "custom PyTorch PPO"} <= {s.framework for s in long_healthy}
-    assert any("Trainer" in (s.framework or "") for s in long_healthy)
+    frameworks = {s.framework or "" for members in long_healthy.values() for s in members}
+    assert {"llm.c", "modded-nanogpt"} <= frameworks  # pretraining
+    assert any("Trainer" in f for f in frameworks)  # SFT and fine-tunes
+    assert sum(any("PPO" in (s.framework or "") for s in members) for members in long_healthy.values()) >= 2  # RL
+
+
+def test_a_run_with_one_unhealthy_series_is_no_healthy_run():
+    assert "whisper_large_v2_ja" in runs() and "whisper_large_v2_ja" not in healthy_runs()
 
 
 @pytest.mark.parametrize("problem", [

@@ -13,6 +13,7 @@ from holter_server.vocabulary.frameworks import (
     holter,
     lightning,
     megatron,
+    modded_nanogpt,
     nanogpt,
     nemo_rl,
     openrlhf,
@@ -25,7 +26,7 @@ from holter_server.vocabulary.frameworks import (
 from holter_server.vocabulary.names import NameRule, NameSuffix
 
 # Holter's own names (`holter/...`: its helpers, system vitals, the loader watch) first.
-MODULES: tuple[ModuleType, ...] = (holter, trl, nemo_rl, slime, verl, openrlhf, transformers, lightning, megatron, torchtitan, deepspeed, nanogpt)
+MODULES: tuple[ModuleType, ...] = (holter, trl, nemo_rl, slime, verl, openrlhf, transformers, lightning, megatron, torchtitan, deepspeed, modded_nanogpt, nanogpt)
 
 
 def _rules(module: ModuleType) -> tuple[NameRule, ...]:

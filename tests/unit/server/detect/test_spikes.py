@@ -124,3 +124,20 @@ def test_slow_step_that_lands_on_a_slightly_higher_level_is_a_spike():
     values[100] = 34.2
     events = classify_series(np.arange(200), values, metric="timing_s/step")
     assert [(e.kind, e.start_step) for e in events if e.kind == "spike"] == [("spike", 100)]
+
+
+def test_a_critic_value_loss_jumping_tenfold_for_one_update_is_noted_at_info():
+    # a PPO critic's squared error (stable-baselines3 `train/value_loss`): falling, never negative;
+    # read with the RL losses, yet a one-update jump is a bad batch of returns worth a note
+    rng = np.random.default_rng(5)
+    values = (0.03 * np.exp(-np.arange(150) / 15) + 0.005) * np.exp(rng.normal(0, 0.5, 150))
+    values[60] = 0.09  # ~18 robust σ over a level of ~0.005
+    events = classify_series(np.arange(150), values, metric="train/value_loss")
+    assert [(e.kind, e.severity, e.peak_step) for e in events] == [("spike", "info", 60)]
+
+
+def test_a_policy_surrogate_swinging_around_zero_keeps_its_wide_outlier_threshold():
+    rng = np.random.default_rng(5)
+    values = rng.normal(0.0, 0.03, 300)
+    values[200] = 0.3  # 10 σ: a swing of a surrogate that crosses zero all the time, no note
+    assert classify_series(np.arange(300), values, metric="train/policy_gradient_loss") == []

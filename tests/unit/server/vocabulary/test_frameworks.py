@@ -130,6 +130,15 @@ def test_openrlhf_logprobs_diff_is_a_drift_from_the_reference_not_a_rollout_mism
     assert understand("train/vllm_kl").kind == "logprob_mismatch"
 
 
+def test_modded_nanogpt_clock_and_running_mean_are_not_read_as_step_times():
+    # KellerJordan/modded-nanogpt train_gpt.py: `train_time:{training_time_ms:.0f}ms step_avg:{...:.2f}ms`
+    understood = understand_all(["train_loss", "val_loss", "train_time", "step_avg"])
+    assert {name: u.kind for name, u in understood.items()} == {
+        "train_loss": "loss", "val_loss": "eval_loss", "train_time": "schedule", "step_avg": "statistic"}
+    assert understood["train_time"].framework == "modded-nanogpt"
+    assert understand("train_time").kind == "unknown" and understand("step_avg").kind == "unknown"
+
+
 def test_llmc_short_names_are_read_as_llmc_only_beside_trl():
     assert understand_all(["trl", "tel", "lr", "norm", "eval"])["norm"].kind == "grad_norm"
     assert understand("norm").kind == "unknown" and understand("eval").kind == "unknown"

@@ -10,22 +10,8 @@ import pytest
 from holter_server.vocabulary import understand_all
 from holter_server.vocabulary.signals import SIGNAL_KIND_NAMES, signal
 from tests.real_curves import load_corpus, runs
+from tests.real_scoring import READ_OTHERWISE
 
-# Series whose name Holter reads otherwise than the corpus labels them, on purpose: the kind it
-# reads, and why.
-READ_OTHERWISE = {
-    # an RL surrogate and value loss (stable-baselines3-style progress.csv): the surrogate swings
-    # around zero, so Holter watches RL losses for NaN and outliers only; the corpus scores them
-    # with the loss classifier
-    "ppo_booga_policy_gradient_loss.csv": "policy_loss",
-    "ppo_booga_value_loss.csv": "policy_loss",
-    # the corpus derived per-step milliseconds from modded-nanogpt's cumulative `train_time`; the
-    # name belongs to the cumulative counter, which is not a step time
-    "mng124m_valueembed_step_time_ms.csv": "unknown",
-    # the corpus renamed llm.c's `trl` to "train loss"; in llm.c's own log `norm` sits beside
-    # `trl` and is read as its gradient norm (test_frameworks.py)
-    "llmc_gpt2_124m_grad_norm.csv": "unknown",
-}
 HOLTER_KINDS = {s.kind for s in load_corpus()} & set(SIGNAL_KIND_NAMES)
 
 
