@@ -17,7 +17,7 @@ from holter_server.schemas.alerts import RuleCreate
 from holter_server.detect.findings import SeriesSnapshot, cross_signal_findings
 from holter_server.detect.events import Event
 from holter_server.detect.system_vitals import DETECTORS as SYSTEM_DETECTORS
-from holter_server.vocabulary import events, severities, signals
+from holter_server.vocabulary import events, severities, signals, statuses
 from holter_server.vocabulary.frameworks import FRAMEWORK_RULES
 from holter_server.vocabulary.profiles import KINDS, SYSTEM_KINDS
 
@@ -94,3 +94,60 @@ def test_an_alert_rule_may_name_every_event_kind():
 def test_the_default_rules_name_vocabulary_kinds_and_page_on_the_tripwire():
     named = {kind for rule in DEFAULT_RULES for kind in rule["kinds"]}
     assert named <= set(events.EVENT_KIND_NAMES) and "first_nonfinite" in named
+
+
+def _vocabulary_copies(roots: list[Path]) -> list[str]:
+    """Literal collections (tuples, lists, sets, dict keys, SQL CASE texts) outside the vocabulary
+    that spell out a vocabulary list again: every severity, every run or event status, or more
+    than half of the signal kinds, event kinds or panels. A selection (the kinds one finding
+    reads) is fine; a copy is a second home that can drift from the first."""
+    import ast
+
+    lists = {
+        "severities": set(severities.SEVERITY_NAMES) if hasattr(severities, "SEVERITY_NAMES") else {s.name for s in severities.SEVERITIES},
+        "run statuses": set(statuses.RUN_STATUS_NAMES),
+        "event statuses": set(statuses.EVENT_STATUS_NAMES),
+    }
+    large = {"signal kinds": set(signals.SIGNAL_KIND_NAMES), "event kinds": set(events.EVENT_KIND_NAMES), "panels": set(signals.PANEL_KEYS)}
+    copies = []
+    for root in roots:
+        for path in root.rglob("*.py"):
+            if "vocabulary" in path.parts:
+                continue  # the home itself, and the dashboard's reader of the served vocabulary
+            tree = ast.parse(path.read_text())
+            for node in ast.walk(tree):
+                if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+                    items = node.elts
+                elif isinstance(node, ast.Dict):
+                    items = [key for key in node.keys if key is not None]
+                else:
+                    continue
+                words = {item.value for item in items if isinstance(item, ast.Constant) and isinstance(item.value, str)}
+                for name, members in lists.items():
+                    if len(members) >= 3 and members <= words:
+                        copies.append(f"{path}:{node.lineno}: every one of the {name}")
+                for name, members in large.items():
+                    if len(words & members) > len(members) / 2:
+                        copies.append(f"{path}:{node.lineno}: {len(words & members)} of {len(members)} {name}")
+            for text in re.findall(r"CASE\b.*?\bEND", path.read_text(), flags=re.S | re.I):
+                if sum(f"'{s}'" in text for s in lists["severities"]) >= 2:
+                    copies.append(f"{path}: a severity ranking in SQL")
+    return copies
+
+
+def test_no_code_outside_the_vocabulary_spells_out_a_vocabulary_list_again():
+    root = Path(holter_server.__file__).parent
+    roots = [root]
+    try:
+        import holter_dashboard
+
+        roots.append(Path(holter_dashboard.__file__).parent)
+    except ImportError:
+        pass
+    assert _vocabulary_copies(roots) == []
+
+
+def test_a_second_severity_ranking_would_be_found(tmp_path):
+    (tmp_path / "ranking.py").write_text('RANK = {"info": 0, "warning": 1, "critical": 2}\n'
+                                          'ORDER = "CASE severity WHEN \'critical\' THEN 2 WHEN \'warning\' THEN 1 ELSE 0 END"\n')
+    assert len(_vocabulary_copies([tmp_path])) == 2
