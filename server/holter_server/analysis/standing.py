@@ -48,7 +48,7 @@ def _verdict_text(verdict: Verdict, seeds: int, spread_said: bool) -> str:
         return f"inside the seed spread{of}: noise"
     p = f"t-test against the {seeds} seeds p = {verdict.p_value:.2g}" if verdict.p_value is not None else "no test"
     if verdict.verdict == REAL:
-        return f"outside the spread{of}: a real difference ({p})"
+        return f"outside the spread{of}, a real difference ({p})"
     needed = f"; about {verdict.seeds_needed} seeds per arm would settle it" if verdict.seeds_needed else ""
     return f"outside the spread{of} but not settled ({p}){needed}"
 
@@ -78,5 +78,5 @@ def standing(metric: str, run_curve: Curve, seed_curves: Mapping[str, Curve]) ->
                f"range {format_value(min(seed_values))}–{format_value(max(seed_values))}")
     spread = f"the seed spread there is {format_value(verdict.spread or 0.0)}"
     sentence = f"{metric} {place} ({numbers}); {spread}: {_verdict_text(verdict, n, spread_said=True)}"
-    clause = f"against its {n}-seed group, {metric} {place}, {_verdict_text(verdict, n, spread_said=False)}"
+    clause = f"{metric} {place}, {_verdict_text(verdict, n, spread_said=False)}"
     return Standing(metric, step, at_end, run_value, seed_values, verdict, sentence, clause)
