@@ -26,6 +26,7 @@ MAX_RUNS = 500  # runs of a project looked at to find a group
 CURVE_POINTS = 1_000_000
 BAND_POINTS = 1_000
 ARM_KINDS = ("run", "group")
+RUN_ARM, GROUP_ARM = ARM_KINDS
 
 
 @dataclass(frozen=True)

@@ -17,10 +17,10 @@ from holter_server.analysis.standing import MIN_SEEDS, Standing, standing
 from holter_server.services import compare, reads
 from holter_server.store.models import RunRow
 from holter_server.vocabulary.signals import LOSS_KINDS, REFERENCE_KINDS
+from holter_server.vocabulary.statuses import FINISHED_RUN_STATUS
 
 MAX_SIBLINGS = 20  # the newest finished siblings read: the report stays cheap however big the group
 MAX_METRICS = 4  # loss-like metrics compared (eval losses first)
-FINISHED = "finished"  # a sibling still running or crashed does not show where the config ends
 
 
 @dataclass
@@ -86,14 +86,14 @@ def seed_standing(*, session: Session, run: RunRow, kinds: dict[str, str]) -> Se
     group = compare.group_of_run(session=session, run=run, runs=runs)
     rows = {r.id: r for r in runs}
     others = [rows[r] for r in group.run_ids if r != run.id and r in rows]
-    finished = [r for r in others if r.status == FINISHED]
+    finished = [r for r in others if r.status == FINISHED_RUN_STATUS]
     siblings = finished[-MAX_SIBLINGS:]  # oldest first: the newest are last
     left_out = [r for r in others if r not in siblings]
     metrics: list[MetricStanding] = []
     if len(siblings) >= MIN_SEEDS:
         label = f"seed siblings of {_name(run)} ({len(siblings)} seeds)"
         for metric in _loss_metrics(kinds):
-            arm = compare.read_members(session=session, kind="group", run=run, label=label, members=[r.id for r in siblings],
+            arm = compare.read_members(session=session, kind=compare.GROUP_ARM, run=run, label=label, members=[r.id for r in siblings],
                                        config=group.config, metric=metric, with_tokens=False)
             own = reads.read_curve(session=session, run_id=run.id, metric=metric, limit=compare.CURVE_POINTS)
             found = standing(metric, own, arm.arm.curves) if own is not None else None
