@@ -71,7 +71,7 @@ def test_report_of_an_unknown_run_is_404(api: httpx.Client) -> None:
 SEED_STEPS = np.arange(0, 3_001, 50)
 
 
-def post_seed_run(api: httpx.Client, project: str, seed: int, shift: float) -> str:
+def post_seed_run(api: httpx.Client, project: str, seed: int, shift: float, status: str = "finished") -> str:
     """A finished run of `project`'s one config with `seed`: loss and eval_loss falling to ~2,
     moved by `shift`, with a little point noise of its own."""
     run_id = f"s{uuid.uuid4().hex[:12]}"
@@ -81,7 +81,7 @@ def post_seed_run(api: httpx.Client, project: str, seed: int, shift: float) -> s
     metrics = {name: {"steps": SEED_STEPS.tolist(), "values": (curve + lift + rng.normal(0, 0.0005, len(SEED_STEPS))).tolist()}
                for name, lift in (("loss", 0.0), ("eval_loss", 0.1))}
     api.post(f"/runs/{run_id}/points", json={"metrics": metrics}).raise_for_status()
-    api.post(f"/runs/{run_id}/finish", json={"status": "finished"}).raise_for_status()
+    api.post(f"/runs/{run_id}/finish", json={"status": status}).raise_for_status()
     return run_id
 
 
@@ -109,3 +109,14 @@ def test_a_run_without_seed_siblings_is_told_how_to_get_some(api: httpx.Client) 
     assert "This run has no seed siblings" in page and "run the same config again with another seed" in page
     assert "seed group median" not in page
     assert "seed group" not in api.get(f"/runs/{run_id}/postmortem").json()["summary"]
+
+
+def test_crashed_seed_siblings_do_not_make_a_group(api: httpx.Client) -> None:
+    pytest.importorskip("plotly")
+    project = f"crashed-{uuid.uuid4().hex[:6]}"
+    post_seed_run(api, project, 1, 0.0)
+    post_seed_run(api, project, 2, 0.0, status="crashed")
+    run_id = post_seed_run(api, project, 3, 0.0)
+    page = html.unescape(api.get(f"/runs/{run_id}/report.html").text)
+    assert "This run has 1 finished seed sibling (seed-1, seed-2 in its group): a seed spread needs at least 2" in page
+    assert "seed group median" not in page

@@ -56,16 +56,16 @@ class SeedStanding:
         """The report's "Seed group" section: a sentence per metric, or why there is none."""
         if self.metrics:
             return [m.standing.sentence for m in self.metrics]
-        how = (f"to tell this run's curves from seed noise, run the same config again with another seed (seed, data_seed or "
-               f"any *_seed key, or a key declared with PUT /api/v1/projects/{self.project}/settings) at least {MIN_SEEDS} "
-               "times; the report then draws their band behind this run")
+        how = (f"run the same config again with another seed (seed, data_seed or any *_seed key, or a key declared with "
+               f"PUT /api/v1/projects/{self.project}/settings) at least {MIN_SEEDS} times: the report then draws their band "
+               "behind this run and says whether it ends inside their spread (seed noise) or outside it")
         if not self.siblings and not self.others:
             return [f"This run has no seed siblings: no other run of project {self.project} has its config with only the "
                     f"seed changed. To make some, {how}."]
         if len(self.siblings) < MIN_SEEDS:
             names = ", ".join(_name(r) for r in [*self.siblings, *self.others])
             return [f"This run has {len(self.siblings)} finished seed sibling{'s' if len(self.siblings) != 1 else ''} "
-                    f"({names} in its group): a seed spread needs at least {MIN_SEEDS} other finished runs. To make some, {how}."]
+                    f"({names} in its group): a seed spread needs at least {MIN_SEEDS} other finished runs. To make more, {how}."]
         return [f"This run's {len(self.siblings)} seed siblings share no loss metric with it: nothing to compare."]
 
 
