@@ -44,10 +44,6 @@ class SeedStanding:
     metrics: list[MetricStanding]
 
     @property
-    def has_group(self) -> bool:
-        return bool(self.metrics)
-
-    @property
     def clause(self) -> str | None:
         """The summary's clause: the first metric's (eval losses come first)."""
         return self.metrics[0].standing.clause if self.metrics else None
@@ -55,7 +51,8 @@ class SeedStanding:
     def sentences(self) -> list[str]:
         """The report's "Seed group" section: a sentence per metric, or why there is none."""
         if self.metrics:
-            return [m.standing.sentence for m in self.metrics]
+            return [m.standing.sentence + (f" ({len(m.missing)} of the siblings do not log {m.metric})" if m.missing else "")
+                    for m in self.metrics]
         how = (f"run the same config again with another seed (seed, data_seed or any *_seed key, or a key declared with "
                f"PUT /api/v1/projects/{self.project}/settings) at least {MIN_SEEDS} times: the report then draws their band "
                "behind this run and says whether it ends inside their spread (seed noise) or outside it")
