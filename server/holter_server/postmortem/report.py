@@ -20,13 +20,36 @@ PANEL_TITLES = {p.key: p.title for p in PANELS}
 OTHER_PANEL = "Other metrics"  # every metric whose kind has no shared chart
 
 
-def _figure(title: str, series: dict[str, tuple[Sequence[int], Sequence[float]]], events: list[dict[str, Any]]) -> Any:
-    """One panel. Event marks are built as plain shapes and set once: `add_vrect`/`add_vline` per
-    event re-validate the whole figure each time (quadratic in events). Names are escaped: Plotly
-    renders `<a href>`, `<b>` in trace names and titles as markup."""
+def _band_traces(name: str, band: dict[str, Any]) -> list[Any]:
+    """A seed group's band on `name`: min–max filled, median dashed, drawn before (so behind)
+    the run's own curve."""
+    import plotly.graph_objects as go
+
+    shown, seeds = plotly_text(name), band.get("seeds")
+    group = f"{seeds}-seed group" if seeds else "seed group"
+    grey = "rgba(102, 112, 133, {})"
+    return [
+        go.Scattergl(x=band["steps"], y=band["low"], mode="lines", line={"width": 0, "color": grey.format(0.3)}, showlegend=False,
+                     hoverinfo="skip", legendgroup=f"band {shown}", name=f"{shown}: {group} min"),
+        go.Scattergl(x=band["steps"], y=band["high"], mode="lines", fill="tonexty", fillcolor=grey.format(0.18),
+                     line={"width": 0, "color": grey.format(0.3)}, legendgroup=f"band {shown}", name=f"{shown}: {group} min–max"),
+        go.Scattergl(x=band["steps"], y=band["median"], mode="lines", line={"width": 1.2, "dash": "dash", "color": grey.format(0.9)},
+                     legendgroup=f"band {shown}", name=f"{shown}: {group} median"),
+    ]
+
+
+def _figure(title: str, series: dict[str, tuple[Sequence[int], Sequence[float]]], events: list[dict[str, Any]],
+            bands: dict[str, dict[str, Any]] | None = None) -> Any:
+    """One panel, with the seed group's band behind each metric that has one. Event marks are
+    built as plain shapes and set once: `add_vrect`/`add_vline` per event re-validate the whole
+    figure each time (quadratic in events). Names are escaped: Plotly renders `<a href>`, `<b>`
+    in trace names and titles as markup."""
     import plotly.graph_objects as go
 
     figure = go.Figure()
+    for name in series:
+        if bands and name in bands:
+            figure.add_traces(_band_traces(name, bands[name]))
     for name, (steps, values) in series.items():
         shown = plotly_text(name)
         finite = [v if isinstance(v, (int, float)) and math.isfinite(v) else None for v in values]
@@ -62,9 +85,13 @@ def plotly_text(text: str) -> str:
 
 
 def render_report(*, run: dict[str, Any], summary: str, timeline: list[dict[str, Any]], annotations: list[dict[str, Any]],
-                  series: dict[str, tuple[Sequence[int], Sequence[float]]], kinds: dict[str, str], max_drawn_events: int = 200) -> str:
+                  series: dict[str, tuple[Sequence[int], Sequence[float]]], kinds: dict[str, str], max_drawn_events: int = 200,
+                  seed_group: dict[str, Any] | None = None) -> str:
     """The report as one HTML document; `kinds` says what each metric is (its chart follows).
-    At most `max_drawn_events` events are marked on the charts (the worst first); the timeline lists them all."""
+    At most `max_drawn_events` events are marked on the charts (the worst first); the timeline lists them all.
+    `seed_group` (services.postmortem.seed_group_of: `sentences`, its `runs`, and `bands` by
+    metric) draws each band behind the run's curve and fills the "Seed group" section; without
+    it the section is left out."""
     import plotly.io as pio
 
     panels: dict[str, dict[str, tuple[Sequence[int], Sequence[float]]]] = {}
@@ -74,7 +101,7 @@ def render_report(*, run: dict[str, Any], summary: str, timeline: list[dict[str,
     charts = []
     for index, (panel, members) in enumerate(sorted(panels.items(), key=lambda p: PANEL_KEYS.index(p[0]) if p[0] in PANEL_KEYS else 99)):
         events = [e for e in drawn if e.get("metric") in members]
-        figure = _figure(PANEL_TITLES.get(panel, panel), members, events)
+        figure = _figure(PANEL_TITLES.get(panel, panel), members, events, (seed_group or {}).get("bands"))
         charts.append(pio.to_html(figure, full_html=False, include_plotlyjs=index == 0, config={"displaylogo": False}))
     esc = html.escape
     def step_text(step: int | None) -> str:
@@ -95,6 +122,13 @@ def render_report(*, run: dict[str, Any], summary: str, timeline: list[dict[str,
         return f"<li><b>{esc(a['author'])}</b> ({esc(str(a['created_at'])[:16])}{where}): {esc(a['text'])}</li>"
 
     notes = "".join(note_text(a) for a in annotations) or "<li>No notes.</li>"
+    seeds_section = ""
+    if seed_group is not None:
+        said = "".join(f"<li>{esc(s)}</li>" for s in seed_group.get("sentences") or [])
+        members = ", ".join(f"{esc(r.get('name') or r['id'])} ({esc(r['id'])})" for r in seed_group.get("runs") or [])
+        runs_line = (f"<p>The group (this run left out; same config, other seeds): {members}. Its median and min–max band are "
+                     "drawn behind this run's curves.</p>") if members else ""
+        seeds_section = f"<h2>Seed group</h2>\n{runs_line}<ul class='seeds'>{said}</ul>\n"
     title = f"{run.get('name') or run['id']} — Holter post-mortem"
     notes_paragraph = f"<p>{esc(run['notes'])}</p>" if run.get("notes") else ""
     severity_css = " ".join(f"tr.{s.name} td:nth-child(4) {{ color: {s.color};{' font-weight: 600;' if s is severities.WORST else ''} }}"
@@ -114,7 +148,7 @@ pre {{ background: #f9fafb; padding: .8rem; overflow-x: auto; }}
 <p class="summary">{esc(summary)}</p>
 <h2>Curves</h2>
 {''.join(charts) or '<p>No metrics.</p>'}
-<h2>Timeline</h2>
+{seeds_section}<h2>Timeline</h2>
 <table><thead><tr><th>step</th><th>kind</th><th>metric</th><th>severity</th><th>what happened</th><th>status</th></tr></thead><tbody>{rows}</tbody></table>
 <h2>Notes</h2><ul>{notes}</ul>
 {notes_paragraph}

@@ -26,9 +26,11 @@ def _step(event: dict[str, Any]) -> str:
 
 
 def write_summary(*, name: str, status: str, last_step: int | None, events: Sequence[dict[str, Any]],
-                  kinds: Mapping[str, str] | None = None) -> str:
+                  kinds: Mapping[str, str] | None = None, seed_clause: str | None = None) -> str:
     """One paragraph a colleague would write after reading the run's events; `kinds` says what
-    each metric is (declared or recognised; a metric left out is understood from its name)."""
+    each metric is (declared or recognised; a metric left out is understood from its name).
+    `seed_clause` (where the run ends against its seed group) closes it, whatever the events:
+    it says whether the run's ending is its config's or its seed's."""
     kinds = kinds or {}
 
     def kind_of(event: dict[str, Any]) -> str:
@@ -85,9 +87,10 @@ def write_summary(*, name: str, status: str, last_step: int | None, events: Sequ
     ran = f"{name} ran to step {format_step(last_step)}" if last_step is not None else f"{name} logged nothing"
     ending = next((s.ending for s in RUN_STATUSES if s.name == status), "")
     head = f"{ran} {ending}".strip()
+    seeds = f"; {seed_clause}" if seed_clause else ""
     if not clauses:
-        return f"{head}: a healthy run, nothing to report."
+        return f"{head}: a healthy run, no events{seeds}." if seeds else f"{head}: a healthy run, nothing to report."
     ordered = sorted(clauses, key=lambda c: (-c[0], c[1]))[:MAX_CLAUSES]
     more = len(clauses) - len(ordered)
     tail = f"; and {more} more finding{'s' if more > 1 else ''}" if more > 0 else ""
-    return f"{head}: " + "; ".join(text for _, _, text in ordered) + tail + "."
+    return f"{head}: " + "; ".join(text for _, _, text in ordered) + tail + seeds + "."

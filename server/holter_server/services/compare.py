@@ -26,6 +26,7 @@ MAX_RUNS = 500  # runs of a project looked at to find a group
 CURVE_POINTS = 1_000_000
 BAND_POINTS = 1_000
 ARM_KINDS = ("run", "group")
+RUN_ARM, GROUP_ARM = ARM_KINDS
 
 
 @dataclass(frozen=True)
@@ -57,9 +58,10 @@ def groups_of_project(*, session: Session, project: str) -> list[SeedGroup]:
     return seed_groups([RunConfig(r.id, r.config or {}, r.name) for r in runs], declared_keys(session=session, project=project).seed_keys)
 
 
-def group_of_run(*, session: Session, run: RunRow) -> SeedGroup:
-    """The seed group `run` belongs to (itself alone when no other run shares its config)."""
-    runs = project_runs(session=session, project=run.project)
+def group_of_run(*, session: Session, run: RunRow, runs: list[RunRow] | None = None) -> SeedGroup:
+    """The seed group `run` belongs to (itself alone when no other run shares its config);
+    `runs`: the project's runs when the caller has read them already."""
+    runs = list(runs) if runs is not None else project_runs(session=session, project=run.project)
     if all(r.id != run.id for r in runs):
         runs.append(run)
     found = group_of(run.id, [RunConfig(r.id, r.config or {}, r.name) for r in runs], declared_keys(session=session, project=run.project).seed_keys)
@@ -108,8 +110,16 @@ def read_arm(*, session: Session, kind: str, run: RunRow, metric: str) -> ArmRea
         members = [run.id]
         config = without(flatten(run.config or {}), lambda k: is_seed_key(k, declared.seed_keys))
         label = f"run {run.name or run.id}"
+    return read_members(session=session, kind=kind, run=run, label=label, members=members, config=config, metric=metric)
+
+
+def read_members(*, session: Session, kind: str, run: RunRow, label: str, members: list[str], config: dict, metric: str,
+                 with_tokens: bool = True) -> ArmReading:
+    """An arm of chosen runs on `metric`, read and banded as the compare route reads one (the
+    post-mortem's seed siblings use it too, so a band is computed one way only); token counters
+    only when `with_tokens`."""
     curves = {r: c for r in members if (c := _curve(session, r, metric)) is not None and len(c[0])}
-    counters = token_counter(session=session, run_ids=list(curves))
+    counters = token_counter(session=session, run_ids=list(curves)) if with_tokens else {}
     tokens = {r: c for r, name in counters.items() if (c := _curve(session, r, name)) is not None and len(c[0])}
     finite_tokens = {r: t[1][np.isfinite(t[1])] for r, t in tokens.items()}
     return ArmReading(

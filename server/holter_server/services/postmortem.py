@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy.orm import Session
 
 from holter_server.postmortem.summary import write_summary
@@ -11,6 +13,7 @@ from holter_server.schemas.events import EventPublic
 from holter_server.schemas.runs import RunPublic
 from holter_server.services import reads
 from holter_server.services.kinds import understood_metrics
+from holter_server.services.seed_standing import SeedStanding, seed_standing
 from holter_server.store import annotations as annotations_store
 from holter_server.store import events as events_store
 from holter_server.store import runs as runs_store
@@ -29,12 +32,15 @@ def metric_kinds(*, session: Session, run: RunRow) -> dict[str, str]:
     return {name: understood.kind for name, understood in understood_metrics(session=session, run=run).items()}
 
 
-def summary_of(*, session: Session, run: RunRow, events: list[EventRow]) -> str:
-    """The written summary of the run from its events."""
+def summary_of(*, session: Session, run: RunRow, events: list[EventRow], seeds: SeedStanding | None = None) -> str:
+    """The written summary of the run from its events, with a clause on its seed group when it
+    has one (`seeds`: the run's standing when the caller read it already)."""
+    kinds = metric_kinds(session=session, run=run)
+    seeds = seeds if seeds is not None else seed_standing(session=session, run=run, kinds=kinds)
     facts = [{"kind": e.kind, "metric": e.metric, "start_step": e.start_step, "end_step": e.end_step, "severity": e.severity,
               "score": e.score, "summary": e.summary, "status": e.status, "period": e.period, "details": e.details or {}} for e in events]
     return write_summary(name=run.name or run.id, status=run.status, last_step=run.last_step, events=facts,
-                         kinds=metric_kinds(session=session, run=run))
+                         kinds=kinds, seed_clause=seeds.clause)
 
 
 REPORT_POINTS = 2_000
@@ -52,12 +58,25 @@ def report_html(*, session: Session, run: RunRow, max_events: int = 200) -> str:
     for metric in metrics:
         read = reads.read_series(session=session, metric=metric, start=None, end=None, max_points=REPORT_POINTS, plain_cap=REPORT_POINTS)
         series[metric.name] = (read.steps, read.values)
+    kinds = metric_kinds(session=session, run=run)
+    seeds = seed_standing(session=session, run=run, kinds=kinds)
     return render_report(
         run=RunPublic.from_row(run).model_dump(mode="json"),
-        summary=summary_of(session=session, run=run, events=events),
+        summary=summary_of(session=session, run=run, events=events, seeds=seeds),
         timeline=[EventPublic.from_row(e).model_dump(mode="json") for e in events],
         annotations=[AnnotationPublic.from_row(a).model_dump(mode="json") for a in annotations_store.list_annotations(session=session, run_id=run.id)],
         series=series,
-        kinds=metric_kinds(session=session, run=run),
+        kinds=kinds,
         max_drawn_events=max_events,
+        seed_group=seed_group_of(seeds),
     )
+
+
+def seed_group_of(seeds: SeedStanding) -> dict[str, Any]:
+    """The report's seed group as plain data: its sentences, its runs, and each metric's band."""
+    return {
+        "sentences": seeds.sentences(),
+        "runs": [{"id": r.id, "name": r.name} for r in seeds.siblings],
+        "bands": {m.metric: {"steps": m.band.steps.tolist(), "median": m.band.median.tolist(), "low": m.band.low.tolist(),
+                             "high": m.band.high.tolist(), "seeds": m.standing.seeds} for m in seeds.metrics},
+    }

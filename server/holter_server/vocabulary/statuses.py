@@ -25,6 +25,9 @@ RUN_STATUSES: tuple[Status, ...] = (
 RUN_STATUS_NAMES: tuple[str, ...] = tuple(s.name for s in RUN_STATUSES)
 # The status of a run that is logging now (shown live).
 LIVE_RUN_STATUS = "running"
+# The status of a run that ran to its end (a seed sibling only counts with it: a crashed or
+# running one does not show where its config ends).
+FINISHED_RUN_STATUS = "finished"
 # What a client may end a run with.
 ENDING_STATUSES: tuple[str, ...] = ("finished", "crashed")
 

@@ -70,3 +70,12 @@ def test_loss_spikes_shared_with_twin_runs_are_put_on_the_batch() -> None:
     twinned = event("spike", "loss", 946, details={"twins": [{"run_id": "b", "step": 946}]})
     text = write_summary(name="r", status="finished", last_step=2000, events=[twinned, event("spike", "loss", 1500)], kinds={"loss": "loss"})
     assert "2 loss spikes, the largest at step 946; 1 of them recurs in runs with the same data order (the batch, not the optimiser: step 946)" in text
+
+
+def test_a_seed_group_closes_the_summary_in_one_clause() -> None:
+    clause = "eval_loss ends 0.031 above its 3-seed group's mean, outside the spread of 0.012, a real difference"
+    events = [event("divergence", "loss", 8412, severity="critical")]
+    told = write_summary(name="r", status="finished", last_step=9000, events=events, seed_clause=clause)
+    assert told.endswith(f"loss diverged at step 8,412; {clause}.")
+    assert write_summary(name="r", status="finished", last_step=9000, events=[], seed_clause=clause) == \
+        f"r ran to step 9,000 and finished: a healthy run, no events; {clause}."
