@@ -34,6 +34,8 @@ class Settings(BaseSettings):
     allowed_hosts: list[str] = Field(default_factory=list, description="Host names (besides loopback) this service answers to "
                                      "when it listens on loopback: the DNS-rebinding check")
     max_compare_points: int = Field(default=200_000, description="a comparison reading more points (run + reference) gets 413")
+    max_group_points: int = Field(default=2_000_000, description="an arm of GET /compare, or a report's seed siblings on one "
+                                  "metric, holding more points than this gets 413 (the report says why it leaves the group out)")
     max_report_events: int = Field(default=200, description="most events drawn in a report.html (the rest are listed, not drawn)")
     max_lever_pairs: int = Field(default=50_000, description="most config key × feature pairs the lever finder tests")
     max_lever_seconds: float = Field(default=10.0, description="the lever finder stops testing pairs after this long (partial: says so)")

@@ -13,7 +13,7 @@ from tests.servers import ServerProcess
 from tests.waiting import wait_until
 
 CAPS = {"HOLTER_MAX_COMPARE_POINTS": "1000", "HOLTER_MAX_FAMILY_CELLS": "1000", "HOLTER_MAX_LEVER_PAIRS": "20",
-        "HOLTER_MAX_REPORT_EVENTS": "5"}
+        "HOLTER_MAX_REPORT_EVENTS": "5", "HOLTER_MAX_GROUP_POINTS": "1000"}
 
 
 @pytest.fixture(scope="module")
@@ -77,3 +77,25 @@ def test_a_report_marks_at_most_its_cap_of_events_and_lists_them_all(capped: htt
     html = capped.get(f"/runs/{run_id}/report.html").text
     assert html.count('"type":"rect"') + html.count('"type":"line"') <= 5
     assert all(event["summary"] in html for event in events)
+
+
+def test_a_seed_group_holding_more_points_than_its_cap_is_413_and_the_report_says_why_it_leaves_it_out(capped: httpx.Client) -> None:
+    def seed_runs(points: int) -> list[str]:
+        """Four finished runs of one config, seeds 0-3, each with `points` eval losses."""
+        project, run_ids = f"caps-seeds-{uuid.uuid4().hex[:6]}", []
+        for seed in range(4):
+            run_ids.append(run_id := new_run_id())
+            capped.post("/runs", json={"id": run_id, "project": project, "config": {"lr": 1e-3, "seed": seed}}).raise_for_status()
+            values = [3.0 - step / points + seed * 0.01 for step in range(points)]
+            capped.post(f"/runs/{run_id}/points", json={"metrics": {"eval_loss": {"steps": list(range(points)), "values": values}}}).raise_for_status()
+            capped.post(f"/runs/{run_id}/finish", json={"status": "finished"}).raise_for_status()
+        return run_ids
+
+    big = seed_runs(points=400)  # 1,600 points in the group, 1,200 in any run's siblings
+    answer = capped.get("/compare", params={"metric": "eval_loss", "a": f"group:{big[0]}", "b": f"run:{big[1]}"})
+    assert answer.status_code == 413 and "HOLTER_MAX_GROUP_POINTS" in answer.json()["detail"]
+    report = capped.get(f"/runs/{big[0]}/report.html")
+    assert report.status_code == 200 and "Not compared:" in report.text and "HOLTER_MAX_GROUP_POINTS" in report.text
+    small = seed_runs(points=100)
+    assert capped.get("/compare", params={"metric": "eval_loss", "a": f"group:{small[0]}", "b": f"run:{small[1]}"}).status_code == 200
+    assert "Not compared:" not in capped.get(f"/runs/{small[0]}/report.html").text

@@ -83,6 +83,18 @@ def token_counter(*, session: Session, run_ids: list[str]) -> dict[str, str]:
     return {r: n[0] for r, n in names.items() if n}
 
 
+class GroupTooLargeError(ValueError):
+    """An arm would read more points than one request may (HOLTER_MAX_GROUP_POINTS)."""
+
+
+def check_points(*, session: Session, label: str, series: list[tuple[str, str]], max_points: int) -> None:
+    """Refuse (GroupTooLargeError) when the (run, metric) `series` hold more than `max_points`
+    points together: counted from the metric rows, before anything is read."""
+    counts = sum(row.count for run_id, metric in series if (row := runs_store.get_metric(session=session, run_id=run_id, name=metric)))
+    if counts > max_points:
+        raise GroupTooLargeError(f"{label} would read {counts:,} points, more than {max_points:,} (HOLTER_MAX_GROUP_POINTS)")
+
+
 @dataclass
 class ArmReading:
     """One arm as compared: who is in it, its shared config, its curves and its band."""
@@ -99,8 +111,9 @@ class ArmReading:
     final_tokens: dict[str, float]
 
 
-def read_arm(*, session: Session, kind: str, run: RunRow, metric: str) -> ArmReading:
-    """The run, or its seed group, on `metric` (with token counters when logged)."""
+def read_arm(*, session: Session, kind: str, run: RunRow, metric: str, max_points: int | None = None) -> ArmReading:
+    """The run, or its seed group, on `metric` (with token counters when logged); refused
+    (GroupTooLargeError) past `max_points`."""
     declared = declared_keys(session=session, project=run.project)
     if kind == "group":
         group = group_of_run(session=session, run=run)
@@ -110,14 +123,20 @@ def read_arm(*, session: Session, kind: str, run: RunRow, metric: str) -> ArmRea
         members = [run.id]
         config = without(flatten(run.config or {}), lambda k: is_seed_key(k, declared.seed_keys))
         label = f"run {run.name or run.id}"
-    return read_members(session=session, kind=kind, run=run, label=label, members=members, config=config, metric=metric)
+    return read_members(session=session, kind=kind, run=run, label=label, members=members, config=config, metric=metric,
+                        max_points=max_points)
 
 
 def read_members(*, session: Session, kind: str, run: RunRow, label: str, members: list[str], config: dict, metric: str,
-                 with_tokens: bool = True) -> ArmReading:
+                 with_tokens: bool = True, max_points: int | None = None) -> ArmReading:
     """An arm of chosen runs on `metric`, read and banded as the compare route reads one (the
     post-mortem's seed siblings use it too, so a band is computed one way only); token counters
-    only when `with_tokens`."""
+    only when `with_tokens`; refused (GroupTooLargeError) when the metric and the counters hold
+    more than `max_points` points."""
+    if max_points is not None:
+        counters = token_counter(session=session, run_ids=list(members)) if with_tokens else {}
+        check_points(session=session, label=f"comparing {metric!r} on the {label}", max_points=max_points,
+                     series=[(r, metric) for r in members] + list(counters.items()))
     curves = {r: c for r in members if (c := _curve(session, r, metric)) is not None and len(c[0])}
     counters = token_counter(session=session, run_ids=list(curves)) if with_tokens else {}
     tokens = {r: c for r, name in counters.items() if (c := _curve(session, r, name)) is not None and len(c[0])}
@@ -152,9 +171,10 @@ def _typical(values: dict[str, float] | dict[str, int], every: list[str]) -> flo
 
 
 def compare(*, session: Session, metric: str, a: tuple[str, RunRow], b: tuple[str, RunRow], at_step: int | None = None,
-            at_tokens: float | None = None, step_range: tuple[int, int] | None = None) -> ArmComparison:
-    """Arm A (a kind and a run) against arm B on `metric`."""
-    first, second = (read_arm(session=session, kind=kind, run=run, metric=metric) for kind, run in (a, b))
+            at_tokens: float | None = None, step_range: tuple[int, int] | None = None, max_points: int | None = None) -> ArmComparison:
+    """Arm A (a kind and a run) against arm B on `metric`; an arm holding more than `max_points`
+    points is refused (GroupTooLargeError) before it is read."""
+    first, second = (read_arm(session=session, kind=kind, run=run, metric=metric, max_points=max_points) for kind, run in (a, b))
     found = confounders(first.config, second.config,
                         tokens_a=_typical(first.final_tokens, list(first.arm.curves)),
                         tokens_b=_typical(second.final_tokens, list(second.arm.curves)),

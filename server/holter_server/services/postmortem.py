@@ -32,11 +32,13 @@ def metric_kinds(*, session: Session, run: RunRow) -> dict[str, str]:
     return {name: understood.kind for name, understood in understood_metrics(session=session, run=run).items()}
 
 
-def summary_of(*, session: Session, run: RunRow, events: list[EventRow], seeds: SeedStanding | None = None) -> str:
+def summary_of(*, session: Session, run: RunRow, events: list[EventRow], seeds: SeedStanding | None = None,
+               max_group_points: int | None = None) -> str:
     """The written summary of the run from its events, with a clause on its seed group when it
-    has one (`seeds`: the run's standing when the caller read it already)."""
+    has one (`seeds`: the run's standing when the caller read it already; else read, its siblings
+    refused past `max_group_points` points per metric)."""
     kinds = metric_kinds(session=session, run=run)
-    seeds = seeds if seeds is not None else seed_standing(session=session, run=run, kinds=kinds)
+    seeds = seeds if seeds is not None else seed_standing(session=session, run=run, kinds=kinds, max_points=max_group_points)
     facts = [{"kind": e.kind, "metric": e.metric, "start_step": e.start_step, "end_step": e.end_step, "severity": e.severity,
               "score": e.score, "summary": e.summary, "status": e.status, "period": e.period, "details": e.details or {}} for e in events]
     return write_summary(name=run.name or run.id, status=run.status, last_step=run.last_step, events=facts,
@@ -47,9 +49,10 @@ REPORT_POINTS = 2_000
 REPORT_METRICS = 200  # metrics drawn in a report (by name); the rest are in its export
 
 
-def report_html(*, session: Session, run: RunRow, max_events: int = 200) -> str:
+def report_html(*, session: Session, run: RunRow, max_events: int = 200, max_group_points: int | None = None) -> str:
     """The run's self-contained HTML report (needs plotly): at most REPORT_METRICS metrics drawn,
-    `max_events` events marked on them."""
+    `max_events` events marked on them, its seed siblings read up to `max_group_points` points
+    per metric."""
     from holter_server.postmortem.report import render_report  # plotly: only where reports are made
 
     events = timeline(session=session, run_id=run.id)
@@ -59,7 +62,7 @@ def report_html(*, session: Session, run: RunRow, max_events: int = 200) -> str:
         read = reads.read_series(session=session, metric=metric, start=None, end=None, max_points=REPORT_POINTS, plain_cap=REPORT_POINTS)
         series[metric.name] = (read.steps, read.values)
     kinds = metric_kinds(session=session, run=run)
-    seeds = seed_standing(session=session, run=run, kinds=kinds)
+    seeds = seed_standing(session=session, run=run, kinds=kinds, max_points=max_group_points)
     return render_report(
         run=RunPublic.from_row(run).model_dump(mode="json"),
         summary=summary_of(session=session, run=run, events=events, seeds=seeds),

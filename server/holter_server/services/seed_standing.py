@@ -42,6 +42,7 @@ class SeedStanding:
     siblings: list[RunRow]  # the finished siblings read (the run left out)
     others: list[RunRow]  # siblings left out: not finished, or beyond MAX_SIBLINGS
     metrics: list[MetricStanding]
+    refused: list[str] = field(default_factory=list)  # why a metric's siblings were not read (HOLTER_MAX_GROUP_POINTS)
 
     @property
     def clause(self) -> str | None:
@@ -50,9 +51,9 @@ class SeedStanding:
 
     def sentences(self) -> list[str]:
         """The report's "Seed group" section: a sentence per metric, or why there is none."""
-        if self.metrics:
+        if self.metrics or self.refused:
             return [m.standing.sentence + (f" ({len(m.missing)} of the siblings do not log {m.metric})" if m.missing else "")
-                    for m in self.metrics]
+                    for m in self.metrics] + self.refused
         how = (f"run the same config again with another seed (seed, data_seed or any *_seed key, or a key declared with "
                f"PUT /api/v1/projects/{self.project}/settings) at least {MIN_SEEDS} times: the report then draws their band "
                "behind this run and says whether it ends inside their spread (seed noise) or outside it")
@@ -76,9 +77,10 @@ def _loss_metrics(kinds: dict[str, str]) -> list[str]:
     return sorted(found, key=lambda n: (order.get(kinds[n], len(order)), n))[:MAX_METRICS]
 
 
-def seed_standing(*, session: Session, run: RunRow, kinds: dict[str, str]) -> SeedStanding:
+def seed_standing(*, session: Session, run: RunRow, kinds: dict[str, str], max_points: int | None = None) -> SeedStanding:
     """The run against its finished seed siblings on its loss-like metrics (`kinds`: the run's
-    metrics by name, with what each is)."""
+    metrics by name, with what each is); a metric whose siblings hold more than `max_points`
+    points is left out, with the reason."""
     runs = compare.project_runs(session=session, project=run.project)
     group = compare.group_of_run(session=session, run=run, runs=runs)
     rows = {r.id: r for r in runs}
@@ -87,13 +89,18 @@ def seed_standing(*, session: Session, run: RunRow, kinds: dict[str, str]) -> Se
     siblings = finished[-MAX_SIBLINGS:]  # oldest first: the newest are last
     left_out = [r for r in others if r not in siblings]
     metrics: list[MetricStanding] = []
+    refused: list[str] = []
     if len(siblings) >= MIN_SEEDS:
         label = f"seed siblings of {_name(run)} ({len(siblings)} seeds)"
         for metric in _loss_metrics(kinds):
-            arm = compare.read_members(session=session, kind=compare.GROUP_ARM, run=run, label=label, members=[r.id for r in siblings],
-                                       config=group.config, metric=metric, with_tokens=False)
+            try:
+                arm = compare.read_members(session=session, kind=compare.GROUP_ARM, run=run, label=label, members=[r.id for r in siblings],
+                                           config=group.config, metric=metric, with_tokens=False, max_points=max_points)
+            except compare.GroupTooLargeError as exc:
+                refused.append(f"Not compared: {exc}.")
+                continue
             own = reads.read_curve(session=session, run_id=run.id, metric=metric, limit=compare.CURVE_POINTS)
             found = standing(metric, own, arm.arm.curves) if own is not None else None
             if found is not None:
                 metrics.append(MetricStanding(metric, arm.band, found, arm.missing))
-    return SeedStanding(run.project, group, siblings, left_out, metrics)
+    return SeedStanding(run.project, group, siblings, left_out, metrics, refused)

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query
 
-from holter_server.api.deps import PrincipalDep, SessionDep
+from holter_server.api.deps import PrincipalDep, SessionDep, SettingsDep
 from holter_server.api.routes.runs import require_run
 from holter_server.schemas.compare import (
     ArmComparisonPublic,
@@ -38,6 +38,7 @@ def _arm(session: SessionDep, principal: PrincipalDep, name: str, text: str) -> 
             summary="Arm A against arm B on a metric: seed bands, a verdict per measure, the confounders")
 def compare_arms(
     session: SessionDep,
+    settings: SettingsDep,
     principal: PrincipalDep,
     metric: str,
     a: Annotated[str, Query(description=ARM_HELP)],
@@ -50,8 +51,12 @@ def compare_arms(
     first, second = _arm(session, principal, "a", a), _arm(session, principal, "b", b)
     if (start is None) != (end is None) or (start is not None and end is not None and end <= start):
         raise HTTPException(status_code=422, detail="the auc range needs both start and end, with end > start")
-    found = compare_service.compare(session=session, metric=metric, a=first, b=second, at_step=at_step, at_tokens=at_tokens,
-                                    step_range=(start, end) if start is not None and end is not None else None)
+    try:
+        found = compare_service.compare(session=session, metric=metric, a=first, b=second, at_step=at_step, at_tokens=at_tokens,
+                                        step_range=(start, end) if start is not None and end is not None else None,
+                                        max_points=settings.max_group_points)
+    except compare_service.GroupTooLargeError as exc:
+        raise HTTPException(status_code=413, detail=str(exc)) from exc
     for arm in (found.a, found.b):
         if not arm.arm.curves:
             raise HTTPException(status_code=404, detail=f"{metric!r} is not logged by {arm.label}")

@@ -92,14 +92,14 @@ def compare_run(session: SessionDep, settings: SettingsDep, run_id: str, metric:
 
 
 @router.get("/runs/{run_id}/postmortem", response_model=PostMortemPublic, summary="The run's timeline, written summary and notes")
-def read_postmortem(session: SessionDep, run_id: str) -> PostMortemPublic:
+def read_postmortem(session: SessionDep, settings: SettingsDep, run_id: str) -> PostMortemPublic:
     run = require_run(session, run_id)
     events = postmortem.timeline(session=session, run_id=run_id)
     health = events_store.health_of_runs(session=session, run_ids=[run_id])[run_id]
     return PostMortemPublic(
         run=RunPublic.from_row(run, list(runs_store.list_metrics(session=session, run_id=run_id)), health=health,
                                understood=kinds.understood_metrics(session=session, run=run)),
-        summary=postmortem.summary_of(session=session, run=run, events=events),
+        summary=postmortem.summary_of(session=session, run=run, events=events, max_group_points=settings.max_group_points),
         timeline=[EventPublic.from_row(e) for e in events],
         annotations=[AnnotationPublic.from_row(a) for a in annotations_store.list_annotations(session=session, run_id=run_id)],
     )
@@ -109,7 +109,8 @@ def read_postmortem(session: SessionDep, run_id: str) -> PostMortemPublic:
 def download_report(session: SessionDep, settings: SettingsDep, run_id: str) -> HTMLResponse:
     run = require_run(session, run_id)
     try:
-        html = postmortem.report_html(session=session, run=run, max_events=settings.max_report_events)
+        html = postmortem.report_html(session=session, run=run, max_events=settings.max_report_events,
+                                      max_group_points=settings.max_group_points)
     except ModuleNotFoundError as exc:
         raise HTTPException(status_code=501, detail=f"reports need plotly: pip install 'holter[dashboard]' ({exc.name} missing)") from exc
     filename = f"holter-{run.id}.html"
