@@ -39,7 +39,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import stats
 
 from holter_server.analysis.configs import KeyChange, diff
 from holter_server.analysis.seeds import MAD_TO_SIGMA, finite_curve
@@ -104,6 +103,8 @@ def value_at(steps: np.ndarray, values: np.ndarray, step: float) -> float:
     x, y = s[nearest].astype(float), v[nearest]
     if len(x) < 3 or np.ptp(x) == 0:
         return float(np.median(y))
+    from scipy import stats  # ~1.5 s to import: paid by the first comparison, not by every service start
+
     slope = float(stats.theilslopes(y, x).slope)
     return float(np.median(y - slope * (x - step)))
 
@@ -153,12 +154,16 @@ def seeds_needed(sigma: float, difference: float) -> int | None:
         return None
     if sigma == 0:
         return 2
+    from scipy import stats
+
     z = stats.norm.ppf(1 - ALPHA / 2) + stats.norm.ppf(POWER)
     return max(2, min(MAX_SEEDS_NEEDED + 1, math.ceil(2 * (z * sigma / abs(difference)) ** 2)))
 
 
 def _test(a: np.ndarray, b: np.ndarray) -> tuple[float | None, float]:
     """(p-value, pooled standard deviation of the seeds) for the arms' values."""
+    from scipy import stats
+
     many = [x for x in (a, b) if len(x) >= 2]
     if not many:
         return None, math.nan
