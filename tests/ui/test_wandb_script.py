@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_wandb_drop_in import expected_steps, run_id_of, run_script, script_importing
+from tests.integration.test_wandb_drop_in import run_id_of, run_script, script_importing
 from tests.servers import ServerProcess
 from tests.waiting import wait_until
 
