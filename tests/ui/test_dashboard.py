@@ -162,8 +162,9 @@ def test_zooming_on_a_chart_reads_the_range_at_full_resolution_and_back(page, lo
     relayout(page, {"xaxis.range[0]": 1000, "xaxis.range[1]": 1100})
     wait_until(lambda: "start=1000" in href() and "end=1100" in href(), timeout=10)
     wait_until(lambda: [x for x in plotted_x(page, "loss") if 1000 <= x <= 1100] == list(range(1000, 1101)), timeout=10)
-    relayout(page, {"xaxis.autorange": True})
-    wait_until(lambda: "start=" not in href(), timeout=10)
+    # A double-click made while the zoomed charts are still being drawn can be swallowed by the
+    # redraw (seen once in CI); a person clicks again, and so does the test.
+    wait_until(lambda: "start=" not in href() or relayout(page, {"xaxis.autorange": True}) or time.sleep(2), timeout=20)
 
 
 def test_wall_time_axis_draws_a_long_run_downsampled_with_its_times(page, long_run: str) -> None:  # type: ignore[no-untyped-def]
