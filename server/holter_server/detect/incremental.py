@@ -47,6 +47,15 @@ class Update:
     withdrawn: list[str]
 
 
+def diff_visible(visible: dict[str, dict[str, Any]], events: list[Event]) -> tuple[Update, dict[str, dict[str, Any]]]:
+    """The update from `visible` (each event as last reported, by id) to `events`, and what is
+    visible after it. Every detector that reports events one `add` at a time reports them so."""
+    current = {e.event_id: e for e in events}
+    changed = [e for key, e in current.items() if visible.get(key) != e.to_dict()]
+    withdrawn = [key for key in visible if key not in current]
+    return Update(changed=changed, withdrawn=withdrawn), {key: e.to_dict() for key, e in current.items()}
+
+
 class IncrementalDetector:
     """Detect spike, divergence, plateau, sawtooth, too_good and level_shift on one series.
 
@@ -167,11 +176,8 @@ class IncrementalDetector:
         return SeriesSnapshot(self.metric, last, first, self.last_step, kind=self.kind, outline=outline)
 
     def _diff_visible(self) -> Update:
-        current = {e.event_id: e for e in self.events}
-        changed = [e for key, e in current.items() if self._visible.get(key) != e.to_dict()]
-        withdrawn = [key for key in self._visible if key not in current]
-        self._visible = {key: e.to_dict() for key, e in current.items()}
-        return Update(changed=changed, withdrawn=withdrawn)
+        update, self._visible = diff_visible(self._visible, self.events)
+        return update
 
     def state(self) -> dict[str, Any]:
         """Everything needed to resume: JSON-serialisable, bounded in size by the tail."""

@@ -22,7 +22,7 @@ import numpy as np
 
 from holter_server.detect.events import Event, format_step
 from holter_server.detect.findings import SeriesSnapshot
-from holter_server.detect.incremental import DETECTOR_VERSION, Update
+from holter_server.detect.incremental import DETECTOR_VERSION, Update, diff_visible
 from holter_server.vocabulary.profiles import SYSTEM_KINDS, SystemKind
 from holter_server.detect.runs import RunTracker
 
@@ -82,11 +82,8 @@ class SystemVitalDetector:
         raise NotImplementedError
 
     def _diff_visible(self) -> Update:
-        current = {e.event_id: e for e in self.events}
-        changed = [e for key, e in current.items() if self._visible.get(key) != e.to_dict()]
-        withdrawn = [key for key in self._visible if key not in current]
-        self._visible = {key: e.to_dict() for key, e in current.items()}
-        return Update(changed=changed, withdrawn=withdrawn)
+        update, self._visible = diff_visible(self._visible, self.events)
+        return update
 
     def state(self) -> dict[str, Any]:
         """JSON-serialisable state, bounded by the detector's window."""
