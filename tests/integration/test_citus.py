@@ -27,6 +27,7 @@ from sqlalchemy.engine import make_url
 import holter
 from holter_server.demo.synthetic import SyntheticRun
 from holter_server.store.distribution import BY_RUN, REFERENCE
+from tests.integration.test_reference_runs import stream
 from tests.receivers import Receiver
 from tests.servers import ServerProcess
 from tests.waiting import wait_until
@@ -328,27 +329,13 @@ def test_annotations_are_saved_edited_and_deleted(api: httpx.Client, project: st
     assert [(n["author"], n["text"]) for n in notes] == [("ana", "warm-up ends at 200")]
 
 
-def _reference_stream(server: ServerProcess, project: str, eval_gap: float, seed: int) -> holter.Run:
-    import random
-
-    rng = random.Random(seed)
-    run = holter.init(project=project, url=server.url)
-    for step in range(0, 4000, 10):
-        loss = 2.0 + 8.0 * math.exp(-step / 600) + rng.gauss(0, 0.01)
-        run.log({"loss": loss}, step=step)
-        if step % 50 == 0:
-            run.log({"eval_loss": loss + 0.1 + (eval_gap if step >= 2000 else 0.0) + rng.gauss(0, 0.005)}, step=step)
-    run.finish()
-    return run
-
-
 def test_a_reference_is_set_and_a_drifting_run_is_flagged(citus_server: ServerProcess, api: httpx.Client, project: str,
                                                           spool_dir: Path) -> None:
-    reference = _reference_stream(citus_server, project, eval_gap=0.0, seed=1)
+    reference = stream(citus_server, project, eval_gap=0.0, seed=1)
     answer = api.put(f"/projects/{project}/reference", json={"run_id": reference.id, "by": "ana"})
     assert answer.status_code == 200, answer.text
     assert [r["run_id"] for r in api.get(f"/projects/{project}/references").json()] == [reference.id]
-    drifting = _reference_stream(citus_server, project, eval_gap=0.12, seed=2)
+    drifting = stream(citus_server, project, eval_gap=0.12, seed=2)
     # the comparison runs after finish, in the drift loop
     (drift,) = wait_until(lambda: events_of(api, drifting.id, kind="reference_drift"), timeout=60)
     assert drift["metric"] == "eval_loss"
