@@ -109,22 +109,16 @@ def register(app: Dash, api: HolterAPI) -> None:
         trigger = ctx.triggered_id
         new = dict(view, smoothing=smoothing if smoothing is not None else view.get("smoothing", 0.6), log_y=bool(log_y),
                    x_axis=x_axis or "step", metrics=metrics or [])
-        if isinstance(trigger, dict) and trigger.get("type") == "panel":
-            point = ((ctx.triggered[0]["value"] or {}).get("points") or [{}])[0]
-            event = event_of(marks, point.get("customdata"))
-            if event is None:
+        if isinstance(trigger, dict) and trigger.get("type") in ("panel", "event-zoom"):
+            # a click on an event's mark in a chart, or its Zoom button in the list
+            if trigger["type"] == "panel":
+                event_id = (((ctx.triggered[0]["value"] or {}).get("points") or [{}])[0]).get("customdata")
+            elif ctx.triggered[0]["value"]:
+                event_id = trigger["id"]
+            else:
                 return no_update
-            window = zoom_range(event)
-            if window is None:
-                return no_update
-            new["start"], new["end"] = window
-        elif isinstance(trigger, dict) and trigger.get("type") == "event-zoom":
-            if not ctx.triggered[0]["value"]:
-                return no_update
-            event = event_of(marks, trigger["id"])
-            if event is None:
-                return no_update
-            window = zoom_range(event)
+            event = event_of(marks, event_id)
+            window = zoom_range(event) if event is not None else None
             if window is None:
                 return no_update
             new["start"], new["end"] = window
