@@ -103,7 +103,7 @@ def value_at(steps: np.ndarray, values: np.ndarray, step: float) -> float:
     x, y = s[nearest].astype(float), v[nearest]
     if len(x) < 3 or np.ptp(x) == 0:
         return float(np.median(y))
-    from scipy import stats  # ~1.5 s to import: paid by the first comparison, not by every service start
+    from scipy import stats  # ~1 s to import: paid by the first comparison, not by every service start
 
     slope = float(stats.theilslopes(y, x).slope)
     return float(np.median(y - slope * (x - step)))
