@@ -6,6 +6,7 @@ COPY pyproject.toml README.md alembic.ini ./
 COPY client ./client
 COPY server ./server
 COPY dashboard ./dashboard
+COPY charts ./charts
 COPY migrations ./migrations
 RUN pip install --no-cache-dir ".[all]" \
     && useradd --create-home --uid 10001 holter

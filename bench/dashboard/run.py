@@ -140,8 +140,8 @@ def load_page(opener, url: str, expected: int) -> float:  # type: ignore[no-unty
 def _expected_charts(metrics: list[str]) -> int:
     import json
 
-    from holter_dashboard.charts.panels import plan_panels
-    from holter_dashboard.vocabulary import Vocabulary
+    from holter_charts.panels import plan_panels
+    from holter_charts.vocabulary import Vocabulary
     from holter_server import vocabulary
     from holter_server.vocabulary.signals import panel_of
 

@@ -18,7 +18,7 @@ from urllib.parse import quote
 
 import httpx
 
-from holter_dashboard.vocabulary import Vocabulary
+from holter_charts.vocabulary import Vocabulary
 
 API_PREFIX = "/api/v1"
 SERIES_PER_READ = 200  # the service takes at most 256 series per /series read

@@ -9,7 +9,7 @@ import dash_mantine_components as dmc
 from dash import html
 
 from holter_dashboard.api import current_key
-from holter_dashboard.vocabulary import Vocabulary
+from holter_charts.vocabulary import Vocabulary
 
 THEME: dict[str, Any] = {
     "primaryColor": "indigo",

@@ -17,7 +17,7 @@ from dash import ALL, MATCH, Dash, Input, Output, State, ctx, dcc, html, no_upda
 
 from holter_dashboard.api import ApiError, HolterAPI
 from holter_dashboard.components import UNCLIPPED, age, empty_state, error_alert, section
-from holter_dashboard.vocabulary import Vocabulary
+from holter_charts.vocabulary import Vocabulary
 
 CHANNEL_KINDS = {
     "slack": ("Slack", "https://hooks.slack.com/services/…"),

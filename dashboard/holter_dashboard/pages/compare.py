@@ -14,8 +14,8 @@ from dash import Dash, Input, Output, State, dcc, html, no_update
 
 from holter_dashboard.api import ApiError, HolterAPI, optional
 from holter_dashboard.components import empty_state, error_alert
-from holter_dashboard.charts.compare import compare_figure, seed_band_figure
-from holter_dashboard.charts.series import Series, View
+from holter_charts.compare import compare_figure, seed_band_figure
+from holter_charts.series import Series, View
 
 MAX_POINTS = 2000
 

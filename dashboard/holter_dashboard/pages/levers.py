@@ -14,7 +14,7 @@ from dash import Dash, Input, Output, State, dcc, html, no_update
 
 from holter_dashboard.api import ApiError, HolterAPI
 from holter_dashboard.components import UNCLIPPED, empty_state, error_alert
-from holter_dashboard.vocabulary import Vocabulary
+from holter_charts.vocabulary import Vocabulary
 
 FEATURES = {
     "presence": "whether it happens", "period": "its period", "first_step": "when it starts", "spike_spacing": "spike spacing",

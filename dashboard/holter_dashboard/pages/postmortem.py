@@ -16,15 +16,14 @@ from dash import Dash, Input, Output, State, dcc, html, no_update
 
 from holter_dashboard.api import ApiError, HolterAPI
 from holter_dashboard.components import empty_state, error_alert, health_badge, section, severity_badge, status_badge
-from holter_dashboard.charts.compare import drift_sentence, reference_figure
-from holter_dashboard.charts.heatmap import heatmap_figure
-from holter_dashboard.charts.line import band_figure, line_figure
-from holter_dashboard.charts.marks import event_label
-from holter_dashboard.charts.panels import plan_panels
-from holter_dashboard.charts.series import View
+from holter_charts.compare import drift_sentence, reference_figure
+from holter_charts.figures import panel_figure
+from holter_charts.marks import event_label
+from holter_charts.panels import plan_panels
+from holter_charts.series import View
 from holter_dashboard.links import zoom_href
 from holter_dashboard.pages.run.data import GRAPH_CONFIG, load_series
-from holter_dashboard.vocabulary import Vocabulary
+from holter_charts.vocabulary import Vocabulary
 
 
 def title(run_id: str | None = None, **_: Any) -> str:
@@ -246,12 +245,7 @@ def register(app: Dash, api: HolterAPI) -> None:
         series, errors = await load_series(api, run["id"], [m for p in panels for m in p.metrics], view)
         graphs = []
         for panel in panels:
-            if panel.kind == "heatmap":
-                figure = heatmap_figure(panel, series, data["timeline"], view, vocab=vocab)
-            elif panel.kind == "band":
-                figure = band_figure(panel, series, view)
-            else:
-                figure, _ = line_figure(panel, series, data["timeline"], data["annotations"], view, vocab=vocab)
+            figure, _ = panel_figure(panel, series, data["timeline"], data["annotations"], view, vocab=vocab)
             graphs.append(dmc.Paper(dcc.Graph(figure=figure, config=GRAPH_CONFIG, className=f"panel panel-{panel.kind}"),
                                     withBorder=True, radius="md", p=4, className="chart-card"))
         body: list[Any] = [error_alert("; ".join(errors), "Some series could not be read")] if errors else []

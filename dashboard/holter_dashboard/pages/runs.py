@@ -10,7 +10,7 @@ from dash import ALL, Dash, Input, Output, State, dcc, html, no_update
 
 from holter_dashboard.api import ApiError, HolterAPI, optional
 from holter_dashboard.components import age, empty_state, error_alert, health_badge, link, status_badge
-from holter_dashboard.vocabulary import Vocabulary
+from holter_charts.vocabulary import Vocabulary
 
 SORTS = {
     "updated": "last activity",

@@ -1,107 +1,50 @@
 """The self-contained HTML report of a run: summary, annotated curves (interactive Plotly, with
 plotly.js inlined so the file opens with no server and no network), timeline, notes, config.
 
-Takes plain data, returns the HTML text; plotly is imported only here.
+Takes plain data in the API's shapes, returns the HTML text. Its charts are the dashboard's:
+the same panels, event and note marks, NaN crosses and smoothing, drawn by `holter_charts`
+(`panel_figure`) from what the post-mortem page reads, so a chart in the file is the chart on
+the page. plotly is imported only here.
 """
 
 from __future__ import annotations
 
 import html
 import json
-import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from holter_server.vocabulary import events as event_kinds
+from holter_charts.compare import seed_group_traces
+from holter_charts.figures import panel_figure
+from holter_charts.panels import plan_panels
+from holter_charts.series import Series, View
+from holter_charts.vocabulary import Vocabulary
 from holter_server.vocabulary import severities
-from holter_server.vocabulary.signals import PANEL_KEYS, PANELS, panel_of
-
-PANEL_TITLES = {p.key: p.title for p in PANELS}
-OTHER_PANEL = "Other metrics"  # every metric whose kind has no shared chart
-
-
-def _band_traces(name: str, band: dict[str, Any]) -> list[Any]:
-    """A seed group's band on `name`: min–max filled, median dashed, drawn before (so behind)
-    the run's own curve."""
-    import plotly.graph_objects as go
-
-    shown, seeds = plotly_text(name), band.get("seeds")
-    group = f"{seeds}-seed group" if seeds else "seed group"
-    grey = "rgba(102, 112, 133, {})"
-    return [
-        go.Scattergl(x=band["steps"], y=band["low"], mode="lines", line={"width": 0, "color": grey.format(0.3)}, showlegend=False,
-                     hoverinfo="skip", legendgroup=f"band {shown}", name=f"{shown}: {group} min"),
-        go.Scattergl(x=band["steps"], y=band["high"], mode="lines", fill="tonexty", fillcolor=grey.format(0.18),
-                     line={"width": 0, "color": grey.format(0.3)}, legendgroup=f"band {shown}", name=f"{shown}: {group} min–max"),
-        go.Scattergl(x=band["steps"], y=band["median"], mode="lines", line={"width": 1.2, "dash": "dash", "color": grey.format(0.9)},
-                     legendgroup=f"band {shown}", name=f"{shown}: {group} median"),
-    ]
-
-
-def _figure(title: str, series: dict[str, tuple[Sequence[int], Sequence[float]]], events: list[dict[str, Any]],
-            bands: dict[str, dict[str, Any]] | None = None) -> Any:
-    """One panel, with the seed group's band behind each metric that has one. Event marks are
-    built as plain shapes and set once: `add_vrect`/`add_vline` per event re-validate the whole
-    figure each time (quadratic in events). Names are escaped: Plotly renders `<a href>`, `<b>`
-    in trace names and titles as markup."""
-    import plotly.graph_objects as go
-
-    figure = go.Figure()
-    for name in series:
-        if bands and name in bands:
-            figure.add_traces(_band_traces(name, bands[name]))
-    for name, (steps, values) in series.items():
-        shown = plotly_text(name)
-        finite = [v if isinstance(v, (int, float)) and math.isfinite(v) else None for v in values]
-        figure.add_trace(go.Scattergl(x=list(steps), y=finite, mode="lines", name=shown, line={"width": 1.4}))
-        bad = [(s, v) for s, v in zip(steps, values) if not (isinstance(v, (int, float)) and math.isfinite(v))]
-        if bad:
-            figure.add_trace(go.Scatter(x=[s for s, _ in bad], y=[0] * len(bad), mode="markers", name=f"{shown}: NaN/Inf",
-                                        marker={"symbol": "x", "color": severities.WORST.color, "size": 9}, yaxis="y"))
-    shapes: list[dict[str, Any]] = []
-    labels: list[dict[str, Any]] = []
-    for event in events:
-        start, end = event.get("start_step"), event.get("end_step")
-        if start is None:
-            continue
-        label = {"x": start, "xref": "x", "y": 1, "yref": "paper", "text": plotly_text(event_kinds.label(event["kind"])),
-                 "showarrow": False, "xanchor": "left", "yanchor": "bottom", "font": {"size": 10}}
-        severity = severities.severity(event["severity"])
-        if end is not None and end > start:
-            shapes.append({"type": "rect", "xref": "x", "yref": "paper", "x0": start, "x1": end, "y0": 0, "y1": 1,
-                           "fillcolor": severity.rgba(0.16), "line": {"width": 0}, "layer": "below"})
-        else:
-            shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": start, "x1": start, "y0": 0, "y1": 1,
-                           "line": {"color": severity.color, "dash": "dot"}})
-        labels.append(label)
-    figure.update_layout(title=plotly_text(title), height=340, margin={"l": 50, "r": 20, "t": 50, "b": 40}, template="plotly_white",
-                         legend={"orientation": "h", "y": -0.2}, xaxis_title="step", hovermode="x unified", shapes=shapes, annotations=labels)
-    return figure
-
-
-def plotly_text(text: str) -> str:
-    """Text for a Plotly label: its markup (`<a href>`, `<b>`, `<br>`) escaped, so a name shows as written."""
-    return html.escape(text, quote=False)
 
 
 def render_report(*, run: dict[str, Any], summary: str, timeline: list[dict[str, Any]], annotations: list[dict[str, Any]],
-                  series: dict[str, tuple[Sequence[int], Sequence[float]]], kinds: dict[str, str], max_drawn_events: int = 200,
-                  seed_group: dict[str, Any] | None = None) -> str:
-    """The report as one HTML document; `kinds` says what each metric is (its chart follows).
+                  series: Mapping[str, tuple[Sequence[int], Sequence[float]]], vocabulary: Mapping[str, Any],
+                  max_drawn_events: int = 200, seed_group: dict[str, Any] | None = None) -> str:
+    """The report as one HTML document. `run` is the run as `GET /runs/{id}` shows it (its
+    `metrics` say which chart each goes on), `timeline` and `annotations` as the post-mortem
+    route lists them, `vocabulary` as `GET /vocabulary` serves it; `series` holds the points drawn,
+    by metric (values as floats, NaN and ±Inf included).
     At most `max_drawn_events` events are marked on the charts (the worst first); the timeline lists them all.
     `seed_group` (services.postmortem.seed_group_of: `sentences`, its `runs`, and `bands` by
     metric) draws each band behind the run's curve and fills the "Seed group" section; without
     it the section is left out."""
     import plotly.io as pio
 
-    panels: dict[str, dict[str, tuple[Sequence[int], Sequence[float]]]] = {}
-    for metric, data in sorted(series.items()):
-        panels.setdefault(panel_of(kinds.get(metric, "unknown")) or OTHER_PANEL, {})[metric] = data
-    drawn = sorted(timeline, key=lambda e: -severities.rank(e["severity"]))[:max_drawn_events]
+    vocab = Vocabulary.from_api(vocabulary)
+    drawn = sorted(timeline, key=lambda e: -vocab.severity_rank(e["severity"]))[:max_drawn_events]
+    shown = {name: Series(steps=list(steps), values=[float(v) for v in values]) for name, (steps, values) in series.items()}
+    bands = (seed_group or {}).get("bands") or {}
+    view = View()
     charts = []
-    for index, (panel, members) in enumerate(sorted(panels.items(), key=lambda p: PANEL_KEYS.index(p[0]) if p[0] in PANEL_KEYS else 99)):
-        events = [e for e in drawn if e.get("metric") in members]
-        figure = _figure(PANEL_TITLES.get(panel, panel), members, events, (seed_group or {}).get("bands"))
+    for index, panel in enumerate(plan_panels([m for m in run.get("metrics") or [] if m["name"] in shown], vocab)):
+        figure, _ = panel_figure(panel, shown, drawn, annotations, view, vocab=vocab)
+        behind = [trace for metric in panel.metrics if metric in bands for trace in seed_group_traces(metric, bands[metric])]
+        figure["data"] = behind + figure["data"]  # drawn first, so behind the run's own curves
         charts.append(pio.to_html(figure, full_html=False, include_plotlyjs=index == 0, config={"displaylogo": False}))
     esc = html.escape
     def step_text(step: int | None) -> str:

@@ -7,6 +7,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from holter_server import vocabulary
 from holter_server.postmortem.summary import write_summary
 from holter_server.schemas.annotations import AnnotationPublic
 from holter_server.schemas.events import EventPublic
@@ -61,15 +62,16 @@ def report_html(*, session: Session, run: RunRow, max_events: int = 200, max_gro
     for metric in metrics:
         read = reads.read_series(session=session, metric=metric, start=None, end=None, max_points=REPORT_POINTS, plain_cap=REPORT_POINTS)
         series[metric.name] = (read.steps, read.values)
-    kinds = metric_kinds(session=session, run=run)
+    understood = understood_metrics(session=session, run=run)
+    kinds = {name: understanding.kind for name, understanding in understood.items()}
     seeds = seed_standing(session=session, run=run, kinds=kinds, max_points=max_group_points)
     return render_report(
-        run=RunPublic.from_row(run).model_dump(mode="json"),
+        run=RunPublic.from_row(run, metrics, understood=understood).model_dump(mode="json"),
         summary=summary_of(session=session, run=run, events=events, seeds=seeds),
         timeline=[EventPublic.from_row(e).model_dump(mode="json") for e in events],
         annotations=[AnnotationPublic.from_row(a).model_dump(mode="json") for a in annotations_store.list_annotations(session=session, run_id=run.id)],
         series=series,
-        kinds=kinds,
+        vocabulary=vocabulary.as_dict(),
         max_drawn_events=max_events,
         seed_group=seed_group_of(seeds),
     )

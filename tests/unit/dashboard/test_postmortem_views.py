@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from holter_dashboard.charts.compare import drift_sentence, reference_figure
+from holter_charts.compare import drift_sentence, reference_figure
 from holter_dashboard.pages.alerts import rule_filters
 from holter_dashboard.pages.levers import p_value_text, report_view
 from holter_dashboard.pages.postmortem import default_reference_metric

@@ -17,13 +17,13 @@ import dash_mantine_components as dmc
 from dash import dcc, no_update
 
 from holter_dashboard.api import ApiError, HolterAPI, optional
-from holter_dashboard.charts.heatmap import heatmap_figure
-from holter_dashboard.charts.line import band_figure, line_appends, line_figure
-from holter_dashboard.charts.panels import Panel, plan_panels
-from holter_dashboard.charts.series import Series, View, wall_clock
+from holter_charts.figures import panel_figure
+from holter_charts.line import line_appends
+from holter_charts.panels import Panel, plan_panels
+from holter_charts.series import Series, View, wall_clock
 from holter_dashboard.components import empty_state, error_alert
 from holter_dashboard.pages.run.views import metrics_list, run_header, run_info
-from holter_dashboard.vocabulary import Vocabulary
+from holter_charts.vocabulary import Vocabulary
 
 MAX_POINTS = 1200  # per metric and chart: about two per horizontal pixel of a half-width chart, min and max
 EDGE_POINTS = 300  # outside a zoomed range, for context and panning
@@ -148,13 +148,8 @@ async def render_charts(api: HolterAPI, run_id: str, panels_data: list[dict], vi
     graphs = []
     ema_states: dict[str, list[float]] = {}
     for panel in panels:
-        if panel.kind == "heatmap":
-            figure = heatmap_figure(panel, series, marks["events"], view, vocab=vocab)
-        elif panel.kind == "band":
-            figure = band_figure(panel, series, view)
-        else:
-            figure, states = line_figure(panel, series, marks["events"], marks["notes"], view, vocab=vocab)
-            ema_states.update(states)
+        figure, states = panel_figure(panel, series, marks["events"], marks["notes"], view, vocab=vocab)
+        ema_states.update(states)
         figure["layout"]["uirevision"] = uirevision
         graphs.append(dmc.Paper(dcc.Graph(id={"type": "panel", "key": panel.key}, figure=figure, config=GRAPH_CONFIG,
                                           className=f"panel panel-{panel.kind}"),
@@ -204,7 +199,7 @@ async def append_live(api: HolterAPI, run_id: str, run: dict, panels: list[Panel
             continue
         if panel.kind == "band":  # seven thin series: drawn again whole
             series, _ = await load_series(api, run_id, list(panel.metrics), view)
-            figure = band_figure(panel, series, view)
+            figure, _ = panel_figure(panel, series, view=view, vocab=vocab)
             figure["layout"]["uirevision"] = revision_of(view)
             figures.append(figure)
             continue
@@ -215,7 +210,7 @@ async def append_live(api: HolterAPI, run_id: str, run: dict, panels: list[Panel
                     fresh.pop(m, None)  # not drawn yet: read again next time
                 continue
             series, _ = await load_series(api, run_id, list(panel.metrics), view)
-            figure = heatmap_figure(panel, series, marks.get("events", []), view, vocab=vocab)
+            figure, _ = panel_figure(panel, series, marks.get("events", []), view=view, vocab=vocab)
             figure["layout"]["uirevision"] = revision_of(view)
             figures.append(figure)
             continue

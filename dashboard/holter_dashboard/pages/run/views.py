@@ -9,9 +9,9 @@ from typing import Any
 import dash_mantine_components as dmc
 from dash import html
 
-from holter_dashboard.charts.marks import event_label
+from holter_charts.marks import event_label
 from holter_dashboard.components import age, health_badge, severity_badge, status_badge
-from holter_dashboard.vocabulary import Vocabulary
+from holter_charts.vocabulary import Vocabulary
 
 AUTO_KIND = "auto"  # the kind control's choice for "as its name says" (the service forgets a declaration)
 

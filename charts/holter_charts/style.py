@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from holter_dashboard.charts.series import View
+from holter_charts.series import View
 
 QUIET_COLOR = "#868e96"  # acknowledged / dismissed events, notes
 NOTE_COLOR = "#7048e8"

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from holter_dashboard.charts.heatmap import family_matrix, heatmap_figure, worst_layer
-from holter_dashboard.charts.panels import Panel
-from holter_dashboard.charts.series import Series
+from holter_charts.heatmap import family_matrix, heatmap_figure, worst_layer
+from holter_charts.panels import Panel
+from holter_charts.series import Series
 
 
 def test_heatmap_calls_out_the_worst_layer(vocab) -> None:

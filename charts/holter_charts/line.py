@@ -13,11 +13,11 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from holter_dashboard.charts.marks import event_color, event_label, event_shapes, note_shapes, stagger
-from holter_dashboard.charts.panels import HISTOGRAM_QUANTILES, Panel, nonfinite_trace_index, trace_indexes
-from holter_dashboard.charts.series import Series, View, ema, gaps, spell, step_to_x, value_at, x_values
-from holter_dashboard.charts.style import PALETTE, base_layout, empty_note, plotly_text, rgba
-from holter_dashboard.vocabulary import Vocabulary
+from holter_charts.marks import event_color, event_label, event_shapes, note_shapes, stagger
+from holter_charts.panels import HISTOGRAM_QUANTILES, Panel, nonfinite_trace_index, trace_indexes
+from holter_charts.series import Series, View, ema, gaps, spell, step_to_x, value_at, x_values
+from holter_charts.style import PALETTE, base_layout, empty_note, plotly_text, rgba
+from holter_charts.vocabulary import Vocabulary
 
 NONFINITE_Y = 0.96  # where NaN/Inf crosses sit, in the chart's height (a second y axis from 0 to 1)
 
@@ -30,12 +30,12 @@ def line_traces(metric: str, color: str, series: Series, view: View, ema_state: 
     raw = {
         "type": "scatter", "mode": "lines", "name": plotly_text(metric), "x": x, "y": gaps(series.values),
         "line": {"color": color, "width": 1 if smoothing_on else 1.6}, "opacity": 0.3 if smoothing_on else 1.0,
-        "legendgroup": metric, "showlegend": not smoothing_on, "hovertemplate": f"{plotly_text(metric)}<br>step %{{x}}: %{{y:.4g}}<extra></extra>",
+        "legendgroup": plotly_text(metric), "showlegend": not smoothing_on, "hovertemplate": f"{plotly_text(metric)}<br>step %{{x}}: %{{y:.4g}}<extra></extra>",
         "connectgaps": False,
     }
     smooth = {
         "type": "scatter", "mode": "lines", "name": plotly_text(metric), "x": x, "y": gaps(smoothed), "visible": smoothing_on,
-        "line": {"color": color, "width": 2}, "legendgroup": metric, "showlegend": smoothing_on,
+        "line": {"color": color, "width": 2}, "legendgroup": plotly_text(metric), "showlegend": smoothing_on,
         "hovertemplate": f"{plotly_text(metric)} (EMA)<br>step %{{x}}: %{{y:.4g}}<extra></extra>",
     }
     return raw, smooth, state

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from holter_dashboard.vocabulary import Vocabulary
+from holter_charts.vocabulary import Vocabulary
 from holter_server import vocabulary
 
 

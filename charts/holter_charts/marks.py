@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from holter_dashboard.charts.series import Series, View, step_to_x, x_ends
-from holter_dashboard.charts.style import NOTE_COLOR, QUIET_COLOR, plotly_text
-from holter_dashboard.vocabulary import Vocabulary
+from holter_charts.series import Series, View, step_to_x, x_ends
+from holter_charts.style import NOTE_COLOR, QUIET_COLOR, plotly_text
+from holter_charts.vocabulary import Vocabulary
 
 
 def event_color(event: Mapping[str, Any], vocab: Vocabulary) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from holter_server.vocabulary import understand_all
 from holter_server.vocabulary.signals import panel_of
 
-from holter_dashboard.charts.panels import layer_of, plan_panels
+from holter_charts.panels import layer_of, plan_panels
 
 
 def as_the_api_lists(names: list[str]) -> list[dict]:

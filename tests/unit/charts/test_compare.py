@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from holter_dashboard.charts.compare import compare_figure
-from holter_dashboard.charts.series import Series
+from holter_charts.compare import compare_figure
+from holter_charts.series import Series
 
 
 def test_events_of_a_run_at_one_step_share_one_marker_on_the_compare_chart(vocab) -> None:

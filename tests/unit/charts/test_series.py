@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from holter_dashboard.charts.series import Series, decode_values, ema, wall_clock
+from holter_charts.series import Series, decode_values, ema, wall_clock
 
 
 def test_values_from_the_api_keep_nan_and_infinities() -> None:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from holter_dashboard.charts.marks import event_shapes, stagger
-from holter_dashboard.charts.series import Series, View
+from holter_charts.marks import event_shapes, stagger
+from holter_charts.series import Series, View
 
 
 def test_dismissed_events_are_not_drawn_and_handled_ones_are_grey(vocab) -> None:

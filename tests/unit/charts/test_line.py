@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 
-from holter_dashboard.charts.line import band_figure, line_appends, line_figure
-from holter_dashboard.charts.panels import Panel, nonfinite_trace_index, trace_indexes
-from holter_dashboard.charts.series import Series, View
+from holter_charts.line import band_figure, line_appends, line_figure
+from holter_charts.panels import Panel, nonfinite_trace_index, trace_indexes
+from holter_charts.series import Series, View
 
 QUANTILES = ("min", "p5", "p25", "median", "p75", "p95", "max")
 

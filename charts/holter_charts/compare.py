@@ -13,11 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from holter_dashboard.charts.line import line_traces
-from holter_dashboard.charts.marks import event_label
-from holter_dashboard.charts.series import Series, View, decode_values, gaps, value_at
-from holter_dashboard.charts.style import PALETTE, QUIET_COLOR, base_layout, empty_note, plotly_text, rgba
-from holter_dashboard.vocabulary import Vocabulary
+from holter_charts.line import line_traces
+from holter_charts.marks import event_label
+from holter_charts.series import Series, View, decode_values, gaps, value_at
+from holter_charts.style import PALETTE, QUIET_COLOR, base_layout, empty_note, plotly_text, rgba
+from holter_charts.vocabulary import Vocabulary
 
 DRIFT_COLOR = "#e8590c"
 BAND_FILL = "rgba(134,142,150,0.22)"
@@ -98,6 +98,27 @@ def band_traces(comparison: Mapping[str, Any]) -> list[dict]:
          "hoverinfo": "skip", "showlegend": False, "legendgroup": "band", "name": "band high"},
         {"type": "scatter", "mode": "lines", "x": steps, "y": gaps(decode_values(comparison.get("low") or [])), "line": {"width": 0},
          "fill": "tonexty", "fillcolor": BAND_FILL, "name": "reference band", "legendgroup": "band", "hoverinfo": "skip"},
+    ]
+
+
+def seed_group_traces(metric: str, band: Mapping[str, Any]) -> list[dict]:
+    """A run's seed group on `metric` (its other seeds' min–max filled, their median dashed), to
+    be drawn before, so behind, the run's own curve. `band`: `steps`, `low`, `high`, `median` and
+    how many `seeds` (services.postmortem.seed_group_of)."""
+    shown, seeds = plotly_text(metric), band.get("seeds")
+    group = f"{seeds}-seed group" if seeds else "seed group"
+    steps = [int(s) for s in band.get("steps") or []]
+
+    def edge(key: str) -> list[float | None]:
+        return gaps(decode_values(band.get(key) or []))
+
+    return [
+        {"type": "scatter", "mode": "lines", "x": steps, "y": edge("low"), "line": {"width": 0, "color": rgba(QUIET_COLOR, 0.3)},
+         "showlegend": False, "hoverinfo": "skip", "legendgroup": f"band {shown}", "name": f"{shown}: {group} min"},
+        {"type": "scatter", "mode": "lines", "x": steps, "y": edge("high"), "fill": "tonexty", "fillcolor": rgba(QUIET_COLOR, 0.18),
+         "line": {"width": 0, "color": rgba(QUIET_COLOR, 0.3)}, "legendgroup": f"band {shown}", "name": f"{shown}: {group} min–max"},
+        {"type": "scatter", "mode": "lines", "x": steps, "y": edge("median"), "line": {"width": 1.2, "dash": "dash", "color": rgba(QUIET_COLOR, 0.9)},
+         "legendgroup": f"band {shown}", "name": f"{shown}: {group} median"},
     ]
 
 

@@ -8,11 +8,11 @@ from typing import Any
 
 import numpy as np
 
-from holter_dashboard.charts.marks import event_shapes, stagger
-from holter_dashboard.charts.panels import Panel
-from holter_dashboard.charts.series import Series, View
-from holter_dashboard.charts.style import base_layout, empty_note, plotly_text
-from holter_dashboard.vocabulary import Vocabulary
+from holter_charts.marks import event_shapes, stagger
+from holter_charts.panels import Panel
+from holter_charts.series import Series, View
+from holter_charts.style import base_layout, empty_note, plotly_text
+from holter_charts.vocabulary import Vocabulary
 
 
 def family_matrix(layers: Mapping[int, Series], bins: int = 400) -> tuple[list[float], list[int], list[list[float | None]]]:

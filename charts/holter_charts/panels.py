@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from holter_dashboard.vocabulary import Vocabulary
+from holter_charts.vocabulary import Vocabulary
 
 # Per-layer metrics (`act_norm/layer.3`) are drawn as one layer × step heatmap per family.
 _LAYER = re.compile(r"^(?P<prefix>.*?)(?P<sep>[/._-]?)(?P<word>layers?|blocks?|h)[._/-]?(?P<layer>\d+)(?P<rest>.*)$", re.IGNORECASE)
