@@ -35,6 +35,8 @@ from holter_server.vocabulary import severities
 
 log = logging.getLogger("holter.dispatch")
 MAX_BACKOFF = timedelta(minutes=5)
+# the kind of a channel's test message: sent, never stored, so no kind of the vocabulary's
+TEST_MESSAGE_KIND = "test"
 
 
 class DeliveryError(Exception):
@@ -170,7 +172,7 @@ def dispatch_due(
 
 def send_test(*, channel: ChannelRow, client: httpx.Client, base_url: str, guard: TargetGuard) -> None:
     """Send a test message right away (not through the outbox); raises DeliveryError."""
-    event = Event(kind="test", metric=None, start_step=None, end_step=None, severity=severities.LOWEST.name, score=0.0,
+    event = Event(kind=TEST_MESSAGE_KIND, metric=None, start_step=None, end_step=None, severity=severities.LOWEST.name, score=0.0,
                   summary=f"Channel {channel.name!r} is connected to Holter.")
     alert = Alert(event=event, project=channel.project or "any project", run_id="test", run_name="Holter test", time=now().isoformat(),
                   sparkline="▁▂▃▅▇█▇▅▃▂▁", event_id=None)
