@@ -71,6 +71,8 @@ def latency(server: ServerProcess, receiver: TimedReceiver, trials: int, spool: 
 
 
 def throughput(database_url: str, server: ServerProcess, receiver: Receiver, alerts: int) -> float:
+    from holter_server.alerts.message import Alert
+    from holter_server.detect.events import Event
     from holter_server.settings import Settings
     from holter_server.store import alerts as alerts_store
     from holter_server.store.database import make_engine, make_session_factory, session_scope
@@ -82,9 +84,9 @@ def throughput(database_url: str, server: ServerProcess, receiver: Receiver, ale
     before = len(receiver.messages())
     with session_scope(make_session_factory(engine)) as session:
         for i in range(alerts):
-            alert = {"project": "bench", "run_id": f"run-{i}", "run_name": None, "metric": "loss", "kind": "divergence",
-                     "severity": "critical", "summary": "loss became NaN", "step": 1, "start_step": 1, "end_step": 1,
-                     "time": now().isoformat(), "sparkline": "▁▂▃", "event_id": None}
+            event = Event(kind="divergence", metric="loss", start_step=1, end_step=1, severity="critical", score=0.0,
+                          summary="loss became NaN", peak_step=1)
+            alert = Alert(event=event, project="bench", run_id=f"run-{i}", run_name=None, time=now().isoformat(), sparkline="▁▂▃").to_json()
             alerts_store.queue_delivery(session=session, channel_id=channel["id"], rule_id=None, run_id=f"run-{i}", event_id=None,
                                         purpose="alert", idempotency_key=f"bench:{uuid.uuid4()}", alert=alert, not_before=now())
     started = time.perf_counter()

@@ -3,6 +3,7 @@ receivers that imitate each chat channel (down for a while, 429, slow)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 import uuid
@@ -319,3 +320,41 @@ def test_the_cli_manages_channels_rules_and_deliveries(alert_server: ServerProce
     rules = holter_cli("rules", "--channel-id", channel_id)
     assert "loss spikes" in rules and "divergence and NaN" in rules  # the defaults came with the channel
     assert holter_cli("deliveries", "--channel-id", channel_id).strip() == "(none)"  # a test message skips the outbox
+
+
+def test_a_detector_event_reaches_the_formatter_as_the_detector_made_it(tmp_path: Path) -> None:
+    """The event a detector returns is the event an alert carries: stored, queued and read back
+    from the outbox, only its details made JSON-safe (NaN by name)."""
+    from holter_server.alerts import formatters
+    from holter_server.alerts.message import stored_alert
+    from holter_server.detect import classify_series
+    from holter_server.nonfinite import json_safe_tree
+    from holter_server.services import alerting, detection
+    from holter_server.services.alerting import with_links
+    from holter_server.store import alerts as alerts_store
+    from holter_server.store import runs as runs_store
+    from holter_server.store.database import make_engine, make_session_factory, session_scope, upgrade
+
+    url = f"sqlite:///{tmp_path / 'holter.db'}"
+    upgrade(url)
+    engine = make_engine(url)
+    factory = make_session_factory(engine)
+    steps = list(range(300))
+    (event,) = [e for e in classify_series(steps, [math.nan if s >= 200 else 3.0 - s / 300 for s in steps], metric="loss")
+                if e.kind == "divergence"]
+    event.details["peak"] = math.inf  # a non-finite detail: stored and carried by name
+    with session_scope(factory) as session:
+        runs_store.create_or_resume_run(session=session, run_id="r", project="p", name="baseline", config={}, tags=[])
+        channel = alerts_store.add_channel(session=session, name="c", kind="slack", project="p", target="http://127.0.0.1:9/hook",
+                                           signing_secret=None)
+        alerting.add_default_rules(session=session, channel_id=channel.id, project="p")
+        detection.record_event(session=session, run_id="r", key=event.event_id, event=event, muted=False)
+    with session_scope(factory) as session:
+        (delivery,) = alerts_store.list_deliveries(session=session, channel_id=channel.id, status=None, run_id="r", limit=10)
+        sent = with_links(stored_alert(delivery.alert), "http://holter.local:8765")
+    engine.dispose()
+    assert sent.event == dataclasses.replace(event, details=json_safe_tree(event.details))
+    assert sent.event.details["peak"] == "Infinity"
+    assert (sent.project, sent.run_id, sent.run_name, sent.event_id) == ("p", "r", "baseline", delivery.event_id)
+    section = formatters.slack([sent], "alert")["blocks"][1]
+    assert section["text"]["text"] == f"*CRITICAL* · {formatters.slack_text(event.summary)}"

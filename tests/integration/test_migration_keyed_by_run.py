@@ -9,6 +9,7 @@ import pytest
 from sqlalchemy import Engine, MetaData, Table, insert, inspect, select
 from sqlalchemy.exc import IntegrityError
 
+from holter_server.detect.events import Event
 from holter_server.store import annotations as annotations_store
 from holter_server.store import events as events_store
 from holter_server.store import runs as runs_store
@@ -134,7 +135,8 @@ def test_new_events_and_notes_get_ids_past_the_migrated_ones(migrated_store: Any
     _, engine, _ = migrated_store
     factory = make_session_factory(engine)
     with session_scope(factory) as session:
-        event, _ = events_store.upsert_event(session=session, run_id="r2", event_key="loss:spike@12", fields=_fields())
+        event, _ = events_store.upsert_event(session=session, run_id="r2", event_key="loss:spike@12", event=_spike(),
+                                                detector_version="7")
         note = annotations_store.add_annotation(session=session, run_id="r2", author="cy", text="again", metric=None,
                                                 start_step=None, end_step=None, event_id=event.id)
         ids = (event.id, note.id)
@@ -159,6 +161,5 @@ def test_deleting_a_run_takes_its_notes_events_and_references_with_it(migrated_s
     assert [row["id"] for row in after["deliveries"]] == [1, 2]  # the channel's history stays
 
 
-def _fields() -> dict[str, Any]:
-    return {"metric": "loss", "kind": "spike", "severity": "warning", "score": 4.0, "start_step": 12, "end_step": 12,
-            "peak_step": 12, "period": None, "summary": "spike", "details": {}, "detector_version": "7"}
+def _spike() -> Event:
+    return Event(kind="spike", metric="loss", start_step=12, end_step=12, severity="warning", score=4.0, summary="spike", peak_step=12)

@@ -1,15 +1,16 @@
 """How each channel shows alerts. Pure functions: a list of alerts in, the JSON body out.
 
-An alert is the dict `services.alerting.describe_event` builds: project, run_id, run_name,
-metric, kind, severity, summary, step, start_step, end_step, time (ISO 8601), link,
-sparkline (text), image_url (or None), event_id. Several alerts for one run and channel go out
-as one message (a burst is grouped). `purpose` is "alert", "resolved" or "test".
+An alert is an `alerts.message.LinkedAlert`: the event (`alert.event`: kind, metric, severity,
+summary, steps) with its run (project, run_id, run_name), time (ISO 8601), sparkline (text),
+event_id, and the links the sender added (link, image_url). Several alerts for one run and
+channel go out as one message (a burst is grouped). `purpose` is "alert", "resolved" or "test".
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from holter_server.alerts.message import LinkedAlert
@@ -71,30 +72,34 @@ def teams_text(text: str) -> str:
 
 def _escaped(alert: LinkedAlert, escape: Callable[[str], str]) -> LinkedAlert:
     """The alert with every text a person or a client could have written escaped (links Holter made stay as they are)."""
-    out: dict[str, Any] = dict(alert)
-    for name in ("project", "run_name", "run_id", "metric", "summary", "kind", "severity"):
-        if isinstance(out.get(name), str):
-            out[name] = escape(out[name])
-    return out  # type: ignore[return-value]
+    event = alert.event
+    return replace(alert, project=escape(alert.project), run_id=escape(alert.run_id), run_name=_maybe(escape, alert.run_name),
+                   event=replace(event, metric=_maybe(escape, event.metric), summary=escape(event.summary), kind=escape(event.kind),
+                                 severity=escape(event.severity)))
+
+
+def _maybe(escape: Callable[[str], str], text: str | None) -> str | None:
+    return escape(text) if text is not None else None
 
 
 def _title(alerts: list[LinkedAlert], purpose: str) -> str:
     first = alerts[0]
-    where = f"{first['project']} / {first.get('run_name') or first['run_id']}"
+    where = f"{first.project} / {first.run_name or first.run_id}"
     if purpose == "resolved":
         return f"✅ Resolved: {where}"
     if purpose == "test":
         return "Holter test message"
     if len(alerts) == 1:
-        return f"{severities.severity(first['severity']).emoji} {event_kinds.label(first['kind'])} on {first.get('metric') or 'the run'} — {where}"
-    worst = severities.worst(a["severity"] for a in alerts)
+        return f"{severities.severity(first.event.severity).emoji} {event_kinds.label(first.event.kind)} on {first.event.metric or 'the run'} — {where}"
+    worst = severities.worst(a.event.severity for a in alerts)
     return f"{severities.severity(worst).emoji} {len(alerts)} problems — {where}"
 
 
 def _where(alert: LinkedAlert) -> str:
-    steps = f"step {alert['start_step']:,}" if alert.get("start_step") is not None else ""
-    if alert.get("end_step") not in (None, alert.get("start_step")):
-        steps = f"steps {alert['start_step']:,}–{alert['end_step']:,}"
+    start, end = alert.event.start_step, alert.event.end_step
+    steps = f"step {start:,}" if start is not None else ""
+    if end not in (None, start):
+        steps = f"steps {start:,}–{end:,}"
     return steps
 
 
@@ -103,11 +108,11 @@ def text_body(alerts: list[LinkedAlert], purpose: str) -> str:
     alerts = [_escaped(a, plain_text) for a in alerts]
     lines = [_title(alerts, purpose)]
     for alert in alerts:
-        lines.append(f"[{alert['severity']}] {alert['summary']}")
-        if alert.get("sparkline"):
-            lines.append(alert["sparkline"])
-        if alert.get("link"):
-            lines.append(alert["link"])
+        lines.append(f"[{alert.event.severity}] {alert.event.summary}")
+        if alert.sparkline:
+            lines.append(alert.sparkline)
+        if alert.link:
+            lines.append(alert.link)
     return "\n".join(lines)
 
 
@@ -117,19 +122,19 @@ def slack(alerts: list[LinkedAlert], purpose: str) -> dict[str, Any]:
     alerts = [_escaped(a, slack_text) for a in alerts]
     blocks: list[dict[str, Any]] = [{"type": "header", "text": {"type": "plain_text", "text": header[:150], "emoji": True}}]
     for alert in alerts[:10]:
-        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"*{alert['severity'].upper()}* · {alert['summary']}"[:3000]},
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"*{alert.event.severity.upper()}* · {alert.event.summary}"[:3000]},
                        "fields": [
-                           {"type": "mrkdwn", "text": f"*Project*\n{alert['project']}"},
-                           {"type": "mrkdwn", "text": f"*Run*\n{alert.get('run_name') or alert['run_id']}"},
-                           {"type": "mrkdwn", "text": f"*Metric*\n{alert.get('metric') or '—'}"},
-                           {"type": "mrkdwn", "text": f"*Where*\n{_where(alert) or '—'} · {alert['time']}"},
+                           {"type": "mrkdwn", "text": f"*Project*\n{alert.project}"},
+                           {"type": "mrkdwn", "text": f"*Run*\n{alert.run_name or alert.run_id}"},
+                           {"type": "mrkdwn", "text": f"*Metric*\n{alert.event.metric or '—'}"},
+                           {"type": "mrkdwn", "text": f"*Where*\n{_where(alert) or '—'} · {alert.time}"},
                        ]})
-        if alert.get("sparkline"):
-            blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": f"`{alert['sparkline']}`"}]})
-        if alert.get("image_url"):
-            blocks.append({"type": "image", "image_url": alert["image_url"], "alt_text": "the curve around the event"})
-        if alert.get("link"):
-            blocks.append({"type": "actions", "elements": [{"type": "button", "text": {"type": "plain_text", "text": "Open in Holter"}, "url": alert["link"]}]})
+        if alert.sparkline:
+            blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": f"`{alert.sparkline}`"}]})
+        if alert.image_url:
+            blocks.append({"type": "image", "image_url": alert.image_url, "alt_text": "the curve around the event"})
+        if alert.link:
+            blocks.append({"type": "actions", "elements": [{"type": "button", "text": {"type": "plain_text", "text": "Open in Holter"}, "url": alert.link}]})
     if len(alerts) > 10:
         blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": f"and {len(alerts) - 10} more"}]})
     return {"text": _title(alerts, purpose), "blocks": blocks[:50]}
@@ -140,25 +145,25 @@ def discord(alerts: list[LinkedAlert], purpose: str) -> dict[str, Any]:
     alerts = [_escaped(a, discord_text) for a in alerts]
     embeds = []
     for alert in alerts[:10]:
-        color = RESOLVED_COLOR if purpose == "resolved" else severities.severity(alert["severity"]).color_int
-        description = alert["summary"] + (f"\n`{alert['sparkline']}`" if alert.get("sparkline") else "")
+        color = RESOLVED_COLOR if purpose == "resolved" else severities.severity(alert.event.severity).color_int
+        description = alert.event.summary + (f"\n`{alert.sparkline}`" if alert.sparkline else "")
         embed: dict[str, Any] = {
             "title": _title([alert], purpose)[:256],
             "description": description[:4096],
             "color": color,
             "fields": [
-                {"name": "Project", "value": alert["project"][:1024], "inline": True},
-                {"name": "Run", "value": (alert.get("run_name") or alert["run_id"])[:1024], "inline": True},
-                {"name": "Metric", "value": (alert.get("metric") or "—")[:1024], "inline": True},
+                {"name": "Project", "value": alert.project[:1024], "inline": True},
+                {"name": "Run", "value": (alert.run_name or alert.run_id)[:1024], "inline": True},
+                {"name": "Metric", "value": (alert.event.metric or "—")[:1024], "inline": True},
                 {"name": "Where", "value": _where(alert) or "—", "inline": True},
             ],
-            "timestamp": alert["time"],
-            "footer": {"text": f"Holter · {alert['kind']} · {alert['severity']}"},
+            "timestamp": alert.time,
+            "footer": {"text": f"Holter · {alert.event.kind} · {alert.event.severity}"},
         }
-        if alert.get("link"):
-            embed["url"] = alert["link"]
-        if alert.get("image_url"):
-            embed["image"] = {"url": alert["image_url"]}
+        if alert.link:
+            embed["url"] = alert.link
+        if alert.image_url:
+            embed["image"] = {"url": alert.image_url}
         embeds.append(embed)
     content = _title(alerts, purpose) if len(alerts) > 1 else None
     body: dict[str, Any] = {"username": "Holter", "embeds": embeds, "allowed_mentions": {"parse": []}}
@@ -173,20 +178,20 @@ def teams(alerts: list[LinkedAlert], purpose: str) -> dict[str, Any]:
     body: list[dict[str, Any]] = [{"type": "TextBlock", "text": _title(alerts, purpose), "weight": "Bolder", "size": "Medium", "wrap": True}]
     actions = []
     for alert in alerts[:10]:
-        body.append({"type": "TextBlock", "text": alert["summary"], "wrap": True,
-                     "color": severities.severity(alert["severity"]).card_color})
+        body.append({"type": "TextBlock", "text": alert.event.summary, "wrap": True,
+                     "color": severities.severity(alert.event.severity).card_color})
         body.append({"type": "FactSet", "facts": [
-            {"title": "Project", "value": alert["project"]},
-            {"title": "Run", "value": alert.get("run_name") or alert["run_id"]},
-            {"title": "Metric", "value": alert.get("metric") or "—"},
-            {"title": "Where", "value": f"{_where(alert) or '—'} · {alert['time']}"},
+            {"title": "Project", "value": alert.project},
+            {"title": "Run", "value": alert.run_name or alert.run_id},
+            {"title": "Metric", "value": alert.event.metric or "—"},
+            {"title": "Where", "value": f"{_where(alert) or '—'} · {alert.time}"},
         ]})
-        if alert.get("sparkline"):
-            body.append({"type": "TextBlock", "text": alert["sparkline"], "fontType": "Monospace", "wrap": True})
-        if alert.get("image_url"):
-            body.append({"type": "Image", "url": alert["image_url"], "altText": "the curve around the event"})
-        if alert.get("link") and len(actions) < 5:
-            actions.append({"type": "Action.OpenUrl", "title": "Open in Holter", "url": alert["link"]})
+        if alert.sparkline:
+            body.append({"type": "TextBlock", "text": alert.sparkline, "fontType": "Monospace", "wrap": True})
+        if alert.image_url:
+            body.append({"type": "Image", "url": alert.image_url, "altText": "the curve around the event"})
+        if alert.link and len(actions) < 5:
+            actions.append({"type": "Action.OpenUrl", "title": "Open in Holter", "url": alert.link})
     card: dict[str, Any] = {"$schema": "http://adaptivecards.io/schemas/adaptive-card.json", "type": "AdaptiveCard", "version": "1.4", "body": body}
     if actions:
         card["actions"] = actions
@@ -195,7 +200,20 @@ def teams(alerts: list[LinkedAlert], purpose: str) -> dict[str, Any]:
 
 def webhook(alerts: list[LinkedAlert], purpose: str, *, delivery_key: str) -> dict[str, Any]:
     """The generic JSON webhook (signed by the sender)."""
-    return {"type": f"holter.{purpose}", "idempotency_key": delivery_key, "title": _title(alerts, purpose), "alerts": alerts}
+    return {"type": f"holter.{purpose}", "idempotency_key": delivery_key, "title": _title(alerts, purpose),
+            "alerts": [webhook_alert(a) for a in alerts]}
+
+
+def webhook_alert(alert: LinkedAlert) -> dict[str, Any]:
+    """One alert as the generic webhook documents it: flat, the event's fields beside the run's
+    (receivers read these keys; the nested `Alert` is the service's own shape)."""
+    event = alert.event
+    return {
+        "project": alert.project, "run_id": alert.run_id, "run_name": alert.run_name, "metric": event.metric, "kind": event.kind,
+        "severity": event.severity, "summary": event.summary, "step": alert.step, "start_step": event.start_step,
+        "end_step": event.end_step, "time": alert.time, "sparkline": alert.sparkline, "event_id": alert.event_id,
+        "link": alert.link, "image_url": alert.image_url,
+    }
 
 
 FORMATTERS = {"slack": slack, "discord": discord, "teams": teams}

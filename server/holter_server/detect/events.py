@@ -1,4 +1,8 @@
-"""What the classifier reports: one `Event` per named anomaly on a metric series."""
+"""What the classifier reports: one `Event` per named anomaly on a metric series.
+
+`Event` is the one shape of an event from the detector to chat: the store keeps it
+(`store.events.upsert_event`, `event_of`) and an alert carries it (`alerts.message.Alert`).
+"""
 
 from __future__ import annotations
 
@@ -8,16 +12,18 @@ from typing import Any
 
 @dataclass
 class Event:
-    """A named anomaly on one metric series, with the evidence a person needs to trust it.
+    """A named anomaly on one metric series, with the evidence a person needs to trust it; or,
+    without a metric, an event of the whole run (stalled, crashed, the job's own alert, a
+    finding no metric could be named for), whose steps may be unknown.
 
     `event_id` is stable while an event grows (its end moves, its peak rises): the live service
     stores events by it and updates them in place rather than adding duplicates.
     """
 
     kind: str
-    metric: str
-    start_step: int
-    end_step: int
+    metric: str | None  # None (or "" from a rule that found no metric to name): the whole run
+    start_step: int | None  # None only for an event of the whole run at no known step
+    end_step: int | None
     severity: str
     score: float
     summary: str

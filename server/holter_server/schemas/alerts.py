@@ -8,6 +8,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from holter_server.alerts.message import stored_alert
 from holter_server.schemas.vocabulary import EventKindName, SeverityName
 from holter_server.store.models import AlertRuleRow, ChannelRow, DeliveryRow
 from holter_server.vocabulary.severities import DEFAULT_MIN_SEVERITY
@@ -128,8 +129,8 @@ class DeliveryPublic(BaseModel):
 
     @classmethod
     def from_row(cls, row: DeliveryRow) -> DeliveryPublic:
-        alert: dict[str, Any] = row.alert or {}
+        summary = stored_alert(row.alert).event.summary if row.alert else ""
         return cls(id=row.id, channel_id=row.channel_id, rule_id=row.rule_id, run_id=row.run_id, event_id=row.event_id,
                    purpose=row.purpose, status=row.status, attempts=row.attempts, last_error=row.last_error,  # type: ignore[arg-type]
-                   idempotency_key=row.idempotency_key, summary=alert.get("summary", ""), created_at=row.created_at,
+                   idempotency_key=row.idempotency_key, summary=summary, created_at=row.created_at,
                    not_before=row.not_before, delivered_at=row.delivered_at)

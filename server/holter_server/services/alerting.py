@@ -15,6 +15,7 @@ from holter_server.alerts.message import Alert, LinkedAlert
 from holter_server.alerts.rules import DEFAULT_RULES, EventFacts, RuleSpec, first_crossing, matches, threshold_applies
 from holter_server.alerts.sparkline import text_sparkline
 from holter_server.store import alerts as alerts_store
+from holter_server.store import events as events_store
 from holter_server.store import points as points_store
 from holter_server.store import runs as runs_store
 from holter_server.store.models import AlertRuleRow, EventRow, RunRow
@@ -66,12 +67,8 @@ def describe_event(*, session: Session, event: EventRow, run: RunRow) -> Alert:
                                               start=max(0, event.start_step - CONTEXT_POINTS // 2), end=None, limit=CONTEXT_POINTS)
             sparkline = text_sparkline(around.values)
     moment = event.updated_at or now()
-    return Alert(**{
-        "project": run.project, "run_id": run.id, "run_name": run.name, "metric": event.metric, "kind": event.kind,
-        "severity": event.severity, "summary": event.summary, "step": event.peak_step if event.peak_step is not None else event.start_step,
-        "start_step": event.start_step, "end_step": event.end_step, "time": moment.isoformat(),
-        "sparkline": sparkline, "event_id": event.id,
-    })
+    return Alert(event=events_store.event_of(event), project=run.project, run_id=run.id, run_name=run.name, time=moment.isoformat(),
+                 sparkline=sparkline, event_id=event.id)
 
 
 ImageLink = Callable[[Alert], str]  # an alert -> the signed URL of its event's chart picture
@@ -81,14 +78,15 @@ def with_links(alert: Alert, base_url: str, image_link: ImageLink | None = None)
     """The alert with its dashboard link and, for metric events, the URL of its curve picture
     (signed by `image_link`, so a chat service can fetch it without a key; without one, the plain
     URL, which needs a key when auth is on)."""
+    event = alert.event
     image_url = None
-    if alert.get("metric") and alert.get("start_step") is not None and alert.get("event_id") is not None:
+    if event.metric and event.start_step is not None and alert.event_id is not None:
         if image_link is not None:
             image_url = image_link(alert)
         else:
-            image_url = f"{base_url.rstrip('/')}/api/v1/runs/{quote(alert['run_id'], safe='')}/events/{alert['event_id']}/sparkline.png"
-    link = dashboard_link(base_url, alert["run_id"], alert.get("metric"), alert.get("start_step"), alert.get("end_step"))
-    return LinkedAlert(**{**alert, "link": link, "image_url": image_url})  # type: ignore[typeddict-item]
+            image_url = f"{base_url.rstrip('/')}/api/v1/runs/{quote(alert.run_id, safe='')}/events/{alert.event_id}/sparkline.png"
+    link = dashboard_link(base_url, alert.run_id, event.metric, event.start_step, event.end_step)
+    return alert.linked(link=link, image_url=image_url)
 
 
 def alert_on_event(*, session: Session, event: EventRow, previous_severity: str | None) -> int:
@@ -127,7 +125,7 @@ def _queue(session: Session, rule: AlertRuleRow, run_id: str, event_id: int | No
     elif last is not None and moment - last < timedelta(seconds=rule.cooldown_s):
         not_before = last + timedelta(seconds=rule.cooldown_s)
     row = alerts_store.queue_delivery(session=session, channel_id=rule.channel_id, rule_id=rule.id, run_id=run_id, event_id=event_id,
-                                      purpose=purpose, idempotency_key=key, alert=alert, not_before=not_before)
+                                      purpose=purpose, idempotency_key=key, alert=alert.to_json(), not_before=not_before)
     return 0 if row is None else 1
 
 
@@ -138,7 +136,7 @@ def _resolve_stalls(session: Session, run: RunRow, event: EventRow) -> int:
         alert = describe_event(session=session, event=event, run=run)
         row = alerts_store.queue_delivery(session=session, channel_id=stall.channel_id, rule_id=stall.rule_id, run_id=run.id,
                                           event_id=event.id, purpose="resolved", idempotency_key=f"resolved:{stall.id}:{event.id}",
-                                          alert=alert, not_before=now())
+                                          alert=alert.to_json(), not_before=now())
         queued += row is not None
     return queued
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -27,7 +27,6 @@ from holter_server.detect.classify import Detector, detector_from_state, new_det
 from holter_server.detect.events import format_step, format_value
 from holter_server.detect.findings import NONFINITE_ORIGIN, SeriesSnapshot, cross_signal_findings, nonfinite_origin
 from holter_server.detect.outline import Outline, SeriesOutline
-from holter_server.nonfinite import json_safe_tree
 from holter_server.services import alerting
 from holter_server.services.attribution import TWIN_KIND, attribute_twin_spikes, explain_period
 from holter_server.services.kinds import understood_metrics, understood_metrics_of_runs
@@ -47,20 +46,10 @@ log = logging.getLogger("holter.detection")
 POINTS_PER_TRANSACTION = 20_000
 
 
-def event_fields(event: Event) -> events_store.EventFields:
-    """The columns of an event row, from a detector event (no metric: a run-level event)."""
-    return {
-        "metric": event.metric or None, "kind": event.kind, "severity": event.severity, "score": float(event.score),
-        "start_step": event.start_step, "end_step": event.end_step, "peak_step": event.peak_step,
-        "period": event.period, "summary": event.summary, "details": json_safe_tree(event.details),
-        "detector_version": DETECTOR_VERSION,
-    }
-
-
 def record_event(*, session: Session, run_id: str, key: str, event: Event, muted: bool, keep_start: bool = False) -> EventRow:
     """Store an event (new or grown) and, in the same transaction, queue the alerts it calls for."""
-    row, previous = events_store.upsert_event(session=session, run_id=run_id, event_key=key, fields=event_fields(event),
-                                              muted=muted, keep_start=keep_start)
+    row, previous = events_store.upsert_event(session=session, run_id=run_id, event_key=key, event=event,
+                                              detector_version=DETECTOR_VERSION, muted=muted, keep_start=keep_start)
     if previous is None or previous != row.severity:
         alerting.alert_on_event(session=session, event=row, previous_severity=previous)
     return row
@@ -301,7 +290,7 @@ def _check_threshold(session: Session, rule: AlertRuleRow, run_id: str, metric: 
     event = Event(kind="threshold", metric=metric, start_step=step, end_step=step, severity=rule.min_severity, score=0.0,
                   peak_step=step, summary=f"{metric} was {format_value(value)} at step {format_step(step)}, {limit} (rule {rule.name!r})",
                   details={"rule_id": rule.id, "value": value})
-    row, _ = events_store.upsert_event(session=session, run_id=run_id, event_key=key, fields=event_fields(event))
+    row, _ = events_store.upsert_event(session=session, run_id=run_id, event_key=key, event=event, detector_version=DETECTOR_VERSION)
     alerting.alert_on_threshold(session=session, rule=rule, event=row)
     return True
 
@@ -323,10 +312,9 @@ def _no_detector(kind: str) -> dict[str, Any]:
 
 
 def row_to_event(row: EventRow) -> Event:
-    """A stored event as the detectors' `Event` (for cross-signal rules)."""
-    return Event(kind=row.kind, metric=row.metric or "", start_step=row.start_step or 0, end_step=row.end_step or 0,
-                 severity=row.severity, score=row.score, summary=row.summary, peak_step=row.peak_step,
-                 period=row.period, details=dict(row.details or {}))
+    """A stored event as the cross-signal rules read it: a metric name and steps always there
+    ("" and 0 for an event of the whole run), as the detectors make them."""
+    return replace(events_store.event_of(row), metric=row.metric or "", start_step=row.start_step or 0, end_step=row.end_step or 0)
 
 
 # Findings judged from the latest values rather than from events: one per metric, first seen kept.
@@ -404,6 +392,6 @@ def refresh_findings(*, session: Session, run_id: str, muted: set[tuple[str, str
             details = row.details or {}
             attached = nonfinite_origin(step=row.start_step or 0, forward=details.get("forward"), gradient=details.get("gradient"),
                                         events=events, kinds=kinds)
-            if event_fields(attached)["details"] != details or attached.severity != row.severity:
+            if events_store.stored_details(attached) != details or attached.severity != row.severity:
                 record_event(session=session, run_id=run_id, key=row.event_key, event=attached,
                              muted=(attached.metric, attached.kind) in muted)

@@ -21,7 +21,8 @@ import httpx
 from sqlalchemy.orm import Session, sessionmaker
 
 from holter_server.alerts import formatters, image_links
-from holter_server.alerts.message import Alert
+from holter_server.detect.events import Event
+from holter_server.alerts.message import Alert, stored_alert
 from holter_server.alerts.signing import HEADER as SIGNATURE_HEADER
 from holter_server.alerts.signing import sign
 from holter_server.alerts.targets import TargetGuard, TargetRefused
@@ -34,6 +35,8 @@ from holter_server.vocabulary import severities
 
 log = logging.getLogger("holter.dispatch")
 MAX_BACKOFF = timedelta(minutes=5)
+# the kind of a channel's test message: sent, never stored, so no kind of the vocabulary's
+TEST_MESSAGE_KIND = "test"
 
 
 class DeliveryError(Exception):
@@ -51,8 +54,9 @@ def group_key_to_idempotency_key(rows: list[DeliveryRow]) -> str:
 
 def _image_link(session: Session, base_url: str, ttl: float) -> ImageLink:
     def link(alert: Alert) -> str:
-        issued = datetime.fromisoformat(alert["time"]).timestamp() if alert.get("time") else None
-        return image_links.signed_url(session=session, base_url=base_url, run_id=alert["run_id"], event_id=alert["event_id"], ttl=ttl,
+        issued = datetime.fromisoformat(alert.time).timestamp() if alert.time else None
+        assert alert.event_id is not None  # with_links asks only for stored events' pictures
+        return image_links.signed_url(session=session, base_url=base_url, run_id=alert.run_id, event_id=alert.event_id, ttl=ttl,
                                       issued_at=issued)
     return link
 
@@ -60,7 +64,7 @@ def _image_link(session: Session, base_url: str, ttl: float) -> ImageLink:
 def render(channel: ChannelRow, rows: list[DeliveryRow], base_url: str, image_link: ImageLink | None = None) -> tuple[bytes, dict[str, str], str]:
     """The request body and headers for a group, and the idempotency key they carry.
     `image_link`: makes the signed URL of an event's chart picture (chat services fetch it without a key)."""
-    alerts = [with_links(row.alert, base_url, image_link) for row in rows]
+    alerts = [with_links(stored_alert(row.alert), base_url, image_link) for row in rows]
     purpose = rows[0].purpose
     key = group_key_to_idempotency_key(rows)
     headers = {"Content-Type": "application/json", "Idempotency-Key": key, "User-Agent": "Holter"}
@@ -168,11 +172,10 @@ def dispatch_due(
 
 def send_test(*, channel: ChannelRow, client: httpx.Client, base_url: str, guard: TargetGuard) -> None:
     """Send a test message right away (not through the outbox); raises DeliveryError."""
-    alert: Alert = {
-        "project": channel.project or "any project", "run_id": "test", "run_name": "Holter test", "metric": None, "kind": "test",
-        "severity": severities.LOWEST.name, "summary": f"Channel {channel.name!r} is connected to Holter.", "step": None, "start_step": None,
-        "end_step": None, "time": now().isoformat(), "sparkline": "▁▂▃▅▇█▇▅▃▂▁", "event_id": None,
-    }
-    row = DeliveryRow(idempotency_key=f"test:{channel.id}:{now().timestamp()}", alert=alert, purpose="test", group_key=None, attempts=0)
+    event = Event(kind=TEST_MESSAGE_KIND, metric=None, start_step=None, end_step=None, severity=severities.LOWEST.name, score=0.0,
+                  summary=f"Channel {channel.name!r} is connected to Holter.")
+    alert = Alert(event=event, project=channel.project or "any project", run_id="test", run_name="Holter test", time=now().isoformat(),
+                  sparkline="▁▂▃▅▇█▇▅▃▂▁", event_id=None)
+    row = DeliveryRow(idempotency_key=f"test:{channel.id}:{now().timestamp()}", alert=alert.to_json(), purpose="test", group_key=None, attempts=0)
     body, headers, _ = render(channel, [row], base_url)
     send(client, channel, body, headers, guard=guard)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
+from holter_server.detect.events import Event
 from holter_server.schemas.events import JobAlert
 from holter_server.services.alerting import alert_on_event
 from holter_server.store import events as events_store
@@ -24,10 +25,8 @@ def raise_alert(*, session: Session, run: RunRow, alert: JobAlert) -> EventRow:
     if existing is not None:
         return existing
     summary = f"{alert.title}: {alert.text}" if alert.text else alert.title
-    row, _previous = events_store.upsert_event(session=session, run_id=run.id, event_key=key, fields=events_store.EventFields(**{
-        "metric": None, "kind": "alert", "severity": alert.severity, "score": 0.0, "start_step": alert.step,
-        "end_step": alert.step, "peak_step": alert.step, "period": None, "summary": summary,
-        "details": {"title": alert.title, "text": alert.text}, "detector_version": DETECTOR,
-    }))
+    event = Event(kind="alert", metric=None, start_step=alert.step, end_step=alert.step, peak_step=alert.step, severity=alert.severity,
+                  score=0.0, summary=summary, details={"title": alert.title, "text": alert.text})
+    row, _previous = events_store.upsert_event(session=session, run_id=run.id, event_key=key, event=event, detector_version=DETECTOR)
     alert_on_event(session=session, event=row, previous_severity=None)
     return row

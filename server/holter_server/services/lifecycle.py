@@ -7,6 +7,7 @@ from datetime import timedelta
 
 from sqlalchemy.orm import Session
 
+from holter_server.detect.events import Event
 from holter_server.services.alerting import alert_on_event
 from holter_server.store import events as events_store
 from holter_server.store import runs as runs_store
@@ -16,6 +17,11 @@ from holter_server.store.models import EventRow, RunRow
 def _ago(delta: timedelta) -> str:
     minutes = delta.total_seconds() / 60
     return f"{minutes:.0f} min" if minutes >= 1 else f"{delta.total_seconds():.0f} s"
+
+
+def _status_event(kind: str, severity: str, *, step: int | None, summary: str) -> Event:
+    """A change of the run's status as an event of the whole run, at its last known step."""
+    return Event(kind=kind, metric=None, start_step=step, end_step=step, severity=severity, score=0.0, summary=summary)
 
 
 def _announce(session: Session, event: EventRow) -> None:
@@ -34,10 +40,10 @@ def record_activity(*, session: Session, run_id: str, last_step: int | None, sta
     if run is not None and run.status == "stalled":
         silence = runs_store.now() - run.heartbeat_at
         runs_store.set_status(session=session, run=run, status="running")
-        _announce(session, events_store.record_status_event(
-            session=session, run_id=run_id, kind="run_resumed", severity="info", step=last_step or run.last_step,
+        _announce(session, events_store.record_status_event(session=session, run_id=run_id, event=_status_event(
+            "run_resumed", "info", step=last_step or run.last_step,
             summary=f"run {run.name or run_id} resumed after {_ago(silence)} without points or heartbeat",
-        ))
+        )))
     runs_store.record_activity(session=session, run_id=run_id, last_step=last_step)
 
 
@@ -46,10 +52,10 @@ def finish(*, session: Session, run: RunRow, status: str) -> RunRow:
     its reference becomes due: the reference-drift loop makes it (it reads every point of both runs)."""
     runs_store.finish_run(session=session, run=run, status=status)
     if status == "crashed":
-        _announce(session, events_store.record_status_event(
-            session=session, run_id=run.id, kind="run_crashed", severity="critical", step=run.last_step,
+        _announce(session, events_store.record_status_event(session=session, run_id=run.id, event=_status_event(
+            "run_crashed", "critical", step=run.last_step,
             summary=f"run {run.name or run.id} crashed at step {run.last_step if run.last_step is not None else '?'} (reported by the client)",
-        ))
+        )))
     return run
 
 
@@ -58,8 +64,8 @@ def mark_stalled(*, session: Session, stall_after: timedelta) -> list[str]:
     silent = runs_store.stall_silent_runs(session=session, silent_since=runs_store.now() - stall_after)
     for run in silent:
         last = f" at step {run.last_step:,}" if run.last_step is not None else ""
-        _announce(session, events_store.record_status_event(
-            session=session, run_id=run.id, kind="run_stalled", severity="warning", step=run.last_step,
+        _announce(session, events_store.record_status_event(session=session, run_id=run.id, event=_status_event(
+            "run_stalled", "warning", step=run.last_step,
             summary=f"run {run.name or run.id} stalled{last}: no points or heartbeat for {_ago(runs_store.now() - run.heartbeat_at)}",
-        ))
+        )))
     return [run.id for run in silent]

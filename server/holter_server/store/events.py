@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypedDict
+from typing import Any
 
 from sqlalchemy import BigInteger, Select, and_, case, func, literal, select, update
 from sqlalchemy.orm import Session
 
+from holter_server.detect.events import Event
+from holter_server.nonfinite import json_safe_tree
 from holter_server.store.models import DetectorStateRow, EventRow, MetricRow, MuteRow, RunRow, UTCDateTime
 from holter_server.store import claims
 from holter_server.store.database import insert_ignoring_conflicts, next_id
@@ -217,39 +219,25 @@ def add_mute(*, session: Session, run_id: str, metric: str, kind: str, by: str |
     )
 
 
-class EventFields(TypedDict):
-    """The columns of an event row that its author (a detector, a finding, the lifecycle, a job's
-    own alert) writes; the store adds the run, the key, the status and the times."""
-
-    metric: str | None  # None: an event of the whole run
-    kind: str
-    severity: str
-    score: float
-    start_step: int | None
-    end_step: int | None
-    peak_step: int | None
-    period: float | None
-    summary: str
-    details: dict[str, Any]  # JSON-safe: non-finite floats by name (holter_server.nonfinite)
-    detector_version: str
-
-
 def upsert_event(
     *,
     session: Session,
     run_id: str,
     event_key: str,
-    fields: EventFields,
+    event: Event,
+    detector_version: str,
     muted: bool = False,
     keep_start: bool = False,
 ) -> tuple[EventRow, str | None]:
-    """Insert the event, or update the one with the same key in place (a growing event).
+    """Insert the event, or update the one with the same key in place (a growing event);
+    `detector_version` says who found it (the detectors' version, "lifecycle", "job").
 
     A person's decision (acknowledged, dismissed) stands through updates; a withdrawn event
     that comes back is open again. With `keep_start`, an existing event keeps the step where
     it was first seen. Returns the row and its severity before this update (None when new).
     """
     moment = now()
+    fields = _columns(event, detector_version)
     row = session.scalar(select(EventRow).where(EventRow.run_id == run_id, EventRow.event_key == event_key))
     if row is None:
         row = EventRow(id=next_id(session, EventRow.id), run_id=run_id, event_key=event_key, status="muted" if muted else "open", created_at=moment, updated_at=moment, **fields)
@@ -265,6 +253,30 @@ def upsert_event(
     row.updated_at = moment
     session.flush()
     return row, previous
+
+
+def _columns(event: Event, detector_version: str) -> dict[str, Any]:
+    """The columns of an event row that its author's `Event` gives."""
+    # a rule that found no metric to name says "" (detect.findings.nonfinite_origin): stored as
+    # None, the one spelling of "the whole run" in the table
+    return {
+        "metric": event.metric or None, "kind": event.kind, "severity": event.severity, "score": float(event.score),
+        "start_step": event.start_step, "end_step": event.end_step, "peak_step": event.peak_step, "period": event.period,
+        "summary": event.summary, "details": stored_details(event), "detector_version": detector_version,
+    }
+
+
+def stored_details(event: Event) -> dict[str, Any]:
+    """An event's details as the store keeps them: JSON-safe, non-finite floats by name
+    (holter_server.nonfinite), numpy scalars as Python numbers."""
+    details: dict[str, Any] = json_safe_tree(event.details)
+    return details
+
+
+def event_of(row: EventRow) -> Event:
+    """The `Event` a stored row holds (its details as stored: non-finite floats by name)."""
+    return Event(kind=row.kind, metric=row.metric, start_step=row.start_step, end_step=row.end_step, severity=row.severity,
+                 score=row.score, summary=row.summary, peak_step=row.peak_step, period=row.period, details=dict(row.details or {}))
 
 
 def withdraw_events(*, session: Session, run_id: str, event_keys: Iterable[str]) -> None:
@@ -336,19 +348,12 @@ def finding_keys(*, session: Session, run_id: str) -> set[str]:
     return set(session.scalars(select(EventRow.event_key).where(EventRow.run_id == run_id, EventRow.event_key.like("finding:%"), EventRow.status != "withdrawn")))
 
 
-def record_status_event(*, session: Session, run_id: str, kind: str, severity: str, summary: str, step: int | None) -> EventRow:
-    """A lifecycle change (stalled, resumed, crashed) as an event, so alert rules can use it."""
-    moment = now()
-    row = EventRow(
-        id=next_id(session, EventRow.id), run_id=run_id, event_key=f"status:{kind}@{moment.isoformat()}", metric=None, kind=kind, severity=severity, score=0.0,
-        start_step=step, end_step=step, summary=summary, details={}, status="open", detector_version="lifecycle",
-        created_at=moment, updated_at=moment,
-    )
-    session.add(row)
-    session.flush()
+def record_status_event(*, session: Session, run_id: str, event: Event) -> EventRow:
+    """A lifecycle change (stalled, resumed, crashed) as an event, so alert rules can use it:
+    each change is its own event, keyed by when it happened."""
+    row, _ = upsert_event(session=session, run_id=run_id, event_key=f"status:{event.kind}@{now().isoformat()}", event=event,
+                          detector_version="lifecycle")
     return row
-
-
 
 
 def standing_events_of_kind(*, session: Session, run_ids: Sequence[str], kind: str) -> Sequence[EventRow]:

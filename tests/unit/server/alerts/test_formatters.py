@@ -7,6 +7,7 @@ import jsonschema
 import pytest
 
 from holter_server.alerts import formatters
+from holter_server.alerts.message import LinkedAlert, stored_alert
 from tests.chat_schemas import SCHEMAS
 
 ALERT = {
@@ -17,10 +18,17 @@ ALERT = {
 }
 
 
+def linked(flat: dict) -> LinkedAlert:
+    """The alert these flat keys spell (the webhook's own shape, easy to vary here) with its links."""
+    alert = stored_alert({k: v for k, v in flat.items() if k not in ("link", "image_url")})
+    return alert.linked(link=flat["link"], image_url=flat["image_url"])
+
+
 def render(kind: str, alerts: list[dict], purpose: str) -> dict:
+    typed = [linked(a) for a in alerts]
     if kind == "webhook":
-        return formatters.webhook(alerts, purpose, delivery_key="k1")
-    return formatters.FORMATTERS[kind](alerts, purpose)
+        return formatters.webhook(typed, purpose, delivery_key="k1")
+    return formatters.FORMATTERS[kind](typed, purpose)
 
 
 @pytest.mark.parametrize("kind", ["slack", "discord", "teams", "webhook"])
@@ -49,7 +57,7 @@ def test_run_level_events_render_without_a_metric_or_picture() -> None:
 
 
 def test_a_burst_is_titled_by_its_count_and_worst_severity() -> None:
-    title = formatters.slack([ALERT, {**ALERT, "severity": "warning"}], "alert")["text"]
+    title = render("slack", [ALERT, {**ALERT, "severity": "warning"}], "alert")["text"]
     assert title.startswith("🔴 2 problems")
 
 
@@ -58,14 +66,14 @@ HOSTILE = {**ALERT, "project": "p <!here>", "run_name": "<!channel> <https://phi
 
 
 def test_slack_shows_user_text_without_mentions_or_links() -> None:
-    text = str(formatters.slack([HOSTILE], "alert"))
+    text = str(render("slack", [HOSTILE], "alert"))
     for live in ("<!channel>", "<!here>", "<@U123>", "<https://", "https://phish", "@everyone"):
         assert live not in text, live
     assert "&lt;!channel&gt;" in text and ALERT["link"] in text  # shown as text; Holter's own link intact
 
 
 def test_discord_turns_mentions_off_and_escapes_markdown_links() -> None:
-    body = formatters.discord([HOSTILE, HOSTILE], "alert")
+    body = render("discord", [HOSTILE, HOSTILE], "alert")
     assert body["allowed_mentions"] == {"parse": []}
     text = str(body)
     for live in ("[click](", "https://phish", "@everyone", "**urgent**"):
@@ -74,7 +82,7 @@ def test_discord_turns_mentions_off_and_escapes_markdown_links() -> None:
 
 
 def test_teams_shows_user_text_without_markdown_links_or_mentions() -> None:
-    text = str(formatters.teams([HOSTILE], "alert"))
+    text = str(render("teams", [HOSTILE], "alert"))
     for live in ("[click](", "https://phish", "<@U123>", "**urgent**"):
         assert live not in text, live
     assert ALERT["link"] in text
@@ -83,3 +91,9 @@ def test_teams_shows_user_text_without_markdown_links_or_mentions() -> None:
 @pytest.mark.parametrize("kind", ["slack", "discord", "teams"])
 def test_hostile_text_still_fits_the_channels_schema(kind: str) -> None:
     jsonschema.validate(render(kind, [HOSTILE], "alert"), SCHEMAS[kind])
+
+
+def test_the_webhook_sends_each_alert_flat_as_documented() -> None:
+    (sent,) = render("webhook", [ALERT], "alert")["alerts"]
+    assert sent == ALERT and list(sent) == ["project", "run_id", "run_name", "metric", "kind", "severity", "summary", "step", "start_step",
+                                            "end_step", "time", "sparkline", "event_id", "link", "image_url"]

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 import holter_server
 from holter_server import vocabulary
 from holter_server.alerts.formatters import discord, teams
+from holter_server.alerts.message import Alert
 from holter_server.alerts.rules import DEFAULT_RULES
 from holter_server.schemas.alerts import RuleCreate
 from holter_server.detect.findings import SeriesSnapshot, cross_signal_findings
@@ -59,8 +60,8 @@ def test_every_cross_signal_finding_is_a_vocabulary_event_kind():
 
 
 def test_chat_messages_take_their_colours_from_the_severities():
-    alert = {"project": "p", "run_id": "r", "run_name": "r", "metric": "loss", "kind": "divergence", "severity": "critical",
-             "summary": "s", "time": "2026-01-01T00:00:00Z", "start_step": 1, "end_step": 1}
+    event = Event(kind="divergence", metric="loss", start_step=1, end_step=1, severity="critical", score=1.0, summary="s")
+    alert = Alert(event=event, project="p", run_id="r", run_name="r", time="2026-01-01T00:00:00Z").linked(link="", image_url=None)
     assert discord([alert], "alert")["embeds"][0]["color"] == severities.severity("critical").color_int
     assert teams([alert], "alert")["attachments"][0]["content"]["body"][1]["color"] == severities.severity("critical").card_color
 
