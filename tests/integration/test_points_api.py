@@ -33,6 +33,24 @@ def test_json_batch_round_trips_nan_and_infinities_exactly(api: httpx.Client, ru
     assert read(api, run_id, "loss")["values"] == values
 
 
+def test_every_double_is_stored_bit_for_bit_with_its_wall_time_and_summary(api: httpx.Client, run_id: str) -> None:
+    """Postgres takes a small batch's arrays as text (store/backends/postgres.array_text): the
+    shortest decimal of each double must read back as the same double, down to the subnormals
+    and a value's last bit (-0.0 is left out: SQLite keeps a whole-valued REAL as an integer, 0), a wall time left out must stay missing, and the metric's
+    summary (filled from the same arrays) must name the last value exactly."""
+    values = [0.1 + 0.2, 5e-324, -2.2250738585072014e-308, 1.7976931348623157e308, -1e-310, 1 / 3, 123456789.12345679, 2.0**-1074 * 3]
+    steps = list(range(len(values)))
+    times = [1_700_000_000.123456, None, 1_700_000_001.5, None, 1_700_000_002.25, 1_700_000_003.0, None, 1_700_000_004.75]
+    answer = api.post(f"/runs/{run_id}/points", content=msgpack.packb({"metrics": {"odd": {"steps": steps, "values": values, "times": times}}}),
+                      headers={"content-type": "application/msgpack"})
+    assert answer.status_code == 200 and answer.json()["stored"] == len(values), answer.text
+    back = msgpack.unpackb(api.get(f"/runs/{run_id}/metrics/odd/points", headers={"accept": "application/msgpack"}).content)
+    assert [float.hex(v) for v in back["values"]] == [float.hex(v) for v in values]
+    assert back["times"] == times
+    metric = next(m for m in api.get(f"/runs/{run_id}").json()["metrics"] if m["name"] == "odd")
+    assert (metric["count"], metric["first_step"], metric["last_step"], metric["last_value"]) == (len(values), 0, len(values) - 1, values[-1])
+
+
 def test_bare_nan_tokens_from_python_json_are_accepted(api: httpx.Client, run_id: str) -> None:
     body = b'{"metrics": {"loss": {"steps": [0, 1], "values": [NaN, -Infinity]}}}'
     assert api.post(f"/runs/{run_id}/points", content=body, headers={"content-type": "application/json"}).status_code == 200
