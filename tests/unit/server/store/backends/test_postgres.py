@@ -18,3 +18,18 @@ def test_a_missing_value_is_null_and_integers_are_plain() -> None:
     assert array_text([1.5, None], "float8") == "{1.5,NULL}"
     assert array_text([3, 2**40, -1]) == "{3,1099511627776,-1}"
     assert array_text([]) == "{}"
+
+
+def test_a_binary_array_is_postgres_binary_array_format() -> None:
+    """One dimension, no NULLs, the element type's oid, then each value as a 4-byte length and its big-endian bytes."""
+    import struct
+
+    import numpy as np
+
+    from holter_server.store.backends.postgres import binary_array
+
+    data = binary_array(np.array([1.5, math.nan, -math.inf]), "float8")
+    assert struct.unpack(">iiiii", data[:20]) == (1, 0, 701, 3, 1)
+    rows = np.frombuffer(data[20:], dtype=[("length", ">i4"), ("value", ">f8")])
+    assert rows["length"].tolist() == [8, 8, 8] and [float.hex(v) for v in rows["value"]] == [float.hex(v) for v in (1.5, math.nan, -math.inf)]
+    assert struct.unpack(">iii", binary_array(np.array([], dtype=np.int64), "int8")) == (0, 0, 20)
