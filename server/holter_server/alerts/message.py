@@ -34,12 +34,10 @@ class Alert:
         return self.event.peak_step if self.event.peak_step is not None else self.event.start_step
 
     def to_json(self) -> dict[str, Any]:
-        """The alert as a queued delivery stores it (details JSON-safe as the event store keeps them)."""
-        event = self.event
+        """The alert as a queued delivery stores it: the event as `Event.to_dict` writes it (its
+        details JSON-safe as the event store keeps them), beside the run's fields."""
         return {
-            "event": {"kind": event.kind, "metric": event.metric, "start_step": event.start_step, "end_step": event.end_step,
-                      "severity": event.severity, "score": event.score, "summary": event.summary, "peak_step": event.peak_step,
-                      "period": event.period, "details": event.details},
+            "event": self.event.to_dict(),
             "project": self.project, "run_id": self.run_id, "run_name": self.run_name, "time": self.time,
             "sparkline": self.sparkline, "event_id": self.event_id,
         }
@@ -62,7 +60,7 @@ def stored_alert(data: dict[str, Any]) -> Alert:
     before it did (the event's fields beside the run's, `step` for the peak, and from the oldest
     no `sparkline` nor `event_id`)."""
     if "event" in data:
-        return Alert(event=Event(**data["event"]), project=data["project"], run_id=data["run_id"], run_name=data["run_name"],
+        return Alert(event=Event.from_dict(data["event"]), project=data["project"], run_id=data["run_id"], run_name=data["run_name"],
                      time=data["time"], sparkline=data["sparkline"], event_id=data["event_id"])
     # flat: `step` was the peak, else the start; as the peak it names the same step again
     event = Event(kind=data["kind"], metric=data["metric"], start_step=data["start_step"], end_step=data["end_step"],

@@ -21,11 +21,11 @@ import httpx
 from sqlalchemy.orm import Session, sessionmaker
 
 from holter_server.alerts import formatters, image_links
-from holter_server.detect.events import Event
 from holter_server.alerts.message import Alert, stored_alert
 from holter_server.alerts.signing import HEADER as SIGNATURE_HEADER
 from holter_server.alerts.signing import sign
 from holter_server.alerts.targets import TargetGuard, TargetRefused
+from holter_server.detect.events import Event
 from holter_server.services.alerting import ImageLink, with_links
 from holter_server.store import alerts as alerts_store
 from holter_server.store.database import session_scope
