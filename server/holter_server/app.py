@@ -100,7 +100,7 @@ def background_loops(settings: Settings, session_factory: sessionmaker[Session])
         ReferenceDriftLoop(session_factory),
     ]
     if settings.detection_enabled:
-        loops.append(DetectionLoop(session_factory, settings.detection_interval))
+        loops.append(DetectionLoop(session_factory, settings.detection_interval, cpu_share=settings.detection_cpu_share))
     return loops
 
 

@@ -55,8 +55,12 @@ class Settings(BaseSettings):
         "`holter serve` starts beside the API (ingest keeps its CPU); thread: inside the API process; off: elsewhere "
         "(holter worker)",
     )
+    worker_nice: int = Field(default=10, ge=0, le=19, description="the niceness `holter worker` runs at: when the machine is "
+                             "full, the API's requests get the CPU first and detection waits")
     detection_enabled: bool = Field(default=True, description="run live detection inside this service process")
     detection_interval: float = Field(default=0.5, description="seconds between live-detection passes when idle")
+    detection_cpu_share: float = Field(default=0.5, ge=0.0, description="share of a core live detection may use on average: "
+                                       "under load each metric is read less often, with more points per read (0: no limit)")
     stall_after: float = Field(default=600.0, description="seconds without points or heartbeat before a run is stalled")
     stall_check_interval: float = Field(default=5.0, description="seconds between stall checks")
     public_url: str | None = Field(default=None, description="address people reach the service at, for links in alerts")

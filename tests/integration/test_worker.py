@@ -83,3 +83,32 @@ def test_a_second_sigterm_during_the_first_ones_handling_still_ends_the_worker(t
     finally:
         if worker.poll() is None:
             worker.kill()
+
+
+def niceness_of_threads(pid: int) -> set[int]:
+    """The nice value of each thread of a process (field 19 of /proc/<pid>/task/<tid>/stat)."""
+    values = set()
+    for stat in Path(f"/proc/{pid}/task").glob("*/stat"):
+        fields = stat.read_text().rsplit(")", 1)[1].split()
+        values.add(int(fields[16]))
+    return values
+
+
+def test_the_worker_and_its_loops_run_below_the_apis_priority(tmp_path: Path) -> None:
+    """On a full machine the API's requests get the CPU first: the worker runs at HOLTER_WORKER_NICE."""
+    server = ServerProcess(f"sqlite:///{tmp_path / 'holter.db'}", log_path=tmp_path / "server.log").start()
+    try:
+        assert server.process is not None
+        deadline = time.monotonic() + 30
+        while not workers_of(server) or len(niceness_of_threads(int(workers_of(server)[0].split()[0]))) == 0:
+            assert time.monotonic() < deadline, "no worker started"
+            time.sleep(0.2)
+        worker = int(workers_of(server)[0].split()[0])
+        api = niceness_of_threads(server.process.pid)
+        deadline = time.monotonic() + 30
+        while len(list(Path(f"/proc/{worker}/task").iterdir())) < 4:  # the main thread and its loops
+            assert time.monotonic() < deadline, "the worker's loops did not start"
+            time.sleep(0.2)
+        assert niceness_of_threads(worker) == {min(max(api) + 10, 19)}
+    finally:
+        server.kill()

@@ -8,6 +8,7 @@ import argparse
 import os
 import signal
 import time
+from pathlib import Path
 
 from holter_server.app import background_loops
 from holter_server.services.loops import BackgroundWork
@@ -58,12 +59,29 @@ class StopSignals:
         return bool(self.received)
 
 
+def yield_cpu(niceness: int) -> None:
+    """Run this process `niceness` steps below its parent, so background work yields the CPU to
+    the API's requests. Linux keeps a nice value per thread: the threads already running (the
+    numerical libraries' pools) are lowered one by one, and those started later inherit it."""
+    if not hasattr(os, "setpriority"):
+        return  # not POSIX
+    target = min(os.getpriority(os.PRIO_PROCESS, 0) + niceness, 19)
+    tasks = Path("/proc/self/task")
+    threads = [int(tid.name) for tid in tasks.iterdir()] if tasks.is_dir() else [0]
+    for tid in threads:
+        try:
+            os.setpriority(os.PRIO_PROCESS, tid, target)
+        except OSError:
+            pass  # a thread that ended meanwhile
+
+
 def run(args: argparse.Namespace) -> int:
     if args.parent_pid is not None:
         die_with_parent()
         if not parent_alive(args.parent_pid):
             return 0
     settings = Settings(database_url=args.database_url) if args.database_url else Settings()
+    yield_cpu(settings.worker_nice)
     url = settings.resolved_database_url()
     upgrade(url, partition_points=settings.partition_points)
     engine = make_engine(url)

@@ -137,26 +137,40 @@ class BackgroundWork:
 
 
 class DetectionLoop(LoopService):
-    """Live detection on newly stored points."""
+    """Live detection on newly stored points, using at most `cpu_share` of a core on average."""
 
     name = "detection"
 
-    def __init__(self, session_factory: sessionmaker[Session], interval: float = 0.5, period: float = 1.0) -> None:
+    def __init__(self, session_factory: sessionmaker[Session], interval: float = 0.5, period: float = 1.0,
+                 cpu_share: float = 0.5) -> None:
         super().__init__(interval)
         self.session_factory = session_factory
         self.period = period
+        self.cpu_share = cpu_share
         self.limit = detection_limits(session_factory)[0]
+        self.last_cpu = 0.0  # CPU-seconds this thread spent in the last pass
 
     def run_once(self) -> int:
-        return detect_pending(session_factory=self.session_factory, limit=self.limit)
+        started = time.thread_time()
+        try:
+            return detect_pending(session_factory=self.session_factory, limit=self.limit)
+        finally:
+            self.last_cpu = time.thread_time() - started
 
     def pause_after(self, done: int, took: float) -> float:
         # Points arrive all the time under load; a pass that caught up waits out the rest of
         # `period`, so each metric is read once a second with a second's points, not a step at
-        # a time (a detector's cost is mostly per call). A full pass means a backlog: go on.
+        # a time. A detector's cost is mostly per call (it works over its tail whatever the
+        # number of new points), so when a lab's worth of metrics makes the passes long, they
+        # are spaced to keep detection within `cpu_share` of a core: each metric is then read
+        # every few seconds with a few seconds' points, at about the cost of one second's, and
+        # ingest keeps the rest of the machine. A full pass (a backlog) waits only for that.
         if not done:
             return self.interval
-        return 0.0 if done >= self.limit else max(0.0, self.period - took)
+        budget = self.last_cpu / self.cpu_share - took if self.cpu_share > 0 else 0.0
+        if done >= self.limit:
+            return max(0.0, budget)
+        return max(0.0, self.period - took, budget)
 
 
 class AlertDispatcher(LoopService):

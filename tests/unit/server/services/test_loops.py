@@ -1,4 +1,5 @@
-"""BackgroundWork: on a SQLite file one process at a time runs the background loops."""
+"""BackgroundWork: on a SQLite file one process at a time runs the background loops; the
+detection loop's pacing."""
 
 from __future__ import annotations
 
@@ -6,8 +7,10 @@ import threading
 import time
 from pathlib import Path
 
-from holter_server.services.loops import BackgroundWork, LoopService
-from holter_server.store.database import background_lock_path
+import pytest
+
+from holter_server.services.loops import BackgroundWork, DetectionLoop, LoopService
+from holter_server.store.database import background_lock_path, make_engine, make_session_factory, upgrade
 from tests.waiting import wait_until
 
 
@@ -80,3 +83,39 @@ def test_a_process_without_loops_leaves_the_lock_to_one_with_them(tmp_path: Path
     worker.stop()
     api_only.stop()
 
+
+
+def detection_loop(tmp_path: Path, cpu_share: float) -> DetectionLoop:
+    engine = make_engine(f"sqlite:///{tmp_path / 'holter.db'}")
+    return DetectionLoop(make_session_factory(engine), interval=0.5, period=1.0, cpu_share=cpu_share)
+
+
+def test_a_light_detection_pass_waits_out_the_second(tmp_path: Path) -> None:
+    loop = detection_loop(tmp_path, cpu_share=0.5)
+    loop.last_cpu = 0.1
+    assert loop.pause_after(done=10, took=0.1) == pytest.approx(0.9)
+
+
+def test_a_long_detection_pass_is_spaced_to_keep_detection_within_its_share_of_a_core(tmp_path: Path) -> None:
+    loop = detection_loop(tmp_path, cpu_share=0.5)
+    loop.last_cpu = 1.5  # a lab's worth of metrics: 1.5 CPU-s in a 1.6 s pass
+    assert loop.pause_after(done=10, took=1.6) == pytest.approx(1.4)
+    # a backlog (a full pass) is no exception: it waits for the share, not for the second
+    assert loop.pause_after(done=loop.limit, took=1.6) == pytest.approx(1.4)
+    loop.last_cpu = 0.2
+    assert loop.pause_after(done=loop.limit, took=0.3) == pytest.approx(0.1)
+
+
+def test_without_a_cpu_share_a_backlog_is_worked_without_pause(tmp_path: Path) -> None:
+    loop = detection_loop(tmp_path, cpu_share=0.0)
+    loop.last_cpu = 1.5
+    assert loop.pause_after(done=loop.limit, took=1.6) == 0.0
+    assert loop.pause_after(done=0, took=0.01) == 0.5
+
+
+def test_the_detection_pass_records_the_cpu_it_spent(tmp_path: Path) -> None:
+    loop = detection_loop(tmp_path, cpu_share=0.5)
+    upgrade(f"sqlite:///{tmp_path / 'holter.db'}")
+    loop.last_cpu = -1.0
+    assert loop.run_once() == 0
+    assert 0.0 <= loop.last_cpu < 5.0
