@@ -258,7 +258,21 @@ class CpuMeter:
 
     def stop(self) -> float:
         self.sample()
-        return sum(ticks - self.before.get(pid, 0) for pid, ticks in self.seen.items()) / TICK
+        return sum(self.by_process().values())
+
+    def by_process(self) -> dict[int, float]:
+        """CPU-seconds of each process seen, up to the last sample."""
+        return {pid: (ticks - self.before.get(pid, 0)) / TICK for pid, ticks in self.seen.items()}
+
+
+def _role(pid: int) -> str:
+    """What one of the service's processes is, by its command line: Holter's worker, or its API."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            args = cmdline.read().split(b"\0")
+    except OSError:
+        return "ended"
+    return "worker" if b"worker" in args else "api"
 
 
 @dataclass
@@ -277,6 +291,7 @@ class Level:
     stored: int
     drain_s: float
     generator_cpu: float
+    by_role: dict[str, float] = field(default_factory=dict)  # the service's CPU-s by process role
 
     @property
     def cpu_per_1k(self) -> float:
@@ -344,12 +359,16 @@ def run_level(service: Service, database: str, jobs: int, metrics: int, rate: fl
         time.sleep(0.5)
     drain = time.monotonic() - drain_started
     service_cpu, postgres_cpu = service_meter.stop(), postgres_meter.stop()
+    by_role: dict[str, float] = {}
+    for pid, cpu in service_meter.by_process().items():
+        by_role[_role(pid)] = by_role.get(_role(pid), 0.0) + cpu
     rss = sum(rss_mb(pid) for pid in service.pids())
     sent = sum(r.points_sent for r in results)
     return Level(jobs=jobs, seconds=elapsed, offered=jobs * metrics * rate, achieved=sent / elapsed,
                  requests=sum(len(r.latencies) for r in results), latencies=[x for r in results for x in r.latencies],
                  errors=[e for r in results for e in r.errors], service_cpu=service_cpu, postgres_cpu=postgres_cpu,
-                 rss_mb=rss, sent=sent, stored=service.stored(run_ids), drain_s=drain, generator_cpu=generator_cpu)
+                 rss_mb=rss, sent=sent, stored=service.stored(run_ids), drain_s=drain, generator_cpu=generator_cpu,
+                 by_role=by_role)
 
 
 def fml_binary(given: str | None) -> Path:
@@ -409,6 +428,10 @@ def main() -> None:
                             level = run_level(service, database, jobs, args.metrics, args.rate, args.seconds)
                             levels.append(level)
                             print(row(service.name, level), flush=True)
+                            if len(level.by_role) > 1:
+                                split = ", ".join(f"{role} {cpu / max(1, level.requests) * 1000:.1f}" for role, cpu in sorted(level.by_role.items()))
+                                print(f"    CPU-ms per request by process: {split}, postgres "
+                                      f"{level.postgres_cpu / max(1, level.requests) * 1000:.1f}", flush=True)
                             for sample in sorted(set(level.errors))[:3]:
                                 print(f"    e.g. {sample}", flush=True)
                         p95s = sorted(percentile(lv.latencies, 0.95) * 1000 for lv in levels)
