@@ -293,3 +293,49 @@ def test_a_series_its_detector_cannot_read_does_not_stop_detection_of_the_others
     assert ("divergence", "poison_loss") in kinds  # its fresh detector read the points after the failure
     assert progress == {1: 199, 2: 199}
     assert "detection of 'poison_loss' in run r failed at steps 0-99" in caplog.text
+
+
+def test_quiet_points_wait_for_a_later_read_and_an_outlier_is_read_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A detector's cost is per call: a second's unremarkable points wait (up to WAIT_S) to be
+    read with the next ones, once per pass; a spike is read in the pass it arrives in."""
+    from holter_server.schemas.points import read_batch
+    from holter_server.services import detection
+    from holter_server.services.ingest import ingest_batch
+    from holter_server.store import runs as runs_store
+    from holter_server.store.database import make_engine, make_session_factory, upgrade
+    from holter_server.store.models import DetectorStateRow
+
+    url = f"sqlite:///{tmp_path / 'holter.db'}"
+    upgrade(url)
+    engine = make_engine(url)
+    factory = make_session_factory(engine)
+    rng = np.random.default_rng(11)
+    loss = 2.0 + rng.normal(0, 0.02, 440)
+    loss[415] = 40.0
+
+    def log(start: int, stop: int) -> int:
+        """Log steps [start, stop), run one pass; returns how far detection has read."""
+        with factory() as session:
+            batch = read_batch({"metrics": {"loss": {"steps": list(range(start, stop)), "values": loss[start:stop].tolist()}}})
+            ingest_batch(session=session, run_id="r", batch=batch, max_metrics=100)
+            session.commit()
+        assert detection.detect_pending(session_factory=factory) <= 1  # claimed once in the pass, waiting or not
+        with factory() as session:
+            row = session.get(DetectorStateRow, ("r", 1))
+            assert row is not None
+            return row.detected_step
+
+    with factory() as session:
+        runs_store.create_or_resume_run(session=session, run_id="r", project="p", name=None, config={}, tags=[])
+        session.commit()
+    try:
+        assert log(0, 400) == 399
+        assert log(400, 410) == 399  # unremarkable: waits, unread in the store
+        assert log(410, 420) == 419  # a spike at 415: read at once, with the points that waited
+        with factory() as session:
+            assert ("spike", 415) in {(e.kind, e.start_step) for e in session.scalars(select(EventRow).where(EventRow.run_id == "r"))}
+        assert log(420, 430) == 419
+        monkeypatch.setattr(detection, "WAIT_S", 0.0)  # as when WAIT_S has passed
+        assert log(430, 440) == 439
+    finally:
+        engine.dispose()

@@ -18,6 +18,7 @@ import logging
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -27,6 +28,7 @@ from holter_server.detect.classify import Detector, detector_from_state, new_det
 from holter_server.detect.events import format_step, format_value
 from holter_server.detect.findings import NONFINITE_ORIGIN, SeriesSnapshot, cross_signal_findings, nonfinite_origin
 from holter_server.detect.outline import Outline, SeriesOutline
+from holter_server.detect.triage import can_wait
 from holter_server.services import alerting
 from holter_server.services.attribution import TWIN_KIND, attribute_twin_spikes, explain_period
 from holter_server.services.kinds import understood_metrics, understood_metrics_of_runs
@@ -72,8 +74,9 @@ def detect_pending(*, session_factory: sessionmaker[Session], limit: int | None 
     limit = limit if limit is not None else default_limit
     per_transaction = per_transaction if per_transaction is not None else default_per_transaction
     done = 0
+    started = events_store.now()  # each metric once per pass: one whose points wait is not claimed again in it
     while done < limit:
-        claimed = _detect_some(session_factory, min(per_transaction, limit - done))
+        claimed = _detect_some(session_factory, min(per_transaction, limit - done), not_since=started)
         if not claimed:
             break
         done += claimed
@@ -88,7 +91,8 @@ class _Live:
     kind: str
     detector: Detector | None
     saved_at: float  # when its state was last saved
-    fed_at: float  # when it last read new points
+    fed_at: float  # when its metric last had new points
+    read_at: float  # when the detector last read points (new points may wait: detect/triage.py)
     state_behind: bool  # whether it has read points since its state was saved
 
 
@@ -146,15 +150,20 @@ QUIET_S = 2.0
 # at most this often while its points come in (they read the latest values and outlines).
 FINDINGS_EVERY_S = 5.0
 _FINDINGS_AT: dict[str, float] = {}
+# New points close to the level their detector last described wait for its next call, for at
+# most this long (detect/triage.py): a lab's worth of quiet metrics is then read every few
+# seconds with a few seconds' points, at the cost of one second's, and an outlier, a NaN or a
+# jump is still read in the pass it arrives in.
+WAIT_S = 5.0
 
 
-def _detect_some(session_factory: sessionmaker[Session], limit: int) -> int:
+def _detect_some(session_factory: sessionmaker[Session], limit: int, not_since: datetime | None = None) -> int:
     kept: dict[tuple[str, int], _Live] = {}
     work: list[events_store.DetectionWork] = []
     live_detectors = _live_for(session_factory)
     try:
         with session_scope(session_factory) as session:
-            work = events_store.claim_detection_work(session=session, limit=limit)
+            work = events_store.claim_detection_work(session=session, limit=limit, not_since=not_since)
             if not work:
                 return 0
             _detect_claimed(session, work, live_detectors, kept)
@@ -199,7 +208,7 @@ def _detect_claimed(session: Session, work: list[events_store.DetectionWork], li
         understood = understood_by_run[item.run_id].get(item.metric) or understand(item.metric, declarations=run.metric_definitions)
         live = at_hand.get((item.run_id, item.metric_id))
         if live is not None and live.kind == understood.kind:
-            plans.append((item, run, understood, live.detector, False, live.saved_step, live.saved_at))
+            plans.append((item, run, understood, live.detector, False, live.saved_step, live.saved_at, live.read_at))
             continue
         state = saved_states.get((item.run_id, item.metric_id))
         if live is not None:  # its kind changed since: start over as the saved state would
@@ -208,14 +217,14 @@ def _detect_claimed(session: Session, work: list[events_store.DetectionWork], li
         # the saved state may be older than the saved progress (it is saved less often): read
         # again from where the detector itself stopped; it ignores what it has already seen
         resume = item.detected_step if detector is None or detector.last_step is None else min(item.detected_step, detector.last_step)
-        plans.append((item, run, understood, detector, restart, -1 if restart else resume, None))
+        plans.append((item, run, understood, detector, restart, -1 if restart else resume, None, None))
     share = max(1_000, POINTS_PER_TRANSACTION // len(work))
     # every claimed metric's new points in one read
     new_points = points_store.read_points_from(
-        session=session, starts=[(item.run_id, item.metric_id, fed + 1) for item, _, _, _, _, fed, _ in plans], limit_each=share)
+        session=session, starts=[(item.run_id, item.metric_id, fed + 1) for item, _, _, _, _, fed, _, _ in plans], limit_each=share)
     saved = []
     moment = time.monotonic()
-    for item, run, understood, detector, restart, fed, saved_at in plans:
+    for item, run, understood, detector, restart, fed, saved_at, read_at in plans:
         if restart:
             # what the metric is has changed since its detector started (its run's other metrics
             # revealed a GRPO run, say): its events so far were read wrongly, read it all again
@@ -223,11 +232,18 @@ def _detect_claimed(session: Session, work: list[events_store.DetectionWork], li
             touched.add(item.run_id)
             spikes_moved.add(item.run_id)
         series = new_points[(item.run_id, item.metric_id)]
-        fed_step = series.steps[-1] if series.steps else max(fed, item.last_step or item.detected_step)
+        # a detector at hand whose new points are unremarkable reads them later, with more
+        # (they stay unread in the store: a restart meanwhile loses nothing)
+        waits = (detector is not None and read_at is not None and bool(series.steps) and len(series.steps) < share
+                 and moment - read_at < WAIT_S and can_wait(detector, series.values))
+        if waits:
+            fed_step = item.detected_step
+        else:
+            fed_step = series.steps[-1] if series.steps else max(fed, item.last_step or item.detected_step)
         muted = muted_by_run[item.run_id]
         events_changed = restart or saved_at is None
         update, failed = None, False
-        if detector is not None and series.steps:
+        if detector is not None and series.steps and not waits:
             try:
                 update = detector.add(series.steps, series.values)
             except Exception:
@@ -253,14 +269,15 @@ def _detect_claimed(session: Session, work: list[events_store.DetectionWork], li
         key = (item.run_id, item.metric_id)
         fed_at = moment if series.steps else (at_hand[key].fed_at if key in at_hand else moment)
         with_state = events_changed or not series.steps or saved_at is None or moment - saved_at >= SAVE_EVERY_S
-        if with_state or fed_step != item.detected_step:
+        if with_state or fed_step != item.detected_step or waits:  # a wait moves it back in the queue
             saved.append(events_store.DetectionProgress(
                 run_id=item.run_id, metric_id=item.metric_id, detected_step=fed_step,
                 state=(detector.state() if detector else _no_detector(understood.kind)) if with_state else events_store.KEEP_STATE,
                 detector_version=DETECTOR_VERSION))
         if not failed:  # a failed one is rebuilt, fresh, from what was just saved
             kept[key] = _Live(saved_step=fed_step, kind=understood.kind, detector=detector, saved_at=moment if with_state else saved_at,
-                              fed_at=fed_at, state_behind=not with_state)
+                              fed_at=fed_at, state_behind=not with_state,
+                              read_at=read_at if waits else (moment if series.steps or read_at is None else read_at))
     events_store.save_detection_states(session=session, progress=saved)
     at_hand_by_run: dict[str, dict[str, Detector]] = {}
     for item, *_ in plans:

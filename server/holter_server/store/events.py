@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import BigInteger, Select, and_, case, func, literal, select, update
@@ -67,17 +68,21 @@ class DetectionProgress:
     detector_version: str
 
 
-def claim_detection_work(*, session: Session, limit: int) -> list[DetectionWork]:
+NEVER_READ = datetime(1970, 1, 1, tzinfo=UTC)  # the progress time of a metric detection has not read yet
+
+
+def claim_detection_work(*, session: Session, limit: int, not_since: datetime | None = None) -> list[DetectionWork]:
     """Metrics whose newest step is past what detection has seen, taken from every run with
     such metrics in turn, of runs this transaction holds for detection (`claims.claim_runs`).
 
     Several service processes share the work without doing any of it twice: each holds the runs
     it works on until it commits, and reads the metrics' progress only once it holds their runs
     (what another process committed meanwhile is then in view). No row is locked across runs,
-    which a distributed table would refuse.
+    which a distributed table would refuse. `not_since`: leave out metrics whose progress was
+    saved at or after that moment (already read in this pass).
     """
-    missing = (
-        select(MetricRow.run_id, MetricRow.metric_id, literal(-1, BigInteger()), literal(now(), UTCDateTime()))
+    missing = (  # never read: first in the queue, and in this pass whenever it began
+        select(MetricRow.run_id, MetricRow.metric_id, literal(-1, BigInteger()), literal(NEVER_READ, UTCDateTime()))
         .outerjoin(DetectorStateRow, and_(DetectorStateRow.run_id == MetricRow.run_id, DetectorStateRow.metric_id == MetricRow.metric_id))
         .where(DetectorStateRow.run_id.is_(None))
     )
@@ -87,11 +92,11 @@ def claim_detection_work(*, session: Session, limit: int) -> list[DetectionWork]
     )
     held_elsewhere: list[str] = []
     for _ in range(3):  # a few tries past runs other processes hold, then what is left waits a pass
-        candidates = session.execute(_pending_work(limit=limit, skip_runs=held_elsewhere)).all()
+        candidates = session.execute(_pending_work(limit=limit, skip_runs=held_elsewhere, not_since=not_since)).all()
         wanted = list(dict.fromkeys(row.run_id for row in candidates))
         held = claims.claim_runs(session=session, task=claims.Task.DETECTION, run_ids=wanted)
         if held:
-            rows = session.execute(_pending_work(limit=limit, only_runs=held)).all()
+            rows = session.execute(_pending_work(limit=limit, only_runs=held, not_since=not_since)).all()
             # the saved states (tens of kB each) are read only where the caller has no detector at hand
             return [
                 DetectionWork(run_id=row.run_id, metric_id=row.metric_id, metric=row.name, detected_step=row.detected_step,
@@ -104,7 +109,8 @@ def claim_detection_work(*, session: Session, limit: int) -> list[DetectionWork]
     return []
 
 
-def _pending_work(*, limit: int, skip_runs: Sequence[str] = (), only_runs: Sequence[str] | None = None) -> Select[Any]:
+def _pending_work(*, limit: int, skip_runs: Sequence[str] = (), only_runs: Sequence[str] | None = None,
+                  not_since: datetime | None = None) -> Select[Any]:
     """Metrics with points detection has not read, in round-robin order over runs: each run's
     longest-waiting metric first, then each run's second, ... (ordering by waiting time alone let
     one run with thousands of new metrics hold every other run's live detection back for minutes)."""
@@ -117,6 +123,8 @@ def _pending_work(*, limit: int, skip_runs: Sequence[str] = (), only_runs: Seque
     )
     if skip_runs:
         query = query.where(DetectorStateRow.run_id.not_in(list(skip_runs)))
+    if not_since is not None:
+        query = query.where(DetectorStateRow.updated_at < not_since)
     if only_runs is not None:
         query = query.where(DetectorStateRow.run_id.in_(list(only_runs)))
     ranked = query.subquery()
