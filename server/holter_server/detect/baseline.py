@@ -50,6 +50,9 @@ _POWER_FLOATS = [float(p) for p in _POWERS]
 # The print quantum of each decimal count, computed by numpy's power as `_windows` computes it
 # (Python's ** may round differently in the last bit), for the scalar path to read.
 _QUANTA = [float(q) for q in 10.0 ** -np.arange(MAX_DECIMALS + 1).astype(float)]
+# Up to this many new points, `rolling_level` gathers its windows by index (same rows, same medians).
+SMALL_LEVEL_BATCH = 4096
+_LEVEL_OFFSETS = np.arange(LEVEL_POINTS)
 # Updates that complete at most this many blocks take the scalar path (`_update_few`): a few
 # points per call cost a few dozen numpy calls on 8-element arrays otherwise, and their overhead
 # is the whole cost. Larger batches are cheaper vectorised.
@@ -67,7 +70,12 @@ def rolling_level(values: np.ndarray, new_from: int, first_index: int) -> np.nda
     for pos in range(new_from, min(full_from, len(values))):
         out[pos - new_from] = np.median(values[: pos + 1])
     if full_from < len(values):
-        windows = sliding_window_view(values[full_from - width + 1 :], width)
+        count = len(values) - full_from
+        if count <= SMALL_LEVEL_BATCH:
+            # gathering the few windows is far cheaper than setting up a strided view
+            windows = values[np.arange(full_from - width + 1, len(values) - width + 1)[:, None] + _LEVEL_OFFSETS]
+        else:
+            windows = sliding_window_view(values[full_from - width + 1 :], width)
         out[full_from - new_from :] = row_medians(windows)
     return out
 
@@ -91,8 +99,8 @@ def decimals(values: np.ndarray) -> np.ndarray:
 def _written_with(a: np.ndarray, d: int) -> np.ndarray:
     """Whether each value is a whole number of 10^-d, up to float64 rounding (0.29 * 100 is
     28.999999999999996)."""
-    scaled = a * _POWERS[d]
     with np.errstate(invalid="ignore", over="ignore"):
+        scaled = a * _POWERS[d]
         return np.abs(scaled - np.round(scaled)) <= 1e-6 + 4e-16 * scaled
 
 
@@ -158,7 +166,10 @@ def _plain(values: list[float]) -> bool:
     """Whether the scalar path computes exactly what the vectorised one does on these values:
     finite and far from overflow (no inf - inf NaN, which sorts differently), and no -0.0 (equal
     to 0.0 for any sort, so which of the two a median picks would depend on the algorithm)."""
-    if not all(-SCALAR_MAX_ABS <= v <= SCALAR_MAX_ABS for v in values):
+    if not values:
+        return True
+    total = sum(values)  # NaN if any is NaN (min and max would not say)
+    if total != total or min(values) < -SCALAR_MAX_ABS or max(values) > SCALAR_MAX_ABS:
         return False
     return 0.0 not in values or not any(math.copysign(1.0, v) < 0 for v in values if v == 0.0)
 
