@@ -162,14 +162,20 @@ def _median_of(values: list[float]) -> float:
     return (ordered[(count - 1) // 2] + ordered[count // 2]) / 2
 
 
-def _plain(values: list[float]) -> bool:
-    """Whether the scalar path computes exactly what the vectorised one does on these values:
-    finite and far from overflow (no inf - inf NaN, which sorts differently), and no -0.0 (equal
-    to 0.0 for any sort, so which of the two a median picks would depend on the algorithm)."""
+def bounded(values: list[float]) -> bool:
+    """Whether these values are finite and far from overflow: arithmetic on a few of them cannot
+    make an inf - inf NaN, on which Python's sorted() and max() differ from numpy's."""
     if not values:
         return True
     total = sum(values)  # NaN if any is NaN (min and max would not say)
-    if total != total or min(values) < -SCALAR_MAX_ABS or max(values) > SCALAR_MAX_ABS:
+    return total == total and min(values) >= -SCALAR_MAX_ABS and max(values) <= SCALAR_MAX_ABS
+
+
+def _plain(values: list[float]) -> bool:
+    """Whether the scalar path computes exactly what the vectorised one does on these values:
+    `bounded`, and no -0.0 (equal to 0.0 for any sort, so which of the two a median picks would
+    depend on the algorithm)."""
+    if not bounded(values):
         return False
     return 0.0 not in values or not any(math.copysign(1.0, v) < 0 for v in values if v == 0.0)
 

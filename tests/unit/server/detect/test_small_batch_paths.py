@@ -11,9 +11,16 @@ import pytest
 
 from holter_server.detect import IncrementalDetector
 from holter_server.detect import baseline as baseline_module
+from holter_server.detect import level_shift as level_shift_module
 from holter_server.detect.baseline import MAX_DECIMALS, BlockBaseline, decimals, decimals_of
 
 TAIL = 1024
+
+
+def vectorised_only(monkeypatch):
+    """Turn every scalar path off: what the detector computed before they existed."""
+    monkeypatch.setattr(baseline_module, "SCALAR_MAX_BLOCKS", -1)
+    monkeypatch.setattr(level_shift_module, "SCALAR_MAX_BLOCKS", -1)
 
 
 def awkward_series(seed: int, n: int = 1500) -> dict[str, np.ndarray]:
@@ -90,7 +97,7 @@ def test_scalar_baseline_path_gives_the_same_bits_as_the_vectorised_one(name, se
     values = awkward_series(seed)[name]
     sizes = batch_sizes(seed, len(values))
     fast = feed_baseline(values, sizes)
-    monkeypatch.setattr(baseline_module, "SCALAR_MAX_BLOCKS", -1)
+    vectorised_only(monkeypatch)
     slow = feed_baseline(values, sizes)
     assert len(fast) == len(slow)
     for call, (a, b) in enumerate(zip(fast, slow)):
@@ -148,20 +155,57 @@ def tricky_stream(seed: int, n: int = 2500) -> np.ndarray:
     return v
 
 
-@pytest.mark.parametrize("metric", ["train/loss", "train/grad_norm", "throughput/tokens_per_s", "eval/loss"])
-def test_detector_events_are_the_same_with_the_scalar_paths_off(metric, monkeypatch):
-    values = tricky_stream(len(metric))
+def shifting_stream(seed: int, n: int = 2500) -> np.ndarray:
+    """A throughput that drops, recovers and drops again, with rounded prints and a NaN."""
+    rng = np.random.default_rng(seed)
+    v = np.round(5e4 * (1 + 0.01 * rng.standard_normal(n)), 1)
+    v[700:1300] *= 0.6
+    v[1800:] *= 0.5
+    v[1500] = np.nan
+    return v
+
+
+def abrupt_norm_stream(seed: int, n: int = 2500) -> np.ndarray:
+    """A gradient norm that jumps to a new regime and stays, with a spike and zeros."""
+    rng = np.random.default_rng(seed)
+    v = 0.3 * np.exp(rng.normal(0, 0.03, n))
+    v[1000:] *= 2.5
+    v[1600] = 9.0
+    v[2000:2010] = 0.0
+    return v
+
+
+CASES = [
+    ("train/loss", tricky_stream), ("train/grad_norm", tricky_stream), ("throughput/tokens_per_s", tricky_stream),
+    ("eval/loss", tricky_stream), ("throughput/tokens_per_s", shifting_stream), ("train/grad_norm", abrupt_norm_stream),
+]
+
+
+def feed_detector(metric: str, values: np.ndarray, sizes: list[int]) -> IncrementalDetector:
+    detector = IncrementalDetector(metric)
     steps = np.arange(len(values)) * 2
-    sizes = batch_sizes(7, len(values))
+    i = 0
+    for size in sizes:
+        detector.add(steps[i : i + size], values[i : i + size])
+        i += size
+    return detector
 
-    def events():
-        detector = IncrementalDetector(metric)
-        i = 0
-        for size in sizes:
-            detector.add(steps[i : i + size], values[i : i + size])
-            i += size
-        return [e.to_dict() for e in detector.events], detector.state()
 
-    fast = events()
-    monkeypatch.setattr(baseline_module, "SCALAR_MAX_BLOCKS", -1)
-    assert events() == fast
+@pytest.mark.parametrize("seed", [7, 8])
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}-{c[1].__name__}")
+def test_detector_events_are_the_same_with_the_scalar_paths_off(case, seed, monkeypatch):
+    metric, make = case
+    values = make(seed)
+    sizes = batch_sizes(seed, len(values))
+    fast = feed_detector(metric, values, sizes)
+    vectorised_only(monkeypatch)
+    slow = feed_detector(metric, values, sizes)
+    assert [e.to_dict() for e in fast.events] == [e.to_dict() for e in slow.events]
+    assert fast.state() == slow.state()
+
+
+@pytest.mark.parametrize("metric, make", [("throughput/tokens_per_s", shifting_stream), ("train/grad_norm", abrupt_norm_stream)])
+def test_the_streams_above_hold_level_shifts(metric, make):
+    """Guards the test above: the level shift's scalar path must have something to find."""
+    detector = feed_detector(metric, make(7), batch_sizes(7, 2500))
+    assert any(e.kind == "level_shift" for e in detector.events)
