@@ -368,11 +368,16 @@ class BlockBaseline:
             decs.append(decimals_of(max(block)))
         abs_floor = float(self.abs_floor)
 
+        known: dict[tuple[int, int], tuple[float, float, float]] = {}
+
         def history(lo_block: int, hi_block: int) -> tuple[float, float, float]:
-            # median of medians, median of MADs and print quantum over blocks [lo, hi)
-            a, b = lo_block - offset, hi_block - offset
-            d = max(decs[a:b])
-            return _median_of(meds[a:b]), _median_of(mads[a:b]), _QUANTA[d] if d >= 0 else 0.0
+            # median of medians, median of MADs and print quantum over blocks [lo, hi); a block's
+            # own history is mostly the one the restart test of the block after it read
+            if (lo_block, hi_block) not in known:
+                a, b = lo_block - offset, hi_block - offset
+                d = max(decs[a:b])
+                known[lo_block, hi_block] = (_median_of(meds[a:b]), _median_of(mads[a:b]), _QUANTA[d] if d >= 0 else 0.0)
+            return known[lo_block, hi_block]
 
         def floor(base: float, print_quantum: float) -> float:
             return max(max(RELATIVE_NOISE_FLOOR * abs(base), QUANTUM_SHARE * print_quantum), abs_floor)

@@ -98,14 +98,18 @@ class IncrementalDetector:
         values_arr = np.asarray(values, dtype=float).reshape(-1)
         if steps_arr.shape != values_arr.shape:
             raise ValueError("steps and values must have the same length")
-        order = np.argsort(steps_arr, kind="stable")
-        steps_arr, values_arr = steps_arr[order], values_arr[order]
-        keep = np.ones(len(steps_arr), dtype=bool)
-        keep[1:] = steps_arr[1:] != steps_arr[:-1]
-        if self.last_step is not None:
-            keep &= steps_arr > self.last_step
-        self.late_points += int(len(keep) - keep.sum())
-        steps_arr, values_arr = steps_arr[keep], values_arr[keep]
+        in_order = len(steps_arr) and (self.last_step is None or steps_arr[0] > self.last_step) and (
+            len(steps_arr) == 1 or bool((steps_arr[1:] > steps_arr[:-1]).all()))
+        if not in_order:
+            # (the usual batch, new steps in increasing order, keeps every point as it came)
+            order = np.argsort(steps_arr, kind="stable")
+            steps_arr, values_arr = steps_arr[order], values_arr[order]
+            keep = np.ones(len(steps_arr), dtype=bool)
+            keep[1:] = steps_arr[1:] != steps_arr[:-1]
+            if self.last_step is not None:
+                keep &= steps_arr > self.last_step
+            self.late_points += int(len(keep) - keep.sum())
+            steps_arr, values_arr = steps_arr[keep], values_arr[keep]
         if len(steps_arr):
             self.last_step = int(steps_arr[-1])
             self._process(steps_arr, values_arr)

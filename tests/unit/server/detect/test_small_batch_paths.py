@@ -12,7 +12,9 @@ import pytest
 from holter_server.detect import IncrementalDetector
 from holter_server.detect import baseline as baseline_module
 from holter_server.detect import level_shift as level_shift_module
+from holter_server.detect import runs as runs_module
 from holter_server.detect.baseline import MAX_DECIMALS, BlockBaseline, decimals, decimals_of
+from holter_server.detect.runs import true_segments
 
 TAIL = 1024
 
@@ -21,6 +23,7 @@ def vectorised_only(monkeypatch):
     """Turn every scalar path off: what the detector computed before they existed."""
     monkeypatch.setattr(baseline_module, "SCALAR_MAX_BLOCKS", -1)
     monkeypatch.setattr(level_shift_module, "SCALAR_MAX_BLOCKS", -1)
+    monkeypatch.setattr(runs_module, "SMALL_MASK", -1)
 
 
 def awkward_series(seed: int, n: int = 1500) -> dict[str, np.ndarray]:
@@ -209,3 +212,12 @@ def test_the_streams_above_hold_level_shifts(metric, make):
     """Guards the test above: the level shift's scalar path must have something to find."""
     detector = feed_detector(metric, make(7), batch_sizes(7, 2500))
     assert any(e.kind == "level_shift" for e in detector.events)
+
+
+def test_true_segments_walked_in_python_match_the_edge_search(monkeypatch):
+    rng = np.random.default_rng(5)
+    masks = [np.zeros(0, dtype=bool), np.ones(1, dtype=bool), np.zeros(1, dtype=bool), np.ones(64, dtype=bool)]
+    masks += [rng.random(int(rng.integers(1, 65))) < p for p in rng.random(300)]
+    fast = [true_segments(m) for m in masks]
+    monkeypatch.setattr(runs_module, "SMALL_MASK", -1)
+    assert fast == [true_segments(m) for m in masks]
