@@ -21,6 +21,7 @@ batched, which is what makes the batch and incremental entry points agree exactl
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -45,6 +46,20 @@ RESET_MIN_REL = 0.1
 KEEP_BLOCKS = HISTORY_BLOCKS + 2
 MAX_DECIMALS = 12
 _POWERS = 10.0 ** np.arange(MAX_DECIMALS + 1)
+_POWER_FLOATS = [float(p) for p in _POWERS]
+# The print quantum of each decimal count, computed by numpy's power as `_windows` computes it
+# (Python's ** may round differently in the last bit), for the scalar path to read.
+_QUANTA = [float(q) for q in 10.0 ** -np.arange(MAX_DECIMALS + 1).astype(float)]
+# Up to this many new points, `rolling_level` gathers its windows by index (same rows, same medians).
+SMALL_LEVEL_BATCH = 4096
+_LEVEL_OFFSETS = np.arange(LEVEL_POINTS)
+# Updates that complete at most this many blocks take the scalar path (`_update_few`): a few
+# points per call cost a few dozen numpy calls on 8-element arrays otherwise, and their overhead
+# is the whole cost. Larger batches are cheaper vectorised.
+SCALAR_MAX_BLOCKS = 16
+# The scalar path declines values this large: a sum of two could overflow, and an inf - inf
+# NaN orders differently in Python's sorted() than in numpy's partition.
+SCALAR_MAX_ABS = 1e300
 
 
 def rolling_level(values: np.ndarray, new_from: int, first_index: int) -> np.ndarray:
@@ -55,7 +70,12 @@ def rolling_level(values: np.ndarray, new_from: int, first_index: int) -> np.nda
     for pos in range(new_from, min(full_from, len(values))):
         out[pos - new_from] = np.median(values[: pos + 1])
     if full_from < len(values):
-        windows = sliding_window_view(values[full_from - width + 1 :], width)
+        count = len(values) - full_from
+        if count <= SMALL_LEVEL_BATCH:
+            # gathering the few windows is far cheaper than setting up a strided view
+            windows = values[np.arange(full_from - width + 1, len(values) - width + 1)[:, None] + _LEVEL_OFFSETS]
+        else:
+            windows = sliding_window_view(values[full_from - width + 1 :], width)
         out[full_from - new_from :] = row_medians(windows)
     return out
 
@@ -79,9 +99,32 @@ def decimals(values: np.ndarray) -> np.ndarray:
 def _written_with(a: np.ndarray, d: int) -> np.ndarray:
     """Whether each value is a whole number of 10^-d, up to float64 rounding (0.29 * 100 is
     28.999999999999996)."""
-    scaled = a * _POWERS[d]
     with np.errstate(invalid="ignore", over="ignore"):
+        scaled = a * _POWERS[d]
         return np.abs(scaled - np.round(scaled)) <= 1e-6 + 4e-16 * scaled
+
+
+def decimals_of(value: float) -> int:
+    """`decimals` of one value, in plain Python: the same count, without numpy's per-call
+    overhead (one value per completed block, a block or two per call when points trickle in)."""
+    a = abs(value)
+    if a == 0:
+        return -1
+    if not _written_with_scalar(a, MAX_DECIMALS):
+        return MAX_DECIMALS
+    for d in range(MAX_DECIMALS):
+        if _written_with_scalar(a, d):
+            return d
+    return MAX_DECIMALS
+
+
+def _written_with_scalar(a: float, d: int) -> bool:
+    """`_written_with` for one float: Python's round() also rounds half to even, and float
+    arithmetic is the same IEEE arithmetic; an overflow to inf fits nothing, as in numpy."""
+    scaled = a * _POWER_FLOATS[d]
+    if not math.isfinite(scaled):
+        return False
+    return abs(scaled - round(scaled)) <= 1e-6 + 4e-16 * scaled
 
 
 def quantum(decimal_counts: np.ndarray) -> float:
@@ -108,6 +151,33 @@ def row_medians(rows: np.ndarray, inside: np.ndarray | None = None) -> np.ndarra
     count = inside.sum(axis=1)
     at = np.arange(len(rows))
     return (ordered[at, (count - 1) // 2] + ordered[at, count // 2]) / 2
+
+
+def _median_of(values: list[float]) -> float:
+    """Median of a short list, as `row_medians` computes it (mean of the two middle values, or
+    of the middle one with itself). Only for `_plain` values, on which Python's sort and numpy's
+    agree."""
+    ordered = sorted(values)
+    count = len(ordered)
+    return (ordered[(count - 1) // 2] + ordered[count // 2]) / 2
+
+
+def bounded(values: list[float]) -> bool:
+    """Whether these values are finite and far from overflow: arithmetic on a few of them cannot
+    make an inf - inf NaN, on which Python's sorted() and max() differ from numpy's."""
+    if not values:
+        return True
+    total = sum(values)  # NaN if any is NaN (min and max would not say)
+    return total == total and min(values) >= -SCALAR_MAX_ABS and max(values) <= SCALAR_MAX_ABS
+
+
+def _plain(values: list[float]) -> bool:
+    """Whether the scalar path computes exactly what the vectorised one does on these values:
+    `bounded`, and no -0.0 (equal to 0.0 for any sort, so which of the two a median picks would
+    depend on the algorithm)."""
+    if not bounded(values):
+        return False
+    return 0.0 not in values or not any(math.copysign(1.0, v) < 0 for v in values if v == 0.0)
 
 
 def _windows(meds: np.ndarray, mads: np.ndarray, decs: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -153,6 +223,9 @@ class BlockBaseline:
         print quantum (0.01 for a log printed to 2 decimals; 0 when unknown) is read off the
         points before each point.
         """
+        few = self._update_few(values, new_from, first_index)
+        if few is not None:
+            return few
         start = first_index + new_from
         stop = first_index + len(values)
         first_block = start // BLOCK
@@ -255,6 +328,104 @@ class BlockBaseline:
         self.completed = done_before + n_new_blocks
         self.new_blocks = (done_before, new_meds, new_mads)
         return base, scale, early, print_quantum
+
+    def _update_few(
+        self, values: np.ndarray, new_from: int, first_index: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+        """`update` for a batch that completes few blocks, block by block in plain Python; None
+        (and nothing changed) where it does not apply: early points, many blocks, or values
+        `_plain` rejects. Every number is the one the vectorised path computes, by the same IEEE
+        operations in the same order (a test feeds both the same series and compares bits)."""
+        start = first_index + new_from
+        stop = first_index + len(values)
+        first_block = start // BLOCK
+        last_block = (stop - 1) // BLOCK
+        done_before = self.completed
+        n_new = stop // BLOCK - done_before
+        offset = done_before - len(self.medians)  # block number of medians[0]
+        # the oldest block read: the history of the block before the first one completed here
+        if first_block < MIN_HISTORY_BLOCKS or not 0 <= n_new <= SCALAR_MAX_BLOCKS:
+            return None
+        if offset > max(done_before - 1 - HISTORY_BLOCKS, 0):
+            return None
+        if not (_plain(self.medians) and _plain(self.mads)):
+            return None
+        lo = done_before * BLOCK - first_index
+        if lo < 0:
+            return None
+        seg = values[lo : lo + n_new * BLOCK].tolist()
+        if not _plain(seg):
+            return None
+
+        meds = list(self.medians)
+        mads = list(self.mads)
+        decs = list(self.decimals)
+        for k in range(n_new):
+            block = seg[k * BLOCK : (k + 1) * BLOCK]
+            med = _median_of(block)
+            meds.append(med)
+            mads.append(_median_of([abs(v - med) for v in block]))
+            decs.append(decimals_of(max(block)))
+        abs_floor = float(self.abs_floor)
+
+        known: dict[tuple[int, int], tuple[float, float, float]] = {}
+
+        def history(lo_block: int, hi_block: int) -> tuple[float, float, float]:
+            # median of medians, median of MADs and print quantum over blocks [lo, hi); a block's
+            # own history is mostly the one the restart test of the block after it read
+            if (lo_block, hi_block) not in known:
+                a, b = lo_block - offset, hi_block - offset
+                d = max(decs[a:b])
+                known[lo_block, hi_block] = (_median_of(meds[a:b]), _median_of(mads[a:b]), _QUANTA[d] if d >= 0 else 0.0)
+            return known[lo_block, hi_block]
+
+        def floor(base: float, print_quantum: float) -> float:
+            return max(max(RELATIVE_NOISE_FLOOR * abs(base), QUANTUM_SHARE * print_quantum), abs_floor)
+
+        # restarts: block f and the one before it both far from the history of the 8 before them
+        restart = self.restart
+        restart_after = []
+        for f in range(done_before, done_before + n_new):
+            if f >= MIN_HISTORY_BLOCKS + 1:
+                ref, ref_mad, ref_q = history(max(f - 1 - HISTORY_BLOCKS, 0), f - 1)
+                noise = max(MAD_TO_SIGMA * ref_mad, floor(ref, ref_q))
+                need = max(RESET_NOISE_UNITS * noise, RESET_MIN_REL * abs(ref))
+                now, prev = meds[f - offset] - ref, meds[f - 1 - offset] - ref
+                same_side = (now > 0) - (now < 0) == (prev > 0) - (prev < 0)
+                if same_side and min(abs(now), abs(prev)) >= need:
+                    restart = max(restart, f)
+            restart_after.append(restart)
+
+        key = (first_block, done_before, self.restart)
+        blocks: list[tuple[float, float, float]] = []
+        if n_new == 0 and self.cached is not None and self.cached[0] == key:
+            blocks.append(self.cached[1])
+        else:
+            for b in range(first_block, last_block + 1):
+                later = b - 1 - done_before
+                seen = restart_after[min(later, n_new - 1)] if later >= 0 else self.restart
+                lo_block = min(max(seen, 0), b - 1) if seen > b - HISTORY_BLOCKS else max(b - HISTORY_BLOCKS, 0)
+                blocks.append(history(lo_block, b))
+        self.cached = ((last_block, done_before + n_new, restart), blocks[-1])
+
+        bases: list[float] = []
+        scales: list[float] = []
+        quanta: list[float] = []
+        for j, (block_base, block_mad, block_q) in enumerate(blocks):
+            b = first_block + j
+            count = min(stop, (b + 1) * BLOCK) - max(start, b * BLOCK)
+            bases += [block_base] * count
+            scales += [max(MAD_TO_SIGMA * block_mad, floor(block_base, block_q))] * count
+            quanta += [block_q] * count
+
+        keep = KEEP_BLOCKS
+        self.medians = meds[-keep:]
+        self.mads = mads[-keep:]
+        self.decimals = decs[-keep:]
+        self.restart = restart
+        self.completed = done_before + n_new
+        self.new_blocks = (done_before, np.array(meds[len(meds) - n_new :]), np.array(mads[len(mads) - n_new :]))
+        return np.array(bases), np.array(scales), np.zeros(len(bases), dtype=bool), np.array(quanta)
 
     def state(self) -> dict[str, Any]:
         """JSON-serialisable state."""

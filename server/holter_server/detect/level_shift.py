@@ -11,11 +11,12 @@ level stayed above the tolerance?
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
-from holter_server.detect.baseline import BLOCK, MAD_TO_SIGMA, RELATIVE_NOISE_FLOOR
+from holter_server.detect.baseline import BLOCK, MAD_TO_SIGMA, RELATIVE_NOISE_FLOOR, SCALAR_MAX_BLOCKS, bounded
 from holter_server.detect.events import Event, format_step, format_value
 from holter_server.vocabulary.profiles import KindProfile
 from holter_server.detect.runs import RunTracker
@@ -55,34 +56,12 @@ class LevelShiftDetector:
             return
         d = self.profile.direction
         known = len(self.medians)
-        m = np.concatenate([np.asarray(self.medians, dtype=float), medians])
-        s = np.concatenate([np.asarray(self.mads, dtype=float), mads])
-        # per new block j (position known + j in m): two blocks before, a gap, two after
         n = len(medians)
-        full = np.arange(known, known + n) >= HISTORY - 1
-        idx = np.arange(known, known + n)[full]
-        before = np.full(n, np.nan)
-        needed = np.full(n, np.inf)
-        ok = np.zeros(n, dtype=bool)
-        noise_of = np.full(n, np.nan)
-        if len(idx):
-            b = (m[idx - 4] + m[idx - 3]) / 2
-            a = (m[idx - 1] + m[idx]) / 2
-            noise = np.maximum.reduce([
-                MAD_TO_SIGMA * (s[idx - 4] + s[idx - 3]) / 2,
-                RELATIVE_NOISE_FLOOR * np.abs(b),
-                np.full(len(idx), self.profile.abs_floor),
-            ])
-            need = np.maximum(self.profile.shift_min_rel * np.abs(b), SHIFT_NOISE_UNITS * noise)
-            shift = d * (a - b)
-            both = np.minimum(d * (m[idx - 1] - b), d * (m[idx] - b))
-            before[full], needed[full] = b, need
-            ok[full] = (shift >= need) & (both >= 0.7 * need)
-            if self.profile.shift_abrupt:
-                within = np.maximum(np.abs(m[idx] - m[idx - 1]), np.abs(m[idx - 3] - m[idx - 4]))
-                block_number = first_block + np.arange(n)[full]
-                ok[full] &= (within <= ABRUPT_MAX_WITHIN * shift) & (block_number - 4 >= ABRUPT_SKIP_BLOCKS)
-            noise_of[full] = noise
+        judged = self._judge_few(first_block, medians, mads) if n <= SCALAR_MAX_BLOCKS else None
+        if judged is not None:
+            m, before, ok, noise_of = judged
+        else:
+            m, before, ok, noise_of = self._judge(first_block, medians, mads)
         i = 0
         while i < n:
             if self.open is not None:
@@ -111,7 +90,78 @@ class LevelShiftDetector:
                              float(noise_of[j]))
             i = j + 1
         self.medians = [float(v) for v in m[-(HISTORY - 1):]]
-        self.mads = [float(v) for v in s[-(HISTORY - 1):]]
+        self.mads = [float(v) for v in (self.mads + mads.tolist())[-(HISTORY - 1):]]
+
+    def _judge(
+        self, first_block: int, medians: np.ndarray, mads: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Per new block: the level before, whether it opens a shift, and the noise; with the
+        block medians known so far (the kept ones, then the new)."""
+        d = self.profile.direction
+        known = len(self.medians)
+        m = np.concatenate([np.asarray(self.medians, dtype=float), medians])
+        s = np.concatenate([np.asarray(self.mads, dtype=float), mads])
+        # per new block j (position known + j in m): two blocks before, a gap, two after
+        n = len(medians)
+        full = np.arange(known, known + n) >= HISTORY - 1
+        idx = np.arange(known, known + n)[full]
+        before = np.full(n, np.nan)
+        ok = np.zeros(n, dtype=bool)
+        noise_of = np.full(n, np.nan)
+        if len(idx):
+            b = (m[idx - 4] + m[idx - 3]) / 2
+            a = (m[idx - 1] + m[idx]) / 2
+            noise = np.maximum.reduce([
+                MAD_TO_SIGMA * (s[idx - 4] + s[idx - 3]) / 2,
+                RELATIVE_NOISE_FLOOR * np.abs(b),
+                np.full(len(idx), self.profile.abs_floor),
+            ])
+            need = np.maximum(self.profile.shift_min_rel * np.abs(b), SHIFT_NOISE_UNITS * noise)
+            shift = d * (a - b)
+            both = np.minimum(d * (m[idx - 1] - b), d * (m[idx] - b))
+            before[full] = b
+            ok[full] = (shift >= need) & (both >= 0.7 * need)
+            if self.profile.shift_abrupt:
+                within = np.maximum(np.abs(m[idx] - m[idx - 1]), np.abs(m[idx - 3] - m[idx - 4]))
+                block_number = first_block + np.arange(n)[full]
+                ok[full] &= (within <= ABRUPT_MAX_WITHIN * shift) & (block_number - 4 >= ABRUPT_SKIP_BLOCKS)
+            noise_of[full] = noise
+        return m, before, ok, noise_of
+
+    def _judge_few(
+        self, first_block: int, medians: np.ndarray, mads: np.ndarray
+    ) -> tuple[list[float], np.ndarray, np.ndarray, np.ndarray] | None:
+        """`_judge` block by block in plain Python, for the block or two a small batch completes
+        (numpy's per-call overhead was the whole cost); the same IEEE operations in the same
+        order. None where a NaN could arise (np.maximum and max() treat it differently)."""
+        m = self.medians + medians.tolist()
+        s = self.mads + mads.tolist()
+        if not (bounded(m) and bounded(s)):
+            return None
+        p = self.profile
+        d = p.direction
+        known = len(self.medians)
+        n = len(medians)
+        before = [math.nan] * n
+        ok = [False] * n
+        noise_of = [math.nan] * n
+        for j in range(n):
+            i = known + j
+            if i < HISTORY - 1:
+                continue
+            b = (m[i - 4] + m[i - 3]) / 2
+            a = (m[i - 1] + m[i]) / 2
+            noise = max(max(MAD_TO_SIGMA * (s[i - 4] + s[i - 3]) / 2, RELATIVE_NOISE_FLOOR * abs(b)), float(p.abs_floor))
+            need = max(p.shift_min_rel * abs(b), SHIFT_NOISE_UNITS * noise)
+            shift = d * (a - b)
+            both = min(d * (m[i - 1] - b), d * (m[i] - b))
+            before[j] = b
+            ok[j] = shift >= need and both >= 0.7 * need
+            if p.shift_abrupt:
+                within = max(abs(m[i] - m[i - 1]), abs(m[i - 3] - m[i - 4]))
+                ok[j] = ok[j] and within <= ABRUPT_MAX_WITHIN * shift and first_block + j - 4 >= ABRUPT_SKIP_BLOCKS
+            noise_of[j] = noise
+        return m, np.array(before), np.array(ok, dtype=bool), np.array(noise_of)
 
     def _open_shift(self, window: Window, block: int, before: float, after: float, noise: float) -> None:
         d = self.profile.direction

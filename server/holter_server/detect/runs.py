@@ -26,8 +26,28 @@ class RunUpdate:
     ongoing: bool
 
 
+# Masks up to this long are walked in plain Python: a few points per call cost less that way
+# than the half-dozen numpy calls of the edge search.
+SMALL_MASK = 64
+
+
 def true_segments(mask: np.ndarray) -> list[tuple[int, int]]:
     """Inclusive (first, last) positions of each run of True in `mask`."""
+    if len(mask) <= SMALL_MASK:
+        flags = mask.tolist()
+        if True not in flags:
+            return []
+        segments = []
+        start = None
+        for i, flag in enumerate(flags):
+            if flag and start is None:
+                start = i
+            elif not flag and start is not None:
+                segments.append((start, i - 1))
+                start = None
+        if start is not None:
+            segments.append((start, len(flags) - 1))
+        return segments
     if not mask.any():
         return []
     padded = np.concatenate([[False], mask, [False]]).astype(np.int8)
