@@ -3,7 +3,8 @@
 A detector's cost is per call, not per point: it works over its tail however few points are
 new. With a lab's worth of metrics, reading each one every second with a second's points costs
 more than the machine has. Points that are all finite and close to the level the detector last
-described cannot open a spike, a NaN event, a divergence or a level shift now; whatever slower
+described, or to the line through its last two points (a smooth trend, a counter), cannot open
+a spike, a NaN event or a level shift now, nor make a divergence sudden; whatever slower
 pattern they continue (a plateau, a sawtooth, a curve too good to be true) is found as well a
 few seconds later, from more points in one call: the detectors give the same events however
 the points are batched. So such points wait (up to a few seconds, `services/detection.py`), and
@@ -26,9 +27,9 @@ from holter_server.detect.incremental import IncrementalDetector
 WAIT_NOISE_UNITS = 3.0
 
 
-def can_wait(detector: Detector, values: Sequence[float]) -> bool:
-    """Whether `values`, the metric's points not yet read, can wait for the detector's next call."""
-    if not isinstance(detector, IncrementalDetector) or not len(values):
+def can_wait(detector: Detector, steps: Sequence[int], values: Sequence[float]) -> bool:
+    """Whether these points of the metric, not yet read, can wait for the detector's next call."""
+    if not isinstance(detector, IncrementalDetector) or not len(values) or len(steps) != len(values):
         return False  # the GPU vitals' detectors are cheap, and read every time
     described = detector.baseline.cached  # the level and noise of the last block the detector read
     if described is None:
@@ -38,5 +39,15 @@ def can_wait(detector: Detector, values: Sequence[float]) -> bool:
         return False
     scale = max(MAD_TO_SIGMA * mad, float(noise_floor(base, print_quantum, detector.profile.abs_floor)))
     new = np.asarray(values, dtype=float)
-    with np.errstate(invalid="ignore"):
-        return bool(np.isfinite(new).all() and np.abs(new - base).max() <= WAIT_NOISE_UNITS * scale)
+    if not np.isfinite(new).all():
+        return False
+    allowed = WAIT_NOISE_UNITS * scale
+    if np.abs(new - base).max() <= allowed:
+        return True
+    # a trend the block level lags behind: compare with the line through the last two points read
+    tail_steps, tail_values = detector.tail_steps, detector.tail_values
+    if len(tail_steps) < 2 or tail_steps[-1] == tail_steps[-2]:
+        return False
+    slope = (tail_values[-1] - tail_values[-2]) / float(tail_steps[-1] - tail_steps[-2])
+    predicted = tail_values[-1] + slope * (np.asarray(steps, dtype=float) - float(tail_steps[-1]))
+    return bool(np.abs(new - predicted).max() <= allowed)

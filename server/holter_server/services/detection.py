@@ -235,7 +235,7 @@ def _detect_claimed(session: Session, work: list[events_store.DetectionWork], li
         # a detector at hand whose new points are unremarkable reads them later, with more
         # (they stay unread in the store: a restart meanwhile loses nothing)
         waits = (detector is not None and read_at is not None and bool(series.steps) and len(series.steps) < share
-                 and moment - read_at < WAIT_S and can_wait(detector, series.values))
+                 and moment - read_at < WAIT_S and can_wait(detector, series.steps, series.values))
         if waits:
             fed_step = item.detected_step
         else:

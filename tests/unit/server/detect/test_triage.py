@@ -19,27 +19,34 @@ def quiet_loss(points: int = 400) -> IncrementalDetector:
 
 
 def test_points_close_to_the_level_can_wait() -> None:
-    assert can_wait(quiet_loss(), [2.01, 1.99, 2.0, 2.02])
+    assert can_wait(quiet_loss(), [400, 401, 402, 403], [2.01, 1.99, 2.0, 2.02])
 
 
 def test_an_outlier_a_nan_or_an_inf_is_read_at_once() -> None:
     detector = quiet_loss()
-    assert not can_wait(detector, [2.0, 2.01, 2.6])  # 30 noise units: a spike in the making
-    assert not can_wait(detector, [2.0, math.nan])
-    assert not can_wait(detector, [2.0, math.inf])
+    assert not can_wait(detector, [400, 401, 402], [2.0, 2.01, 2.6])  # 30 noise units: a spike in the making
+    assert not can_wait(detector, [400, 401], [2.0, math.nan])
+    assert not can_wait(detector, [400, 401], [2.0, math.inf])
+
+
+def test_points_on_a_smooth_trend_can_wait_and_a_break_in_it_cannot() -> None:
+    detector = IncrementalDetector("tokens_per_second")
+    detector.add(np.arange(400), 1000.0 + 5.0 * np.arange(400))  # a steady climb the block level lags behind
+    assert can_wait(detector, [400, 401, 402], [3000.0, 3005.0, 3010.0])
+    assert not can_wait(detector, [400, 401, 402], [3000.0, 3005.0, 1500.0])
 
 
 def test_a_detector_that_has_described_no_level_yet_reads_everything() -> None:
-    assert not can_wait(IncrementalDetector("train/loss"), [2.0])
+    assert not can_wait(IncrementalDetector("train/loss"), [0], [2.0])
     restored = IncrementalDetector.from_state(quiet_loss().state())  # what it last described is not part of its state
-    assert not can_wait(restored, [2.0])
+    assert not can_wait(restored, [400], [2.0])
 
 
 def test_nothing_new_and_other_detectors_never_wait() -> None:
-    assert not can_wait(quiet_loss(), [])
+    assert not can_wait(quiet_loss(), [], [])
     vitals = new_detector("system/gpu.0.memory_allocated", kind="gpu_memory")
     assert vitals is not None and not isinstance(vitals, IncrementalDetector)
-    assert not can_wait(vitals, [60.0])
+    assert not can_wait(vitals, [0], [60.0])
 
 
 def test_waiting_changes_no_event_only_when_it_is_found() -> None:
@@ -54,7 +61,7 @@ def test_waiting_changes_no_event_only_when_it_is_found() -> None:
         steps = list(range(start, start + 10))
         every_second.add(steps, values[start:start + 10])
         held += steps
-        if not can_wait(waiting, values[held]) or len(held) >= 50:
+        if not can_wait(waiting, held, values[held]) or len(held) >= 50:
             waiting.add(held, values[held])
             held = []
         else:
