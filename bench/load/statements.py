@@ -1,6 +1,6 @@
 """Statements per small batch and per detection pass, counted in-process on a fresh Postgres database.
 
-    .venv/bin/python bench/load/statements.py               # 50 runs x 20 metrics, 10 rounds of one ~200-point batch per run
+    .venv/bin/python bench/load/statements.py               # 50 runs x 20 metrics, 11 rounds of one ~200-point batch per run
 
 Every statement psycopg sends (execute, executemany, COPY) is counted and timed by its first
 words, for the ingest of a lab's worth of small batches (the service's own `ingest_batch`, in
@@ -25,6 +25,7 @@ for part in ("server", "client", "."):
 
 from bench.ingest.run import postgres_database  # noqa: E402
 from holter_server.schemas.points import read_batch  # noqa: E402
+from holter_server.services import detection  # noqa: E402
 from holter_server.services.detection import detect_pending  # noqa: E402
 from holter_server.services.ingest import ingest_batch  # noqa: E402
 from holter_server.store import runs as runs_store  # noqa: E402
@@ -78,7 +79,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--metrics", type=int, default=20)
-    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=11)
+    parser.add_argument("--read-every", type=int, default=5, help="rounds (seconds) between reads of a quiet metric: WAIT_S")
     args = parser.parse_args()
     names = [f"metric_{i:02d}" for i in range(args.metrics)]
     with postgres_database() as url:
@@ -113,11 +115,13 @@ def main() -> None:
             COUNTS.clear()
             TIMES.clear()
             started, started_cpu = time.perf_counter(), time.process_time()
-            while True:  # one paced pass, as the worker makes once a second: until every metric was read once
-                claimed = detect_pending(session_factory=factory)
-                passes += 1
-                if claimed < args.runs * args.metrics:
-                    break
+            # one pass, as the worker makes once a second (each metric claimed once in it): its
+            # detectors read the points when they last read them WAIT_S (5 s) ago, else the
+            # points wait (unless remarkable: a NaN, an outlier, a jump); rounds here come much
+            # faster than once a second, so the wait is played by the round number
+            detection.WAIT_S = 0.0 if round_ % args.read_every == 0 else float("inf")
+            detect_pending(session_factory=factory)
+            passes += 1
             detect_s += time.perf_counter() - started
             detect_cpu += time.process_time() - started_cpu
             if round_ == 0:

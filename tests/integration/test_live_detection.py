@@ -310,7 +310,7 @@ def test_quiet_points_wait_for_a_later_read_and_an_outlier_is_read_at_once(tmp_p
     engine = make_engine(url)
     factory = make_session_factory(engine)
     rng = np.random.default_rng(11)
-    loss = 2.0 + rng.normal(0, 0.02, 440)
+    loss = 2.0 + rng.normal(0, 0.02, 480)
     loss[415] = 40.0
 
     def log(start: int, stop: int) -> int:
@@ -335,7 +335,16 @@ def test_quiet_points_wait_for_a_later_read_and_an_outlier_is_read_at_once(tmp_p
         with factory() as session:
             assert ("spike", 415) in {(e.kind, e.start_step) for e in session.scalars(select(EventRow).where(EventRow.run_id == "r"))}
         assert log(420, 430) == 419
+        assert log(430, 440) == 419
         monkeypatch.setattr(detection, "WAIT_S", 0.0)  # as when WAIT_S has passed
-        assert log(430, 440) == 439
+        assert log(440, 450) == 449
+        assert log(450, 460) == 459
+        monkeypatch.setattr(detection, "WAIT_S", 60.0)
+        assert log(460, 470) == 459
+        detection._live_for(factory).clear()  # the process ends while points wait in its memory
+        assert log(470, 480) == 479  # a detector rebuilt from the saved state reads them from the store
+        with factory() as session:
+            row = session.get(DetectorStateRow, ("r", 1))
+            assert row is not None and row.state["finite_seen"] == 480
     finally:
         engine.dispose()

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -36,8 +36,8 @@ from holter_server.store import events as events_store
 from holter_server.store import points as points_store
 from holter_server.store import runs as runs_store
 from holter_server.store.database import session_scope, writers_run_side_by_side
-from holter_server.store.models import AlertRuleRow, EventRow
-from holter_server.vocabulary.names import understand
+from holter_server.store.models import AlertRuleRow, EventRow, RunRow
+from holter_server.vocabulary.names import Understanding, understand
 from holter_server.vocabulary.signals import LOSS_KINDS, signal
 
 log = logging.getLogger("holter.detection")
@@ -94,13 +94,36 @@ class _Live:
     fed_at: float  # when its metric last had new points
     read_at: float  # when the detector last read points (new points may wait: detect/triage.py)
     state_behind: bool  # whether it has read points since its state was saved
+    # points read from the store that wait for the detector's next call (their step is past the
+    # saved detected_step: another process, or this one after a restart, reads them again)
+    waiting: tuple[list[int], list[float]] = field(default_factory=lambda: ([], []))
+
+
+@dataclass
+class _Plan:
+    """What a pass does with one claimed metric."""
+
+    item: events_store.DetectionWork
+    run: RunRow
+    understood: Understanding
+    detector: Detector | None
+    restart: bool  # read the metric again from its first point
+    fed: int  # the last step its detector has read
+    live: _Live | None  # the detector at hand, if the pass uses it
+
+    @property
+    def read_from(self) -> int:
+        """The last step already read, in the detector or waiting for it."""
+        return self.live.waiting[0][-1] if self.live is not None and self.live.waiting[0] else self.fed
 
 
 def save_quiet_states(session_factory: sessionmaker[Session]) -> int:
     """Save the states of the detectors at hand whose metrics have had no new points for
     QUIET_S while their saved state is behind, and refresh their runs' findings; returns how many."""
     moment = time.monotonic()
-    due = {key: live for key, live in _live_for(session_factory).items() if live.state_behind and moment - live.fed_at >= QUIET_S}
+    # (one with points waiting reads them within WAIT_S, and is saved once quiet after that)
+    due = {key: live for key, live in _live_for(session_factory).items()
+           if live.state_behind and moment - live.fed_at >= QUIET_S and not live.waiting[0]}
     if not due:
         return 0
     saved: list[events_store.DetectionProgress] = []
@@ -208,7 +231,7 @@ def _detect_claimed(session: Session, work: list[events_store.DetectionWork], li
         understood = understood_by_run[item.run_id].get(item.metric) or understand(item.metric, declarations=run.metric_definitions)
         live = at_hand.get((item.run_id, item.metric_id))
         if live is not None and live.kind == understood.kind:
-            plans.append((item, run, understood, live.detector, False, live.saved_step, live.saved_at, live.read_at))
+            plans.append(_Plan(item, run, understood, live.detector, False, live.saved_step, live))
             continue
         state = saved_states.get((item.run_id, item.metric_id))
         if live is not None:  # its kind changed since: start over as the saved state would
@@ -217,41 +240,45 @@ def _detect_claimed(session: Session, work: list[events_store.DetectionWork], li
         # the saved state may be older than the saved progress (it is saved less often): read
         # again from where the detector itself stopped; it ignores what it has already seen
         resume = item.detected_step if detector is None or detector.last_step is None else min(item.detected_step, detector.last_step)
-        plans.append((item, run, understood, detector, restart, -1 if restart else resume, None, None))
+        plans.append(_Plan(item, run, understood, detector, restart, -1 if restart else resume, None))
     share = max(1_000, POINTS_PER_TRANSACTION // len(work))
     # every claimed metric's new points in one read
     new_points = points_store.read_points_from(
-        session=session, starts=[(item.run_id, item.metric_id, fed + 1) for item, _, _, _, _, fed, _, _ in plans], limit_each=share)
+        session=session, starts=[(plan.item.run_id, plan.item.metric_id, plan.read_from + 1) for plan in plans], limit_each=share)
     saved = []
     moment = time.monotonic()
-    for item, run, understood, detector, restart, fed, saved_at, read_at in plans:
+    for plan in plans:
+        item, run, understood, detector, restart, fed = plan.item, plan.run, plan.understood, plan.detector, plan.restart, plan.fed
+        saved_at, read_at = (plan.live.saved_at, plan.live.read_at) if plan.live is not None else (None, None)
         if restart:
             # what the metric is has changed since its detector started (its run's other metrics
             # revealed a GRPO run, say): its events so far were read wrongly, read it all again
             events_store.withdraw_metric_events(session=session, run_id=item.run_id, metrics=[item.metric])
             touched.add(item.run_id)
             spikes_moved.add(item.run_id)
-        series = new_points[(item.run_id, item.metric_id)]
-        # a detector at hand whose new points are unremarkable reads them later, with more
-        # (they stay unread in the store: a restart meanwhile loses nothing)
-        waits = (detector is not None and read_at is not None and bool(series.steps) and len(series.steps) < share
-                 and moment - read_at < WAIT_S and can_wait(detector, series.steps, series.values))
+        new = new_points[(item.run_id, item.metric_id)]
+        waited = plan.live.waiting if plan.live is not None else ([], [])
+        steps, values = waited[0] + new.steps, waited[1] + new.values
+        # a detector at hand whose new points are unremarkable reads them later, with more; they
+        # wait in memory, unread as far as the store says, so a restart meanwhile loses nothing
+        waits = (detector is not None and read_at is not None and bool(steps) and len(steps) < share
+                 and moment - read_at < WAIT_S and (not new.steps or can_wait(detector, new.steps, new.values)))
         if waits:
             fed_step = item.detected_step
         else:
-            fed_step = series.steps[-1] if series.steps else max(fed, item.last_step or item.detected_step)
+            fed_step = steps[-1] if steps else max(fed, item.last_step or item.detected_step)
         muted = muted_by_run[item.run_id]
         events_changed = restart or saved_at is None
         update, failed = None, False
-        if detector is not None and series.steps and not waits:
+        if detector is not None and steps and not waits:
             try:
-                update = detector.add(series.steps, series.values)
+                update = detector.add(steps, values)
             except Exception:
                 # One series a detector cannot read must not stop detection of every other metric
                 # (the pass's transaction would fail again and again): say so, and start that
                 # metric over with a fresh detector from its next points.
                 log.exception("detection of %r in run %s failed at steps %d-%d; its detector starts over",
-                              item.metric, item.run_id, series.steps[0], series.steps[-1])
+                              item.metric, item.run_id, steps[0], steps[-1])
                 detector, failed, events_changed = None, True, True
         if update is not None:
             for event in update.changed:
@@ -265,10 +292,10 @@ def _detect_claimed(session: Session, work: list[events_store.DetectionWork], li
                 touched.add(item.run_id)
             fed_runs.add(item.run_id)
         for rule in alerting.threshold_rules_for(session=session, run=run, metric=item.metric, rules=rules):
-            events_changed = _check_threshold(session, rule, item.run_id, item.metric, series.steps, series.values) or events_changed
+            events_changed = _check_threshold(session, rule, item.run_id, item.metric, new.steps, new.values) or events_changed
         key = (item.run_id, item.metric_id)
-        fed_at = moment if series.steps else (at_hand[key].fed_at if key in at_hand else moment)
-        with_state = events_changed or not series.steps or saved_at is None or moment - saved_at >= SAVE_EVERY_S
+        fed_at = moment if new.steps else (at_hand[key].fed_at if key in at_hand else moment)
+        with_state = events_changed or not steps or saved_at is None or moment - saved_at >= SAVE_EVERY_S
         if with_state or fed_step != item.detected_step or waits:  # a wait moves it back in the queue
             saved.append(events_store.DetectionProgress(
                 run_id=item.run_id, metric_id=item.metric_id, detected_step=fed_step,
@@ -277,10 +304,11 @@ def _detect_claimed(session: Session, work: list[events_store.DetectionWork], li
         if not failed:  # a failed one is rebuilt, fresh, from what was just saved
             kept[key] = _Live(saved_step=fed_step, kind=understood.kind, detector=detector, saved_at=moment if with_state else saved_at,
                               fed_at=fed_at, state_behind=not with_state,
-                              read_at=read_at if waits else (moment if series.steps or read_at is None else read_at))
+                              read_at=read_at if waits else (moment if steps or read_at is None else read_at),
+                              waiting=(steps, values) if waits else ([], []))
     events_store.save_detection_states(session=session, progress=saved)
     at_hand_by_run: dict[str, dict[str, Detector]] = {}
-    for item, *_ in plans:
+    for item in (plan.item for plan in plans):
         live = kept.get((item.run_id, item.metric_id))
         if live is not None and live.detector is not None:
             at_hand_by_run.setdefault(item.run_id, {})[item.metric] = live.detector

@@ -190,7 +190,8 @@ def read_points(*, session: Session, run_id: str, metric_id: int, start: int | N
 
 def read_points_from(*, session: Session, starts: Sequence[tuple[str, int, int]], limit_each: int) -> dict[tuple[str, int], SeriesSlice]:
     """Points of many metrics at once ((run, metric id, first step) each): per metric, its points
-    from that step on, in step order, at most `limit_each` of them. One query per run on Postgres."""
+    from that step on, in step order, at most `limit_each` of them, as live detection reads them:
+    steps and values (its `wall_times` are left empty). One query per run on Postgres."""
     out = {(run_id, metric_id): SeriesSlice([], [], []) for run_id, metric_id, _ in starts}
     if not starts:
         return out
@@ -198,7 +199,8 @@ def read_points_from(*, session: Session, starts: Sequence[tuple[str, int, int]]
     if found is not None:
         return {key: SeriesSlice(*columns) for key, columns in found.items()}
     for run_id, metric_id, start in starts:
-        out[(run_id, metric_id)] = read_points(session=session, run_id=run_id, metric_id=metric_id, start=start, end=None, limit=limit_each)
+        found_one = read_points(session=session, run_id=run_id, metric_id=metric_id, start=start, end=None, limit=limit_each)
+        out[(run_id, metric_id)] = SeriesSlice(found_one.steps, found_one.values, [])
     return out
 
 

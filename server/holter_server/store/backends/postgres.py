@@ -89,17 +89,19 @@ class PostgresBackend:
             # table function that names several runs is refused ("cannot push down this subquery").
             for run_id, wanted in by_run.items():
                 metrics, firsts = (list(column) for column in zip(*wanted))
+                # a row per metric, its points as two arrays (what detection reads: no wall
+                # times), which psycopg parses in C rather than a row at a time in Python
                 cursor.execute(
-                    "SELECT w.metric_id, p.step, p.value, p.wall_time"
+                    "SELECT w.metric_id, array_agg(p.step ORDER BY p.step), array_agg(p.value ORDER BY p.step)"
                     " FROM unnest(%s::int[], %s::bigint[]) AS w(metric_id, first_step)"
-                    " CROSS JOIN LATERAL (SELECT step, value, wall_time FROM points"
-                    "  WHERE run_id = %s AND metric_id = w.metric_id AND step >= w.first_step ORDER BY step LIMIT %s) AS p",
+                    " CROSS JOIN LATERAL (SELECT step, value FROM points"
+                    "  WHERE run_id = %s AND metric_id = w.metric_id AND step >= w.first_step ORDER BY step LIMIT %s) AS p"
+                    " GROUP BY w.metric_id",
                     (array_text(metrics), array_text(firsts), run_id, limit_each))
-                for metric_id, step, value, wall_time in cursor:
-                    steps, values, wall_times = out[(run_id, metric_id)]
-                    steps.append(step)
-                    values.append(np.nan if value is None else value)
-                    wall_times.append(wall_time)
+                for metric_id, steps, values in cursor:
+                    if None in values:  # NaN is stored as NULL
+                        values = [np.nan if value is None else value for value in values]
+                    out[(run_id, metric_id)] = (steps, values, [])
         return out
 
     @contextmanager
