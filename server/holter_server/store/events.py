@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, Select, and_, case, func, literal, select, update
+from sqlalchemy import BigInteger, Select, and_, bindparam, case, func, literal, select, update
 from sqlalchemy.orm import Session
 
 from holter_server.detect.events import Event
@@ -148,25 +148,31 @@ def lock_detection_rows(*, session: Session, keys: Sequence[tuple[str, int]]) ->
     return out
 
 
+_STATES = DetectorStateRow.__table__
+# Built once and sent as plain executemany (pipelined on Postgres): a pass saves the progress of
+# every metric it read, and the ORM's bulk update by primary key cost more than the statements.
+_SAVE_PROGRESS = (
+    update(_STATES)
+    .where(_STATES.c.run_id == bindparam("key_run"), _STATES.c.metric_id == bindparam("key_metric"))
+    .values(detected_step=bindparam("step"), updated_at=bindparam("moment"))
+)
+_SAVE_STATE = _SAVE_PROGRESS.values(state=bindparam("state", type_=_STATES.c.state.type), detector_version=bindparam("version"))
+
+
 def save_detection_states(*, session: Session, progress: Sequence[DetectionProgress]) -> None:
     """Record how far detection got on many metrics: one statement for those whose state is
     saved, one for the rest (each sent as one pipelined batch on Postgres)."""
     if not progress:
         return
     moment = now()
-    with_state = [p for p in progress if p.state is not KEEP_STATE]
-    steps_only = [p for p in progress if p.state is KEEP_STATE]
+    with_state = [{"key_run": p.run_id, "key_metric": p.metric_id, "step": p.detected_step, "moment": moment, "state": p.state,
+                   "version": p.detector_version} for p in progress if p.state is not KEEP_STATE]
+    steps_only = [{"key_run": p.run_id, "key_metric": p.metric_id, "step": p.detected_step, "moment": moment}
+                  for p in progress if p.state is KEEP_STATE]
     if with_state:
-        session.execute(update(DetectorStateRow), [
-            {"run_id": p.run_id, "metric_id": p.metric_id, "detected_step": p.detected_step, "state": p.state,
-             "detector_version": p.detector_version, "updated_at": moment}
-            for p in with_state
-        ])
+        session.execute(_SAVE_STATE, with_state)
     if steps_only:
-        session.execute(update(DetectorStateRow), [
-            {"run_id": p.run_id, "metric_id": p.metric_id, "detected_step": p.detected_step, "updated_at": moment}
-            for p in steps_only
-        ])
+        session.execute(_SAVE_PROGRESS, steps_only)
 
 
 def reset_detection(*, session: Session, run_id: str, metric_ids: Sequence[int]) -> None:
