@@ -246,6 +246,7 @@ def _detect_claimed(session: Session, work: list[events_store.DetectionWork], li
     new_points = points_store.read_points_from(
         session=session, starts=[(plan.item.run_id, plan.item.metric_id, plan.read_from + 1) for plan in plans], limit_each=share)
     saved = []
+    waited_keys: list[tuple[str, int]] = []
     moment = time.monotonic()
     for plan in plans:
         item, run, understood, detector, restart, fed = plan.item, plan.run, plan.understood, plan.detector, plan.restart, plan.fed
@@ -296,7 +297,9 @@ def _detect_claimed(session: Session, work: list[events_store.DetectionWork], li
         key = (item.run_id, item.metric_id)
         fed_at = moment if new.steps else (at_hand[key].fed_at if key in at_hand else moment)
         with_state = events_changed or not steps or saved_at is None or moment - saved_at >= SAVE_EVERY_S
-        if with_state or fed_step != item.detected_step or waits:  # a wait moves it back in the queue
+        if waits and not with_state:
+            waited_keys.append(key)  # moves it back in the queue, in one statement for all such
+        elif with_state or fed_step != item.detected_step:
             saved.append(events_store.DetectionProgress(
                 run_id=item.run_id, metric_id=item.metric_id, detected_step=fed_step,
                 state=(detector.state() if detector else _no_detector(understood.kind)) if with_state else events_store.KEEP_STATE,
@@ -307,6 +310,7 @@ def _detect_claimed(session: Session, work: list[events_store.DetectionWork], li
                               read_at=read_at if waits else (moment if steps or read_at is None else read_at),
                               waiting=(steps, values) if waits else ([], []))
     events_store.save_detection_states(session=session, progress=saved)
+    events_store.mark_detection_read(session=session, keys=waited_keys)
     at_hand_by_run: dict[str, dict[str, Detector]] = {}
     for item in (plan.item for plan in plans):
         live = kept.get((item.run_id, item.metric_id))

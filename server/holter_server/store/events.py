@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, Select, and_, bindparam, case, func, literal, select, update
+from sqlalchemy import BigInteger, Select, and_, bindparam, case, func, literal, select, tuple_, update
 from sqlalchemy.orm import Session
 
 from holter_server.detect.events import Event
@@ -173,6 +173,13 @@ def save_detection_states(*, session: Session, progress: Sequence[DetectionProgr
         session.execute(_SAVE_STATE, with_state)
     if steps_only:
         session.execute(_SAVE_PROGRESS, steps_only)
+
+
+def mark_detection_read(*, session: Session, keys: Sequence[tuple[str, int]]) -> None:
+    """Record that these (run, metric id) pairs were read just now without progress (their new
+    points wait for their detector): the queue takes them last, and not again in this pass."""
+    if keys:
+        session.execute(update(_STATES).where(tuple_(_STATES.c.run_id, _STATES.c.metric_id).in_(list(keys))).values(updated_at=now()))
 
 
 def reset_detection(*, session: Session, run_id: str, metric_ids: Sequence[int]) -> None:
