@@ -164,11 +164,13 @@ LIVE_DETECTORS = 10_000
 # (about 20 kB of JSON) is saved with it when its events change, when its metric has gone quiet,
 # and at least this often. A detector rebuilt from an older state reads again from its own last
 # step, which gives the same events again (stored by key; an alert is queued once per event and
-# severity), so a restart neither misses nor repeats one.
-SAVE_EVERY_S = 10.0
-# A metric that had no new points for this long is caught up: its state is saved (a pass that
-# merely came between two of its batches does not count).
-QUIET_S = 2.0
+# severity), so a restart neither misses nor repeats one. Encoding the states was most of a pass
+# under a lab's load at 10 s; at 30 s a restart reads again at most 30 s of points per metric.
+SAVE_EVERY_S = 30.0
+# A metric that had no new points for this long is caught up: its state is saved and its
+# detector dropped (a pass that merely came between two of its batches must not count: passes
+# under load come every second or two, see DetectionLoop).
+QUIET_S = 5.0
 # A run's cross-signal findings are refreshed in the pass where its events change, and otherwise
 # at most this often while its points come in (they read the latest values and outlines).
 FINDINGS_EVERY_S = 5.0
