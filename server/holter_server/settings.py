@@ -59,7 +59,7 @@ class Settings(BaseSettings):
                              "full, the API's requests get the CPU first and detection waits")
     detection_enabled: bool = Field(default=True, description="run live detection inside this service process")
     detection_interval: float = Field(default=0.5, description="seconds between live-detection passes when idle")
-    detection_cpu_share: float = Field(default=0.5, ge=0.0, description="share of a core live detection may use on average: "
+    detection_cpu_share: float = Field(default=0.25, ge=0.0, description="share of a core live detection may use on average: "
                                        "under load each metric is read less often, with more points per read (0: no limit)")
     stall_after: float = Field(default=600.0, description="seconds without points or heartbeat before a run is stalled")
     stall_check_interval: float = Field(default=5.0, description="seconds between stall checks")

@@ -142,7 +142,7 @@ class DetectionLoop(LoopService):
     name = "detection"
 
     def __init__(self, session_factory: sessionmaker[Session], interval: float = 0.5, period: float = 1.0,
-                 cpu_share: float = 0.5) -> None:
+                 cpu_share: float = 0.25) -> None:
         super().__init__(interval)
         self.session_factory = session_factory
         self.period = period
