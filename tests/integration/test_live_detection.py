@@ -295,7 +295,7 @@ def test_a_series_its_detector_cannot_read_does_not_stop_detection_of_the_others
     assert "detection of 'poison_loss' in run r failed at steps 0-99" in caplog.text
 
 
-def test_quiet_points_wait_for_a_later_read_and_an_outlier_is_read_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_quiet_points_wait_for_a_later_read_and_an_outlier_is_read_at_once(empty_store_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """A detector's cost is per call: a second's unremarkable points wait (up to WAIT_S) to be
     read with the next ones, once per pass; a spike is read in the pass it arrives in."""
     from holter_server.schemas.points import read_batch
@@ -305,7 +305,7 @@ def test_quiet_points_wait_for_a_later_read_and_an_outlier_is_read_at_once(tmp_p
     from holter_server.store.database import make_engine, make_session_factory, upgrade
     from holter_server.store.models import DetectorStateRow
 
-    url = f"sqlite:///{tmp_path / 'holter.db'}"
+    url = empty_store_url
     upgrade(url)
     engine = make_engine(url)
     factory = make_session_factory(engine)

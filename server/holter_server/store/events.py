@@ -14,6 +14,7 @@ from holter_server.detect.events import Event
 from holter_server.nonfinite import json_safe_tree
 from holter_server.store.models import DetectorStateRow, EventRow, MetricRow, MuteRow, RunRow, UTCDateTime
 from holter_server.store import claims
+from holter_server.store.backends import backend_for
 from holter_server.store.database import insert_ignoring_conflicts, next_id
 from holter_server.store.runs import now
 from holter_server.vocabulary.severities import HEALTHY, SEVERITIES
@@ -178,7 +179,7 @@ def save_detection_states(*, session: Session, progress: Sequence[DetectionProgr
 def mark_detection_read(*, session: Session, keys: Sequence[tuple[str, int]]) -> None:
     """Record that these (run, metric id) pairs were read just now without progress (their new
     points wait for their detector): the queue takes them last, and not again in this pass."""
-    if keys:
+    if keys and not backend_for(session).touch_detection_rows(session, keys, now()):
         session.execute(update(_STATES).where(tuple_(_STATES.c.run_id, _STATES.c.metric_id).in_(list(keys))).values(updated_at=now()))
 
 

@@ -8,6 +8,8 @@ The store picks the backend of a session with `backend_for(session)`; nothing ou
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -58,6 +60,10 @@ class Backend(Protocol):
     def read_points_from(self, session: Session, starts: Sequence[tuple[str, int, int]], limit_each: int) -> dict[tuple[str, int], PointColumns] | None:
         """Per (run, metric id, first step): its points from that step on, at most `limit_each`, in one
         query; None when the backend has no faster way than a query per metric."""
+
+    def touch_detection_rows(self, session: Session, keys: Sequence[tuple[str, int]], moment: datetime) -> bool:
+        """Set `updated_at` of these detector_states rows ((run, metric id) each) in one round
+        trip; False when the backend has no faster way than the store's portable statement."""
 
     def writes_together(self, session: Session) -> AbstractContextManager[None]:
         """A block whose statements nobody reads back from go to the database in one round trip."""

@@ -9,6 +9,8 @@ columns come back as binary COPY, decoded by numpy without a Python object per v
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 import struct
@@ -103,6 +105,17 @@ class PostgresBackend:
                         values = [np.nan if value is None else value for value in values]
                     out[(run_id, metric_id)] = (steps, values, [])
         return out
+
+    def touch_detection_rows(self, session: Session, keys: Sequence[tuple[str, int]], moment: datetime) -> bool:
+        by_run: dict[str, list[int]] = {}
+        for run_id, metric_id in keys:
+            by_run.setdefault(run_id, []).append(metric_id)
+        # a statement per run (one shard each on Citus), of one text whatever the number of
+        # metrics (psycopg parses it once), all in one pipelined round trip
+        with _cursor(session) as cursor:
+            cursor.executemany("UPDATE detector_states SET updated_at = %s WHERE run_id = %s AND metric_id = ANY(%s::int[])",
+                               [(moment, run_id, array_text(ids)) for run_id, ids in by_run.items()])
+        return True
 
     @contextmanager
     def writes_together(self, session: Session) -> Iterator[None]:

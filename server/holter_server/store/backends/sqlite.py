@@ -6,6 +6,8 @@ a re-sent point is compared with the stored one.
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import math
 import sqlite3
 from collections.abc import Sequence
@@ -63,6 +65,9 @@ class SqliteBackend:
 
     def read_points_from(self, session: Session, starts: Sequence[tuple[str, int, int]], limit_each: int) -> dict[tuple[str, int], PointColumns] | None:
         return None
+
+    def touch_detection_rows(self, session: Session, keys: Sequence[tuple[str, int]], moment: datetime) -> bool:
+        return False
 
     def writes_together(self, session: Session) -> AbstractContextManager[None]:
         return nullcontext()
