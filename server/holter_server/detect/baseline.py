@@ -427,6 +427,16 @@ class BlockBaseline:
         self.new_blocks = (done_before, np.array(meds[len(meds) - n_new :]), np.array(mads[len(mads) - n_new :]))
         return np.array(bases), np.array(scales), np.zeros(len(bases), dtype=bool), np.array(quanta)
 
+    def last_level(self) -> tuple[float, float] | None:
+        """The base and noise scale of the last block the last update described (what a point
+        arriving now is compared with); None before the first blocks, or after a restore."""
+        if self.cached is None:
+            return None
+        base, mad, print_quantum = self.cached[1]
+        if not (math.isfinite(base) and math.isfinite(mad)):
+            return None
+        return base, max(MAD_TO_SIGMA * mad, float(noise_floor(base, print_quantum, self.abs_floor)))
+
     def state(self) -> dict[str, Any]:
         """JSON-serialisable state."""
         return {"medians": self.medians, "mads": self.mads, "decimals": self.decimals, "completed": self.completed,

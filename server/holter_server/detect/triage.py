@@ -13,12 +13,10 @@ anything outside that band is read at once.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
 
-from holter_server.detect.baseline import MAD_TO_SIGMA, noise_floor
 from holter_server.detect.classify import Detector
 from holter_server.detect.incremental import IncrementalDetector
 
@@ -31,13 +29,10 @@ def can_wait(detector: Detector, steps: Sequence[int], values: Sequence[float]) 
     """Whether these points of the metric, not yet read, can wait for the detector's next call."""
     if not isinstance(detector, IncrementalDetector) or not len(values) or len(steps) != len(values):
         return False  # the GPU vitals' detectors are cheap, and read every time
-    described = detector.baseline.cached  # the level and noise of the last block the detector read
+    described = detector.baseline.last_level()
     if described is None:
         return False  # a detector just rebuilt, or still in its first blocks
-    base, mad, print_quantum = described[1]
-    if not (math.isfinite(base) and math.isfinite(mad)):
-        return False
-    scale = max(MAD_TO_SIGMA * mad, float(noise_floor(base, print_quantum, detector.profile.abs_floor)))
+    base, scale = described
     new = np.asarray(values, dtype=float)
     if not np.isfinite(new).all():
         return False
