@@ -212,6 +212,7 @@ def test_a_detector_rebuilt_from_a_state_older_than_its_progress_finds_the_same_
     step and ends with the same events as one that never stopped, none twice."""
     from holter_server.schemas.points import read_batch
     from holter_server.services import detection
+    from holter_server.services import lifecycle
     from holter_server.services.ingest import ingest_batch
     from holter_server.store import runs as runs_store
     from holter_server.store.database import make_engine, make_session_factory, upgrade
@@ -297,9 +298,10 @@ def test_a_series_its_detector_cannot_read_does_not_stop_detection_of_the_others
 
 def test_quiet_points_wait_for_a_later_read_and_an_outlier_is_read_at_once(empty_store_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """A detector's cost is per call: a second's unremarkable points wait (up to WAIT_S) to be
-    read with the next ones, once per pass; a spike is read in the pass it arrives in."""
+    read with the next ones, once per pass; a spike is read in the pass it arrives in, and the
+    points waiting when the run finishes in the next pass."""
     from holter_server.schemas.points import read_batch
-    from holter_server.services import detection
+    from holter_server.services import detection, lifecycle
     from holter_server.services.ingest import ingest_batch
     from holter_server.store import runs as runs_store
     from holter_server.store.database import make_engine, make_session_factory, upgrade
@@ -310,7 +312,7 @@ def test_quiet_points_wait_for_a_later_read_and_an_outlier_is_read_at_once(empty
     engine = make_engine(url)
     factory = make_session_factory(engine)
     rng = np.random.default_rng(11)
-    loss = 2.0 + rng.normal(0, 0.02, 480)
+    loss = 2.0 + rng.normal(0, 0.02, 490)
     loss[415] = 40.0
 
     def log(start: int, stop: int) -> int:
@@ -346,5 +348,15 @@ def test_quiet_points_wait_for_a_later_read_and_an_outlier_is_read_at_once(empty
         with factory() as session:
             row = session.get(DetectorStateRow, ("r", 1))
             assert row is not None and row.state["finite_seen"] == 480
+        assert log(480, 490) == 479
+        with factory() as session:  # no later points come to a finished run: what waits is read now
+            run = runs_store.get_run(session=session, run_id="r")
+            assert run is not None
+            lifecycle.finish(session=session, run=run, status="finished")
+            session.commit()
+        detection.detect_pending(session_factory=factory)
+        with factory() as session:
+            row = session.get(DetectorStateRow, ("r", 1))
+            assert row is not None and row.detected_step == 489
     finally:
         engine.dispose()

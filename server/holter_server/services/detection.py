@@ -39,6 +39,7 @@ from holter_server.store.database import session_scope, writers_run_side_by_side
 from holter_server.store.models import AlertRuleRow, EventRow, RunRow
 from holter_server.vocabulary.names import Understanding, understand
 from holter_server.vocabulary.signals import LOSS_KINDS, signal
+from holter_server.vocabulary.statuses import LIVE_RUN_STATUS
 
 log = logging.getLogger("holter.detection")
 
@@ -263,8 +264,9 @@ def _detect_claimed(session: Session, work: list[events_store.DetectionWork], li
         waited = plan.live.waiting if plan.live is not None else ([], [])
         steps, values = waited[0] + new.steps, waited[1] + new.values
         # a detector at hand whose new points are unremarkable reads them later, with more; they
-        # wait in memory, unread as far as the store says, so a restart meanwhile loses nothing
-        waits = (detector is not None and read_at is not None and bool(steps) and len(steps) < share
+        # wait in memory, unread as far as the store says, so a restart meanwhile loses nothing.
+        # Only while the run logs: no later points come to a finished one, its last ones are read now.
+        waits = (run.status == LIVE_RUN_STATUS and detector is not None and read_at is not None and bool(steps) and len(steps) < share
                  and moment - read_at < WAIT_S and (not new.steps or can_wait(detector, new.steps, new.values)))
         if waits:
             fed_step = item.detected_step
