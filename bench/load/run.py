@@ -297,6 +297,12 @@ class Level:
     def cpu_per_1k(self) -> float:
         return (self.service_cpu + self.postgres_cpu) / max(1, self.requests) * 1000
 
+    @property
+    def cpu_per_1m_points(self) -> float:
+        # A saturated service gets fewer, bigger requests (each job sends what elapsed while it
+        # waited for its last answer): per point compares services that fell behind differently.
+        return (self.service_cpu + self.postgres_cpu) / max(1, self.stored) * 1_000_000
+
 
 async def _job(service: Service, client: httpx.AsyncClient, run_id: str, names: list[str], rate: float, started: float,
                seconds: float, phase: float) -> JobResult:
@@ -384,14 +390,14 @@ def fml_binary(given: str | None) -> Path:
 
 
 HEADER = (f"{'service':<13}{'jobs':>5}{'offered/s':>11}{'achieved/s':>11}{'p50 ms':>8}{'p95 ms':>8}{'p99 ms':>8}{'errors':>7}"
-          f"{'svc CPU-s':>10}{'pg CPU-s':>9}{'CPU-s/1k req':>13}{'RSS MB':>8}{'drain s':>8}{'gen CPU-s':>10}  stored")
+          f"{'svc CPU-s':>10}{'pg CPU-s':>9}{'CPU-s/1k req':>13}{'CPU-s/1M pts':>13}{'RSS MB':>8}{'drain s':>8}{'gen CPU-s':>10}  stored")
 
 
 def row(name: str, level: Level) -> str:
     ms = [percentile(level.latencies, q) * 1000 for q in (0.5, 0.95, 0.99)]
     exact = "exact" if level.stored == level.sent else f"MISMATCH {level.stored:,} of {level.sent:,}"
     return (f"{name:<13}{level.jobs:>5}{level.offered:>11,.0f}{level.achieved:>11,.0f}{ms[0]:>8.0f}{ms[1]:>8.0f}{ms[2]:>8.0f}"
-            f"{len(level.errors):>7}{level.service_cpu:>10.1f}{level.postgres_cpu:>9.1f}{level.cpu_per_1k:>13.1f}"
+            f"{len(level.errors):>7}{level.service_cpu:>10.1f}{level.postgres_cpu:>9.1f}{level.cpu_per_1k:>13.1f}{level.cpu_per_1m_points:>13.1f}"
             f"{level.rss_mb:>8.0f}{level.drain_s:>8.1f}{level.generator_cpu:>10.1f}  {exact}")
 
 
@@ -436,11 +442,13 @@ def main() -> None:
                                 print(f"    e.g. {sample}", flush=True)
                         p95s = sorted(percentile(lv.latencies, 0.95) * 1000 for lv in levels)
                         cpus = sorted(lv.cpu_per_1k for lv in levels)
+                        per_point = sorted(lv.cpu_per_1m_points for lv in levels)
                         held.setdefault(service.name, []).append((jobs, statistics.median(p95s)))
                         if args.repeats > 1:
                             medians.append(f"{service.name:<13}{jobs:>5}  p95 median {statistics.median(p95s):.0f} ms "
                                            f"({p95s[0]:.0f}-{p95s[-1]:.0f}), CPU-s/1k req median {statistics.median(cpus):.1f} "
-                                           f"({cpus[0]:.1f}-{cpus[-1]:.1f})")
+                                           f"({cpus[0]:.1f}-{cpus[-1]:.1f}), CPU-s/1M pts median {statistics.median(per_point):.1f} "
+                                           f"({per_point[0]:.1f}-{per_point[-1]:.1f})")
                 finally:
                     service.stop()
     for line in medians:
