@@ -35,6 +35,7 @@ def factory(empty_store_url: str) -> Iterator[sessionmaker[Session]]:
             runs_store.create_or_resume_run(session=session, run_id=run_id, project="p", name=None, config={}, tags=[])
             points_store.add_points(session=session, run_id=run_id, max_metrics=100,
                                     columns={name: ([1, 2], [1.0, 2.0], [None, None]) for name in ("loss", "lr")})
+            runs_store.record_activity(session=session, run_id=run_id, last_step=2)  # as ingest does: due for detection
     with session_scope(made) as session:  # the queue has met the metrics (its first rows are written once, not claimed)
         events_store.claim_detection_work(session=session, limit=0)
     yield made

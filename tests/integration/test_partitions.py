@@ -37,6 +37,7 @@ def filled(empty_store_url: str) -> Iterator[tuple[str, Engine]]:
                 "loss": (steps, [1.0 / (1 + s) for s in steps], [1.0e9 + s for s in steps]),
                 "grad_norm": (steps, [math.nan if s == 7 else float(s % 13) for s in steps], [None] * len(steps)),
             })
+            runs_store.record_activity(session=session, run_id=run_id, last_step=steps[-1])  # as ingest does: due for detection
     with session_scope(factory) as session:
         events_store.claim_detection_work(session=session, limit=0)  # one detector state per metric
     yield empty_store_url, engine

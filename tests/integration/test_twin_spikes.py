@@ -76,6 +76,7 @@ def test_a_pass_that_changes_no_spike_reads_no_other_run(empty_store_url: str, m
         with session_scope(factory) as session:
             points_store.add_points(session=session, run_id="r", max_metrics=100,
                                     columns={"loss": (STEPS[start:end].tolist(), loss[start:end].tolist(), [None] * (end - start))})
+            runs_store.record_activity(session=session, run_id="r", last_step=int(STEPS[end - 1]))  # as ingest does
         while detection.detect_pending(session_factory=factory):
             pass
 

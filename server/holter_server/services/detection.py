@@ -76,6 +76,8 @@ def detect_pending(*, session_factory: sessionmaker[Session], limit: int | None 
     per_transaction = per_transaction if per_transaction is not None else default_per_transaction
     done = 0
     started = events_store.now()  # each metric once per pass: one whose points wait is not claimed again in it
+    with session_scope(session_factory) as session:  # its own short transaction: ingest updates these rows too
+        events_store.settle_detected_runs(session=session)
     while done < limit:
         claimed = _detect_some(session_factory, min(per_transaction, limit - done), not_since=started)
         if not claimed:

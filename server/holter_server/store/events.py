@@ -72,6 +72,57 @@ class DetectionProgress:
 NEVER_READ = datetime(1970, 1, 1, tzinfo=UTC)  # the progress time of a metric detection has not read yet
 
 
+# Runs with batches stored that detection has not settled (store/models/runs.py). With a lab's
+# history of finished runs in the database, detection's statements look at these runs' metrics
+# only: their ids are read first and passed on, since no planner can tell from its statistics
+# how few rows a comparison of two columns keeps (it guessed a third, and joined every metric).
+_DUE = RunRow.__table__.c.stored_batches > RunRow.__table__.c.detected_batches
+# The most due runs one statement names; past it (only when that many runs have unread points at
+# once) each pass takes a random share, so none waits for ever.
+MAX_DUE_RUNS = 5_000
+
+
+def _due_runs(session: Session) -> list[tuple[str, int]]:
+    """(id, stored batches) of runs due for detection."""
+    runs = RunRow.__table__
+    query = select(runs.c.id, runs.c.stored_batches).where(_DUE)
+    due = session.execute(query.limit(MAX_DUE_RUNS + 1)).all()
+    if len(due) > MAX_DUE_RUNS:
+        due = session.execute(query.order_by(func.random()).limit(MAX_DUE_RUNS)).all()
+    return [(run_id, stored) for run_id, stored in due]
+
+
+def settle_detected_runs(*, session: Session) -> int:
+    """Mark the due runs whose every metric detection has read as settled; returns how many.
+
+    The runs' batch counts are read before their metrics: a batch counted by then has its points
+    in sight of the second read (its metrics' steps and its count commit together), and one
+    stored after counts again, so its run is due again. The update only ever raises the settled
+    count (several processes may settle at once).
+    """
+    due = _due_runs(session)
+    if not due:
+        return 0
+    states = DetectorStateRow.__table__
+    metrics = MetricRow.__table__
+    ids = [run_id for run_id, _ in due]
+    unread = set(session.scalars(  # (the runs named on both tables: each then read by its key)
+        select(metrics.c.run_id).distinct()
+        .select_from(metrics.outerjoin(states, and_(states.c.run_id == metrics.c.run_id, states.c.metric_id == metrics.c.metric_id,
+                                                    states.c.run_id.in_(ids))))
+        .where(metrics.c.run_id.in_(ids), metrics.c.last_step > func.coalesce(states.c.detected_step, -1))
+    ))
+    read = [{"run": run_id, "seen": seen} for run_id, seen in due if run_id not in unread]
+    if read:
+        runs = RunRow.__table__
+        session.execute(
+            update(runs).where(runs.c.id == bindparam("run"), runs.c.detected_batches < bindparam("seen"))
+            .values(detected_batches=bindparam("seen")),
+            read,
+        )
+    return len(read)
+
+
 def claim_detection_work(*, session: Session, limit: int, not_since: datetime | None = None) -> list[DetectionWork]:
     """Metrics whose newest step is past what detection has seen, taken from every run with
     such metrics in turn, of runs this transaction holds for detection (`claims.claim_runs`).
@@ -82,10 +133,13 @@ def claim_detection_work(*, session: Session, limit: int, not_since: datetime | 
     which a distributed table would refuse. `not_since`: leave out metrics whose progress was
     saved at or after that moment (already read in this pass).
     """
+    due = [run_id for run_id, _ in _due_runs(session)]
+    if not due:
+        return []
     missing = (  # never read: first in the queue, and in this pass whenever it began
         select(MetricRow.run_id, MetricRow.metric_id, literal(-1, BigInteger()), literal(NEVER_READ, UTCDateTime()))
         .outerjoin(DetectorStateRow, and_(DetectorStateRow.run_id == MetricRow.run_id, DetectorStateRow.metric_id == MetricRow.metric_id))
-        .where(DetectorStateRow.run_id.is_(None))
+        .where(MetricRow.run_id.in_(due), DetectorStateRow.run_id.is_(None))
     )
     session.execute(
         insert_ignoring_conflicts(session, DetectorStateRow)
@@ -93,7 +147,7 @@ def claim_detection_work(*, session: Session, limit: int, not_since: datetime | 
     )
     held_elsewhere: list[str] = []
     for _ in range(3):  # a few tries past runs other processes hold, then what is left waits a pass
-        candidates = session.execute(_pending_work(limit=limit, skip_runs=held_elsewhere, not_since=not_since)).all()
+        candidates = session.execute(_pending_work(limit=limit, among_runs=due, skip_runs=held_elsewhere, not_since=not_since)).all()
         wanted = list(dict.fromkeys(row.run_id for row in candidates))
         held = claims.claim_runs(session=session, task=claims.Task.DETECTION, run_ids=wanted)
         if held:
@@ -110,7 +164,7 @@ def claim_detection_work(*, session: Session, limit: int, not_since: datetime | 
     return []
 
 
-def _pending_work(*, limit: int, skip_runs: Sequence[str] = (), only_runs: Sequence[str] | None = None,
+def _pending_work(*, limit: int, among_runs: Sequence[str] | None = None, skip_runs: Sequence[str] = (), only_runs: Sequence[str] | None = None,
                   not_since: datetime | None = None) -> Select[Any]:
     """Metrics with points detection has not read, in round-robin order over runs: each run's
     longest-waiting metric first, then each run's second, ... (ordering by waiting time alone let
@@ -122,12 +176,14 @@ def _pending_work(*, limit: int, skip_runs: Sequence[str] = (), only_runs: Seque
         .join(MetricRow, and_(MetricRow.run_id == DetectorStateRow.run_id, MetricRow.metric_id == DetectorStateRow.metric_id))
         .where(MetricRow.last_step > DetectorStateRow.detected_step)
     )
+    if among_runs is not None:  # on both tables: the planner then reads each by its key, not every metric
+        query = query.where(DetectorStateRow.run_id.in_(list(among_runs)), MetricRow.run_id.in_(list(among_runs)))
     if skip_runs:
         query = query.where(DetectorStateRow.run_id.not_in(list(skip_runs)))
     if not_since is not None:
         query = query.where(DetectorStateRow.updated_at < not_since)
     if only_runs is not None:
-        query = query.where(DetectorStateRow.run_id.in_(list(only_runs)))
+        query = query.where(DetectorStateRow.run_id.in_(list(only_runs)), MetricRow.run_id.in_(list(only_runs)))
     ranked = query.subquery()
     return select(ranked).order_by(ranked.c.turn, ranked.c.updated_at).limit(limit)
 
@@ -193,6 +249,8 @@ def reset_detection(*, session: Session, run_id: str, metric_ids: Sequence[int])
             .where(DetectorStateRow.run_id == run_id, DetectorStateRow.metric_id.in_(list(metric_ids)))
             .values(detected_step=-1, state=None, updated_at=now())
         )
+        # due again, with no batch stored: a pass looks at the run's metrics once more
+        session.execute(update(RunRow).where(RunRow.id == run_id).values(stored_batches=RunRow.stored_batches + 1))
 
 
 def withdraw_metric_events(*, session: Session, run_id: str, metrics: Sequence[str]) -> None:

@@ -113,6 +113,8 @@ def add_points(*, session: Session, run_id: str, columns: dict[str, Column], max
     `known_ids`: metric ids the caller just read in this transaction (`run_and_metric_ids`).
     `then`: more writes of the same transaction, whose answers nobody reads (an UPDATE): run
     after the summaries, in their round trip when the batch goes the usual way on Postgres.
+    The caller records the run's activity (`runs.record_activity`, as ingest does): that makes the
+    run due for live detection.
     """
     ids, over_limit = metric_ids(session=session, run_id=run_id, names=columns.keys(), max_metrics=max_metrics, known=known_ids)
     by_id = {ids[name]: column for name, column in columns.items() if name in ids and len(column[0])}

@@ -156,7 +156,9 @@ _ACTIVITY = (
     .values(heartbeat_at=_MOMENT, updated_at=_MOMENT,
             # a NULL step (a heartbeat, an empty batch) leaves last_step as it was
             last_step=case((RunRow.__table__.c.last_step.is_(None) | (RunRow.__table__.c.last_step < _STEP), _STEP),
-                           else_=RunRow.__table__.c.last_step))
+                           else_=RunRow.__table__.c.last_step),
+            # a batch with points makes the run due for live detection; a heartbeat does not
+            stored_batches=RunRow.__table__.c.stored_batches + case((_STEP.is_(None), 0), else_=1))
 )
 
 
@@ -167,7 +169,7 @@ def record_activity(*, session: Session, run_id: str, last_step: int | None) -> 
         # the ORM has writes to flush first (session.execute does), or the run's object to keep current
         session.execute(_ACTIVITY, params)
         if (loaded := session.identity_map.get(identity_key(RunRow, run_id))) is not None:
-            session.expire(loaded, ["heartbeat_at", "updated_at", "last_step"])
+            session.expire(loaded, ["heartbeat_at", "updated_at", "last_step", "stored_batches"])
         return
     session.connection().execute(_ACTIVITY, params)
 

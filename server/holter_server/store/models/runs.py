@@ -30,6 +30,11 @@ class RunRow(Base):
     # set when the run finishes, cleared once its losses were compared with its reference
     drift_due_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), index=True)
     last_step: Mapped[int | None] = mapped_column(BigInteger)
+    # Batches of points stored, and how many of them live detection has read all of: a run is due
+    # for detection while the first is ahead, so a pass never looks at the metrics of the runs a
+    # lab has finished (store/events.py: `settle_detected_runs`, `claim_detection_work`).
+    stored_batches: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    detected_batches: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     # what was declared about its metrics, per name or glob: {"kind", "summary", "step_metric"}
     metric_definitions: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     # what the client said sums the run up (wandb's `run.summary`): {"best_acc": 0.93, ...}
