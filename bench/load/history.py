@@ -41,25 +41,30 @@ def backend_cpu_ms(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) * 1000 / 100  # utime, stime in clock ticks (100 Hz)
 
 
-def fill(url: str, history: int, metrics: int) -> None:
-    """Finished runs read to the end, and live runs with unread points, written by SQL (fast)."""
+def fill_history(url: str, runs: int, metrics: int) -> None:
+    """`runs` finished runs of `metrics` metrics, each read by detection to its last step, written
+    by SQL (fast). On a schema without the runs' batch counts (main before they came), without them."""
+    _fill(url, "h", runs, metrics, status="finished", last=999, read=999)
+
+
+def _fill(url: str, prefix: str, count: int, width: int, *, status: str, last: int, read: int) -> None:
+    if not count:
+        return
     engine = make_engine(url)
     try:
         with engine.begin() as c:
-            for prefix, count, status, last, read in (("h", history, "finished", 999, 999), ("l", LIVE_RUNS, "running", 1009, 999)):
-                if not count:
-                    continue
-                width = metrics if prefix == "h" else LIVE_METRICS
-                c.execute(text("""INSERT INTO runs (id, project, status, created_at, updated_at, heartbeat_at, config, tags, last_step,
-                                                    stored_batches, detected_batches)
-                    SELECT :prefix || g, 'p', :status, now(), now(), now(), '{}', '[]', :last, 10, :settled FROM generate_series(1, :n) g"""),
-                          {"prefix": prefix, "status": status, "last": last, "n": count, "settled": 10 if prefix == "h" else 9})
-                c.execute(text("""INSERT INTO metrics (run_id, metric_id, name, count, first_step, last_step)
-                    SELECT :prefix || r, m, 'm' || m, :last + 1, 0, :last FROM generate_series(1, :n) r, generate_series(1, :k) m"""),
-                          {"prefix": prefix, "last": last, "n": count, "k": width})
-                c.execute(text("""INSERT INTO detector_states (run_id, metric_id, detected_step, detector_version, updated_at)
-                    SELECT run_id, metric_id, :read, 'x', now() FROM metrics WHERE run_id LIKE :prefix || '%'"""),
-                          {"read": read, "prefix": prefix})
+            counted = c.execute(text("SELECT count(*) FROM information_schema.columns WHERE table_name = 'runs' "
+                                     "AND column_name = 'stored_batches'")).scalar_one()
+            counts = (", stored_batches, detected_batches", f", 10, {10 if read == last else 9}") if counted else ("", "")
+            c.execute(text(f"""INSERT INTO runs (id, project, status, created_at, updated_at, heartbeat_at, config, tags, last_step{counts[0]})
+                SELECT :prefix || g, 'history', :status, now(), now(), now(), '{{}}', '[]', :last{counts[1]} FROM generate_series(1, :n) g"""),
+                      {"prefix": prefix, "status": status, "last": last, "n": count})
+            c.execute(text("""INSERT INTO metrics (run_id, metric_id, name, count, first_step, last_step)
+                SELECT :prefix || r, m, 'm' || m, :last + 1, 0, :last FROM generate_series(1, :n) r, generate_series(1, :k) m"""),
+                      {"prefix": prefix, "last": last, "n": count, "k": width})
+            c.execute(text("""INSERT INTO detector_states (run_id, metric_id, detected_step, detector_version, updated_at)
+                SELECT run_id, metric_id, :read, 'x', now() FROM metrics WHERE run_id LIKE :prefix || '%'"""),
+                      {"read": read, "prefix": prefix})
         with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
             c.execute(text("VACUUM ANALYZE"))
     finally:
@@ -99,7 +104,8 @@ def main() -> None:
     for history in (int(h) for h in args.history.split(",")):
         with postgres_database() as url:
             upgrade(url)
-            fill(url, history, args.metrics)
+            fill_history(url, history, args.metrics)
+            _fill(url, "l", LIVE_RUNS, LIVE_METRICS, status="running", last=1009, read=999)  # the live runs, with unread points
             walls, cpu, claimed = measure(url, args.repeats)
         spread = f"({min(walls):.1f}-{max(walls):.1f})"
         print(f"{history:>14,}{history * args.metrics:>10,}{statistics.median(walls):>16.1f}{spread:>16}"

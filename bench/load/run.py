@@ -3,6 +3,7 @@
     .venv/bin/python bench/load/run.py                          # 50, 100, 200 jobs, 20 s each, both services
     .venv/bin/python bench/load/run.py --jobs 200 --seconds 60  # one level, longer
     .venv/bin/python bench/load/run.py --targets holter --holter-workers 2 --repeats 3
+    .venv/bin/python bench/load/run.py --targets holter --jobs 50 --history 20000   # a lab's database: 20,000 finished runs
 
 Each simulated job logs 20 metrics at 10 steps/s and posts what elapsed once a second (about a
 200-point batch a second): to Holter's `/api/v1/runs/{id}/points` in the body the real client
@@ -46,6 +47,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.ingest.run import ADMIN_URL, postgres_database  # noqa: E402
 from tests.load import percentile, rss_mb  # noqa: E402
+from bench.load.history import fill_history  # noqa: E402
 from tests.servers import free_port  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
@@ -411,11 +413,15 @@ def main() -> None:
     parser.add_argument("--targets", default="holter,fasttrackml")
     parser.add_argument("--holter-workers", type=int, default=1, help="holter serve --workers")
     parser.add_argument("--fml", help="path of FastTrackML's fml binary")
+    parser.add_argument("--history", type=int, default=0,
+                        help="finished runs of 40 metrics in Holter's database before the first level, as a lab's database "
+                             "holds (bench/load/history.py); FastTrackML's requests read no other run's rows")
     args = parser.parse_args()
     job_counts = [int(j) for j in args.jobs.split(",")]
     targets = [t.strip().lower() for t in args.targets.split(",")]
     print(f"{args.metrics} metrics x {args.rate:g} steps/s per job, {args.seconds:g} s per level, {args.repeats} repeat(s), "
-          f"Postgres; Holter with live detection ({args.holter_workers} API process(es))", flush=True)
+          f"Postgres; Holter with live detection ({args.holter_workers} API process(es))"
+          + (f", {args.history:,} finished runs in its database" if args.history else ""), flush=True)
     print(HEADER, flush=True)
     held: dict[str, list[tuple[int, float]]] = {}
     medians: list[str] = []
@@ -427,6 +433,8 @@ def main() -> None:
                 service: Service = (Holter(database_url, log, args.holter_workers) if target == "holter"
                                     else FastTrackML(database_url, log, fml_binary(args.fml)))
                 service.start()
+                if target == "holter" and args.history:
+                    fill_history(database_url, args.history, 40)
                 try:
                     for jobs in job_counts:
                         levels = []
