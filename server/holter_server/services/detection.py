@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -77,9 +78,9 @@ def detect_pending(*, session_factory: sessionmaker[Session], limit: int | None 
     done = 0
     started = events_store.now()  # each metric once per pass: one whose points wait is not claimed again in it
     with session_scope(session_factory) as session:  # its own short transaction: ingest updates these rows too
-        events_store.settle_detected_runs(session=session)
+        due = events_store.settle_detected_runs(session=session)  # (a run due from now on is read next pass)
     while done < limit:
-        claimed = _detect_some(session_factory, min(per_transaction, limit - done), not_since=started)
+        claimed = _detect_some(session_factory, min(per_transaction, limit - done), not_since=started, due=due)
         if not claimed:
             break
         done += claimed
@@ -185,13 +186,14 @@ _FINDINGS_AT: dict[str, float] = {}
 WAIT_S = 5.0
 
 
-def _detect_some(session_factory: sessionmaker[Session], limit: int, not_since: datetime | None = None) -> int:
+def _detect_some(session_factory: sessionmaker[Session], limit: int, not_since: datetime | None = None,
+                 due: Sequence[str] | None = None) -> int:
     kept: dict[tuple[str, int], _Live] = {}
     work: list[events_store.DetectionWork] = []
     live_detectors = _live_for(session_factory)
     try:
         with session_scope(session_factory) as session:
-            work = events_store.claim_detection_work(session=session, limit=limit, not_since=not_since)
+            work = events_store.claim_detection_work(session=session, limit=limit, not_since=not_since, among_runs=due)
             if not work:
                 return 0
             _detect_claimed(session, work, live_detectors, kept)

@@ -92,8 +92,9 @@ def _due_runs(session: Session) -> list[tuple[str, int]]:
     return [(run_id, stored) for run_id, stored in due]
 
 
-def settle_detected_runs(*, session: Session) -> int:
-    """Mark the due runs whose every metric detection has read as settled; returns how many.
+def settle_detected_runs(*, session: Session) -> list[str]:
+    """Mark the due runs whose every metric detection has read as settled; returns the runs
+    still due (with points detection has not read), for the pass's claims.
 
     The runs' batch counts are read before their metrics: a batch counted by then has its points
     in sight of the second read (its metrics' steps and its count commit together), and one
@@ -102,7 +103,7 @@ def settle_detected_runs(*, session: Session) -> int:
     """
     due = _due_runs(session)
     if not due:
-        return 0
+        return []
     states = DetectorStateRow.__table__
     metrics = MetricRow.__table__
     ids = [run_id for run_id, _ in due]
@@ -120,10 +121,11 @@ def settle_detected_runs(*, session: Session) -> int:
             .values(detected_batches=bindparam("seen")),
             read,
         )
-    return len(read)
+    return [run_id for run_id, _ in due if run_id in unread]
 
 
-def claim_detection_work(*, session: Session, limit: int, not_since: datetime | None = None) -> list[DetectionWork]:
+def claim_detection_work(*, session: Session, limit: int, not_since: datetime | None = None,
+                         among_runs: Sequence[str] | None = None) -> list[DetectionWork]:
     """Metrics whose newest step is past what detection has seen, taken from every run with
     such metrics in turn, of runs this transaction holds for detection (`claims.claim_runs`).
 
@@ -131,9 +133,10 @@ def claim_detection_work(*, session: Session, limit: int, not_since: datetime | 
     it works on until it commits, and reads the metrics' progress only once it holds their runs
     (what another process committed meanwhile is then in view). No row is locked across runs,
     which a distributed table would refuse. `not_since`: leave out metrics whose progress was
-    saved at or after that moment (already read in this pass).
+    saved at or after that moment (already read in this pass). `among_runs`: the runs due, as
+    `settle_detected_runs` returned them this pass (read here when not given).
     """
-    due = [run_id for run_id, _ in _due_runs(session)]
+    due = list(among_runs) if among_runs is not None else [run_id for run_id, _ in _due_runs(session)]
     if not due:
         return []
     missing = (  # never read: first in the queue, and in this pass whenever it began
