@@ -159,12 +159,35 @@ def test_zooming_on_a_chart_reads_the_range_at_full_resolution_and_back(page, lo
     overview = wait_until(lambda: plotted_x(page, "loss"))
     assert len([x for x in overview if 1000 <= x <= 1100]) < 101  # downsampled
     href = lambda: page.evaluate("() => window.location.href")  # noqa: E731
-    relayout(page, {"xaxis.range[0]": 1000, "xaxis.range[1]": 1100})
-    wait_until(lambda: "start=1000" in href() and "end=1100" in href(), timeout=10)
+    # A zoom made as the chart reports its first autosize can be overwritten by that report
+    # (seen in CI on a loaded machine, as with the double-click below); a person zooms again, and
+    # so does the test.
+    zoom = {"xaxis.range[0]": 1000, "xaxis.range[1]": 1100}
+    wait_until(lambda: ("start=1000" in href() and "end=1100" in href()) or relayout(page, zoom) or time.sleep(3), timeout=20)
     wait_until(lambda: [x for x in plotted_x(page, "loss") if 1000 <= x <= 1100] == list(range(1000, 1101)), timeout=10)
     # A double-click made while the zoomed charts are still being drawn can be swallowed by the
     # redraw (seen once in CI); a person clicks again, and so does the test.
     wait_until(lambda: "start=" not in href() or relayout(page, {"xaxis.autorange": True}) or time.sleep(2), timeout=20)
+
+
+def test_a_zoom_reported_beside_other_charts_relayouts_is_followed(page, spiky_run: str) -> None:  # type: ignore[no-untyped-def]
+    # Charts drawn at once report their autosize in the same call as a zoom on one of them: the
+    # zoom is the one that carries a range, wherever it is in the list (it was read only first).
+    page.goto(f"/runs/{spiky_run}")
+    page.locator(".chart-card .js-plotly-plot").first.wait_for()
+    answer = page.evaluate("""() => {
+        const kept = window.dash_clientside.callback_context;
+        window.dash_clientside.callback_context = {triggered: [
+            {prop_id: '{"key":"grad_norm","type":"panel"}.relayoutData', value: {autosize: true}},
+            {prop_id: '{"key":"loss","type":"panel"}.relayoutData', value: {'xaxis.range[0]': 100.4, 'xaxis.range[1]': 199.6}},
+        ]};
+        try {
+            return window.dash_clientside.holter.follow_zoom([], {start: null, end: null, x_axis: 'step'}, null, []);
+        } finally {
+            window.dash_clientside.callback_context = kept;
+        }
+    }""")
+    assert answer["start"] == 100 and answer["end"] == 200
 
 
 def test_wall_time_axis_draws_a_long_run_downsampled_with_its_times(page, long_run: str) -> None:  # type: ignore[no-untyped-def]

@@ -8,8 +8,11 @@ window.dash_clientside = Object.assign({}, window.dash_clientside, {
     holter: {
         follow_zoom: function (_relayouts, view, live, panels) {
             const noUpdate = window.dash_clientside.no_update;
-            const trigger = (window.dash_clientside.callback_context.triggered || [])[0];
-            if (!trigger || !trigger.value || !view) return noUpdate;
+            // Charts that report relayouts together (their autosize as they are drawn, beside a
+            // zoom) come in one call: the zoom is whichever of them carries a range, not the first.
+            const trigger = (window.dash_clientside.callback_context.triggered || []).find(t => t && t.value && (
+                t.value['xaxis.range'] || t.value['xaxis.range[0]'] !== undefined || t.value['xaxis.autorange']));
+            if (!trigger || !view) return noUpdate;
             const payload = trigger.value;
             const key = JSON.parse(trigger.prop_id.slice(0, trigger.prop_id.lastIndexOf('.'))).key;
             const heatmap = (panels || []).some(p => p.key === key && p.kind === 'heatmap');  // always by step
