@@ -186,8 +186,7 @@ _FINDINGS_AT: dict[str, float] = {}
 WAIT_S = 5.0
 
 
-def _detect_some(session_factory: sessionmaker[Session], limit: int, not_since: datetime | None = None,
-                 due: Sequence[str] | None = None) -> int:
+def _detect_some(session_factory: sessionmaker[Session], limit: int, not_since: datetime, due: Sequence[str]) -> int:
     kept: dict[tuple[str, int], _Live] = {}
     work: list[events_store.DetectionWork] = []
     live_detectors = _live_for(session_factory)

@@ -76,7 +76,9 @@ NEVER_READ = datetime(1970, 1, 1, tzinfo=UTC)  # the progress time of a metric d
 # history of finished runs in the database, detection's statements look at these runs' metrics
 # only: their ids are read first and passed on, since no planner can tell from its statistics
 # how few rows a comparison of two columns keeps (it guessed a third, and joined every metric).
-_DUE = RunRow.__table__.c.stored_batches > RunRow.__table__.c.detected_batches
+_RUNS = RunRow.__table__
+_STATES = DetectorStateRow.__table__
+_DUE = _RUNS.c.stored_batches > _RUNS.c.detected_batches
 # The most due runs one statement names; past it (only when that many runs have unread points at
 # once) each pass takes a random share, so none waits for ever.
 MAX_DUE_RUNS = 5_000
@@ -84,8 +86,7 @@ MAX_DUE_RUNS = 5_000
 
 def _due_runs(session: Session) -> list[tuple[str, int]]:
     """(id, stored batches) of runs due for detection."""
-    runs = RunRow.__table__
-    query = select(runs.c.id, runs.c.stored_batches).where(_DUE)
+    query = select(_RUNS.c.id, _RUNS.c.stored_batches).where(_DUE)
     due = session.execute(query.limit(MAX_DUE_RUNS + 1)).all()
     if len(due) > MAX_DUE_RUNS:
         due = session.execute(query.order_by(func.random()).limit(MAX_DUE_RUNS)).all()
@@ -104,20 +105,18 @@ def settle_detected_runs(*, session: Session) -> list[str]:
     due = _due_runs(session)
     if not due:
         return []
-    states = DetectorStateRow.__table__
     metrics = MetricRow.__table__
     ids = [run_id for run_id, _ in due]
     unread = set(session.scalars(  # (the runs named on both tables: each then read by its key)
         select(metrics.c.run_id).distinct()
-        .select_from(metrics.outerjoin(states, and_(states.c.run_id == metrics.c.run_id, states.c.metric_id == metrics.c.metric_id,
-                                                    states.c.run_id.in_(ids))))
-        .where(metrics.c.run_id.in_(ids), metrics.c.last_step > func.coalesce(states.c.detected_step, -1))
+        .select_from(metrics.outerjoin(_STATES, and_(_STATES.c.run_id == metrics.c.run_id, _STATES.c.metric_id == metrics.c.metric_id,
+                                                     _STATES.c.run_id.in_(ids))))
+        .where(metrics.c.run_id.in_(ids), metrics.c.last_step > func.coalesce(_STATES.c.detected_step, -1))
     ))
     read = [{"run": run_id, "seen": seen} for run_id, seen in due if run_id not in unread]
     if read:
-        runs = RunRow.__table__
         session.execute(
-            update(runs).where(runs.c.id == bindparam("run"), runs.c.detected_batches < bindparam("seen"))
+            update(_RUNS).where(_RUNS.c.id == bindparam("run"), _RUNS.c.detected_batches < bindparam("seen"))
             .values(detected_batches=bindparam("seen")),
             read,
         )
@@ -150,11 +149,11 @@ def claim_detection_work(*, session: Session, limit: int, not_since: datetime | 
     )
     held_elsewhere: list[str] = []
     for _ in range(3):  # a few tries past runs other processes hold, then what is left waits a pass
-        candidates = session.execute(_pending_work(limit=limit, among_runs=due, skip_runs=held_elsewhere, not_since=not_since)).all()
+        candidates = session.execute(_pending_work(limit=limit, runs=due, skip_runs=held_elsewhere, not_since=not_since)).all()
         wanted = list(dict.fromkeys(row.run_id for row in candidates))
         held = claims.claim_runs(session=session, task=claims.Task.DETECTION, run_ids=wanted)
         if held:
-            rows = session.execute(_pending_work(limit=limit, only_runs=held, not_since=not_since)).all()
+            rows = session.execute(_pending_work(limit=limit, runs=held, not_since=not_since)).all()
             # the saved states (tens of kB each) are read only where the caller has no detector at hand
             return [
                 DetectionWork(run_id=row.run_id, metric_id=row.metric_id, metric=row.name, detected_step=row.detected_step,
@@ -167,8 +166,7 @@ def claim_detection_work(*, session: Session, limit: int, not_since: datetime | 
     return []
 
 
-def _pending_work(*, limit: int, among_runs: Sequence[str] | None = None, skip_runs: Sequence[str] = (), only_runs: Sequence[str] | None = None,
-                  not_since: datetime | None = None) -> Select[Any]:
+def _pending_work(*, limit: int, runs: Sequence[str], skip_runs: Sequence[str] = (), not_since: datetime | None = None) -> Select[Any]:
     """Metrics with points detection has not read, in round-robin order over runs: each run's
     longest-waiting metric first, then each run's second, ... (ordering by waiting time alone let
     one run with thousands of new metrics hold every other run's live detection back for minutes)."""
@@ -179,14 +177,12 @@ def _pending_work(*, limit: int, among_runs: Sequence[str] | None = None, skip_r
         .join(MetricRow, and_(MetricRow.run_id == DetectorStateRow.run_id, MetricRow.metric_id == DetectorStateRow.metric_id))
         .where(MetricRow.last_step > DetectorStateRow.detected_step)
     )
-    if among_runs is not None:  # on both tables: the planner then reads each by its key, not every metric
-        query = query.where(DetectorStateRow.run_id.in_(list(among_runs)), MetricRow.run_id.in_(list(among_runs)))
+    # the runs named on both tables: the planner then reads each by its key, not every metric
+    query = query.where(DetectorStateRow.run_id.in_(list(runs)), MetricRow.run_id.in_(list(runs)))
     if skip_runs:
         query = query.where(DetectorStateRow.run_id.not_in(list(skip_runs)))
     if not_since is not None:
         query = query.where(DetectorStateRow.updated_at < not_since)
-    if only_runs is not None:
-        query = query.where(DetectorStateRow.run_id.in_(list(only_runs)), MetricRow.run_id.in_(list(only_runs)))
     ranked = query.subquery()
     return select(ranked).order_by(ranked.c.turn, ranked.c.updated_at).limit(limit)
 
@@ -208,7 +204,6 @@ def lock_detection_rows(*, session: Session, keys: Sequence[tuple[str, int]]) ->
     return out
 
 
-_STATES = DetectorStateRow.__table__
 # Built once and sent as plain executemany (pipelined on Postgres): a pass saves the progress of
 # every metric it read, and the ORM's bulk update by primary key cost more than the statements.
 _SAVE_PROGRESS = (
