@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from sqlalchemy import update
+
+from holter_server.schemas.points import read_batch
+from holter_server.services import detection
+from holter_server.services.ingest import ingest_batch
 from holter_server.store import events as events_store
 from holter_server.store import points as points_store
 from holter_server.store import runs as runs_store
 from holter_server.store.database import make_engine, make_session_factory, session_scope, upgrade
+from holter_server.store.models import DetectorStateRow, RunRow
 
 
 def test_a_run_with_thousands_of_new_metrics_does_not_hold_back_another_run(empty_store_url: str) -> None:
@@ -35,13 +41,6 @@ def test_a_pass_looks_only_at_runs_with_batches_it_has_not_read(empty_store_url:
     # a lab's database holds thousands of finished runs: once detection has read a run, its
     # metrics are out of the claims' sight until a batch is stored for it again (or its
     # detection is reset), however their progress rows read
-    from sqlalchemy import update
-
-    from holter_server.services import detection
-    from holter_server.services.ingest import ingest_batch
-    from holter_server.schemas.points import read_batch
-    from holter_server.store.models import DetectorStateRow, RunRow
-
     upgrade(empty_store_url)
     engine = make_engine(empty_store_url)
     factory = make_session_factory(engine)

@@ -8,11 +8,10 @@ The store picks the backend of a session with `backend_for(session)`; nothing ou
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Protocol
 
 import numpy as np

@@ -9,10 +9,9 @@ columns come back as binary COPY, decoded by numpy without a Python object per v
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 import struct
 from itertools import repeat
 

@@ -6,12 +6,11 @@ a re-sent point is compared with the stored one.
 
 from __future__ import annotations
 
-from datetime import datetime
-
 import math
 import sqlite3
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
+from datetime import datetime
 from itertools import repeat
 
 import numpy as np
