@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from alembic import context
-from sqlalchemy import engine_from_config, pool
-
 from holter_server.store.models import Base
 from holter_server.store.partitions import not_a_partition
+from sqlalchemy import engine_from_config, pool
 
 config = context.config
 target_metadata = Base.metadata
@@ -30,7 +29,9 @@ def run_online() -> None:
     if connection is not None:
         run_migrations(connection)
         return
-    engine = engine_from_config(config.get_section(config.config_ini_section, {}), prefix="sqlalchemy.", poolclass=pool.NullPool)
+    engine = engine_from_config(
+        config.get_section(config.config_ini_section, {}), prefix="sqlalchemy.", poolclass=pool.NullPool
+    )
     with engine.connect() as connection:
         run_migrations(connection)
 

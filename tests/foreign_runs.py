@@ -29,16 +29,34 @@ wandb.finish()
 def write_wandb_offline_run(folder: Path, script: str = WANDB_SCRIPT) -> Path:
     """Run `script` with wandb in offline mode (it contacts no server); return the run's folder."""
     pytest.importorskip("wandb")
-    env = {**os.environ, "WANDB_MODE": "offline", "WANDB_SILENT": "true", "WANDB_DIR": str(folder),
-           "WANDB_DISABLE_GIT": "true", "WANDB_DISABLE_CODE": "true", "WANDB__DISABLE_STATS": "true"}
-    subprocess.run([sys.executable, "-c", textwrap.dedent(script)], cwd=folder, env=env, check=True, timeout=120,
-                   capture_output=True)
+    env = {
+        **os.environ,
+        "WANDB_MODE": "offline",
+        "WANDB_SILENT": "true",
+        "WANDB_DIR": str(folder),
+        "WANDB_DISABLE_GIT": "true",
+        "WANDB_DISABLE_CODE": "true",
+        "WANDB__DISABLE_STATS": "true",
+    }
+    subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script)],
+        cwd=folder,
+        env=env,
+        check=True,
+        timeout=120,
+        capture_output=True,
+    )
     (run_folder,) = (folder / "wandb").glob("offline-run-*")
     return run_folder
 
 
-def write_mlflow_run(tracking_uri: str, *, name: str = "mlflow-baseline", metrics: dict[str, list[tuple[int, float, int]]],
-                     params: dict[str, object]) -> str:
+def write_mlflow_run(
+    tracking_uri: str,
+    *,
+    name: str = "mlflow-baseline",
+    metrics: dict[str, list[tuple[int, float, int]]],
+    params: dict[str, object],
+) -> str:
     """One finished MLflow run with `metrics` (key -> [(step, value, timestamp ms)]) and `params`; its id."""
     pytest.importorskip("mlflow")
     from mlflow.tracking import MlflowClient

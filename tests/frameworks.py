@@ -58,8 +58,9 @@ def lm_loss(t: np.ndarray, rng: np.random.Generator, start: float = 10.5, floor:
 def with_spike(curve: Callable, at: int, factor: float = 2.0, width: int = 2) -> Callable:
     def spiked(t: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         values = curve(t, rng)
-        values[at:at + width] *= factor
+        values[at : at + width] *= factor
         return values
+
     return spiked
 
 
@@ -68,6 +69,7 @@ def with_nan_from(curve: Callable, at: int) -> Callable:
         values = curve(t, rng)
         values[at:] = np.nan
         return values
+
     return broken
 
 
@@ -76,6 +78,7 @@ def with_shift(curve: Callable, at: int, factor: float) -> Callable:
         values = curve(t, rng)
         values[at:] *= factor
         return values
+
     return shifted
 
 
@@ -105,6 +108,7 @@ def periodic_mismatch(base: float, noise: float, jump: float, every: int, start:
         values = np.abs(base + rng.normal(0, noise, len(t)))
         values[(t >= start) & (t % every == 0)] += jump
         return values
+
     return curve
 
 
@@ -113,6 +117,7 @@ def rising_from(base: float, noise: float, at: int, to: float) -> Callable:
         values = np.abs(base + rng.normal(0, noise, len(t)))
         values[at:] = to + np.abs(rng.normal(0, noise * 3, len(t) - at))
         return values
+
     return curve
 
 
@@ -170,7 +175,10 @@ SCENARIOS: dict[str, Scenario] = {
             "entropy": ("statistic", positive(0.7, 0.02)),
             "completions/mean_length": ("statistic", level(312.0, 15.0)),
             "clip_ratio/region_mean": ("statistic", positive(0.002, 0.001)),
-            "sampling/sampling_logp_difference/mean": ("logprob_mismatch", periodic_mismatch(0.004, 0.001, 0.12, 24, 240)),
+            "sampling/sampling_logp_difference/mean": (
+                "logprob_mismatch",
+                periodic_mismatch(0.004, 0.001, 0.12, 24, 240),
+            ),
             "sampling/sampling_logp_difference/max": ("logprob_mismatch", positive(0.2, 0.02)),
             "sampling/importance_sampling_ratio/mean": ("mismatch_ratio", level(1.0, 0.002)),
             "sampling/importance_sampling_ratio/min": ("statistic", positive(0.6, 0.05)),
@@ -178,8 +186,12 @@ SCENARIOS: dict[str, Scenario] = {
             "num_tokens": ("schedule", counter),
             UNKNOWN[0]: UNKNOWN[1],
         },
-        planted=frozenset({("sawtooth", "sampling/sampling_logp_difference/mean"),
-                           ("mismatch_off_zero", "sampling/sampling_logp_difference/mean")}),
+        planted=frozenset(
+            {
+                ("sawtooth", "sampling/sampling_logp_difference/mean"),
+                ("mismatch_off_zero", "sampling/sampling_logp_difference/mean"),
+            }
+        ),
         quiet=frozenset({"loss", "sampling/importance_sampling_ratio/mean"}),
     ),
     # volcengine/verl verl/trainer/ppo/rollout_corr_helper.py, verl/utils/debug/metrics.py,
@@ -193,7 +205,10 @@ SCENARIOS: dict[str, Scenario] = {
             "actor/pg_clipfrac": ("statistic", positive(0.01, 0.003)),
             "actor/grad_norm": ("grad_norm", grad_norm),
             "actor/lr": ("schedule", lr_schedule),
-            "critic/score/mean": ("reward", lambda t, rng: 0.3 + 0.4 * (1 - np.exp(-t / 120)) + rng.normal(0, 0.02, len(t))),
+            "critic/score/mean": (
+                "reward",
+                lambda t, rng: 0.3 + 0.4 * (1 - np.exp(-t / 120)) + rng.normal(0, 0.02, len(t)),
+            ),
             "critic/advantages/mean": ("statistic", level(0.0, 0.05)),
             "response_length/mean": ("statistic", level(400.0, 20.0)),
             "rollout_corr/log_ppl_abs_diff": ("logprob_mismatch", positive(0.004, 0.001)),
@@ -202,7 +217,10 @@ SCENARIOS: dict[str, Scenario] = {
             "rollout_corr/chi2_token": ("logprob_mismatch", positive(0.002, 0.0005)),
             "rollout_corr/chi2_seq": ("statistic", positive(0.8, 0.3)),
             "rollout_corr/rollout_is_mean": ("mismatch_ratio", level(1.0, 0.003)),
-            "rollout_corr/training_ppl": ("statistic", lambda t, rng: 1.8 + 0.3 * np.exp(-t / 200) + rng.normal(0, 0.02, len(t))),
+            "rollout_corr/training_ppl": (
+                "statistic",
+                lambda t, rng: 1.8 + 0.3 * np.exp(-t / 200) + rng.normal(0, 0.02, len(t)),
+            ),
             "training/rollout_probs_diff_mean": ("logprob_mismatch", positive(0.003, 0.001)),
             "training/rollout_actor_probs_pearson_corr": ("statistic", level(0.998, 0.0005)),
             "timing_s/step": ("step_time", level(41.0, 0.8)),
@@ -210,7 +228,9 @@ SCENARIOS: dict[str, Scenario] = {
             UNKNOWN[0]: UNKNOWN[1],
         },
         planted=frozenset({("level_shift", "rollout_corr/k3_kl"), ("mismatch_off_zero", "rollout_corr/k3_kl")}),
-        quiet=frozenset({"actor/pg_loss", "rollout_corr/rollout_is_mean", "rollout_corr/log_ppl_abs_diff", "rollout_corr/kl"}),
+        quiet=frozenset(
+            {"actor/pg_loss", "rollout_corr/rollout_is_mean", "rollout_corr/log_ppl_abs_diff", "rollout_corr/kl"}
+        ),
     ),
     # OpenRLHF/OpenRLHF openrlhf/trainer/ray/ppo_actor.py, ppo_critic.py; openrlhf/utils/logging_utils.py
     # (everything as train/<name>)
@@ -239,7 +259,10 @@ SCENARIOS: dict[str, Scenario] = {
         "NeMo-RL",
         {
             "train/loss": ("policy_loss", policy_loss),
-            "train/token_mult_prob_error": ("mismatch_ratio", lambda t, rng: 1.0 + np.abs(rng.normal(0.006, 0.002, len(t)))),
+            "train/token_mult_prob_error": (
+                "mismatch_ratio",
+                lambda t, rng: 1.0 + np.abs(rng.normal(0.006, 0.002, len(t))),
+            ),
             "train/gen_kl_error": ("logprob_mismatch", rising_from(0.0008, 0.0002, 320, 0.05)),
             "train/policy_kl_error": ("logprob_mismatch", positive(0.0009, 0.0002)),
             "train/js_divergence_error": ("logprob_mismatch", positive(0.0002, 0.00005)),
@@ -254,7 +277,9 @@ SCENARIOS: dict[str, Scenario] = {
         },
         planted=frozenset({("level_shift", "train/gen_kl_error"), ("mismatch_off_zero", "train/gen_kl_error")}),
         # healthy ≈ 1.0, not 0: read as a logprob gap it would "leave zero" from step 0
-        quiet=frozenset({"train/loss", "train/token_mult_prob_error", "train/sampling_importance_ratio", "train/policy_kl_error"}),
+        quiet=frozenset(
+            {"train/loss", "train/token_mult_prob_error", "train/sampling_importance_ratio", "train/policy_kl_error"}
+        ),
     ),
     # THUDM/slime slime/backends/megatron_utils/loss.py, model.py; radixark/miles
     # miles/backends/training_utils/loss_hub/losses.py (train_rollout_kl)
@@ -310,7 +335,9 @@ SCENARIOS: dict[str, Scenario] = {
             "throughput": ("throughput", level(410.0, 4.0)),
             UNKNOWN[0]: UNKNOWN[1],
         },
-        planted=frozenset({("spike", "lm loss"), ("level_shift", "iteration-time"), ("systems_slowdown", "iteration-time")}),
+        planted=frozenset(
+            {("spike", "lm loss"), ("level_shift", "iteration-time"), ("systems_slowdown", "iteration-time")}
+        ),
         every={"lm loss validation": 40, "lm loss validation ppl": 40},
     ),
     # pytorch/torchtitan torchtitan/components/metrics.py (MetricsProcessor.log),
@@ -338,7 +365,10 @@ SCENARIOS: dict[str, Scenario] = {
     "deepspeed": Scenario(
         "DeepSpeed",
         {
-            "Train/Samples/train_loss": ("loss", lambda t, rng: np.where(t < 330, lm_loss(t, rng), 3.3 * np.exp((t - 330) / 40))),
+            "Train/Samples/train_loss": (
+                "loss",
+                lambda t, rng: np.where(t < 330, lm_loss(t, rng), 3.3 * np.exp((t - 330) / 40)),
+            ),
             "Train/Samples/eval_loss": ("eval_loss", lambda t, rng: lm_loss(t, rng) + 0.05),
             "Train/Samples/lr": ("schedule", lr_schedule),
             "Train/Samples/loss_scale": ("schedule", lambda t, rng: np.full(len(t), 4096.0)),
@@ -392,8 +422,12 @@ def write_file(scenario: Scenario, folder, seed: int = 0):
     folder = Path(folder)
     if scenario.file_format == "llmc_log":
         path = folder / "main.log"
-        path.write_text("".join(f"s:{step} " + " ".join(f"{k}:{v:.6f}" for k, v in row.items()) + "\n"
-                                for step, row in sorted(by_step.items())))
+        path.write_text(
+            "".join(
+                f"s:{step} " + " ".join(f"{k}:{v:.6f}" for k, v in row.items()) + "\n"
+                for step, row in sorted(by_step.items())
+            )
+        )
         return path
     import json
 

@@ -18,8 +18,9 @@ class JobResult:
     latencies: list[float] = field(default_factory=list)
 
 
-async def training_job(client: httpx.AsyncClient, run_id: str, *, metrics: int, rate: float, seconds: float,
-                       project: str = "load") -> JobResult:
+async def training_job(
+    client: httpx.AsyncClient, run_id: str, *, metrics: int, rate: float, seconds: float, project: str = "load"
+) -> JobResult:
     """Create the run, then every second post the steps that elapsed; retry a failed batch."""
     result = JobResult(run_id)
     names = [f"metric_{i:02d}" for i in range(metrics)]
@@ -31,7 +32,11 @@ async def training_job(client: httpx.AsyncClient, run_id: str, *, metrics: int, 
         steps = list(range(step, due))
         step = due
         if steps:
-            body = {"metrics": {name: {"steps": steps, "values": [s * 0.001 + i for s in steps]} for i, name in enumerate(names)}}
+            body = {
+                "metrics": {
+                    name: {"steps": steps, "values": [s * 0.001 + i for s in steps]} for i, name in enumerate(names)
+                }
+            }
             while True:
                 sent = time.perf_counter()
                 try:
@@ -48,11 +53,17 @@ async def training_job(client: httpx.AsyncClient, run_id: str, *, metrics: int, 
     return result
 
 
-async def run_jobs(base_url: str, *, jobs: int, metrics: int, rate: float, seconds: float, prefix: str) -> list[JobResult]:
+async def run_jobs(
+    base_url: str, *, jobs: int, metrics: int, rate: float, seconds: float, prefix: str
+) -> list[JobResult]:
     limits = httpx.Limits(max_connections=jobs, max_keepalive_connections=jobs)
     async with httpx.AsyncClient(base_url=f"{base_url}/api/v1", timeout=60, limits=limits) as client:
-        return await asyncio.gather(*(training_job(client, f"{prefix}-{i:03d}", metrics=metrics, rate=rate, seconds=seconds)
-                                      for i in range(jobs)))
+        return await asyncio.gather(
+            *(
+                training_job(client, f"{prefix}-{i:03d}", metrics=metrics, rate=rate, seconds=seconds)
+                for i in range(jobs)
+            )
+        )
 
 
 def percentile(values: list[float], q: float) -> float:

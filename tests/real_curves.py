@@ -38,18 +38,35 @@ LABEL_KINDS: dict[str, str | None] = {
 
 # Labels that name a fault; a series carrying none of them is a healthy series (recoverable spikes and
 # periodic slow steps are reported, never alarmed on).
-PROBLEM_LABELS = frozenset({
-    "divergence_nan", "divergence_nonfinite", "divergence_overfitting", "divergence_finite", "flat_zero_gradient",
-    "plateau_stuck", "train_far_below_eval", "too_good",
-})
+PROBLEM_LABELS = frozenset(
+    {
+        "divergence_nan",
+        "divergence_nonfinite",
+        "divergence_overfitting",
+        "divergence_finite",
+        "flat_zero_gradient",
+        "plateau_stuck",
+        "train_far_below_eval",
+        "too_good",
+    }
+)
 
 # What Holter should read a series as (the `kind` argument of its classifier). An RL policy or
 # value loss is `policy_loss`, as the vocabulary reads it: it is not a language-model loss that
 # should only fall (a PPO surrogate swings around zero; a critic's loss grows with the returns).
-SERIES_KINDS = frozenset({
-    "loss", "eval_loss", "grad_norm", "activation_norm", "logprob_mismatch", "throughput", "step_time", "policy_loss",
-    "other",
-})
+SERIES_KINDS = frozenset(
+    {
+        "loss",
+        "eval_loss",
+        "grad_norm",
+        "activation_norm",
+        "logprob_mismatch",
+        "throughput",
+        "step_time",
+        "policy_loss",
+        "other",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -148,6 +165,7 @@ def healthy_runs(min_steps: int = 0) -> dict[str, tuple[RealSeries, ...]]:
     """The runs every series of which is healthy, and whose logged steps reach `min_steps` (the
     issue's "healthy runs of 5,000 steps or more" are counted as runs, not as series)."""
     return {
-        run: members for run, members in runs().items()
+        run: members
+        for run, members in runs().items()
         if all(s.healthy for s in members) and max(int(s.arrays()[0][-1]) for s in members) >= min_steps
     }

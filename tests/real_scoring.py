@@ -18,7 +18,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
 from holter_server.commands.analyze import run_findings
 from holter_server.detect import IncrementalDetector
 from holter_server.detect.classify import Detector, new_detector
@@ -27,13 +26,15 @@ from holter_server.detect.findings import SeriesSnapshot, cross_signal_findings
 from holter_server.importers import Series
 from holter_server.vocabulary.names import understand_all
 from holter_server.vocabulary.signals import signal
+
 from tests.real_curves import LABEL_KINDS, Label, RealSeries, load_corpus, runs
 
 # Event kinds that count as finding each label: the classifier's own kind, and the run-level
 # finding that names the same thing (an eval loss turning up while train falls is `overfitting`).
 FOUND_AS: dict[str, frozenset[str]] = {
     label: frozenset({kind} | ({"overfitting"} if label == "divergence_overfitting" else set()))
-    for label, kind in LABEL_KINDS.items() if kind is not None
+    for label, kind in LABEL_KINDS.items()
+    if kind is not None
 }
 PERIOD_TOLERANCE = 0.05
 # Series the name path (`read_corpus(by_name=True)`) reads otherwise than their label, on purpose:
@@ -72,8 +73,11 @@ def read_run(members: tuple[RealSeries, ...]) -> list[SeriesReading]:
         steps, values = series.arrays()
         if series.kind == "other":
             finite = values[np.isfinite(values)]
-            snapshots.append(SeriesSnapshot(series.metric_name, float(finite[-1]) if len(finite) else None,
-                                            int(steps[0]), int(steps[-1])))
+            snapshots.append(
+                SeriesSnapshot(
+                    series.metric_name, float(finite[-1]) if len(finite) else None, int(steps[0]), int(steps[-1])
+                )
+            )
             continue
         detector = IncrementalDetector(series.metric_name, kind=series.kind)
         detector.add(steps, values)
@@ -150,7 +154,9 @@ def match_events(series: RealSeries, label: Label, events: tuple[Event, ...] | l
             continue
         if event.end_step < label.start_step - slack or event.start_step > label.end_step + slack:
             continue
-        if label.period is not None and (event.period is None or abs(event.period - label.period) > PERIOD_TOLERANCE * label.period):
+        if label.period is not None and (
+            event.period is None or abs(event.period - label.period) > PERIOD_TOLERANCE * label.period
+        ):
             continue
         return event
     return None

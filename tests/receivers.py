@@ -44,7 +44,7 @@ class Receiver:
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 with receiver._lock:
                     receiver.received.append(Received(self.path, {k.lower(): v for k, v in self.headers.items()}, body))

@@ -25,8 +25,15 @@ def free_port() -> int:
 class ServerProcess:
     """A `holter serve` child process that tests can start, SIGKILL and start again."""
 
-    def __init__(self, database_url: str, *, port: int | None = None, env: dict[str, str] | None = None, log_path: Path | None = None,
-                 args: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        database_url: str,
+        *,
+        port: int | None = None,
+        env: dict[str, str] | None = None,
+        log_path: Path | None = None,
+        args: tuple[str, ...] = (),
+    ) -> None:
         self.database_url = database_url
         self.args = args  # more `holter serve` options
         self.port = port or free_port()
@@ -39,7 +46,19 @@ class ServerProcess:
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout: float = 60.0) -> ServerProcess:
-        command = [sys.executable, "-m", "holter.cli", "serve", "--port", str(self.port), "--db", self.database_url, "--log-level", "warning", *self.args]
+        command = [
+            sys.executable,
+            "-m",
+            "holter.cli",
+            "serve",
+            "--port",
+            str(self.port),
+            "--db",
+            self.database_url,
+            "--log-level",
+            "warning",
+            *self.args,
+        ]
         log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
         self.process = subprocess.Popen(command, env=self.env, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout

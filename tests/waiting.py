@@ -16,5 +16,7 @@ def wait_until(condition: Callable[[], T], timeout: float = 30.0, interval: floa
         value = condition()
         if value:
             return value
-        assert time.monotonic() < deadline, f"gave up after {timeout} s waiting for {getattr(condition, '__qualname__', condition)}"
+        assert time.monotonic() < deadline, (
+            f"gave up after {timeout} s waiting for {getattr(condition, '__qualname__', condition)}"
+        )
         time.sleep(interval)

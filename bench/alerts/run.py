@@ -21,14 +21,14 @@ import time
 import uuid
 from pathlib import Path
 
-
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-import holter  # noqa: E402
-from bench.ingest.run import postgres_database  # noqa: E402
-from tests.receivers import Receiver  # noqa: E402
-from tests.servers import ServerProcess  # noqa: E402
+import holter
+
+from bench.ingest.run import postgres_database
+from tests.receivers import Receiver
+from tests.servers import ServerProcess
 
 
 class TimedReceiver(Receiver):
@@ -51,7 +51,9 @@ def latency(server: ServerProcess, receiver: TimedReceiver, trials: int, spool: 
     results = []
     for trial in range(trials):
         project = f"bench-{uuid.uuid4().hex[:6]}"
-        api.post("/channels", json={"name": project, "kind": "webhook", "target": receiver.url, "project": project}).raise_for_status()
+        api.post(
+            "/channels", json={"name": project, "kind": "webhook", "target": receiver.url, "project": project}
+        ).raise_for_status()
         run = holter.init(project=project, url=server.url, spool_dir=spool)
         for step in range(300):
             run.log({"loss": 3.0 - step / 300}, step=step)
@@ -79,16 +81,37 @@ def throughput(database_url: str, server: ServerProcess, receiver: Receiver, ale
     from holter_server.store.runs import now
 
     api = server.api(timeout=5)
-    channel = api.post("/channels", json={"name": "throughput", "kind": "slack", "target": receiver.url, "default_rules": False}).json()
+    channel = api.post(
+        "/channels", json={"name": "throughput", "kind": "slack", "target": receiver.url, "default_rules": False}
+    ).json()
     engine = make_engine(Settings(database_url=database_url).resolved_database_url())
     before = len(receiver.messages())
     with session_scope(make_session_factory(engine)) as session:
         for i in range(alerts):
-            event = Event(kind="divergence", metric="loss", start_step=1, end_step=1, severity="critical", score=0.0,
-                          summary="loss became NaN", peak_step=1)
-            alert = Alert(event=event, project="bench", run_id=f"run-{i}", run_name=None, time=now().isoformat(), sparkline="▁▂▃").to_json()
-            alerts_store.queue_delivery(session=session, channel_id=channel["id"], rule_id=None, run_id=f"run-{i}", event_id=None,
-                                        purpose="alert", idempotency_key=f"bench:{uuid.uuid4()}", alert=alert, not_before=now())
+            event = Event(
+                kind="divergence",
+                metric="loss",
+                start_step=1,
+                end_step=1,
+                severity="critical",
+                score=0.0,
+                summary="loss became NaN",
+                peak_step=1,
+            )
+            alert = Alert(
+                event=event, project="bench", run_id=f"run-{i}", run_name=None, time=now().isoformat(), sparkline="▁▂▃"
+            ).to_json()
+            alerts_store.queue_delivery(
+                session=session,
+                channel_id=channel["id"],
+                rule_id=None,
+                run_id=f"run-{i}",
+                event_id=None,
+                purpose="alert",
+                idempotency_key=f"bench:{uuid.uuid4()}",
+                alert=alert,
+                not_before=now(),
+            )
     started = time.perf_counter()
     while len(receiver.messages()) - before < alerts:
         time.sleep(0.01)

@@ -86,7 +86,10 @@ class Watch:
 
     @contextmanager
     def during(self) -> Iterator[Watch]:
-        threads = [threading.Thread(target=self._memory, daemon=True), threading.Thread(target=self._latency, daemon=True)]
+        threads = [
+            threading.Thread(target=self._memory, daemon=True),
+            threading.Thread(target=self._latency, daemon=True),
+        ]
         for thread in threads:
             thread.start()
         try:
@@ -98,8 +101,13 @@ class Watch:
 
 
 def start_server(tree: Path, db: str, port: int, log: Path) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "PYTHONPATH": f"{tree}/client:{tree}/server:{tree}/dashboard:{tree}", "HOLTER_AUTH": "on",
-           "HOLTER_ADMIN_TOKEN": TOKEN, "HOLTER_DETECTION_ENABLED": "false"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": f"{tree}/client:{tree}/server:{tree}/dashboard:{tree}",
+        "HOLTER_AUTH": "on",
+        "HOLTER_ADMIN_TOKEN": TOKEN,
+        "HOLTER_DETECTION_ENABLED": "false",
+    }
     command = [sys.executable, "-m", "holter.cli", "serve", "--port", str(port), "--db", db, "--log-level", "warning"]
     process = subprocess.Popen(command, env=env, stdout=log.open("ab"), stderr=subprocess.STDOUT, cwd=tree)
     deadline = time.monotonic() + 90
@@ -126,7 +134,9 @@ def big_bodies_without_a_key(url: str, port: int, api: httpx.Client) -> str:
     def one() -> None:
         chunk = b"[" + b"0," * (2**20 // 2 - 1) + b"0"
         with socket.create_connection(("127.0.0.1", port), timeout=20) as sock:
-            sock.sendall(f"POST /api/v1/runs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {size}\r\n\r\n".encode())
+            sock.sendall(
+                f"POST /api/v1/runs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {size}\r\n\r\n".encode()
+            )
             sent, deadline = 0, time.monotonic() + 20
             try:
                 while sent < size and time.monotonic() < deadline:
@@ -150,16 +160,22 @@ def big_bodies_without_a_key(url: str, port: int, api: httpx.Client) -> str:
 def huge_points_body(url: str, port: int, api: httpx.Client, key: str, run_id: str) -> str:
     """A 64 MiB /points body of small numbers (16.7M values) with a valid key."""
     values = b"0," * (32 * 2**20 - 40)
-    body = b'{"metrics": {"loss": {"steps": [0], "values": [' + values + b'0]}}}'
-    answer = httpx.post(f"{url}/api/v1/runs/{run_id}/points", content=body, timeout=120,
-                        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"})
+    body = b'{"metrics": {"loss": {"steps": [0], "values": [' + values + b"0]}}}"
+    answer = httpx.post(
+        f"{url}/api/v1/runs/{run_id}/points",
+        content=body,
+        timeout=120,
+        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+    )
     return f"HTTP {answer.status_code}"
 
 
 def stalled_uploads(url: str, port: int, api: httpx.Client, key: str, run_id: str) -> str:
     """40 uploads with a valid key that send their headers and one byte, then stall for 12 s."""
-    head = (f"POST /api/v1/runs/{run_id}/points HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {key}\r\n"
-            "Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{").encode()
+    head = (
+        f"POST /api/v1/runs/{run_id}/points HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {key}\r\n"
+        "Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"
+    ).encode()
     sockets = []
     for _ in range(40):
         sock = socket.create_connection(("127.0.0.1", port), timeout=30)
@@ -219,7 +235,9 @@ def timed_get(api: httpx.Client, path: str, params: dict | None = None) -> str:
 
 def post_points(api: httpx.Client, run_id: str, metrics: dict[str, tuple[list[int], list[float]]]) -> None:
     batch = {"metrics": {name: {"steps": steps, "values": values} for name, (steps, values) in metrics.items()}}
-    api.post(f"/runs/{run_id}/points", content=json.dumps(batch), headers={"Content-Type": "application/json"}, timeout=300).raise_for_status()
+    api.post(
+        f"/runs/{run_id}/points", content=json.dumps(batch), headers={"Content-Type": "application/json"}, timeout=300
+    ).raise_for_status()
 
 
 def plant_events(db: str, run_id: str, events: list[tuple[str, int, int]]) -> None:
@@ -230,11 +248,21 @@ def plant_events(db: str, run_id: str, events: list[tuple[str, int, int]]) -> No
     from holter_server.services.detection import record_event
     from holter_server.store.database import make_engine, make_session_factory
 
-    engine = make_engine(db if not db.startswith("postgresql://") else "postgresql+psycopg://" + db.removeprefix("postgresql://"))
+    engine = make_engine(
+        db if not db.startswith("postgresql://") else "postgresql+psycopg://" + db.removeprefix("postgresql://")
+    )
     with make_session_factory(engine)() as session:
         for kind, start, end in events:
-            event = Event(kind=kind, metric="loss", start_step=start, end_step=end, severity="warning", score=5.0,
-                          summary=f"{kind} at step {start}", peak_step=start)
+            event = Event(
+                kind=kind,
+                metric="loss",
+                start_step=start,
+                end_step=end,
+                severity="warning",
+                score=5.0,
+                summary=f"{kind} at step {start}",
+                peak_step=start,
+            )
             record_event(session=session, run_id=run_id, key=f"attack:{kind}@{start}", event=event, muted=False)
         session.commit()
     engine.dispose()
@@ -248,7 +276,9 @@ def new_run(api: httpx.Client, project: str, config: dict | None = None) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--tree", type=Path, default=ROOT, help="source tree to run `holter serve` from (default: this one)")
+    parser.add_argument(
+        "--tree", type=Path, default=ROOT, help="source tree to run `holter serve` from (default: this one)"
+    )
     parser.add_argument("--db", default=None, help="database URL (default: a fresh SQLite file)")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="holter-attack-"))
@@ -256,11 +286,16 @@ def main() -> None:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     server = start_server(args.tree.resolve(), db, port, work / "server.log")
-    print(f"holter serve from {args.tree} on {url} ({'SQLite' if db.startswith('sqlite') else 'Postgres'}), auth on; log {work / 'server.log'}")
+    print(
+        f"holter serve from {args.tree} on {url} ({'SQLite' if db.startswith('sqlite') else 'Postgres'}), auth on; log {work / 'server.log'}"
+    )
     try:
         with httpx.Client(base_url=f"{url}/api/v1", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=120) as api:
             key = api.post("/keys", json={"name": "attack", "scope": "ingest"}).json()["key"]
-            print("setting up: a 1M-point run and its reference, 2,000 tiny metrics, a spiky run, 5 runs with 3,000-key configs ...", flush=True)
+            print(
+                "setting up: a 1M-point run and its reference, 2,000 tiny metrics, a spiky run, 5 runs with 3,000-key configs ...",
+                flush=True,
+            )
             big, reference = new_run(api, "attack"), new_run(api, "attack")
             for run_id in (big, reference):
                 for start in range(0, 1_000_000, 250_000):
@@ -285,13 +320,21 @@ def main() -> None:
                 ("40 stalled uploads (valid key)", lambda: stalled_uploads(url, port, api, key, tiny)),
                 ("300 slowloris sockets", lambda: slowloris(url, port, api)),
                 (f"report.html, {events} events", lambda: timed_get(api, f"/runs/{spiky}/report.html")),
-                ("compare, 1M-point run", lambda: timed_get(api, f"/runs/{big}/compare", {"metric": "loss", "reference": reference})),
-                ("family, 2,000 metrics × 10,000 buckets", lambda: timed_get(api, f"/runs/{tiny}/family", {"prefix": "act/", "max_buckets": 10_000})),
+                (
+                    "compare, 1M-point run",
+                    lambda: timed_get(api, f"/runs/{big}/compare", {"metric": "loss", "reference": reference}),
+                ),
+                (
+                    "family, 2,000 metrics × 10,000 buckets",
+                    lambda: timed_get(api, f"/runs/{tiny}/family", {"prefix": "act/", "max_buckets": 10_000}),
+                ),
                 ("levers, 12 runs × 3,000 config keys", lambda: timed_get(api, "/levers", {"project": "levers"})),
             ]
             assert server.pid is not None
             print(f"\nAPI process at rest: RSS {rss_mib(server.pid):.0f} MiB\n")
-            print(f"{'attack':42} {'answer':58} {'RSS peak':>9} {'+RSS':>7} {'CPU s':>6} {'/health p50':>11} {'max':>7} {'fail':>4}")
+            print(
+                f"{'attack':42} {'answer':58} {'RSS peak':>9} {'+RSS':>7} {'CPU s':>6} {'/health p50':>11} {'max':>7} {'fail':>4}"
+            )
             for name, attack in attacks:
                 before, cpu = rss_mib(server.pid), cpu_seconds(server.pid)
                 watch = Watch(server.pid, url)
@@ -300,8 +343,11 @@ def main() -> None:
                     time.sleep(0.5)
                 peak = max(watch.rss or [before])
                 health = watch.health or [float("nan")]
-                print(f"{name:42} {answer[:58]:58} {peak:8.0f}M {peak - before:+6.0f}M {cpu_seconds(server.pid) - cpu:6.1f} "
-                      f"{statistics.median(health) * 1000:9.0f}ms {max(health) * 1000:5.0f}ms {watch.failures:4d}", flush=True)
+                print(
+                    f"{name:42} {answer[:58]:58} {peak:8.0f}M {peak - before:+6.0f}M {cpu_seconds(server.pid) - cpu:6.1f} "
+                    f"{statistics.median(health) * 1000:9.0f}ms {max(health) * 1000:5.0f}ms {watch.failures:4d}",
+                    flush=True,
+                )
     finally:
         server.terminate()
         try:

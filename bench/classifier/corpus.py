@@ -68,19 +68,30 @@ METRIC_NAMES = {
     "eval_loss": ["eval_loss", "val_loss"],
     "grad_norm": ["grad_norm", "grad_norm/layer.3", "train/grad_norm"],
     "activation_norm": ["act_norm/layer.11", "activation_rms"],
-    "logprob_mismatch": ["sampling/sampling_logp_difference/mean", "training/rollout_probs_diff_mean",
-                         "train_rollout_logprob_abs_diff", "vllm_kl"],
+    "logprob_mismatch": [
+        "sampling/sampling_logp_difference/mean",
+        "training/rollout_probs_diff_mean",
+        "train_rollout_logprob_abs_diff",
+        "vllm_kl",
+    ],
     "throughput": ["tokens_per_s", "samples_per_second"],
     "step_time": ["step_time", "step_time_ms"],
 }
 
 
 def _curve(rng, kind, values, steps, label, **extra) -> Curve:
-    return {"metric": str(rng.choice(METRIC_NAMES[kind])), "kind": kind, "steps": steps, "values": values,
-            "label": label, **extra}
+    return {
+        "metric": str(rng.choice(METRIC_NAMES[kind])),
+        "kind": kind,
+        "steps": steps,
+        "values": values,
+        "label": label,
+        **extra,
+    }
 
 
 # -- anomalies ---------------------------------------------------------------------------------
+
 
 def spike(rng, kind):
     n = int(rng.integers(300, 2500))
@@ -196,6 +207,7 @@ def level_shift(rng, kind):
 
 # -- hard healthy cases ------------------------------------------------------------------------
 
+
 def healthy_case(rng, kind):
     n = int(rng.integers(300, 3000))
     case = str(rng.choice(["plain", "warmup_bump", "cooldown", "noisy", "short", "sparse", "drift"]))
@@ -208,9 +220,9 @@ def healthy_case(rng, kind):
     t = np.arange(n)
     if case == "warmup_bump" and kind in ("loss", "eval_loss"):
         at = int(n * 0.05)
-        y = y * (1 + 0.08 * np.exp(-((t - at) / max(2, n * 0.01)) ** 2))
+        y = y * (1 + 0.08 * np.exp(-(((t - at) / max(2, n * 0.01)) ** 2)))
     elif case == "warmup_bump" and kind == "grad_norm":
-        y = y * (1 + 1.5 * np.exp(-((t - n * 0.05) / (n * 0.02)) ** 2))
+        y = y * (1 + 1.5 * np.exp(-(((t - n * 0.05) / (n * 0.02)) ** 2)))
     elif case == "cooldown" and kind in ("loss", "eval_loss"):
         at = int(n * 0.8)
         y[at:] *= 1 - 0.08 * (t[at:] - at) / (n - at)
@@ -223,6 +235,7 @@ def healthy_case(rng, kind):
 
 
 # -- shapes seen on real small PyTorch trainings (`holter demo --real`) ---------------------------
+
 
 def _norm_steps(rng):
     n = int(rng.integers(100, 1500))

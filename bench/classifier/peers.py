@@ -12,15 +12,21 @@ import math
 import sys
 from pathlib import Path
 
-LOSSLINT_KINDS = {"nan_inf": "divergence", "loss_spike": "spike", "divergence": "divergence",
-                  "overfit_onset": "divergence", "stagnation": "plateau"}
+LOSSLINT_KINDS = {
+    "nan_inf": "divergence",
+    "loss_spike": "spike",
+    "divergence": "divergence",
+    "overfit_onset": "divergence",
+    "stagnation": "plateau",
+}
 TRAINPULSE_KINDS = {"nan_detector": "divergence", "loss_spike": "spike", "plateau": "plateau", "step_time": "spike"}
 
 
 def peer_name(curve: dict) -> str:
     """Name the series so each peer routes it to its own detectors."""
     return {"loss": "loss", "eval_loss": "eval_loss", "grad_norm": "grad_norm", "step_time": "step_time"}.get(
-        curve["kind"], curve["metric"])
+        curve["kind"], curve["metric"]
+    )
 
 
 def run_losslint(curve: dict) -> list[dict]:
@@ -35,8 +41,15 @@ def run_losslint(curve: dict) -> list[dict]:
             continue
         steps = f.details.get("steps") or [f.details.get("since_step")] or [None]
         for step in steps[:50]:
-            out.append({"kind": kind, "start_step": step, "end_step": step, "alarm": f.severity in ("warning", "error"),
-                        "period": None})
+            out.append(
+                {
+                    "kind": kind,
+                    "start_step": step,
+                    "end_step": step,
+                    "alarm": f.severity in ("warning", "error"),
+                    "period": None,
+                }
+            )
     return out
 
 
@@ -54,8 +67,15 @@ def run_trainpulse(curve: dict) -> list[dict]:
             kind = "plateau" if "vanish" in alert.message.lower() else "spike"
         if kind is None:
             continue
-        out.append({"kind": kind, "start_step": alert.step, "end_step": alert.step,
-                    "alarm": alert.severity.value in ("warning", "critical"), "period": None})
+        out.append(
+            {
+                "kind": kind,
+                "start_step": alert.step,
+                "end_step": alert.step,
+                "alarm": alert.severity.value in ("warning", "critical"),
+                "period": None,
+            }
+        )
     return out
 
 
@@ -70,8 +90,16 @@ def main() -> None:
             try:
                 results[peer][c["name"]] = runner(c)
             except Exception as exc:  # a peer crashing on a curve is a miss, not a bench failure
-                results[peer][c["name"]] = [{"kind": "error", "start_step": None, "end_step": None,
-                                              "alarm": False, "period": None, "error": repr(exc)}]
+                results[peer][c["name"]] = [
+                    {
+                        "kind": "error",
+                        "start_step": None,
+                        "end_step": None,
+                        "alarm": False,
+                        "period": None,
+                        "error": repr(exc),
+                    }
+                ]
     Path(sys.argv[2]).write_text(json.dumps(results))
 
 

@@ -25,13 +25,13 @@ REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(REPO))  # tests.real_curves: the real-run corpus and how it is scored
 
-from corpus import make_corpus  # noqa: E402
-from scoring import format_table, score  # noqa: E402
+from corpus import make_corpus
+from holter_server.detect import IncrementalDetector, classify_series
+from holter_server.detect.events import Event
+from scoring import format_table, score
 
-from holter_server.detect import IncrementalDetector, classify_series  # noqa: E402
-from holter_server.detect.events import Event  # noqa: E402
-from tests.real_curves import CORPUS, RealSeries, runs  # noqa: E402
-from tests.real_scoring import events_to_find, in_the_data, match, match_events, read_run  # noqa: E402
+from tests.real_curves import CORPUS, RealSeries, runs
+from tests.real_scoring import events_to_find, in_the_data, match, match_events, read_run
 
 PEERS_VENV = REPO / "bench" / ".venv-peers"
 
@@ -39,10 +39,19 @@ PEERS_VENV = REPO / "bench" / ".venv-peers"
 def holter_predictions(curves: list[dict]) -> dict[str, list[dict]]:
     out = {}
     for c in curves:
-        events = classify_series(c["steps"], c["values"], metric=c["metric"], kind=c["kind"],
-                                 expected_floor=c.get("expected_floor"))
-        out[c["name"]] = [{"kind": e.kind, "start_step": e.start_step, "end_step": e.end_step,
-                           "alarm": e.severity != "info", "period": e.period} for e in events]
+        events = classify_series(
+            c["steps"], c["values"], metric=c["metric"], kind=c["kind"], expected_floor=c.get("expected_floor")
+        )
+        out[c["name"]] = [
+            {
+                "kind": e.kind,
+                "start_step": e.start_step,
+                "end_step": e.end_step,
+                "alarm": e.severity != "info",
+                "period": e.period,
+            }
+            for e in events
+        ]
     return out
 
 
@@ -51,19 +60,32 @@ def peer_predictions(curves: list[dict]) -> dict[str, dict[str, list[dict]]]:
     if not python.exists():
         print(f"creating {PEERS_VENV} and installing losslint, trainpulse ...")
         venv.create(PEERS_VENV, with_pip=True)
-    missing = [p for p in ("losslint", "trainpulse")
-               if subprocess.run([str(python), "-c", f"import {p}"], capture_output=True).returncode]
+    missing = [
+        p
+        for p in ("losslint", "trainpulse")
+        if subprocess.run([str(python), "-c", f"import {p}"], capture_output=True).returncode
+    ]
     if missing:
         subprocess.run([str(python), "-m", "pip", "install", "-q", *missing], check=False)
     with tempfile.TemporaryDirectory() as tmp:
         corpus_file, out_file = Path(tmp) / "corpus.json", Path(tmp) / "out.json"
-        corpus_file.write_text(json.dumps([
-            {"name": c["name"], "metric": c["metric"], "kind": c["kind"], "steps": c["steps"].tolist(),
-             "values": [None if not np.isfinite(v) and np.isnan(v) else float(v) for v in c["values"]]}
-            for c in curves
-        ]).replace("Infinity", "1e308"))
-        done = subprocess.run([str(python), str(HERE / "peers.py"), str(corpus_file), str(out_file)],
-                              capture_output=True, text=True)
+        corpus_file.write_text(
+            json.dumps(
+                [
+                    {
+                        "name": c["name"],
+                        "metric": c["metric"],
+                        "kind": c["kind"],
+                        "steps": c["steps"].tolist(),
+                        "values": [None if not np.isfinite(v) and np.isnan(v) else float(v) for v in c["values"]],
+                    }
+                    for c in curves
+                ]
+            ).replace("Infinity", "1e308")
+        )
+        done = subprocess.run(
+            [str(python), str(HERE / "peers.py"), str(corpus_file), str(out_file)], capture_output=True, text=True
+        )
         if done.returncode:
             print(f"peers could not run: {done.stderr.strip().splitlines()[-1:]}")
             return {}
@@ -74,35 +96,64 @@ def real_corpus(with_peers: bool) -> None:
     """Holter (each run read whole) and the peers (series by series) on the real-run corpus."""
     readings = [r for members in runs().values() for r in read_run(members)]
     read = [r for r in readings if r.events is not None]
-    print(f"\nReal-run corpus ({CORPUS.relative_to(REPO)}): {len(readings)} series from {len(runs())} runs; "
-          f"{len(read)} vital signs read ({len(readings) - len(read)} others: rewards, KL, accuracies)")
+    print(
+        f"\nReal-run corpus ({CORPUS.relative_to(REPO)}): {len(readings)} series from {len(runs())} runs; "
+        f"{len(read)} vital signs read ({len(readings) - len(read)} others: rewards, KL, accuracies)"
+    )
     said: dict[str, dict[str, list[Event]]] = {"holter": {r.series.file: list(r.events or ()) for r in read}}
     if with_peers:
-        curves = [{"name": r.series.file, "metric": r.series.metric_name, "kind": r.series.kind,
-                   "steps": r.series.arrays()[0], "values": r.series.arrays()[1]} for r in read]
+        curves = [
+            {
+                "name": r.series.file,
+                "metric": r.series.metric_name,
+                "kind": r.series.kind,
+                "steps": r.series.arrays()[0],
+                "values": r.series.arrays()[1],
+            }
+            for r in read
+        ]
         for peer, predictions in peer_predictions(curves).items():
-            said[peer] = {name: [_as_event(p, name) for p in found if p["kind"] != "error"] for name, found in predictions.items()}
+            said[peer] = {
+                name: [_as_event(p, name) for p in found if p["kind"] != "error"] for name, found in predictions.items()
+            }
     figures = {tool: _real_figures([r.series for r in read], events) for tool, events in said.items()}
     width = 17
     print("metric".ljust(40) + "".join(tool.rjust(width) for tool in figures))
-    for key, label in (("found", "labelled events found"), ("found_visible", "  ... of those the data shows"),
-                       ("healthy_alarmed", "healthy series with warning/critical"), ("periods", "sawtooth period within 5%")):
+    for key, label in (
+        ("found", "labelled events found"),
+        ("found_visible", "  ... of those the data shows"),
+        ("healthy_alarmed", "healthy series with warning/critical"),
+        ("periods", "sawtooth period within 5%"),
+    ):
         print(label.ljust(40) + "".join(figures[tool][key].rjust(width) for tool in figures))
     for kind in sorted({k for f in figures.values() for k in f["by_label"]}):
-        print(f"  {kind}".ljust(40) + "".join(figures[tool]["by_label"].get(kind, "-").rjust(width) for tool in figures))
+        print(
+            f"  {kind}".ljust(40) + "".join(figures[tool]["by_label"].get(kind, "-").rjust(width) for tool in figures)
+        )
     for r in read:
         missed = [label for label in events_to_find(r.series) if match(r, label) is None]
         if missed or (r.series.healthy and r.alarms):
-            what = [f"missed {label.kind}@{label.start_step}" + ("" if in_the_data(r.series, label) else " (not in the data)")
-                    for label in missed] + [f"alarm {e.kind}@{e.start_step} [{e.severity}]" for e in r.alarms if r.series.healthy]
+            what = [
+                f"missed {label.kind}@{label.start_step}"
+                + ("" if in_the_data(r.series, label) else " (not in the data)")
+                for label in missed
+            ] + [f"alarm {e.kind}@{e.start_step} [{e.severity}]" for e in r.alarms if r.series.healthy]
             print(f"  holter {r.series.file}: {'; '.join(what)}")
 
 
 def _as_event(prediction: dict, name: str) -> Event:
     start = prediction["start_step"] if prediction["start_step"] is not None else -1
     end = prediction["end_step"] if prediction["end_step"] is not None else start
-    return Event(kind=prediction["kind"], metric=name, start_step=int(start), end_step=int(end),
-                 severity="warning" if prediction["alarm"] else "info", score=0.0, summary="", period=prediction["period"])
+    return Event(
+        kind=prediction["kind"],
+        metric=name,
+        start_step=int(start),
+        end_step=int(end),
+        severity="warning" if prediction["alarm"] else "info",
+        score=0.0,
+        summary="",
+        period=prediction["period"],
+    )
 
 
 def _real_figures(series: list[RealSeries], said: dict[str, list[Event]]) -> dict:
@@ -135,8 +186,10 @@ def speed() -> None:
         t = time.perf_counter()
         classify_series(steps, values, metric="loss")
         times.append(time.perf_counter() - t)
-    print(f"\nSpeed: batch analysis of 1,000,000 points: median {statistics.median(times):.3f} s "
-          f"(min {min(times):.3f} s, 5 runs)")
+    print(
+        f"\nSpeed: batch analysis of 1,000,000 points: median {statistics.median(times):.3f} s "
+        f"(min {min(times):.3f} s, 5 runs)"
+    )
     m = 20_000
     for batch in (1, 10, 100, 1000):
         per_point = []
@@ -157,15 +210,20 @@ def main() -> None:
     args = parser.parse_args()
 
     curves = make_corpus(args.seed)
-    print(f"Synthetic corpus, seed {args.seed}: {len(curves)} curves "
-          f"({sum(c['label'] == 'healthy' for c in curves)} healthy)")
+    print(
+        f"Synthetic corpus, seed {args.seed}: {len(curves)} curves "
+        f"({sum(c['label'] == 'healthy' for c in curves)} healthy)"
+    )
     results = {"holter": score(curves, holter_predictions(curves))}
     if not args.no_peers:
         for peer, predictions in peer_predictions(curves).items():
             results[peer] = score(curves, predictions)
     print(format_table(results))
-    misses = [c["name"] for c in curves if c["label"] != "healthy"
-              and not any(p["kind"] == c["label"] for p in holter_predictions([c])[c["name"]])]
+    misses = [
+        c["name"]
+        for c in curves
+        if c["label"] != "healthy" and not any(p["kind"] == c["label"] for p in holter_predictions([c])[c["name"]])
+    ]
     print(f"holter misses ({len(misses)}): {', '.join(misses[:12])}{' ...' if len(misses) > 12 else ''}")
     real_corpus(with_peers=not args.no_peers)
     if not args.no_speed:

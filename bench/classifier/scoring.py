@@ -29,15 +29,19 @@ def score(curves: list[dict[str, Any]], predictions: dict[str, list[dict[str, An
     for c in spikes:
         every = int(np.median(np.diff(c["steps"]))) if len(c["steps"]) > 1 else 1
         for p in predictions.get(c["name"], []):
-            if p["kind"] == "spike" and p["start_step"] is not None and (
-                p["start_step"] - 2 * every <= c["spike_step"] <= (p["end_step"] or p["start_step"]) + 2 * every
+            if (
+                p["kind"] == "spike"
+                and p["start_step"] is not None
+                and (p["start_step"] - 2 * every <= c["spike_step"] <= (p["end_step"] or p["start_step"]) + 2 * every)
             ):
                 located += 1
                 break
     saws = [c for c in curves if c["label"] == "sawtooth"]
     period_ok = sum(
-        any(p["kind"] == "sawtooth" and p.get("period") and abs(p["period"] - c["period"]) <= 0.1 * c["period"]
-            for p in predictions.get(c["name"], []))
+        any(
+            p["kind"] == "sawtooth" and p.get("period") and abs(p["period"] - c["period"]) <= 0.1 * c["period"]
+            for p in predictions.get(c["name"], [])
+        )
         for c in saws
     )
     healthy = [c for c in curves if c["label"] == "healthy"]
@@ -66,8 +70,12 @@ def format_table(results: dict[str, dict[str, Any]]) -> str:
             k = results[t]["kinds"][kind]
             row += f"{k['precision']:.2f}/{k['recall']:.2f}/{k['f1']:.2f}".rjust(width)
         lines.append(row)
-    for key, label in (("macro_f1", "macro-F1"), ("spike_localisation", "spike localisation"),
-                       ("period_accuracy", "sawtooth period ±10%"), ("healthy_no_alarm", "healthy: no alarm"),
-                       ("healthy_no_event", "healthy: no event at all")):
+    for key, label in (
+        ("macro_f1", "macro-F1"),
+        ("spike_localisation", "spike localisation"),
+        ("period_accuracy", "sawtooth period ±10%"),
+        ("healthy_no_alarm", "healthy: no alarm"),
+        ("healthy_no_event", "healthy: no event at all"),
+    ):
         lines.append(label.ljust(26) + "".join(f"{results[t][key]:.3f}".rjust(width) for t in tools))
     return "\n".join(lines)

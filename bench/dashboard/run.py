@@ -33,11 +33,20 @@ import msgpack
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-import holter  # noqa: E402
-from tests.servers import ServerProcess  # noqa: E402
+import holter
+
+from tests.servers import ServerProcess
 
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
-METRICS = ["loss", "eval_loss", "grad_norm", "logprob_mismatch", "tokens_per_s", "lr", *(f"act_norm/layer.{i}" for i in range(6))]
+METRICS = [
+    "loss",
+    "eval_loss",
+    "grad_norm",
+    "logprob_mismatch",
+    "tokens_per_s",
+    "lr",
+    *(f"act_norm/layer.{i}" for i in range(6)),
+]
 CHARTS_DRAWN = """(expected) => {
     const plots = document.querySelectorAll('.chart-card .js-plotly-plot');
     if (plots.length < expected) return false;
@@ -53,7 +62,9 @@ def write_run(api: httpx.Client, metrics: list[str], points: int, chunk: int = 5
     import numpy as np
 
     run_id = f"bench{uuid.uuid4().hex[:8]}"
-    api.post("/runs", json={"id": run_id, "project": "bench", "name": f"{len(metrics)} x {points:,}"}).raise_for_status()
+    api.post(
+        "/runs", json={"id": run_id, "project": "bench", "name": f"{len(metrics)} x {points:,}"}
+    ).raise_for_status()
     rng = np.random.default_rng(0)
     started = time.monotonic()
     for lo in range(0, points, chunk):
@@ -64,7 +75,9 @@ def write_run(api: httpx.Client, metrics: list[str], points: int, chunk: int = 5
             values[(steps % 250_000) == 123_456] += 5.0
             batch["metrics"][name] = {"steps": steps.tolist(), "values": values.tolist()}
         body = msgpack.packb(batch)
-        api.post(f"/runs/{run_id}/points", content=body, headers={"content-type": "application/msgpack"}, timeout=600).raise_for_status()
+        api.post(
+            f"/runs/{run_id}/points", content=body, headers={"content-type": "application/msgpack"}, timeout=600
+        ).raise_for_status()
         done = min(lo + chunk, points)
         if done % 200_000 == 0 or done == points:
             rate = done * len(metrics) / (time.monotonic() - started)
@@ -89,20 +102,29 @@ def main() -> int:
         browser = playwright.chromium.launch(executable_path=args.chromium, args=CHROMIUM_ARGS)
         store = "SQLite" if not args.db else "Postgres"
         # lag: a service as people run it (live detection on), one live run
-        lag_server = ServerProcess(f"sqlite:///{Path(tmp) / 'live.db'}", log_path=Path(tmp) / "live.log",
-                                   env={"HOLTER_SPOOL_DIR": str(Path(tmp) / "spool")}).start()
+        lag_server = ServerProcess(
+            f"sqlite:///{Path(tmp) / 'live.db'}",
+            log_path=Path(tmp) / "live.log",
+            env={"HOLTER_SPOOL_DIR": str(Path(tmp) / "spool")},
+        ).start()
         try:
             lags = live_lag(browser, lag_server, args.lag_samples)
         finally:
             lag_server.stop()
-        print(f"log() → point on screen: median {statistics.median(lags):.2f} s (min {min(lags):.2f}, max {max(lags):.2f}, "
-              f"n={len(lags)}; goal ≤ 2 s; client flush interval 1 s, page refresh 1 s)", flush=True)
+        print(
+            f"log() → point on screen: median {statistics.median(lags):.2f} s (min {min(lags):.2f}, max {max(lags):.2f}, "
+            f"n={len(lags)}; goal ≤ 2 s; client flush interval 1 s, page refresh 1 s)",
+            flush=True,
+        )
         # load: the big run written in bulk; live detection is off so that it does not spend the
         # next minutes catching up on 12M points while the page loads (a real run's detection
         # keeps pace as it goes)
         url = args.db or f"sqlite:///{Path(tmp) / 'holter.db'}"
-        server = ServerProcess(url, log_path=Path(tmp) / "server.log",
-                               env={"HOLTER_SPOOL_DIR": str(Path(tmp) / "spool"), "HOLTER_DETECTION_ENABLED": "false"}).start()
+        server = ServerProcess(
+            url,
+            log_path=Path(tmp) / "server.log",
+            env={"HOLTER_SPOOL_DIR": str(Path(tmp) / "spool"), "HOLTER_DETECTION_ENABLED": "false"},
+        ).start()
         try:
             with server.api(timeout=120) as api:
                 print(f"writing {args.metrics} metrics × {args.points:,} points ({store}) ...", flush=True)
@@ -121,15 +143,19 @@ def main() -> int:
             server.stop()
         browser.close()
     for label, loads in (("first visit, empty browser cache", cold), ("returning visit, browser cache warm", warm)):
-        print(f"run page, {args.metrics} metrics × {args.points:,} points ({store}), {label}: charts drawn in median "
-              f"{statistics.median(loads):.2f} s (min {min(loads):.2f}, max {max(loads):.2f}, n={len(loads)}; goal < 1.5 s)")
+        print(
+            f"run page, {args.metrics} metrics × {args.points:,} points ({store}), {label}: charts drawn in median "
+            f"{statistics.median(loads):.2f} s (min {min(loads):.2f}, max {max(loads):.2f}, n={len(loads)}; goal < 1.5 s)"
+        )
     return 0
 
 
 def load_page(opener, url: str, expected: int) -> float:  # type: ignore[no-untyped-def]
     """Seconds from navigation start until every chart holds its data, in a new tab of `opener`
     (a browser: a fresh profile per tab; a context: one shared profile)."""
-    page = opener.new_page(viewport={"width": 1440, "height": 900}) if hasattr(opener, "contexts") else opener.new_page()
+    page = (
+        opener.new_page(viewport={"width": 1440, "height": 900}) if hasattr(opener, "contexts") else opener.new_page()
+    )
     try:
         page.goto(url, wait_until="commit")
         return page.wait_for_function(CHARTS_DRAWN, arg=expected, polling="raf", timeout=60_000).json_value() / 1000

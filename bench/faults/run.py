@@ -23,9 +23,10 @@ import httpx
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-import holter  # noqa: E402
-from bench.ingest.run import postgres_database  # noqa: E402
-from tests.servers import ServerProcess  # noqa: E402
+import holter
+
+from bench.ingest.run import postgres_database
+from tests.servers import ServerProcess
 
 METRICS = 10
 RATE = 100
@@ -68,7 +69,9 @@ def main() -> None:
         exact = series["steps"] == list(range(step)) and series["values"] == [s * 0.5 + 3 for s in range(step)]
         server.stop()
     print(f"outage of {args.outage:g} s while logging {METRICS} metrics at ~{RATE} steps/s")
-    print(f"{'points logged / stored':<36}{step * METRICS:>12,} / {sum(stored.values()):,}  ({'exactly once' if exact and all(v == step for v in stored.values()) else 'MISMATCH'})")
+    print(
+        f"{'points logged / stored':<36}{step * METRICS:>12,} / {sum(stored.values()):,}  ({'exactly once' if exact and all(v == step for v in stored.values()) else 'MISMATCH'})"
+    )
     print(f"{'spool at its largest':<36}{peak_files:>12} files, {peak_bytes / 1e6:.1f} MB")
     print(f"{'service back to all stored (s)':<36}{drained:>12.1f}")
     print(f"{'slowest log() call (ms)':<36}{slowest * 1000:>12.2f}")

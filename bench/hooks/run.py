@@ -22,11 +22,10 @@ import argparse
 import statistics
 import time
 
-import torch
-from torch.nn import functional as F
-
 import holter.torch
-from holter_server.demo.real import ALPHABET, BATCH, Corpus, CharTransformer, DOMAINS, sample_batch
+import torch
+from holter_server.demo.real import ALPHABET, BATCH, DOMAINS, CharTransformer, Corpus, sample_batch
+from torch.nn import functional as F
 
 
 class NullRun:
@@ -39,7 +38,9 @@ class NullRun:
         pass
 
 
-def step_times(model: CharTransformer, optimizer: torch.optim.Optimizer, batches: list, steps: int) -> tuple[list[float], list[float]]:
+def step_times(
+    model: CharTransformer, optimizer: torch.optim.Optimizer, batches: list, steps: int
+) -> tuple[list[float], list[float]]:
     """CPU time of this thread and wall time of each of `steps` training steps."""
     cpu, wall = [], []
     for index in range(steps):
@@ -87,12 +88,14 @@ def main() -> None:
         for index in range(args.steps):
             # the configurations take turns step by step (in a rotating order), so that a burst of
             # load from elsewhere falls on all of them alike
-            for name in names[index % len(names):] + names[: index % len(names)]:
+            for name in names[index % len(names) :] + names[: index % len(names)]:
                 options = configs[name]
                 handle = holter.torch.watch(model, NullRun(), **options) if options else None
                 if handle:
                     handle.step, counts[name] = counts[name], counts[name] + 1
-                cpu, wall = step_times(model, optimizer, batches[index % len(batches):] + batches[: index % len(batches)], 1)
+                cpu, wall = step_times(
+                    model, optimizer, batches[index % len(batches) :] + batches[: index % len(batches)], 1
+                )
                 if handle:
                     handle.remove()
                 cpu_round[name] += cpu
@@ -101,14 +104,18 @@ def main() -> None:
             samples[name] += cpu_round[name]
             ratios[name].append(statistics.median(cpu_round[name]) / statistics.median(cpu_round["no hooks"]))
     parameters = sum(p.numel() for p in model.parameters())
-    print(f"model: {parameters:,} parameters, {len(holter.torch.layers_of(model))} layers; "
-          f"{args.rounds} rounds x {args.steps} steps per configuration, CPU time of one thread (wall time beside it)")
+    print(
+        f"model: {parameters:,} parameters, {len(holter.torch.layers_of(model))} layers; "
+        f"{args.rounds} rounds x {args.steps} steps per configuration, CPU time of one thread (wall time beside it)"
+    )
     for name, times in samples.items():
         overhead = [100 * (r - 1) for r in ratios[name]]
         low, high = quartiles(overhead) if len(overhead) > 1 else (overhead[0], overhead[0])
-        print(f"{name:>18}: median {statistics.median(times) * 1e3:7.2f} ms CPU/step "
-              f"({statistics.median(walls[name]) * 1e3:7.2f} ms wall)  overhead {statistics.median(overhead):+5.1f}% "
-              f"(rounds' quartiles {low:+.1f}% .. {high:+.1f}%)")
+        print(
+            f"{name:>18}: median {statistics.median(times) * 1e3:7.2f} ms CPU/step "
+            f"({statistics.median(walls[name]) * 1e3:7.2f} ms wall)  overhead {statistics.median(overhead):+5.1f}% "
+            f"(rounds' quartiles {low:+.1f}% .. {high:+.1f}%)"
+        )
 
 
 if __name__ == "__main__":

@@ -13,8 +13,8 @@ training step is (CPU time per sample) / interval, whatever the step's length.
 from __future__ import annotations
 
 import argparse
-import statistics
 import stat
+import statistics
 import sys
 import tempfile
 import time
@@ -65,7 +65,9 @@ def main() -> None:
         script.write_text(f"#!/bin/sh\ncat '{CAPTURE}'\n")
         script.chmod(script.stat().st_mode | stat.S_IEXEC)
         readers = {"/proc only (no GPU)": None, "/proc + nvidia-smi (1 GPU)": SmiReader(str(script))}
-        print(f"{args.samples} samples each; default interval {DEFAULT_INTERVAL_S:g} s; python {sys.version.split()[0]}")
+        print(
+            f"{args.samples} samples each; default interval {DEFAULT_INTERVAL_S:g} s; python {sys.version.split()[0]}"
+        )
         for name, gpus in readers.items():
             cpu, wall = measure(args.samples, gpus)
             share = statistics.median(cpu) / DEFAULT_INTERVAL_S

@@ -24,7 +24,11 @@ per_call = 1000 // metrics  # steps per log_batch call: 1,000 metric values
 started = time.perf_counter()
 now_ms = int(time.time() * 1000)
 for first in range(0, steps, per_call):
-    batch = [Metric(name, step * 0.5 + i, now_ms, step) for step in range(first, min(first + per_call, steps)) for i, name in enumerate(names)]
+    batch = [
+        Metric(name, step * 0.5 + i, now_ms, step)
+        for step in range(first, min(first + per_call, steps))
+        for i, name in enumerate(names)
+    ]
     client.log_batch(run_id, metrics=batch)
 batch_rate = steps * metrics / (time.perf_counter() - started)
 

@@ -35,8 +35,9 @@ import psycopg
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-import holter  # noqa: E402
-from tests.servers import ServerProcess, free_port  # noqa: E402
+import holter
+
+from tests.servers import ServerProcess, free_port
 
 ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 MLFLOW_VENV = ROOT / "bench" / ".venv-mlflow"
@@ -123,9 +124,22 @@ def mlflow_ingest(python: Path, database_url: str, points: int, metrics: int) ->
     port = free_port()
     with tempfile.TemporaryDirectory() as artifacts:
         server = subprocess.Popen(
-            [str(MLFLOW_VENV / "bin" / "mlflow"), "server", "--backend-store-uri", database_url.replace("postgresql://", "postgresql+psycopg2://"), "--default-artifact-root", artifacts,
-             "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [
+                str(MLFLOW_VENV / "bin" / "mlflow"),
+                "server",
+                "--backend-store-uri",
+                database_url.replace("postgresql://", "postgresql+psycopg2://"),
+                "--default-artifact-root",
+                artifacts,
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--workers",
+                "1",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         try:
             url = f"http://127.0.0.1:{port}"
@@ -138,8 +152,12 @@ def mlflow_ingest(python: Path, database_url: str, points: int, metrics: int) ->
                     if time.monotonic() > deadline or server.poll() is not None:
                         raise RuntimeError("mlflow server did not start")
                     time.sleep(0.5)
-            out = subprocess.run([str(python), str(Path(__file__).with_name("mlflow_client.py")), url, str(points), str(metrics)],
-                                 capture_output=True, text=True, check=True)
+            out = subprocess.run(
+                [str(python), str(Path(__file__).with_name("mlflow_client.py")), url, str(points), str(metrics)],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
             return json.loads(out.stdout.strip().splitlines()[-1])
         finally:
             server.terminate()
@@ -153,7 +171,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     # Fewer calls than the client's queue bound (200,000 calls): past it log() waits for the sender by design.
     parser.add_argument("--log-calls", type=int, default=50_000)
-    parser.add_argument("--mlflow-points", type=int, default=100_000, help="MLflow is slow: fewer points, rate compared")
+    parser.add_argument(
+        "--mlflow-points", type=int, default=100_000, help="MLflow is slow: fewer points, rate compared"
+    )
     parser.add_argument("--no-mlflow", action="store_true")
     args = parser.parse_args()
 

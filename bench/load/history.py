@@ -26,11 +26,11 @@ ROOT = Path(__file__).resolve().parents[2]
 for part in ("server", "client", "."):
     sys.path.insert(0, str(ROOT / part))
 
-from sqlalchemy import text  # noqa: E402
+from holter_server.store import events as events_store
+from holter_server.store.database import make_engine, make_session_factory, upgrade
+from sqlalchemy import text
 
-from bench.ingest.run import postgres_database  # noqa: E402
-from holter_server.store import events as events_store  # noqa: E402
-from holter_server.store.database import make_engine, make_session_factory, upgrade  # noqa: E402
+from bench.ingest.run import postgres_database
 
 LIVE_RUNS, LIVE_METRICS = 50, 20
 
@@ -53,18 +53,30 @@ def _fill(url: str, prefix: str, count: int, width: int, *, status: str, last: i
     engine = make_engine(url)
     try:
         with engine.begin() as c:
-            counted = c.execute(text("SELECT count(*) FROM information_schema.columns WHERE table_name = 'runs' "
-                                     "AND column_name = 'stored_batches'")).scalar_one()
-            counts = (", stored_batches, detected_batches", f", 10, {10 if read == last else 9}") if counted else ("", "")
-            c.execute(text(f"""INSERT INTO runs (id, project, status, created_at, updated_at, heartbeat_at, config, tags, last_step{counts[0]})
+            counted = c.execute(
+                text(
+                    "SELECT count(*) FROM information_schema.columns WHERE table_name = 'runs' "
+                    "AND column_name = 'stored_batches'"
+                )
+            ).scalar_one()
+            counts = (
+                (", stored_batches, detected_batches", f", 10, {10 if read == last else 9}") if counted else ("", "")
+            )
+            c.execute(
+                text(f"""INSERT INTO runs (id, project, status, created_at, updated_at, heartbeat_at, config, tags, last_step{counts[0]})
                 SELECT :prefix || g, 'history', :status, now(), now(), now(), '{{}}', '[]', :last{counts[1]} FROM generate_series(1, :n) g"""),
-                      {"prefix": prefix, "status": status, "last": last, "n": count})
-            c.execute(text("""INSERT INTO metrics (run_id, metric_id, name, count, first_step, last_step)
+                {"prefix": prefix, "status": status, "last": last, "n": count},
+            )
+            c.execute(
+                text("""INSERT INTO metrics (run_id, metric_id, name, count, first_step, last_step)
                 SELECT :prefix || r, m, 'm' || m, :last + 1, 0, :last FROM generate_series(1, :n) r, generate_series(1, :k) m"""),
-                      {"prefix": prefix, "last": last, "n": count, "k": width})
-            c.execute(text("""INSERT INTO detector_states (run_id, metric_id, detected_step, detector_version, updated_at)
+                {"prefix": prefix, "last": last, "n": count, "k": width},
+            )
+            c.execute(
+                text("""INSERT INTO detector_states (run_id, metric_id, detected_step, detector_version, updated_at)
                 SELECT run_id, metric_id, :read, 'x', now() FROM metrics WHERE run_id LIKE :prefix || '%'"""),
-                      {"read": read, "prefix": prefix})
+                {"read": read, "prefix": prefix},
+            )
         with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as c:
             c.execute(text("VACUUM ANALYZE"))
     finally:
@@ -101,18 +113,27 @@ def main() -> None:
     parser.add_argument("--metrics", type=int, default=40, help="metrics per finished run")
     parser.add_argument("--repeats", type=int, default=21)
     args = parser.parse_args()
-    print(f"a pass's queue work (settle + claim 250 metrics) beside {LIVE_RUNS} live runs x {LIVE_METRICS} metrics, "
-          f"{args.repeats} repeats, Postgres")
-    print(f"{'finished runs':>14}{'metrics':>10}{'wall ms median':>16}{'(range)':>16}{'pg CPU-ms mean':>16}{'claimed':>9}")
+    print(
+        f"a pass's queue work (settle + claim 250 metrics) beside {LIVE_RUNS} live runs x {LIVE_METRICS} metrics, "
+        f"{args.repeats} repeats, Postgres"
+    )
+    print(
+        f"{'finished runs':>14}{'metrics':>10}{'wall ms median':>16}{'(range)':>16}{'pg CPU-ms mean':>16}{'claimed':>9}"
+    )
     for history in (int(h) for h in args.history.split(",")):
         with postgres_database() as url:
             upgrade(url)
             fill_history(url, history, args.metrics)
-            _fill(url, "l", LIVE_RUNS, LIVE_METRICS, status="running", last=1009, read=999)  # the live runs, with unread points
+            _fill(
+                url, "l", LIVE_RUNS, LIVE_METRICS, status="running", last=1009, read=999
+            )  # the live runs, with unread points
             walls, cpu, claimed = measure(url, args.repeats)
         spread = f"({min(walls):.1f}-{max(walls):.1f})"
-        print(f"{history:>14,}{history * args.metrics:>10,}{statistics.median(walls):>16.1f}{spread:>16}"
-              f"{cpu:>16.1f}{claimed:>9}", flush=True)
+        print(
+            f"{history:>14,}{history * args.metrics:>10,}{statistics.median(walls):>16.1f}{spread:>16}"
+            f"{cpu:>16.1f}{claimed:>9}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -45,10 +45,10 @@ import psycopg
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from bench.ingest.run import ADMIN_URL, postgres_database  # noqa: E402
-from tests.load import percentile, rss_mb  # noqa: E402
-from bench.load.history import fill_history  # noqa: E402
-from tests.servers import free_port  # noqa: E402
+from bench.ingest.run import ADMIN_URL, postgres_database
+from bench.load.history import fill_history
+from tests.load import percentile, rss_mb
+from tests.servers import free_port
 
 TICK = os.sysconf("SC_CLK_TCK")
 FML_BATCH_LIMIT = 1000  # MLflow's log-batch takes at most 1,000 metrics a request
@@ -107,7 +107,9 @@ class Service:
     async def create_run(self, client: httpx.AsyncClient, name: str) -> str:
         raise NotImplementedError
 
-    async def post(self, client: httpx.AsyncClient, run_id: str, names: list[str], steps: list[int], wall: float) -> list[float]:
+    async def post(
+        self, client: httpx.AsyncClient, run_id: str, names: list[str], steps: list[int], wall: float
+    ) -> list[float]:
         """Post one batch (retrying until accepted); returns the latency of each request that succeeded."""
         raise NotImplementedError
 
@@ -127,7 +129,18 @@ class Holter(Service):
         self.workers = workers
 
     def command(self) -> tuple[list[str], dict[str, str]]:
-        command = [sys.executable, "-m", "holter.cli", "serve", "--port", str(self.port), "--db", self.database_url, "--log-level", "warning"]
+        command = [
+            sys.executable,
+            "-m",
+            "holter.cli",
+            "serve",
+            "--port",
+            str(self.port),
+            "--db",
+            self.database_url,
+            "--log-level",
+            "warning",
+        ]
         if self.workers > 1:
             command += ["--workers", str(self.workers)]
         path = os.pathsep.join(str(ROOT / part) for part in ("client", "server", "dashboard", "."))
@@ -144,14 +157,20 @@ class Holter(Service):
         answer.raise_for_status()
         return name
 
-    async def post(self, client: httpx.AsyncClient, run_id: str, names: list[str], steps: list[int], wall: float) -> list[float]:
+    async def post(
+        self, client: httpx.AsyncClient, run_id: str, names: list[str], steps: list[int], wall: float
+    ) -> list[float]:
         # the body the client's sender makes: columns per metric, and one wall time per step
         metrics = {name: {"steps": steps, "values": [s * 0.001 + i for s in steps]} for i, name in enumerate(names)}
-        body = json.dumps({"metrics": metrics, "step_times": {"steps": steps, "times": [wall] * len(steps)}},
-                          separators=(",", ":"), allow_nan=False).encode()
+        body = json.dumps(
+            {"metrics": metrics, "step_times": {"steps": steps, "times": [wall] * len(steps)}},
+            separators=(",", ":"),
+            allow_nan=False,
+        ).encode()
         sent = time.perf_counter()
-        response = await client.post(f"{self.url}/api/v1/runs/{run_id}/points", content=body,
-                                     headers={"Content-Type": "application/json"})
+        response = await client.post(
+            f"{self.url}/api/v1/runs/{run_id}/points", content=body, headers={"Content-Type": "application/json"}
+        )
         if response.status_code != 200:
             raise RuntimeError(f"HTTP {response.status_code}: {response.text[:100]}")
         return [time.perf_counter() - sent]
@@ -177,8 +196,16 @@ class FastTrackML(Service):
 
     def command(self) -> tuple[list[str], dict[str, str]]:
         uri = self.database_url.replace("postgresql://", "postgres://") + "?sslmode=disable"
-        return [str(self.binary), "server", "--database-uri", uri, "--listen-address", f"127.0.0.1:{self.port}",
-                "--log-level", "warning"], {}
+        return [
+            str(self.binary),
+            "server",
+            "--database-uri",
+            uri,
+            "--listen-address",
+            f"127.0.0.1:{self.port}",
+            "--log-level",
+            "warning",
+        ], {}
 
     def healthy(self) -> bool:
         try:
@@ -187,19 +214,29 @@ class FastTrackML(Service):
             return False
 
     async def create_run(self, client: httpx.AsyncClient, name: str) -> str:
-        answer = await client.post(f"{self.url}/api/2.0/mlflow/runs/create",
-                                   json={"experiment_id": "0", "run_name": name, "start_time": int(time.time() * 1000)})
+        answer = await client.post(
+            f"{self.url}/api/2.0/mlflow/runs/create",
+            json={"experiment_id": "0", "run_name": name, "start_time": int(time.time() * 1000)},
+        )
         answer.raise_for_status()
         return answer.json()["run"]["info"]["run_id"]
 
-    async def post(self, client: httpx.AsyncClient, run_id: str, names: list[str], steps: list[int], wall: float) -> list[float]:
+    async def post(
+        self, client: httpx.AsyncClient, run_id: str, names: list[str], steps: list[int], wall: float
+    ) -> list[float]:
         stamp = int(wall * 1000)
-        metrics = [{"key": name, "value": s * 0.001 + i, "timestamp": stamp, "step": s} for i, name in enumerate(names) for s in steps]
+        metrics = [
+            {"key": name, "value": s * 0.001 + i, "timestamp": stamp, "step": s}
+            for i, name in enumerate(names)
+            for s in steps
+        ]
         latencies = []
         for lo in range(0, len(metrics), FML_BATCH_LIMIT):
             sent = time.perf_counter()
-            response = await client.post(f"{self.url}/api/2.0/mlflow/runs/log-batch",
-                                         json={"run_id": run_id, "metrics": metrics[lo:lo + FML_BATCH_LIMIT]})
+            response = await client.post(
+                f"{self.url}/api/2.0/mlflow/runs/log-batch",
+                json={"run_id": run_id, "metrics": metrics[lo : lo + FML_BATCH_LIMIT]},
+            )
             if response.status_code != 200:
                 raise RuntimeError(f"HTTP {response.status_code}: {response.text[:100]}")
             latencies.append(time.perf_counter() - sent)
@@ -306,8 +343,16 @@ class Level:
         return (self.service_cpu + self.postgres_cpu) / max(1, self.stored) * 1_000_000
 
 
-async def _job(service: Service, client: httpx.AsyncClient, run_id: str, names: list[str], rate: float, started: float,
-               seconds: float, phase: float) -> JobResult:
+async def _job(
+    service: Service,
+    client: httpx.AsyncClient,
+    run_id: str,
+    names: list[str],
+    rate: float,
+    started: float,
+    seconds: float,
+    phase: float,
+) -> JobResult:
     result = JobResult()
     await asyncio.sleep(phase)
     step = 0
@@ -331,7 +376,9 @@ async def _job(service: Service, client: httpx.AsyncClient, run_id: str, names: 
     return result
 
 
-async def _load(service: Service, jobs: int, metrics: int, rate: float, seconds: float, meter: list[CpuMeter]) -> tuple[list[str], list[JobResult], float]:
+async def _load(
+    service: Service, jobs: int, metrics: int, rate: float, seconds: float, meter: list[CpuMeter]
+) -> tuple[list[str], list[JobResult], float]:
     names = [f"metric_{i:02d}" for i in range(metrics)]
     limits = httpx.Limits(max_connections=jobs + 8, max_keepalive_connections=jobs + 8)
     async with httpx.AsyncClient(timeout=60, limits=limits) as client:
@@ -341,8 +388,9 @@ async def _load(service: Service, jobs: int, metrics: int, rate: float, seconds:
             m.start()
         started = time.monotonic()
         sampler = asyncio.create_task(_sample(meter))
-        results = await asyncio.gather(*(_job(service, client, run_id, names, rate, started, seconds, random.random())
-                                         for run_id in run_ids))
+        results = await asyncio.gather(
+            *(_job(service, client, run_id, names, rate, started, seconds, random.random()) for run_id in run_ids)
+        )
         sampler.cancel()
         return run_ids, list(results), time.monotonic() - started
 
@@ -358,7 +406,9 @@ def run_level(service: Service, database: str, jobs: int, metrics: int, rate: fl
     service_meter = CpuMeter(service.pids)
     postgres_meter = CpuMeter(lambda: _backend_pids(database))
     mine = os.times()
-    run_ids, results, elapsed = asyncio.run(_load(service, jobs, metrics, rate, seconds, [service_meter, postgres_meter]))
+    run_ids, results, elapsed = asyncio.run(
+        _load(service, jobs, metrics, rate, seconds, [service_meter, postgres_meter])
+    )
     generator_cpu = sum(os.times()[:2]) - sum(mine[:2])
     drain_started = time.monotonic()
     while service.backlog() and time.monotonic() - drain_started < 120:
@@ -372,11 +422,23 @@ def run_level(service: Service, database: str, jobs: int, metrics: int, rate: fl
         by_role[_role(pid)] = by_role.get(_role(pid), 0.0) + cpu
     rss = sum(rss_mb(pid) for pid in service.pids())
     sent = sum(r.points_sent for r in results)
-    return Level(jobs=jobs, seconds=elapsed, offered=jobs * metrics * rate, achieved=sent / elapsed,
-                 requests=sum(len(r.latencies) for r in results), latencies=[x for r in results for x in r.latencies],
-                 errors=[e for r in results for e in r.errors], service_cpu=service_cpu, postgres_cpu=postgres_cpu,
-                 rss_mb=rss, sent=sent, stored=service.stored(run_ids), drain_s=drain, generator_cpu=generator_cpu,
-                 by_role=by_role)
+    return Level(
+        jobs=jobs,
+        seconds=elapsed,
+        offered=jobs * metrics * rate,
+        achieved=sent / elapsed,
+        requests=sum(len(r.latencies) for r in results),
+        latencies=[x for r in results for x in r.latencies],
+        errors=[e for r in results for e in r.errors],
+        service_cpu=service_cpu,
+        postgres_cpu=postgres_cpu,
+        rss_mb=rss,
+        sent=sent,
+        stored=service.stored(run_ids),
+        drain_s=drain,
+        generator_cpu=generator_cpu,
+        by_role=by_role,
+    )
 
 
 def fml_binary(given: str | None) -> Path:
@@ -391,16 +453,20 @@ def fml_binary(given: str | None) -> Path:
     return venv / "bin" / "fml"
 
 
-HEADER = (f"{'service':<13}{'jobs':>5}{'offered/s':>11}{'achieved/s':>11}{'p50 ms':>8}{'p95 ms':>8}{'p99 ms':>8}{'errors':>7}"
-          f"{'svc CPU-s':>10}{'pg CPU-s':>9}{'CPU-s/1k req':>13}{'CPU-s/1M pts':>13}{'RSS MB':>8}{'drain s':>8}{'gen CPU-s':>10}  stored")
+HEADER = (
+    f"{'service':<13}{'jobs':>5}{'offered/s':>11}{'achieved/s':>11}{'p50 ms':>8}{'p95 ms':>8}{'p99 ms':>8}{'errors':>7}"
+    f"{'svc CPU-s':>10}{'pg CPU-s':>9}{'CPU-s/1k req':>13}{'CPU-s/1M pts':>13}{'RSS MB':>8}{'drain s':>8}{'gen CPU-s':>10}  stored"
+)
 
 
 def row(name: str, level: Level) -> str:
     ms = [percentile(level.latencies, q) * 1000 for q in (0.5, 0.95, 0.99)]
     exact = "exact" if level.stored == level.sent else f"MISMATCH {level.stored:,} of {level.sent:,}"
-    return (f"{name:<13}{level.jobs:>5}{level.offered:>11,.0f}{level.achieved:>11,.0f}{ms[0]:>8.0f}{ms[1]:>8.0f}{ms[2]:>8.0f}"
-            f"{len(level.errors):>7}{level.service_cpu:>10.1f}{level.postgres_cpu:>9.1f}{level.cpu_per_1k:>13.1f}{level.cpu_per_1m_points:>13.1f}"
-            f"{level.rss_mb:>8.0f}{level.drain_s:>8.1f}{level.generator_cpu:>10.1f}  {exact}")
+    return (
+        f"{name:<13}{level.jobs:>5}{level.offered:>11,.0f}{level.achieved:>11,.0f}{ms[0]:>8.0f}{ms[1]:>8.0f}{ms[2]:>8.0f}"
+        f"{len(level.errors):>7}{level.service_cpu:>10.1f}{level.postgres_cpu:>9.1f}{level.cpu_per_1k:>13.1f}{level.cpu_per_1m_points:>13.1f}"
+        f"{level.rss_mb:>8.0f}{level.drain_s:>8.1f}{level.generator_cpu:>10.1f}  {exact}"
+    )
 
 
 def main() -> None:
@@ -413,15 +479,22 @@ def main() -> None:
     parser.add_argument("--targets", default="holter,fasttrackml")
     parser.add_argument("--holter-workers", type=int, default=1, help="holter serve --workers")
     parser.add_argument("--fml", help="path of FastTrackML's fml binary")
-    parser.add_argument("--history", type=int, default=0,
-                        help="finished runs of 40 metrics in Holter's database before the first level, as a lab's database "
-                             "holds (bench/load/history.py); FastTrackML's requests read no other run's rows")
+    parser.add_argument(
+        "--history",
+        type=int,
+        default=0,
+        help="finished runs of 40 metrics in Holter's database before the first level, as a lab's database "
+        "holds (bench/load/history.py); FastTrackML's requests read no other run's rows",
+    )
     args = parser.parse_args()
     job_counts = [int(j) for j in args.jobs.split(",")]
     targets = [t.strip().lower() for t in args.targets.split(",")]
-    print(f"{args.metrics} metrics x {args.rate:g} steps/s per job, {args.seconds:g} s per level, {args.repeats} repeat(s), "
-          f"Postgres; Holter with live detection ({args.holter_workers} API process(es))"
-          + (f", {args.history:,} finished runs in its database" if args.history else ""), flush=True)
+    print(
+        f"{args.metrics} metrics x {args.rate:g} steps/s per job, {args.seconds:g} s per level, {args.repeats} repeat(s), "
+        f"Postgres; Holter with live detection ({args.holter_workers} API process(es))"
+        + (f", {args.history:,} finished runs in its database" if args.history else ""),
+        flush=True,
+    )
     print(HEADER, flush=True)
     held: dict[str, list[tuple[int, float]]] = {}
     medians: list[str] = []
@@ -430,8 +503,11 @@ def main() -> None:
             with postgres_database() as database_url:
                 database = database_url.rsplit("/", 1)[1]
                 log = Path(tmp) / f"{target}.log"
-                service: Service = (Holter(database_url, log, args.holter_workers) if target == "holter"
-                                    else FastTrackML(database_url, log, fml_binary(args.fml)))
+                service: Service = (
+                    Holter(database_url, log, args.holter_workers)
+                    if target == "holter"
+                    else FastTrackML(database_url, log, fml_binary(args.fml))
+                )
                 service.start()
                 if target == "holter" and args.history:
                     fill_history(database_url, args.history, 40)
@@ -443,9 +519,15 @@ def main() -> None:
                             levels.append(level)
                             print(row(service.name, level), flush=True)
                             if len(level.by_role) > 1:
-                                split = ", ".join(f"{role} {cpu / max(1, level.requests) * 1000:.1f}" for role, cpu in sorted(level.by_role.items()))
-                                print(f"    CPU-ms per request by process: {split}, postgres "
-                                      f"{level.postgres_cpu / max(1, level.requests) * 1000:.1f}", flush=True)
+                                split = ", ".join(
+                                    f"{role} {cpu / max(1, level.requests) * 1000:.1f}"
+                                    for role, cpu in sorted(level.by_role.items())
+                                )
+                                print(
+                                    f"    CPU-ms per request by process: {split}, postgres "
+                                    f"{level.postgres_cpu / max(1, level.requests) * 1000:.1f}",
+                                    flush=True,
+                                )
                             for sample in sorted(set(level.errors))[:3]:
                                 print(f"    e.g. {sample}", flush=True)
                         p95s = sorted(percentile(lv.latencies, 0.95) * 1000 for lv in levels)
@@ -453,10 +535,12 @@ def main() -> None:
                         per_point = sorted(lv.cpu_per_1m_points for lv in levels)
                         held.setdefault(service.name, []).append((jobs, statistics.median(p95s)))
                         if args.repeats > 1:
-                            medians.append(f"{service.name:<13}{jobs:>5}  p95 median {statistics.median(p95s):.0f} ms "
-                                           f"({p95s[0]:.0f}-{p95s[-1]:.0f}), CPU-s/1k req median {statistics.median(cpus):.1f} "
-                                           f"({cpus[0]:.1f}-{cpus[-1]:.1f}), CPU-s/1M pts median {statistics.median(per_point):.1f} "
-                                           f"({per_point[0]:.1f}-{per_point[-1]:.1f})")
+                            medians.append(
+                                f"{service.name:<13}{jobs:>5}  p95 median {statistics.median(p95s):.0f} ms "
+                                f"({p95s[0]:.0f}-{p95s[-1]:.0f}), CPU-s/1k req median {statistics.median(cpus):.1f} "
+                                f"({cpus[0]:.1f}-{cpus[-1]:.1f}), CPU-s/1M pts median {statistics.median(per_point):.1f} "
+                                f"({per_point[0]:.1f}-{per_point[-1]:.1f})"
+                            )
                 finally:
                     service.stop()
     for line in medians:

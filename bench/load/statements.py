@@ -23,13 +23,14 @@ ROOT = Path(__file__).resolve().parents[2]
 for part in ("server", "client", "."):
     sys.path.insert(0, str(ROOT / part))
 
-from bench.ingest.run import postgres_database  # noqa: E402
-from holter_server.schemas.points import read_batch  # noqa: E402
-from holter_server.services import detection  # noqa: E402
-from holter_server.services.detection import detect_pending  # noqa: E402
-from holter_server.services.ingest import ingest_batch  # noqa: E402
-from holter_server.store import runs as runs_store  # noqa: E402
-from holter_server.store.database import make_engine, make_session_factory, upgrade  # noqa: E402
+from holter_server.schemas.points import read_batch
+from holter_server.services import detection
+from holter_server.services.detection import detect_pending
+from holter_server.services.ingest import ingest_batch
+from holter_server.store import runs as runs_store
+from holter_server.store.database import make_engine, make_session_factory, upgrade
+
+from bench.ingest.run import postgres_database
 
 COUNTS: Counter[str] = Counter()
 TIMES: defaultdict[str, float] = defaultdict(float)
@@ -43,7 +44,7 @@ def _shape(sql: object) -> str:
     for keyword in (" FROM ", " INTO ", "UPDATE ", " TABLE "):
         at = text.upper().find(keyword)
         if at >= 0:
-            target = text[at + len(keyword):].split(" ")[0].strip("(")
+            target = text[at + len(keyword) :].split(" ")[0].strip("(")
             return f"{head} … {keyword.strip()} {target}"[:80]
     return text[:80]
 
@@ -67,8 +68,10 @@ def _patch() -> None:
 
 def _report(title: str, units: int, unit: str, elapsed: float, cpu: float) -> None:
     total = sum(COUNTS.values())
-    print(f"\n{title}: {total / units:.1f} statements per {unit}, {elapsed / units * 1000:.1f} ms per {unit} in all, "
-          f"{cpu / units * 1000:.1f} ms of this process's CPU (the machine is shared: the CPU figure is the steadier)")
+    print(
+        f"\n{title}: {total / units:.1f} statements per {unit}, {elapsed / units * 1000:.1f} ms per {unit} in all, "
+        f"{cpu / units * 1000:.1f} ms of this process's CPU (the machine is shared: the CPU figure is the steadier)"
+    )
     for key, count in COUNTS.most_common():
         print(f"  {count / units:>6.2f}  {TIMES[key] / units * 1000:>7.2f} ms  {key}")
     COUNTS.clear()
@@ -80,7 +83,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--metrics", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=11)
-    parser.add_argument("--read-every", type=int, default=5, help="rounds (seconds) between reads of a quiet metric: WAIT_S")
+    parser.add_argument(
+        "--read-every", type=int, default=5, help="rounds (seconds) between reads of a quiet metric: WAIT_S"
+    )
     args = parser.parse_args()
     names = [f"metric_{i:02d}" for i in range(args.metrics)]
     with postgres_database() as url:
@@ -90,7 +95,9 @@ def main() -> None:
         run_ids = [f"stmt-{i:03d}" for i in range(args.runs)]
         with factory() as session:
             for run_id in run_ids:
-                runs_store.create_or_resume_run(session=session, run_id=run_id, project="load", name=None, config={}, tags=[])
+                runs_store.create_or_resume_run(
+                    session=session, run_id=run_id, project="load", name=None, config={}, tags=[]
+                )
             session.commit()
         _patch()
         ingest_s = detect_s = ingest_cpu = detect_cpu = 0.0
@@ -99,8 +106,12 @@ def main() -> None:
             steps = list(range(round_ * 10, round_ * 10 + 10))
             started, started_cpu = time.perf_counter(), time.process_time()
             for run_id in run_ids:
-                body = {"metrics": {n: {"steps": steps, "values": [s * 0.001 + i for s in steps]} for i, n in enumerate(names)},
-                        "step_times": {"steps": steps, "times": [time.time()] * len(steps)}}
+                body = {
+                    "metrics": {
+                        n: {"steps": steps, "values": [s * 0.001 + i for s in steps]} for i, n in enumerate(names)
+                    },
+                    "step_times": {"steps": steps, "times": [time.time()] * len(steps)},
+                }
                 with factory() as session:
                     ingest_batch(session=session, run_id=run_id, batch=read_batch(body), max_metrics=10_000)
                     session.commit()
@@ -137,11 +148,19 @@ def main() -> None:
             _accumulate("detect", detect_counts)
         batches = args.runs * (args.rounds - 1)
         _restore("ingest")
-        _report(f"ingest ({batches} batches of {args.metrics} metrics x 10 steps)", batches, "batch", ingest_s, ingest_cpu)
+        _report(
+            f"ingest ({batches} batches of {args.metrics} metrics x 10 steps)", batches, "batch", ingest_s, ingest_cpu
+        )
         _restore("detect")
         metric_rounds = batches * args.metrics
         print(f"\n(detection: {passes} passes of detect_pending over {args.rounds - 1} rounds)")
-        _report(f"detection ({metric_rounds} metric-rounds of 10 new points)", batches, "batch ingested", detect_s, detect_cpu)
+        _report(
+            f"detection ({metric_rounds} metric-rounds of 10 new points)",
+            batches,
+            "batch ingested",
+            detect_s,
+            detect_cpu,
+        )
         engine.dispose()
 
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import multiprocessing
 import statistics
 import subprocess
 import sys
 import tempfile
 import textwrap
-import multiprocessing
 import time
 import uuid
 from collections.abc import Callable
@@ -29,11 +29,12 @@ import psycopg
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from holter_server.settings import Settings  # noqa: E402
-from holter_server.store import points as points_store  # noqa: E402
-from holter_server.store import runs as runs_store  # noqa: E402
-from holter_server.store.database import make_engine, make_session_factory, session_scope, upgrade  # noqa: E402
-from tests.servers import ServerProcess, free_port  # noqa: E402
+from holter_server.settings import Settings
+from holter_server.store import points as points_store
+from holter_server.store import runs as runs_store
+from holter_server.store.database import make_engine, make_session_factory, session_scope, upgrade
+
+from tests.servers import ServerProcess, free_port
 
 ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 MLFLOW_PYTHON = REPO / "bench" / ".venv-mlflow" / "bin" / "python"
@@ -42,6 +43,7 @@ MAX_POINTS = 2000
 
 
 # ---------------------------------------------------------------- data
+
 
 def make_series(points: int, seed: int) -> tuple[np.ndarray, np.ndarray, dict[str, list[int]]]:
     """A loss-like curve with single-point spikes, dips, NaNs and infinities planted in it."""
@@ -62,7 +64,9 @@ def load(factory, run_id: str, columns_of: Callable[[int, int], dict], total_ste
     then the rollups), a chunk of steps per transaction; returns seconds."""
     began = time.perf_counter()
     with session_scope(factory) as session:
-        runs_store.create_or_resume_run(session=session, run_id=run_id, project="bench", name=run_id, config={}, tags=[])
+        runs_store.create_or_resume_run(
+            session=session, run_id=run_id, project="bench", name=run_id, config={}, tags=[]
+        )
     for first in range(0, total_steps, chunk_steps):
         last = min(first + chunk_steps, total_steps)
         with session_scope(factory) as session:
@@ -71,6 +75,7 @@ def load(factory, run_id: str, columns_of: Callable[[int, int], dict], total_ste
 
 
 # ---------------------------------------------------------------- measuring
+
 
 def timed(fn: Callable[[], object], repeats: int) -> tuple[list[float], list[object]]:
     times, results = [], []
@@ -99,7 +104,9 @@ def hidden_points(body: dict, values: np.ndarray, planted: dict[str, list[int]])
         shown = dict(zip(body["steps"], map(number, body["values"])))
         for kind, where in planted.items():
             for step in where:
-                if body["start"] <= step <= body["end"] and not (step in shown and (shown[step] == values[step] or math.isnan(values[step]))):
+                if body["start"] <= step <= body["end"] and not (
+                    step in shown and (shown[step] == values[step] or math.isnan(values[step]))
+                ):
                     missed.append((kind, step))
         return missed
     width, buckets = body["bucket_width"], body["buckets"]
@@ -109,8 +116,12 @@ def hidden_points(body: dict, values: np.ndarray, planted: dict[str, list[int]])
                 continue
             i = step // width - body["start"] // width
             ok = {
-                "spike": buckets["max"][i] is not None and buckets["max"][i] >= values[step] and buckets["max"][i] in body["values"],
-                "dip": buckets["min"][i] is not None and buckets["min"][i] <= values[step] and buckets["min"][i] in body["values"],
+                "spike": buckets["max"][i] is not None
+                and buckets["max"][i] >= values[step]
+                and buckets["max"][i] in body["values"],
+                "dip": buckets["min"][i] is not None
+                and buckets["min"][i] <= values[step]
+                and buckets["min"][i] in body["values"],
                 "nan": buckets["nan"][i] >= 1,
                 "posinf": buckets["posinf"][i] >= 1,
             }[kind]
@@ -127,7 +138,11 @@ def exact_against_truth(body: dict, steps: np.ndarray, values: np.ndarray) -> bo
     for i, (lo, hi) in enumerate(zip(lo_idx.tolist(), hi_idx.tolist())):
         inside = values[lo:hi]
         finite = inside[np.isfinite(inside)]
-        if b["count"][i] != len(inside) or b["nan"][i] != np.isnan(inside).sum() or b["posinf"][i] != (inside == np.inf).sum():
+        if (
+            b["count"][i] != len(inside)
+            or b["nan"][i] != np.isnan(inside).sum()
+            or b["posinf"][i] != (inside == np.inf).sum()
+        ):
             return False
         if len(finite) and (b["max"][i] != finite.max() or b["min"][i] != finite.min()):
             return False
@@ -151,6 +166,7 @@ def naive_downsample(fetch: Callable[[], list[tuple[int, float]]], buckets: int)
 
 # ---------------------------------------------------------------- one store
 
+
 def bench_store(kind: str, url: str, args: argparse.Namespace, report: dict) -> None:
     print(f"\n== {kind} ==", flush=True)
     sa_url = Settings(database_url=url).resolved_database_url()
@@ -160,22 +176,41 @@ def bench_store(kind: str, url: str, args: argparse.Namespace, report: dict) -> 
     steps, values, planted = make_series(args.points, seed=7)
     short_steps, short_values, _ = make_series(args.mlflow_points, seed=8)
 
-    seconds = load(factory, "big", lambda a, b: {"loss": (steps[a:b].tolist(), values[a:b].tolist(), [None] * (b - a))},
-                   args.points, 250_000)
-    print(f"loaded {args.points:,} points of one series in {seconds:.1f}s ({args.points / seconds:,.0f} points/s, with rollups)", flush=True)
-    load(factory, "big", lambda a, b: {"loss_200k": (short_steps[a:b].tolist(), short_values[a:b].tolist(), [None] * (b - a))},
-         args.mlflow_points, 250_000)
+    seconds = load(
+        factory,
+        "big",
+        lambda a, b: {"loss": (steps[a:b].tolist(), values[a:b].tolist(), [None] * (b - a))},
+        args.points,
+        250_000,
+    )
+    print(
+        f"loaded {args.points:,} points of one series in {seconds:.1f}s ({args.points / seconds:,.0f} points/s, with rollups)",
+        flush=True,
+    )
+    load(
+        factory,
+        "big",
+        lambda a, b: {"loss_200k": (short_steps[a:b].tolist(), short_values[a:b].tolist(), [None] * (b - a))},
+        args.mlflow_points,
+        250_000,
+    )
     rng = np.random.default_rng(1)
     layers = [f"act_norm/layer.{i}" for i in range(args.family_metrics)]
     base = rng.random(args.family_metrics)
 
     def family_columns(a: int, b: int) -> dict:
         s = list(range(a, b))
-        return {name: (s, (base[i] + 0.01 * np.sin(np.arange(a, b) / 500.0)).tolist(), [None] * (b - a)) for i, name in enumerate(layers)}
+        return {
+            name: (s, (base[i] + 0.01 * np.sin(np.arange(a, b) / 500.0)).tolist(), [None] * (b - a))
+            for i, name in enumerate(layers)
+        }
 
     family_points = args.family_metrics * args.family_steps
     seconds = load(factory, "family", family_columns, args.family_steps, max(1, 500_000 // args.family_metrics))
-    print(f"loaded {args.family_metrics} metrics x {args.family_steps:,} steps in {seconds:.1f}s ({family_points / seconds:,.0f} points/s)", flush=True)
+    print(
+        f"loaded {args.family_metrics} metrics x {args.family_steps:,} steps in {seconds:.1f}s ({family_points / seconds:,.0f} points/s)",
+        flush=True,
+    )
     if kind == "postgres":
         with psycopg.connect(url, autocommit=True) as conn:  # what autovacuum does to a table that stopped growing
             conn.execute("VACUUM ANALYZE points")
@@ -184,11 +219,14 @@ def bench_store(kind: str, url: str, args: argparse.Namespace, report: dict) -> 
     # Live detection would spend this small machine's cores catching up on the 20M points just
     # bulk-loaded (and hold SQLite's write lock meanwhile); it has its own benchmark.
     env = {} if args.with_detection else {"HOLTER_DETECTION_ENABLED": "false"}
-    server = ServerProcess(url, env=env, log_path=Path(tempfile.gettempdir()) / f"holter-bench-reads-{kind}.log").start()
+    server = ServerProcess(
+        url, env=env, log_path=Path(tempfile.gettempdir()) / f"holter-bench-reads-{kind}.log"
+    ).start()
     cases: dict[str, dict] = {}
     faithful = {"reads checked": 0, "hidden": 0, "exact buckets": True}
     try:
         with server.api(timeout=120) as client:
+
             def series_read(metric: str = "loss", **params) -> dict:
                 answer = client.get(f"/runs/big/metrics/{metric}/points", params={"max_points": MAX_POINTS, **params})
                 answer.raise_for_status()
@@ -220,7 +258,9 @@ def bench_store(kind: str, url: str, args: argparse.Namespace, report: dict) -> 
             # The writer is another process, as a training job is: its encoding does not share our GIL.
             stop = multiprocessing.Event()
             ingested = multiprocessing.Value("q", 0)
-            writer = multiprocessing.Process(target=ingest_loop, args=(server.url, args.points, stop, ingested), daemon=True)
+            writer = multiprocessing.Process(
+                target=ingest_loop, args=(server.url, args.points, stop, ingested), daemon=True
+            )
             began = time.perf_counter()
             writer.start()
             time.sleep(1.0)
@@ -232,13 +272,17 @@ def bench_store(kind: str, url: str, args: argparse.Namespace, report: dict) -> 
             check(bodies, exact=False)  # the series grew past the points we hold in memory
 
             def family_read() -> None:
-                client.get("/runs/family/family", params={"prefix": "act_norm/layer.", "max_buckets": 200}).raise_for_status()
+                client.get(
+                    "/runs/family/family", params={"prefix": "act_norm/layer.", "max_buckets": 200}
+                ).raise_for_status()
 
             times, _ = timed(family_read, max(3, args.repeats // 3))
             cases[f"family matrix {args.family_metrics} x 200"] = summary(times)
 
             def compare_read() -> None:
-                client.get("/series", params={"run": "family", "metric": layers[:10], "max_points": MAX_POINTS}).raise_for_status()
+                client.get(
+                    "/series", params={"run": "family", "metric": layers[:10], "max_points": MAX_POINTS}
+                ).raise_for_status()
 
             times, _ = timed(compare_read, max(3, args.repeats // 3))
             cases["10 series of the family, 2000 points each"] = summary(times)
@@ -293,10 +337,17 @@ def summary(times: list[float]) -> dict:
 def print_cases(kind: str, cases: dict, faithful: dict) -> None:
     print(f"{'case':<52} {'p50 ms':>9} {'p95 ms':>9} {'n':>4}")
     for name, case in cases.items():
-        extra = f"  (ingest alongside: {case['concurrent ingest points/s']:,} points/s)" if "concurrent ingest points/s" in case else ""
+        extra = (
+            f"  (ingest alongside: {case['concurrent ingest points/s']:,} points/s)"
+            if "concurrent ingest points/s" in case
+            else ""
+        )
         print(f"{name:<52} {case['p50_ms']:>9.1f} {case['p95_ms']:>9.1f} {case['n']:>4}{extra}")
-    print(f"faithfulness: {faithful['reads checked']} reads checked, {faithful['hidden']} planted points hidden, "
-          f"buckets exact against the true points: {faithful['exact buckets']}", flush=True)
+    print(
+        f"faithfulness: {faithful['reads checked']} reads checked, {faithful['hidden']} planted points hidden, "
+        f"buckets exact against the true points: {faithful['exact buckets']}",
+        flush=True,
+    )
 
 
 # ---------------------------------------------------------------- MLflow
@@ -335,9 +386,22 @@ def bench_mlflow(args: argparse.Namespace, report: dict) -> None:
     port = free_port()
     log = open(Path(tempfile.gettempdir()) / "mlflow-bench-server.log", "wb")
     server = subprocess.Popen(
-        [str(MLFLOW_PYTHON), "-m", "mlflow", "server", "--backend-store-uri", f"postgresql+psycopg2://postgres@127.0.0.1:5432/{name}",
-         "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
-        stdout=log, stderr=subprocess.STDOUT,
+        [
+            str(MLFLOW_PYTHON),
+            "-m",
+            "mlflow",
+            "server",
+            "--backend-store-uri",
+            f"postgresql+psycopg2://postgres@127.0.0.1:5432/{name}",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            "1",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     try:
         deadline = time.monotonic() + 180
@@ -351,13 +415,22 @@ def bench_mlflow(args: argparse.Namespace, report: dict) -> None:
                 print("\nMLflow server did not start; see", log.name)
                 return
             time.sleep(1)
-        print(f"\n== MLflow 3 (server on Postgres, one worker) ==\nlogging {args.mlflow_points:,} points by log_batch ...", flush=True)
-        out = subprocess.run([str(MLFLOW_PYTHON), "-c", MLFLOW_SCRIPT, f"http://127.0.0.1:{port}", str(args.mlflow_points)],
-                             capture_output=True, text=True, check=True)
+        print(
+            f"\n== MLflow 3 (server on Postgres, one worker) ==\nlogging {args.mlflow_points:,} points by log_batch ...",
+            flush=True,
+        )
+        out = subprocess.run(
+            [str(MLFLOW_PYTHON), "-c", MLFLOW_SCRIPT, f"http://127.0.0.1:{port}", str(args.mlflow_points)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         result = json.loads(out.stdout.strip().splitlines()[-1])
         report["mlflow"] = result
-        print(f"log_batch load {result['load_s']:.1f}s; get_metric_history of {result['points']:,} points: "
-              + ", ".join(f"{t:.2f}s" for t in result["history_s"]))
+        print(
+            f"log_batch load {result['load_s']:.1f}s; get_metric_history of {result['points']:,} points: "
+            + ", ".join(f"{t:.2f}s" for t in result["history_s"])
+        )
     finally:
         server.terminate()
         server.wait(30)
@@ -375,13 +448,17 @@ def print_ratios(args: argparse.Namespace, report: dict) -> None:
         cases = report[kind]["cases"]
         full = cases["full range, 2000 points"]["p50_ms"]
         naive = cases["naive: full scan ORDER BY step + Python min/max"]["p50_ms"]
-        print(f"{kind}: naive full scan / Holter full-range read = {naive / full:,.0f}x ({naive:,.0f} ms vs {full:.1f} ms)")
+        print(
+            f"{kind}: naive full scan / Holter full-range read = {naive / full:,.0f}x ({naive:,.0f} ms vs {full:.1f} ms)"
+        )
         if "mlflow" in report:
             history = statistics.median(report["mlflow"]["history_s"]) * 1000
             down = cases[f"{short}, 2000 points"]["p50_ms"]
             plain = cases[f"{short}, every point (plain read)"]["p50_ms"]
-            print(f"{kind}: MLflow get_metric_history ({args.mlflow_points:,} points, {history:,.0f} ms) / Holter 2000-point read "
-                  f"= {history / down:,.0f}x; / Holter read of every point = {history / plain:,.1f}x")
+            print(
+                f"{kind}: MLflow get_metric_history ({args.mlflow_points:,} points, {history:,.0f} ms) / Holter 2000-point read "
+                f"= {history / down:,.0f}x; / Holter read of every point = {history / plain:,.1f}x"
+            )
 
 
 def main() -> None:

@@ -37,9 +37,9 @@ from sqlalchemy.engine import make_url
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from bench.ingest.run import ADMIN_URL, postgres_database  # noqa: E402
-from bench.load.run import CpuMeter, Holter  # noqa: E402
-from tests.load import percentile  # noqa: E402
+from bench.ingest.run import ADMIN_URL, postgres_database
+from bench.load.run import CpuMeter, Holter
+from tests.load import percentile
 
 
 @dataclass
@@ -68,7 +68,9 @@ def citus_nodes(admin_url: str) -> list[tuple[str, int]]:
     """The coordinator's (host, port) from its URL, then every active worker's."""
     url = make_url(admin_url)
     with psycopg.connect(admin_url, autocommit=True) as admin:
-        workers = [(h, int(p)) for h, p in admin.execute("SELECT node_name, node_port FROM citus_get_active_worker_nodes()")]
+        workers = [
+            (h, int(p)) for h, p in admin.execute("SELECT node_name, node_port FROM citus_get_active_worker_nodes()")
+        ]
     return [(url.host or "127.0.0.1", url.port or 5432), *workers]
 
 
@@ -91,8 +93,23 @@ def citus_database(admin_url: str, shard_count: int) -> Iterator[str]:
         for host, port in nodes[1:]:
             db.execute("SELECT citus_add_node(%s, %s)", (host, port))
     try:
-        subprocess.run([sys.executable, "-m", "holter.cli", "db", "upgrade", "--db", coordinator, "--distribute",
-                        "--shard-count", str(shard_count)], check=True, capture_output=True, env=_env())
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "holter.cli",
+                "db",
+                "upgrade",
+                "--db",
+                coordinator,
+                "--distribute",
+                "--shard-count",
+                str(shard_count),
+            ],
+            check=True,
+            capture_output=True,
+            env=_env(),
+        )
         yield coordinator
     finally:
         for host, port in nodes:
@@ -109,17 +126,28 @@ def _env() -> dict[str, str]:
 
 def backends(admin_urls: list[str], database: str) -> Callable[[], list[int]]:
     """The backends (pids on this machine) serving `database` on each of these servers."""
+
     def pids() -> list[int]:
         out: list[int] = []
         for admin_url in admin_urls:
             with psycopg.connect(admin_url, autocommit=True) as admin:
-                out += [pid for (pid,) in admin.execute("SELECT pid FROM pg_stat_activity WHERE datname = %s", (database,))]
+                out += [
+                    pid for (pid,) in admin.execute("SELECT pid FROM pg_stat_activity WHERE datname = %s", (database,))
+                ]
         return out
+
     return pids
 
 
-async def _sender(service: Holter, client: httpx.AsyncClient, run_id: str, names: list[str], steps: int, until: float,
-                  latencies: list[float]) -> int:
+async def _sender(
+    service: Holter,
+    client: httpx.AsyncClient,
+    run_id: str,
+    names: list[str],
+    steps: int,
+    until: float,
+    latencies: list[float],
+) -> int:
     step, points = 0, 0
     while time.monotonic() < until:
         batch = list(range(step, step + steps))
@@ -129,8 +157,9 @@ async def _sender(service: Holter, client: httpx.AsyncClient, run_id: str, names
     return points
 
 
-async def _closed_loop(service: Holter, senders: int, metrics: int, steps: int, seconds: float,
-                       meters: list[CpuMeter]) -> tuple[list[str], int, list[float], float]:
+async def _closed_loop(
+    service: Holter, senders: int, metrics: int, steps: int, seconds: float, meters: list[CpuMeter]
+) -> tuple[list[str], int, list[float], float]:
     names = [f"metric_{i:02d}" for i in range(metrics)]
     limits = httpx.Limits(max_connections=senders + 4, max_keepalive_connections=senders + 4)
     async with httpx.AsyncClient(timeout=120, limits=limits) as client:
@@ -140,17 +169,26 @@ async def _closed_loop(service: Holter, senders: int, metrics: int, steps: int, 
         for meter in meters:
             meter.start()
         started = time.monotonic()
-        sent = await asyncio.gather(*(_sender(service, client, run_id, names, steps, started + seconds, latencies)
-                                      for run_id in run_ids))
+        sent = await asyncio.gather(
+            *(_sender(service, client, run_id, names, steps, started + seconds, latencies) for run_id in run_ids)
+        )
         return run_ids, sum(sent), latencies, time.monotonic() - started
 
 
 def measure(service: Holter, database_pids: Callable[[], list[int]], args: argparse.Namespace) -> Repeat:
     service_meter, database_meter = CpuMeter(service.pids), CpuMeter(database_pids)
     run_ids, points, latencies, elapsed = asyncio.run(
-        _closed_loop(service, args.senders, args.metrics, args.steps, args.seconds, [service_meter, database_meter]))
-    return Repeat(seconds=elapsed, points=points, requests=len(latencies), latencies=latencies,
-                  service_cpu=service_meter.stop(), database_cpu=database_meter.stop(), stored=service.stored(run_ids))
+        _closed_loop(service, args.senders, args.metrics, args.steps, args.seconds, [service_meter, database_meter])
+    )
+    return Repeat(
+        seconds=elapsed,
+        points=points,
+        requests=len(latencies),
+        latencies=latencies,
+        service_cpu=service_meter.stop(),
+        database_cpu=database_meter.stop(),
+        stored=service.stored(run_ids),
+    )
 
 
 def spread(values: list[float], fmt: str) -> str:
@@ -166,15 +204,23 @@ def main() -> None:
     parser.add_argument("--senders", type=int, default=16, help="concurrent jobs, each its own run")
     parser.add_argument("--metrics", type=int, default=20, help="metrics per batch")
     parser.add_argument("--steps", type=int, default=10, help="steps per batch")
-    parser.add_argument("--citus-url", help="a database on a Citus coordinator that may create databases: also measure there")
+    parser.add_argument(
+        "--citus-url", help="a database on a Citus coordinator that may create databases: also measure there"
+    )
     parser.add_argument("--shard-count", type=int, default=8, help="with --citus-url: shards per distributed table")
     parser.add_argument("--no-postgres", action="store_true", help="measure on Citus only")
     args = parser.parse_args()
     counts = [int(n) for n in args.processes.split(",")]
     stores = ([] if args.no_postgres else ["postgres"]) + (["citus"] if args.citus_url else [])
-    print(f"closed loop: {args.senders} senders x {args.metrics} metrics x {args.steps} steps a batch "
-          f"({args.metrics * args.steps} points), {args.repeats} x {args.seconds:g} s per setting; live detection on", flush=True)
-    print(f"{'store':<9}{'procs':>6}{'points/s':>10}{'p50 ms':>8}{'p95 ms':>8}{'svc CPU-s':>10}{'db CPU-s':>9}  stored", flush=True)
+    print(
+        f"closed loop: {args.senders} senders x {args.metrics} metrics x {args.steps} steps a batch "
+        f"({args.metrics * args.steps} points), {args.repeats} x {args.seconds:g} s per setting; live detection on",
+        flush=True,
+    )
+    print(
+        f"{'store':<9}{'procs':>6}{'points/s':>10}{'p50 ms':>8}{'p95 ms':>8}{'svc CPU-s':>10}{'db CPU-s':>9}  stored",
+        flush=True,
+    )
     summary: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
         for store in stores:
@@ -196,17 +242,25 @@ def main() -> None:
                         for _ in range(args.repeats):
                             repeat = measure(service, pids, args)
                             repeats.append(repeat)
-                            exact = "exact" if repeat.stored == repeat.points else f"MISMATCH {repeat.stored:,} of {repeat.points:,}"
-                            print(f"{store:<9}{count:>6}{repeat.points_per_s:>10,.0f}{percentile(repeat.latencies, 0.5) * 1000:>8.0f}"
-                                  f"{percentile(repeat.latencies, 0.95) * 1000:>8.0f}{repeat.service_cpu:>10.1f}{repeat.database_cpu:>9.1f}"
-                                  f"  {exact}", flush=True)
+                            exact = (
+                                "exact"
+                                if repeat.stored == repeat.points
+                                else f"MISMATCH {repeat.stored:,} of {repeat.points:,}"
+                            )
+                            print(
+                                f"{store:<9}{count:>6}{repeat.points_per_s:>10,.0f}{percentile(repeat.latencies, 0.5) * 1000:>8.0f}"
+                                f"{percentile(repeat.latencies, 0.95) * 1000:>8.0f}{repeat.service_cpu:>10.1f}{repeat.database_cpu:>9.1f}"
+                                f"  {exact}",
+                                flush=True,
+                            )
                     finally:
                         service.stop()
                 summary.append(
                     f"{store:<9}{count:>2} process(es): points/s {spread([r.points_per_s for r in repeats], ',.0f')}, "
                     f"p95 ms {spread([percentile(r.latencies, 0.95) * 1000 for r in repeats], '.0f')}, "
                     f"CPU-s per 100k points (service + database) "
-                    f"{spread([(r.service_cpu + r.database_cpu) / r.points * 1e5 for r in repeats], '.1f')}")
+                    f"{spread([(r.service_cpu + r.database_cpu) / r.points * 1e5 for r in repeats], '.1f')}"
+                )
     print("\nmedian (min-max) over the repeats:")
     for line in summary:
         print(line)

@@ -24,10 +24,15 @@ BAND_FILL = "rgba(134,142,150,0.22)"
 TAIL_SHARE = 0.5  # two arms' seed bands open on the last half of the steps, where the curves flatten
 
 
-
-def compare_figure(metric: str, runs: Sequence[tuple[str, str, Series, Sequence[Mapping[str, Any]]]],
-                   reference: str | None = None, view: View | None = None, *, vocab: Vocabulary,
-                   comparisons: Mapping[str, Mapping[str, Any]] | None = None) -> dict:
+def compare_figure(
+    metric: str,
+    runs: Sequence[tuple[str, str, Series, Sequence[Mapping[str, Any]]]],
+    reference: str | None = None,
+    view: View | None = None,
+    *,
+    vocab: Vocabulary,
+    comparisons: Mapping[str, Mapping[str, Any]] | None = None,
+) -> dict:
     """One metric across runs, aligned by step. `runs` holds (run id, label, series, events).
     With a reference, the band the service puts around it is drawn (`comparisons`: each other
     run's `GET /runs/{id}/compare` against it) and each run's drifts out of the band are shaded
@@ -48,8 +53,21 @@ def compare_figure(metric: str, runs: Sequence[tuple[str, str, Series, Sequence[
         traces += event_markers(metric, label, s, events, color, vocab)
         for drift in (comparisons.get(run_id) or {}).get("drifts") or []:
             start, end = int(drift["start_step"]), int(drift["end_step"])
-            shapes.append({"type": "rect", "xref": "x", "yref": "paper", "x0": start, "x1": max(end, start + 1), "y0": 0, "y1": 1,
-                           "fillcolor": color, "opacity": 0.12, "line": {"width": 0}, "layer": "below"})
+            shapes.append(
+                {
+                    "type": "rect",
+                    "xref": "x",
+                    "yref": "paper",
+                    "x0": start,
+                    "x1": max(end, start + 1),
+                    "y0": 0,
+                    "y1": 1,
+                    "fillcolor": color,
+                    "opacity": 0.12,
+                    "line": {"width": 0},
+                    "layer": "below",
+                }
+            )
     band = widest_band(comparisons.values())
     if reference is not None and band is not None:
         traces[:0] = band_traces(band)
@@ -59,8 +77,9 @@ def compare_figure(metric: str, runs: Sequence[tuple[str, str, Series, Sequence[
     return {"data": traces, "layout": layout}
 
 
-def event_markers(metric: str, label: str, series: Series, events: Sequence[Mapping[str, Any]], color: str,
-                  vocab: Vocabulary) -> list[dict]:
+def event_markers(
+    metric: str, label: str, series: Series, events: Sequence[Mapping[str, Any]], color: str, vocab: Vocabulary
+) -> list[dict]:
     """One marker per step where the run `label` has events of `metric` (a spike, the drift and its precursor share it)."""
     at_step: dict[int, list[Mapping[str, Any]]] = {}
     for event in events:
@@ -75,11 +94,25 @@ def event_markers(metric: str, label: str, series: Series, events: Sequence[Mapp
             continue
         names = [event_label(e, vocab) for e in found]
         text = " · ".join(names) if len(names) <= 2 else f"{names[0]} +{len(names) - 1}"
-        markers.append({"type": "scatter", "mode": "markers+text", "x": [step], "y": [y], "showlegend": False,
-                        "marker": {"symbol": "circle-open", "size": 12, "color": color, "line": {"width": 2.5}},
-                        "text": [text], "textposition": "top center", "textfont": {"color": color, "size": 10},
-                        "hovertext": ["<br>".join(f"{plotly_text(label)}: {plotly_text(e.get('summary') or event_label(e, vocab))}" for e in found)],
-                        "hoverinfo": "text"})
+        markers.append(
+            {
+                "type": "scatter",
+                "mode": "markers+text",
+                "x": [step],
+                "y": [y],
+                "showlegend": False,
+                "marker": {"symbol": "circle-open", "size": 12, "color": color, "line": {"width": 2.5}},
+                "text": [text],
+                "textposition": "top center",
+                "textfont": {"color": color, "size": 10},
+                "hovertext": [
+                    "<br>".join(
+                        f"{plotly_text(label)}: {plotly_text(e.get('summary') or event_label(e, vocab))}" for e in found
+                    )
+                ],
+                "hoverinfo": "text",
+            }
+        )
     return markers
 
 
@@ -94,10 +127,29 @@ def band_traces(comparison: Mapping[str, Any]) -> list[dict]:
     """The reference's band from a comparison: the upper edge (no fill), then the lower edge filled up to it."""
     steps = [int(s) for s in comparison.get("steps") or []]
     return [
-        {"type": "scatter", "mode": "lines", "x": steps, "y": gaps(decode_values(comparison.get("high") or [])), "line": {"width": 0},
-         "hoverinfo": "skip", "showlegend": False, "legendgroup": "band", "name": "band high"},
-        {"type": "scatter", "mode": "lines", "x": steps, "y": gaps(decode_values(comparison.get("low") or [])), "line": {"width": 0},
-         "fill": "tonexty", "fillcolor": BAND_FILL, "name": "reference band", "legendgroup": "band", "hoverinfo": "skip"},
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "x": steps,
+            "y": gaps(decode_values(comparison.get("high") or [])),
+            "line": {"width": 0},
+            "hoverinfo": "skip",
+            "showlegend": False,
+            "legendgroup": "band",
+            "name": "band high",
+        },
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "x": steps,
+            "y": gaps(decode_values(comparison.get("low") or [])),
+            "line": {"width": 0},
+            "fill": "tonexty",
+            "fillcolor": BAND_FILL,
+            "name": "reference band",
+            "legendgroup": "band",
+            "hoverinfo": "skip",
+        },
     ]
 
 
@@ -113,12 +165,37 @@ def seed_group_traces(metric: str, band: Mapping[str, Any]) -> list[dict]:
         return gaps(decode_values(band.get(key) or []))
 
     return [
-        {"type": "scatter", "mode": "lines", "x": steps, "y": edge("low"), "line": {"width": 0, "color": rgba(QUIET_COLOR, 0.3)},
-         "showlegend": False, "hoverinfo": "skip", "legendgroup": f"band {shown}", "name": f"{shown}: {group} min"},
-        {"type": "scatter", "mode": "lines", "x": steps, "y": edge("high"), "fill": "tonexty", "fillcolor": rgba(QUIET_COLOR, 0.18),
-         "line": {"width": 0, "color": rgba(QUIET_COLOR, 0.3)}, "legendgroup": f"band {shown}", "name": f"{shown}: {group} min–max"},
-        {"type": "scatter", "mode": "lines", "x": steps, "y": edge("median"), "line": {"width": 1.2, "dash": "dash", "color": rgba(QUIET_COLOR, 0.9)},
-         "legendgroup": f"band {shown}", "name": f"{shown}: {group} median"},
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "x": steps,
+            "y": edge("low"),
+            "line": {"width": 0, "color": rgba(QUIET_COLOR, 0.3)},
+            "showlegend": False,
+            "hoverinfo": "skip",
+            "legendgroup": f"band {shown}",
+            "name": f"{shown}: {group} min",
+        },
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "x": steps,
+            "y": edge("high"),
+            "fill": "tonexty",
+            "fillcolor": rgba(QUIET_COLOR, 0.18),
+            "line": {"width": 0, "color": rgba(QUIET_COLOR, 0.3)},
+            "legendgroup": f"band {shown}",
+            "name": f"{shown}: {group} min–max",
+        },
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "x": steps,
+            "y": edge("median"),
+            "line": {"width": 1.2, "dash": "dash", "color": rgba(QUIET_COLOR, 0.9)},
+            "legendgroup": f"band {shown}",
+            "name": f"{shown}: {group} median",
+        },
     ]
 
 
@@ -134,25 +211,66 @@ def seed_band_figure(comparison: Mapping[str, Any]) -> dict:
         group = len(arm["run_ids"]) > 1
         if group:
             low, high, spread = decode_values(band["low"]), decode_values(band["high"]), decode_values(band["spread"])
-            traces.append({"type": "scatter", "mode": "lines", "x": steps + steps[::-1], "y": gaps(high) + gaps(low)[::-1],
-                           "fill": "toself", "fillcolor": rgba(color, 0.12), "line": {"width": 0}, "legendgroup": key,
-                           "name": f"{arm['label']}: min–max", "hoverinfo": "skip"})
+            traces.append(
+                {
+                    "type": "scatter",
+                    "mode": "lines",
+                    "x": steps + steps[::-1],
+                    "y": gaps(high) + gaps(low)[::-1],
+                    "fill": "toself",
+                    "fillcolor": rgba(color, 0.12),
+                    "line": {"width": 0},
+                    "legendgroup": key,
+                    "name": f"{arm['label']}: min–max",
+                    "hoverinfo": "skip",
+                }
+            )
             upper = [m + s for m, s in zip(median, spread)]
             lower = [m - s for m, s in zip(median, spread)]
-            traces.append({"type": "scatter", "mode": "lines", "x": steps + steps[::-1], "y": gaps(upper) + gaps(lower)[::-1],
-                           "fill": "toself", "fillcolor": rgba(color, 0.3), "line": {"width": 0}, "legendgroup": key,
-                           "name": f"{arm['label']}: median ± robust spread", "hoverinfo": "skip"})
-        traces.append({"type": "scatter", "mode": "lines", "x": steps, "y": gaps(median), "line": {"color": color, "width": 2},
-                       "legendgroup": key, "name": f"{arm['label']}{': median' if group else ''}"})
+            traces.append(
+                {
+                    "type": "scatter",
+                    "mode": "lines",
+                    "x": steps + steps[::-1],
+                    "y": gaps(upper) + gaps(lower)[::-1],
+                    "fill": "toself",
+                    "fillcolor": rgba(color, 0.3),
+                    "line": {"width": 0},
+                    "legendgroup": key,
+                    "name": f"{arm['label']}: median ± robust spread",
+                    "hoverinfo": "skip",
+                }
+            )
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "x": steps,
+                "y": gaps(median),
+                "line": {"color": color, "width": 2},
+                "legendgroup": key,
+                "name": f"{arm['label']}{': median' if group else ''}",
+            }
+        )
     layout = base_layout(comparison["metric"], View(), height=420)
     # the arms part where the curves flatten: open on the last TAIL_SHARE of the steps, the y axis
     # fitted to the bands there (the whole run is a double-click away)
-    ends = [(arm["band"]["steps"], decode_values(arm["band"]["low"]), decode_values(arm["band"]["high"]))
-            for arm in (comparison["a"], comparison["b"]) if arm["band"]["steps"]]
+    ends = [
+        (arm["band"]["steps"], decode_values(arm["band"]["low"]), decode_values(arm["band"]["high"]))
+        for arm in (comparison["a"], comparison["b"])
+        if arm["band"]["steps"]
+    ]
     if ends:
         first, last = min(e[0][0] for e in ends), max(e[0][-1] for e in ends)
         start = last - TAIL_SHARE * (last - first)
-        shown = [v for steps, low, high in ends for x, lo, hi in zip(steps, low, high) if x >= start for v in (lo, hi) if math.isfinite(v)]
+        shown = [
+            v
+            for steps, low, high in ends
+            for x, lo, hi in zip(steps, low, high)
+            if x >= start
+            for v in (lo, hi)
+            if math.isfinite(v)
+        ]
         if shown and last > first:
             pad = 0.1 * (max(shown) - min(shown) or abs(max(shown)) or 1.0)
             layout["xaxis"]["range"] = [start, last]
@@ -163,11 +281,15 @@ def seed_band_figure(comparison: Mapping[str, Any]) -> dict:
 def drift_sentence(metric: str, drift: Mapping[str, Any]) -> str:
     """'eval_loss 0.12 above the reference from step 2,000 to 3,950 (40 points)'."""
     gap = abs(float(drift.get("mean_gap") or 0.0))
-    return (f"{metric} {gap:.3g} {drift.get('direction', 'away from')} the reference from step {int(drift['start_step']):,} "
-            f"to {int(drift['end_step']):,} ({drift.get('points', 0)} points)")
+    return (
+        f"{metric} {gap:.3g} {drift.get('direction', 'away from')} the reference from step {int(drift['start_step']):,} "
+        f"to {int(drift['end_step']):,} ({drift.get('points', 0)} points)"
+    )
 
 
-def reference_figure(comparison: Mapping[str, Any], *, run_label: str | None = None, reference_label: str | None = None) -> dict:
+def reference_figure(
+    comparison: Mapping[str, Any], *, run_label: str | None = None, reference_label: str | None = None
+) -> dict:
     """A run's metric against its reference run (`GET /runs/{id}/compare`): the reference's band
     filled between `low` and `high`, the reference's curve dashed, the run's curve on top, and
     each drift stretch shaded with its direction labelled."""
@@ -181,22 +303,62 @@ def reference_figure(comparison: Mapping[str, Any], *, run_label: str | None = N
     reference_label = reference_label or str(comparison.get("reference_id") or "reference")
     traces = [
         *band_traces(comparison),
-        {"type": "scatter", "mode": "lines", "x": steps, "y": gaps(reference), "name": f"{plotly_text(reference_label)} (reference)",
-         "line": {"color": QUIET_COLOR, "width": 1.5, "dash": "dash"},
-         "hovertemplate": "reference<br>step %{x}: %{y:.4g}<extra></extra>"},
-        {"type": "scatter", "mode": "lines", "x": steps, "y": gaps(values), "name": plotly_text(run_label),
-         "line": {"color": PALETTE[0], "width": 2}, "hovertemplate": f"{plotly_text(run_label)}<br>step %{{x}}: %{{y:.4g}}<extra></extra>"},
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "x": steps,
+            "y": gaps(reference),
+            "name": f"{plotly_text(reference_label)} (reference)",
+            "line": {"color": QUIET_COLOR, "width": 1.5, "dash": "dash"},
+            "hovertemplate": "reference<br>step %{x}: %{y:.4g}<extra></extra>",
+        },
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "x": steps,
+            "y": gaps(values),
+            "name": plotly_text(run_label),
+            "line": {"color": PALETTE[0], "width": 2},
+            "hovertemplate": f"{plotly_text(run_label)}<br>step %{{x}}: %{{y:.4g}}<extra></extra>",
+        },
     ]
     shapes: list[dict] = []
     labels: list[dict] = []
     for drift in comparison.get("drifts") or []:
         start, end = int(drift["start_step"]), int(drift["end_step"])
-        shapes.append({"type": "rect", "xref": "x", "yref": "paper", "x0": start, "x1": max(end, start + 1), "y0": 0, "y1": 1,
-                       "fillcolor": DRIFT_COLOR, "opacity": 0.12, "line": {"width": 0}, "layer": "below"})
-        labels.append({"x": start, "xref": "x", "xanchor": "left", "y": 0.98, "yref": "paper", "yanchor": "top",
-                       "text": f"drift {drift.get('direction', '')}".strip(), "hovertext": drift_sentence(metric, drift),
-                       "showarrow": False, "font": {"color": DRIFT_COLOR, "size": 11}, "bgcolor": "rgba(255,255,255,0.85)",
-                       "bordercolor": DRIFT_COLOR, "borderwidth": 1, "borderpad": 2})
+        shapes.append(
+            {
+                "type": "rect",
+                "xref": "x",
+                "yref": "paper",
+                "x0": start,
+                "x1": max(end, start + 1),
+                "y0": 0,
+                "y1": 1,
+                "fillcolor": DRIFT_COLOR,
+                "opacity": 0.12,
+                "line": {"width": 0},
+                "layer": "below",
+            }
+        )
+        labels.append(
+            {
+                "x": start,
+                "xref": "x",
+                "xanchor": "left",
+                "y": 0.98,
+                "yref": "paper",
+                "yanchor": "top",
+                "text": f"drift {drift.get('direction', '')}".strip(),
+                "hovertext": drift_sentence(metric, drift),
+                "showarrow": False,
+                "font": {"color": DRIFT_COLOR, "size": 11},
+                "bgcolor": "rgba(255,255,255,0.85)",
+                "bordercolor": DRIFT_COLOR,
+                "borderwidth": 1,
+                "borderpad": 2,
+            }
+        )
     layout = base_layout(f"{metric} against the reference", View(smoothing=0), height=380)
     focus = drift_focus(steps, [values, low, high, reference], comparison.get("drifts") or [])
     if focus is not None:
@@ -204,14 +366,22 @@ def reference_figure(comparison: Mapping[str, Any], *, run_label: str | None = N
         (x0, x1), (y0, y1) = focus
         layout["xaxis"].update(range=[x0, x1], autorange=False)
         layout["yaxis"].update(range=[y0, y1], autorange=False)
-        layout["title"]["text"] += " <span style='font-size:11px;color:#868e96'>(zoomed on the drift; double-click for the whole run)</span>"
+        layout["title"]["text"] += (
+            " <span style='font-size:11px;color:#868e96'>(zoomed on the drift; double-click for the whole run)</span>"
+        )
     layout["shapes"] = shapes
     layout["annotations"] = labels if steps else [empty_note("the runs share no steps of this metric")]
     return {"data": traces, "layout": layout}
 
 
-def drift_focus(steps: Sequence[int], curves: Sequence[Sequence[float]], drifts: Sequence[Mapping[str, Any]],
-                *, context: float = 0.25, margin: float = 0.1) -> tuple[tuple[int, int], tuple[float, float]] | None:
+def drift_focus(
+    steps: Sequence[int],
+    curves: Sequence[Sequence[float]],
+    drifts: Sequence[Mapping[str, Any]],
+    *,
+    context: float = 0.25,
+    margin: float = 0.1,
+) -> tuple[tuple[int, int], tuple[float, float]] | None:
     """The x range around every drift (plus `context` of its span, and at least 5% of the run, either
     side, within the data) and
     the y range of the curves there (plus `margin`), or None without drifts or finite values."""
@@ -219,11 +389,15 @@ def drift_focus(steps: Sequence[int], curves: Sequence[Sequence[float]], drifts:
         return None
     start = min(int(d["start_step"]) for d in drifts)
     end = max(int(d["end_step"]) for d in drifts)
-    pad = max(1, int((end - start) * context), int((steps[-1] - steps[0]) * 0.05))  # a short drift still gets some context
+    pad = max(
+        1, int((end - start) * context), int((steps[-1] - steps[0]) * 0.05)
+    )  # a short drift still gets some context
     x0, x1 = max(steps[0], start - pad), min(steps[-1], end + pad)
     x = np.asarray(steps)
     inside = (x >= x0) & (x <= x1)
-    ys = np.concatenate([np.asarray(c, dtype=np.float64)[inside] for c in curves if len(c) == len(steps)] or [np.array([])])
+    ys = np.concatenate(
+        [np.asarray(c, dtype=np.float64)[inside] for c in curves if len(c) == len(steps)] or [np.array([])]
+    )
     ys = ys[np.isfinite(ys)]
     if not len(ys) or x1 <= x0:
         return None

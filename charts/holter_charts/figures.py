@@ -15,9 +15,15 @@ from holter_charts.series import Series, View
 from holter_charts.vocabulary import Vocabulary
 
 
-def panel_figure(panel: Panel, series: Mapping[str, Series], events: Sequence[Mapping[str, Any]] = (),
-                 notes: Sequence[Mapping[str, Any]] = (), view: View | None = None, *,
-                 vocab: Vocabulary) -> tuple[dict, dict[str, list[float]]]:
+def panel_figure(
+    panel: Panel,
+    series: Mapping[str, Series],
+    events: Sequence[Mapping[str, Any]] = (),
+    notes: Sequence[Mapping[str, Any]] = (),
+    view: View | None = None,
+    *,
+    vocab: Vocabulary,
+) -> tuple[dict, dict[str, list[float]]]:
     """The figure of one panel, and the EMA state of each metric a line panel smoothed (what live
     appends continue from; empty for the other kinds). Notes are drawn on line panels only."""
     if panel.kind == "heatmap":

@@ -15,7 +15,9 @@ from holter_charts.style import base_layout, empty_note, plotly_text
 from holter_charts.vocabulary import Vocabulary
 
 
-def family_matrix(layers: Mapping[int, Series], bins: int = 400) -> tuple[list[float], list[int], list[list[float | None]]]:
+def family_matrix(
+    layers: Mapping[int, Series], bins: int = 400
+) -> tuple[list[float], list[int], list[list[float | None]]]:
     """Per-layer series resampled onto one step grid: (step of each column, layer of each row,
     rows of values). Each cell holds the max of its layer's values in the column's step range,
     so a one-step excursion still colours its cell; a non-finite value makes the cell empty."""
@@ -54,16 +56,38 @@ def worst_layer(layers: Mapping[int, Series]) -> tuple[int, float] | None:
     return best
 
 
-def heatmap_figure(panel: Panel, series: Mapping[str, Series], events: Sequence[Mapping[str, Any]] = (),
-                   view: View | None = None, bins: int = 400, *, vocab: Vocabulary) -> dict:
+def heatmap_figure(
+    panel: Panel,
+    series: Mapping[str, Series],
+    events: Sequence[Mapping[str, Any]] = (),
+    view: View | None = None,
+    bins: int = 400,
+    *,
+    vocab: Vocabulary,
+) -> dict:
     """A per-layer family as a layer × step heatmap with the worst layer outlined and named."""
     view = view or View()
     layers = {layer: series.get(name) or Series([], []) for layer, name in zip(panel.layers, panel.metrics)}
     x, order, z = family_matrix(layers, bins)
-    layout = base_layout(panel.title, View(smoothing=view.smoothing, x_axis="step", start=view.start, end=view.end), height=280)
-    layout["yaxis"] = {"title": {"text": "layer"}, "tickmode": "array", "tickvals": order, "ticktext": [str(layer) for layer in order]}
-    trace = {"type": "heatmap", "x": x, "y": order, "z": z, "colorscale": "Viridis", "zsmooth": False,
-             "colorbar": {"thickness": 10, "len": 0.9}, "hovertemplate": "layer %{y}<br>step %{x:.0f}: %{z:.4g}<extra></extra>"}
+    layout = base_layout(
+        panel.title, View(smoothing=view.smoothing, x_axis="step", start=view.start, end=view.end), height=280
+    )
+    layout["yaxis"] = {
+        "title": {"text": "layer"},
+        "tickmode": "array",
+        "tickvals": order,
+        "ticktext": [str(layer) for layer in order],
+    }
+    trace = {
+        "type": "heatmap",
+        "x": x,
+        "y": order,
+        "z": z,
+        "colorscale": "Viridis",
+        "zsmooth": False,
+        "colorbar": {"thickness": 10, "len": 0.9},
+        "hovertemplate": "layer %{y}<br>step %{x:.0f}: %{z:.4g}<extra></extra>",
+    }
     if view.log_y:
         trace["z"] = [[math.log10(v) if v is not None and v > 0 else None for v in row] for row in z]
         trace["colorbar"]["title"] = {"text": "log10"}
@@ -71,12 +95,26 @@ def heatmap_figure(panel: Panel, series: Mapping[str, Series], events: Sequence[
     shapes, labels = event_shapes([e for e in events if e.get("metric") in panel.metrics], [], View(), vocab)
     if worst is not None and x:
         layer, value = worst
-        shapes.append({"type": "rect", "xref": "paper", "yref": "y", "x0": 0, "x1": 1, "y0": layer - 0.5, "y1": layer + 0.5,
-                       "line": {"color": vocab.worst_color, "width": 2}, "fillcolor": "rgba(0,0,0,0)"})
-        layout["title"]["text"] = f"{plotly_text(panel.title)} · <span style='color:{vocab.worst_color}'>worst: layer {layer} ({value:.3g})</span>"
+        shapes.append(
+            {
+                "type": "rect",
+                "xref": "paper",
+                "yref": "y",
+                "x0": 0,
+                "x1": 1,
+                "y0": layer - 0.5,
+                "y1": layer + 0.5,
+                "line": {"color": vocab.worst_color, "width": 2},
+                "fillcolor": "rgba(0,0,0,0)",
+            }
+        )
+        layout["title"]["text"] = (
+            f"{plotly_text(panel.title)} · <span style='color:{vocab.worst_color}'>worst: layer {layer} ({value:.3g})</span>"
+        )
     if not x:
         labels.append(empty_note("no points yet"))
-    layout["shapes"] = [dict(shape, layer="above", opacity=0.25) if shape["type"] == "rect" else shape for shape in shapes]
+    layout["shapes"] = [
+        dict(shape, layer="above", opacity=0.25) if shape["type"] == "rect" else shape for shape in shapes
+    ]
     layout["annotations"] = stagger(labels, layers.values(), View())
     return {"data": [trace], "layout": layout}
-

@@ -22,20 +22,36 @@ from holter_charts.vocabulary import Vocabulary
 NONFINITE_Y = 0.96  # where NaN/Inf crosses sit, in the chart's height (a second y axis from 0 to 1)
 
 
-def line_traces(metric: str, color: str, series: Series, view: View, ema_state: tuple[float, float] | None = None) -> tuple[dict, dict, tuple[float, float]]:
+def line_traces(
+    metric: str, color: str, series: Series, view: View, ema_state: tuple[float, float] | None = None
+) -> tuple[dict, dict, tuple[float, float]]:
     """The raw and smoothed traces of one metric (raw faint when smoothing is on)."""
     x = x_values(series, view)
     smoothed, state = ema(series.values, view.smoothing, ema_state)
     smoothing_on = view.smoothing > 0
     raw = {
-        "type": "scatter", "mode": "lines", "name": plotly_text(metric), "x": x, "y": gaps(series.values),
-        "line": {"color": color, "width": 1 if smoothing_on else 1.6}, "opacity": 0.3 if smoothing_on else 1.0,
-        "legendgroup": plotly_text(metric), "showlegend": not smoothing_on, "hovertemplate": f"{plotly_text(metric)}<br>step %{{x}}: %{{y:.4g}}<extra></extra>",
+        "type": "scatter",
+        "mode": "lines",
+        "name": plotly_text(metric),
+        "x": x,
+        "y": gaps(series.values),
+        "line": {"color": color, "width": 1 if smoothing_on else 1.6},
+        "opacity": 0.3 if smoothing_on else 1.0,
+        "legendgroup": plotly_text(metric),
+        "showlegend": not smoothing_on,
+        "hovertemplate": f"{plotly_text(metric)}<br>step %{{x}}: %{{y:.4g}}<extra></extra>",
         "connectgaps": False,
     }
     smooth = {
-        "type": "scatter", "mode": "lines", "name": plotly_text(metric), "x": x, "y": gaps(smoothed), "visible": smoothing_on,
-        "line": {"color": color, "width": 2}, "legendgroup": plotly_text(metric), "showlegend": smoothing_on,
+        "type": "scatter",
+        "mode": "lines",
+        "name": plotly_text(metric),
+        "x": x,
+        "y": gaps(smoothed),
+        "visible": smoothing_on,
+        "line": {"color": color, "width": 2},
+        "legendgroup": plotly_text(metric),
+        "showlegend": smoothing_on,
         "hovertemplate": f"{plotly_text(metric)} (EMA)<br>step %{{x}}: %{{y:.4g}}<extra></extra>",
     }
     return raw, smooth, state
@@ -53,9 +69,15 @@ def nonfinite_points(metric: str, series: Series, view: View) -> tuple[list[Any]
     return xs, texts
 
 
-
-def line_figure(panel: Panel, series: Mapping[str, Series], events: Sequence[Mapping[str, Any]] = (),
-                notes: Sequence[Mapping[str, Any]] = (), view: View | None = None, *, vocab: Vocabulary) -> tuple[dict, dict[str, list[float]]]:
+def line_figure(
+    panel: Panel,
+    series: Mapping[str, Series],
+    events: Sequence[Mapping[str, Any]] = (),
+    notes: Sequence[Mapping[str, Any]] = (),
+    view: View | None = None,
+    *,
+    vocab: Vocabulary,
+) -> tuple[dict, dict[str, list[float]]]:
     """A line panel: each metric raw + smoothed, NaN/Inf crosses, events and notes drawn on it.
 
     Returns the figure and each metric's EMA state, which live updates continue from.
@@ -74,9 +96,20 @@ def line_figure(panel: Panel, series: Mapping[str, Series], events: Sequence[Map
         xs, texts = nonfinite_points(metric, series.get(metric) or Series([], []), view)
         bad_x += xs
         bad_text += texts
-    traces.append({"type": "scatter", "mode": "markers", "name": "NaN / Inf", "x": bad_x, "y": [NONFINITE_Y] * len(bad_x),
-                   "yaxis": "y2", "marker": {"symbol": "x", "color": vocab.worst_color, "size": 9},
-                   "text": bad_text, "hovertemplate": "%{text}<extra></extra>", "showlegend": bool(bad_x)})
+    traces.append(
+        {
+            "type": "scatter",
+            "mode": "markers",
+            "name": "NaN / Inf",
+            "x": bad_x,
+            "y": [NONFINITE_Y] * len(bad_x),
+            "yaxis": "y2",
+            "marker": {"symbol": "x", "color": vocab.worst_color, "size": 9},
+            "text": bad_text,
+            "hovertemplate": "%{text}<extra></extra>",
+            "showlegend": bool(bad_x),
+        }
+    )
     panel_events = [e for e in events if e.get("metric") in panel.metrics or e.get("metric") is None]
     peak_x, peak_y, peak_text, peak_ids, peak_colors = [], [], [], [], []
     for event in panel_events:
@@ -88,15 +121,31 @@ def line_figure(panel: Panel, series: Mapping[str, Series], events: Sequence[Map
             continue
         peak_x.append(step_to_x(step, series.values(), view))
         peak_y.append(y)
-        peak_text.append(f"<b>{event_label(event, vocab)}</b> · {event.get('severity')}<br>{plotly_text(event.get('summary') or '')}")
+        peak_text.append(
+            f"<b>{event_label(event, vocab)}</b> · {event.get('severity')}<br>{plotly_text(event.get('summary') or '')}"
+        )
         peak_ids.append(event.get("id"))
         peak_colors.append(event_color(event, vocab))
-    traces.append({"type": "scatter", "mode": "markers", "name": "events", "x": peak_x, "y": peak_y,
-                   "marker": {"symbol": "circle-open", "size": 13, "color": peak_colors, "line": {"width": 2.5}},
-                   "text": peak_text, "customdata": peak_ids, "hovertemplate": "%{text}<extra></extra>", "showlegend": False})
+    traces.append(
+        {
+            "type": "scatter",
+            "mode": "markers",
+            "name": "events",
+            "x": peak_x,
+            "y": peak_y,
+            "marker": {"symbol": "circle-open", "size": 13, "color": peak_colors, "line": {"width": 2.5}},
+            "text": peak_text,
+            "customdata": peak_ids,
+            "hovertemplate": "%{text}<extra></extra>",
+            "showlegend": False,
+        }
+    )
     layout = base_layout(panel.title, view)
     if view.x_axis == "time" and view.start is not None and view.end is not None and view.end > view.start:
-        layout["xaxis"]["range"] = [step_to_x(view.start, series.values(), view), step_to_x(view.end, series.values(), view)]
+        layout["xaxis"]["range"] = [
+            step_to_x(view.start, series.values(), view),
+            step_to_x(view.end, series.values(), view),
+        ]
         layout["xaxis"]["autorange"] = False
     shapes, labels = event_shapes(panel_events, series.values(), view, vocab)
     note_s, note_l = note_shapes([n for n in notes if n.get("metric") in (None, *panel.metrics)], series.values(), view)
@@ -110,8 +159,9 @@ def line_figure(panel: Panel, series: Mapping[str, Series], events: Sequence[Map
 Extension = tuple[int, list[Any], list[Any]]  # (trace index, x to append, y to append)
 
 
-def line_appends(panel: Panel, fresh: Mapping[str, Series], view: View,
-                 states: Mapping[str, Sequence[float]]) -> tuple[list[Extension], dict[str, list[float]]]:
+def line_appends(
+    panel: Panel, fresh: Mapping[str, Series], view: View, states: Mapping[str, Sequence[float]]
+) -> tuple[list[Extension], dict[str, list[float]]]:
     """What to append to a line panel drawn earlier (`line_figure`) for the new points `fresh`
     holds: each trace's extension, with x, gaps and smoothing exactly as the figure drew them, and
     each metric's EMA state to continue from next time."""
@@ -133,7 +183,9 @@ def line_appends(panel: Panel, fresh: Mapping[str, Series], view: View,
     return extensions, new_states
 
 
-def band_figure(panel: Panel, series: Mapping[str, Series], view: View | None = None, *, color: str = PALETTE[0]) -> dict:
+def band_figure(
+    panel: Panel, series: Mapping[str, Series], view: View | None = None, *, color: str = PALETTE[0]
+) -> dict:
     """A histogram's quantiles over steps: the 5–95% band, the 25–75% band inside it, the median
     as a line, and the min and max dotted."""
     view = view or View()
@@ -142,8 +194,16 @@ def band_figure(panel: Panel, series: Mapping[str, Series], view: View | None = 
 
     def trace(quantile: str, **style: Any) -> dict:
         s = series.get(by_quantile[quantile]) or Series([], [])
-        return {"type": "scatter", "mode": "lines", "x": x_values(s, view), "y": gaps(s.values), "name": f"{base} {quantile}",
-                "legendgroup": base, "hovertemplate": f"{quantile}<br>step %{{x}}: %{{y:.4g}}<extra></extra>", **style}
+        return {
+            "type": "scatter",
+            "mode": "lines",
+            "x": x_values(s, view),
+            "y": gaps(s.values),
+            "name": f"{base} {quantile}",
+            "legendgroup": base,
+            "hovertemplate": f"{quantile}<br>step %{{x}}: %{{y:.4g}}<extra></extra>",
+            **style,
+        }
 
     edge = {"width": 0, "color": color}
     traces = [
@@ -156,6 +216,7 @@ def band_figure(panel: Panel, series: Mapping[str, Series], view: View | None = 
         trace("max", line={"width": 1, "color": color, "dash": "dot"}, name=f"{base} min / max"),
     ]
     layout = base_layout(panel.title, view)
-    layout["annotations"] = [] if any(len(series.get(m) or ()) for m in panel.metrics) else [empty_note("no points yet")]
+    layout["annotations"] = (
+        [] if any(len(series.get(m) or ()) for m in panel.metrics) else [empty_note("no points yet")]
+    )
     return {"data": traces, "layout": layout}
-

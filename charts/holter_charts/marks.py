@@ -25,7 +25,9 @@ def event_label(event: Mapping[str, Any], vocab: Vocabulary) -> str:
     return label
 
 
-def event_shapes(events: Sequence[Mapping[str, Any]], series: Iterable[Series], view: View, vocab: Vocabulary) -> tuple[list[dict], list[dict]]:
+def event_shapes(
+    events: Sequence[Mapping[str, Any]], series: Iterable[Series], view: View, vocab: Vocabulary
+) -> tuple[list[dict], list[dict]]:
     """Shapes (a shaded span for a range, a line for a single step) and labels (the kind, the
     summary on hover) for events. Dismissed events are left out; handled ones are drawn grey."""
     series = list(series)
@@ -35,21 +37,60 @@ def event_shapes(events: Sequence[Mapping[str, Any]], series: Iterable[Series], 
         if event.get("status") == "dismissed" or event.get("start_step") is None:
             continue
         color = event_color(event, vocab)
-        start, end = event["start_step"], event.get("end_step") if event.get("end_step") is not None else event["start_step"]
+        start, end = (
+            event["start_step"],
+            event.get("end_step") if event.get("end_step") is not None else event["start_step"],
+        )
         x0, x1 = step_to_x(start, series, view), step_to_x(end, series, view)
         if end > start:
-            shapes.append({"type": "rect", "xref": "x", "yref": "paper", "x0": x0, "x1": x1, "y0": 0, "y1": 1,
-                           "fillcolor": color, "opacity": 0.13, "line": {"width": 0}, "layer": "below"})
+            shapes.append(
+                {
+                    "type": "rect",
+                    "xref": "x",
+                    "yref": "paper",
+                    "x0": x0,
+                    "x1": x1,
+                    "y0": 0,
+                    "y1": 1,
+                    "fillcolor": color,
+                    "opacity": 0.13,
+                    "line": {"width": 0},
+                    "layer": "below",
+                }
+            )
         else:
-            shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": x0, "x1": x0, "y0": 0, "y1": 1,
-                           "line": {"color": color, "width": 1.5, "dash": "dot"}})
+            shapes.append(
+                {
+                    "type": "line",
+                    "xref": "x",
+                    "yref": "paper",
+                    "x0": x0,
+                    "x1": x0,
+                    "y0": 0,
+                    "y1": 1,
+                    "line": {"color": color, "width": 1.5, "dash": "dot"},
+                }
+            )
         peak = event.get("peak_step") if event.get("peak_step") is not None else start
         summary = plotly_text(event.get("summary") or event_label(event, vocab))
-        labels.append({"x": step_to_x(peak, series, view), "xref": "x", "y": 1, "yref": "paper", "yanchor": "bottom",
-                       "text": event_label(event, vocab), "hovertext": summary, "showarrow": False,
-                       "font": {"color": color, "size": 11}, "bgcolor": "rgba(255,255,255,0.85)",
-                       "bordercolor": color, "borderwidth": 1, "borderpad": 2,
-                       "name": f"event-{event.get('id')}"})
+        labels.append(
+            {
+                "x": step_to_x(peak, series, view),
+                "xref": "x",
+                "y": 1,
+                "yref": "paper",
+                "yanchor": "bottom",
+                "text": event_label(event, vocab),
+                "hovertext": summary,
+                "showarrow": False,
+                "font": {"color": color, "size": 11},
+                "bgcolor": "rgba(255,255,255,0.85)",
+                "bordercolor": color,
+                "borderwidth": 1,
+                "borderpad": 2,
+                "name": f"event-{event.get('id')}",
+            }
+        )
     return _merged_spans(shapes), _merged_labels(labels, series, view)
 
 
@@ -86,8 +127,12 @@ def _merged_labels(labels: list[dict], series: list[Series], view: View, near: f
     for label in sorted(labels, key=lambda a: a["x"] if isinstance(a["x"], (int, float)) else 0):
         for group in groups:
             first = group[0]
-            if (first["text"], first["font"]["color"]) == (label["text"], label["font"]["color"]) and isinstance(label["x"], (int, float)) \
-                    and isinstance(first["x"], (int, float)) and abs(label["x"] - first["x"]) <= near * span:
+            if (
+                (first["text"], first["font"]["color"]) == (label["text"], label["font"]["color"])
+                and isinstance(label["x"], (int, float))
+                and isinstance(first["x"], (int, float))
+                and abs(label["x"] - first["x"]) <= near * span
+            ):
                 group.append(label)
                 break
         else:
@@ -103,7 +148,9 @@ def _merged_labels(labels: list[dict], series: list[Series], view: View, near: f
     return out
 
 
-def stagger(labels: list[dict], series: Iterable[Series], view: View, *, levels: int = 3, near: float = 0.09) -> list[dict]:
+def stagger(
+    labels: list[dict], series: Iterable[Series], view: View, *, levels: int = 3, near: float = 0.09
+) -> list[dict]:
     """Lift labels that would overlap a neighbour (closer than `near` of the x span) onto
     up to `levels` rows, so two events at the same step stay readable."""
     series = list(series)
@@ -124,7 +171,9 @@ def stagger(labels: list[dict], series: Iterable[Series], view: View, *, levels:
     return labels
 
 
-def note_shapes(annotations: Sequence[Mapping[str, Any]], series: Iterable[Series], view: View) -> tuple[list[dict], list[dict]]:
+def note_shapes(
+    annotations: Sequence[Mapping[str, Any]], series: Iterable[Series], view: View
+) -> tuple[list[dict], list[dict]]:
     """People's notes on a step range: a violet outlined span with the text on hover."""
     series = list(series)
     shapes: list[dict] = []
@@ -135,14 +184,36 @@ def note_shapes(annotations: Sequence[Mapping[str, Any]], series: Iterable[Serie
         start = note["start_step"]
         end = note["end_step"] if note.get("end_step") is not None else start
         x0, x1 = step_to_x(start, series, view), step_to_x(end, series, view)
-        shapes.append({"type": "rect", "xref": "x", "yref": "paper", "x0": x0, "x1": x1, "y0": 0, "y1": 1,
-                       "fillcolor": NOTE_COLOR, "opacity": 0.07, "line": {"color": NOTE_COLOR, "width": 1, "dash": "dash"},
-                       "layer": "below"})
+        shapes.append(
+            {
+                "type": "rect",
+                "xref": "x",
+                "yref": "paper",
+                "x0": x0,
+                "x1": x1,
+                "y0": 0,
+                "y1": 1,
+                "fillcolor": NOTE_COLOR,
+                "opacity": 0.07,
+                "line": {"color": NOTE_COLOR, "width": 1, "dash": "dash"},
+                "layer": "below",
+            }
+        )
         text = str(note.get("text") or "")
-        labels.append({"x": x0, "xref": "x", "xanchor": "left", "y": 0, "yref": "paper", "yanchor": "bottom",
-                       "text": "✎ " + plotly_text(text if len(text) <= 40 else text[:39] + "…"),
-                       "hovertext": plotly_text(f"{note.get('author')}: {text}"), "showarrow": False,
-                       "font": {"color": NOTE_COLOR, "size": 11}, "bgcolor": "rgba(255,255,255,0.85)",
-                       "name": f"note-{note.get('id')}"})
+        labels.append(
+            {
+                "x": x0,
+                "xref": "x",
+                "xanchor": "left",
+                "y": 0,
+                "yref": "paper",
+                "yanchor": "bottom",
+                "text": "✎ " + plotly_text(text if len(text) <= 40 else text[:39] + "…"),
+                "hovertext": plotly_text(f"{note.get('author')}: {text}"),
+                "showarrow": False,
+                "font": {"color": NOTE_COLOR, "size": 11},
+                "bgcolor": "rgba(255,255,255,0.85)",
+                "name": f"note-{note.get('id')}",
+            }
+        )
     return shapes, labels
-

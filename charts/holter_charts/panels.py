@@ -17,7 +17,9 @@ from typing import Any, Literal
 from holter_charts.vocabulary import Vocabulary
 
 # Per-layer metrics (`act_norm/layer.3`) are drawn as one layer × step heatmap per family.
-_LAYER = re.compile(r"^(?P<prefix>.*?)(?P<sep>[/._-]?)(?P<word>layers?|blocks?|h)[._/-]?(?P<layer>\d+)(?P<rest>.*)$", re.IGNORECASE)
+_LAYER = re.compile(
+    r"^(?P<prefix>.*?)(?P<sep>[/._-]?)(?P<word>layers?|blocks?|h)[._/-]?(?P<layer>\d+)(?P<rest>.*)$", re.IGNORECASE
+)
 
 
 @dataclass(frozen=True)
@@ -73,10 +75,22 @@ def plan_panels(metrics: Iterable[Mapping[str, Any]], vocab: Vocabulary) -> list
         if len(members) >= 2:
             layers = tuple(sorted(members))
             title = family.replace("*", "").replace("//", "/").strip("/._-") + " per layer"
-            panels.append(Panel(key=_slug(family), title=title, metrics=tuple(members[i] for i in layers), kind="heatmap", layers=layers))
-    panels.extend(Panel(key=f"{_slug(base)}-band", title=f"{base} (distribution)", metrics=members, kind="band")
-                  for base, members in sorted(bands.items()))
-    panels.extend(Panel(key=_slug(name), title=_titled(name, by_name[name].get("step_metric")), metrics=(name,)) for name in alone)
+            panels.append(
+                Panel(
+                    key=_slug(family),
+                    title=title,
+                    metrics=tuple(members[i] for i in layers),
+                    kind="heatmap",
+                    layers=layers,
+                )
+            )
+    panels.extend(
+        Panel(key=f"{_slug(base)}-band", title=f"{base} (distribution)", metrics=members, kind="band")
+        for base, members in sorted(bands.items())
+    )
+    panels.extend(
+        Panel(key=_slug(name), title=_titled(name, by_name[name].get("step_metric")), metrics=(name,)) for name in alone
+    )
     return panels
 
 
@@ -88,8 +102,11 @@ def histogram_families(names: Iterable[str]) -> dict[str, tuple[str, ...]]:
     """Metrics logged as one histogram: every `BASE/min`, `BASE/p5`, ... `BASE/max` present, by BASE."""
     present = set(names)
     bases = {name[: -len("/median")] for name in present if name.endswith("/median")}
-    return {base: tuple(f"{base}/{q}" for q in HISTOGRAM_QUANTILES) for base in sorted(bases)
-            if all(f"{base}/{q}" in present for q in HISTOGRAM_QUANTILES)}
+    return {
+        base: tuple(f"{base}/{q}" for q in HISTOGRAM_QUANTILES)
+        for base in sorted(bases)
+        if all(f"{base}/{q}" in present for q in HISTOGRAM_QUANTILES)
+    }
 
 
 def _titled(name: str, step_metric: str | None) -> str:

@@ -15,7 +15,14 @@ from typing import Any, Literal
 import numpy as np
 
 # how the API spells the values JSON has no number for (the server's wire codec; client/holter/wire.py writes the same)
-NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf, "nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+NON_FINITE = {
+    "NaN": math.nan,
+    "Infinity": math.inf,
+    "-Infinity": -math.inf,
+    "nan": math.nan,
+    "inf": math.inf,
+    "-inf": -math.inf,
+}
 
 
 @dataclass
@@ -64,7 +71,9 @@ def spell(value: float) -> str:
     return "NaN" if math.isnan(value) else ("+Inf" if value > 0 else "-Inf")
 
 
-def ema(values: Sequence[float], weight: float, state: tuple[float, float] | None = None) -> tuple[list[float], tuple[float, float]]:
+def ema(
+    values: Sequence[float], weight: float, state: tuple[float, float] | None = None
+) -> tuple[list[float], tuple[float, float]]:
     """TensorBoard-style debiased exponential moving average with smoothing `weight` in [0, 1).
 
     Non-finite values are skipped (the smoothed line carries on through a NaN; the raw line
@@ -94,7 +103,6 @@ def value_at(series: Series, step: int) -> float | None:
     return value if math.isfinite(value) else None
 
 
-
 # ---------------------------------------------------------------------------------- view
 
 
@@ -107,7 +115,6 @@ class View:
     x_axis: Literal["step", "time"] = "step"
     start: int | None = None
     end: int | None = None
-
 
 
 def x_values(series: Series, view: View) -> list[Any]:

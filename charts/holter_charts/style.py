@@ -29,11 +29,18 @@ def base_layout(title: str, view: View, *, height: int = 320, uirevision: str = 
     return {
         "title": {"text": plotly_text(title), "x": 0.01, "xanchor": "left", "font": {"size": 14}},
         # the legend goes under the chart: above it, event labels need the room
-        "height": height, "margin": {"l": 56, "r": 16, "t": 72, "b": 48},
-        "paper_bgcolor": "white", "plot_bgcolor": "white",
+        "height": height,
+        "margin": {"l": 56, "r": 16, "t": 72, "b": 48},
+        "paper_bgcolor": "white",
+        "plot_bgcolor": "white",
         "font": {"family": "Inter, -apple-system, Segoe UI, Roboto, sans-serif", "size": 12, "color": "#343a40"},
         "xaxis": xaxis,
-        "yaxis": {"type": "log" if view.log_y else "linear", "showgrid": True, "gridcolor": "#eef0f2", "zeroline": False},
+        "yaxis": {
+            "type": "log" if view.log_y else "linear",
+            "showgrid": True,
+            "gridcolor": "#eef0f2",
+            "zeroline": False,
+        },
         "yaxis2": {"overlaying": "y", "range": [0, 1], "visible": False, "fixedrange": True},
         "legend": {"orientation": "h", "x": 0, "xanchor": "left", "y": -0.1, "yanchor": "top", "font": {"size": 11}},
         "hovermode": "closest",
@@ -43,11 +50,17 @@ def base_layout(title: str, view: View, *, height: int = 320, uirevision: str = 
     }
 
 
-
 def empty_note(text: str) -> dict:
     """A grey line in the middle of an empty chart."""
-    return {"text": text, "xref": "paper", "yref": "paper", "x": 0.5, "y": 0.5, "showarrow": False,
-            "font": {"size": 13, "color": QUIET_COLOR}}
+    return {
+        "text": text,
+        "xref": "paper",
+        "yref": "paper",
+        "x": 0.5,
+        "y": 0.5,
+        "showarrow": False,
+        "font": {"size": 13, "color": QUIET_COLOR},
+    }
 
 
 def rgba(color: str, alpha: float) -> str:

@@ -57,7 +57,9 @@ class Vocabulary:
 
     @property
     def default_min_severity(self) -> str:
-        return str(self.data.get("default_min_severity") or (self.severity_names[1] if len(self.severity_names) > 1 else ""))
+        return str(
+            self.data.get("default_min_severity") or (self.severity_names[1] if len(self.severity_names) > 1 else "")
+        )
 
     # -- health: "healthy" or the worst open event's severity
     @property

@@ -15,8 +15,22 @@ wandb` (holter/current.py): `init`, `log`, `config`, `summary`, `run`, `define_m
 
 from holter.config import Config
 from holter.current import (
-    AlertLevel, DisabledRun, NoRunError, Settings, _BeforeInit, alert, define_metric, finish, init, log, log_artifact, login, save,
-    unwatch, use_artifact, watch,
+    AlertLevel,
+    DisabledRun,
+    NoRunError,
+    Settings,
+    _BeforeInit,
+    alert,
+    define_metric,
+    finish,
+    init,
+    log,
+    log_artifact,
+    login,
+    save,
+    unwatch,
+    use_artifact,
+    watch,
 )
 from holter.media import Artifact, Audio, Histogram, Html, Image, Molecule, Object3D, Plotly, Table, Video
 from holter.run import Run
@@ -29,8 +43,37 @@ config = _BeforeInit("config")
 summary = _BeforeInit("summary")
 
 __all__ = [
-    "AlertLevel", "Artifact", "Audio", "Config", "Delivery", "DisabledRun", "Histogram", "Html", "Image", "Molecule", "NoRunError",
-    "Object3D", "Plotly", "Run", "Settings", "Table", "Video", "alert", "config", "define_metric", "finish", "init", "log",
-    "log_artifact", "login", "run", "save", "summary", "unwatch", "use_artifact", "watch", "__version__",
+    "AlertLevel",
+    "Artifact",
+    "Audio",
+    "Config",
+    "Delivery",
+    "DisabledRun",
+    "Histogram",
+    "Html",
+    "Image",
+    "Molecule",
+    "NoRunError",
+    "Object3D",
+    "Plotly",
+    "Run",
+    "Settings",
+    "Table",
+    "Video",
+    "__version__",
+    "alert",
+    "config",
+    "define_metric",
+    "finish",
+    "init",
+    "log",
+    "log_artifact",
+    "login",
+    "run",
+    "save",
+    "summary",
+    "unwatch",
+    "use_artifact",
+    "watch",
 ]
 __version__ = "0.1.0"

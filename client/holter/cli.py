@@ -27,10 +27,21 @@ SERVER_EXTRA_HINT = "this command needs the service: pip install 'holter[server]
 COMMAND_MODULES = {"import": "import_run"}
 # The kinds themselves live in the service's vocabulary (`holter kinds` prints them), so the
 # parser never holds a second list of them; the service refuses an unknown one with the list.
-KIND_HELP = ("what a metric is, overriding what its name suggests: NAME=KIND (NAME may be a glob: 'eval/*=eval_loss'), "
-             "or KIND alone for every metric; repeatable; `holter kinds` lists the kinds")
+KIND_HELP = (
+    "what a metric is, overriding what its name suggests: NAME=KIND (NAME may be a glob: 'eval/*=eval_loss'), "
+    "or KIND alone for every metric; repeatable; `holter kinds` lists the kinds"
+)
 # The demo scenarios of `holter demo --real` (holter_server.demo.real.SCENARIOS).
-REAL_SCENARIOS = ("healthy", "lr_too_high", "unshuffled", "leaky_mask", "frozen", "rl_mismatch", "nan_layer", "slow_loader")
+REAL_SCENARIOS = (
+    "healthy",
+    "lr_too_high",
+    "unshuffled",
+    "leaky_mask",
+    "frozen",
+    "rl_mismatch",
+    "nan_layer",
+    "slow_loader",
+)
 URL_HELP = "service URL (default $HOLTER_URL or http://127.0.0.1:8765)"
 DB_HELP = "database URL (default: $HOLTER_DATABASE_URL, else an SQLite file under the user data directory)"
 # Which commands take which place-naming option (a command's actions inherit it).
@@ -61,20 +72,41 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=None, help="port to bind (default 8765)")
     _place_options(serve, db=True)
     serve.add_argument("--log-level", default="info")
-    serve.add_argument("--workers", type=int, default=1,
-                       help="API processes sharing the port (one pre-bound socket); background work stays in one worker process")
-    serve.add_argument("--socket-fd", type=int, default=None, help=argparse.SUPPRESS)  # set by --workers for its API processes
+    serve.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="API processes sharing the port (one pre-bound socket); background work stays in one worker process",
+    )
+    serve.add_argument(
+        "--socket-fd", type=int, default=None, help=argparse.SUPPRESS
+    )  # set by --workers for its API processes
     serve.add_argument("--parent-pid", type=int, default=None, help=argparse.SUPPRESS)
 
     demo = commands.add_parser("demo", help="start the service if needed and stream demo runs into it")
     _place_options(demo, url=True, db=True)
     mode = demo.add_mutually_exclusive_group()
-    mode.add_argument("--real", dest="mode", action="store_const", const="real",
-                      help="train a tiny transformer on CPU eight ways, one diagnosis each (default when torch is installed)")
-    mode.add_argument("--synthetic", dest="mode", action="store_const", const="synthetic",
-                      help="stream one generated run with planted problems (default without torch)")
-    demo.add_argument("--scenario", action="append", choices=REAL_SCENARIOS, default=None,
-                      help="with --real: only this scenario (repeatable)")
+    mode.add_argument(
+        "--real",
+        dest="mode",
+        action="store_const",
+        const="real",
+        help="train a tiny transformer on CPU eight ways, one diagnosis each (default when torch is installed)",
+    )
+    mode.add_argument(
+        "--synthetic",
+        dest="mode",
+        action="store_const",
+        const="synthetic",
+        help="stream one generated run with planted problems (default without torch)",
+    )
+    demo.add_argument(
+        "--scenario",
+        action="append",
+        choices=REAL_SCENARIOS,
+        default=None,
+        help="with --real: only this scenario (repeatable)",
+    )
     demo.add_argument("--steps", type=int, default=5000, help="with --synthetic: steps to log (default 5000)")
     demo.add_argument("--rate", type=float, default=50.0, help="with --synthetic: steps per second (default 50)")
     demo.add_argument("--project", default="demo")
@@ -84,34 +116,59 @@ def build_parser() -> argparse.ArgumentParser:
     db_commands = db.add_subparsers(dest="db_command", required=True, metavar="ACTION")
     upgrade = db_commands.add_parser("upgrade", help="apply the schema migrations")
     _place_options(upgrade, db=True)
-    upgrade.add_argument("--distribute", action="store_true",
-                         help="on a Citus coordinator: then distribute the run-keyed tables by run, colocated with runs, "
-                              "and make the small ones reference tables (see docs/scale-out.md)")
-    upgrade.add_argument("--shard-count", type=int, default=None, metavar="N",
-                         help="with --distribute: shards per distributed table when first distributed (default: citus.shard_count)")
-    upgrade.add_argument("--partition-points", type=int, default=None, metavar="N",
-                         help="Postgres: hash-partition points, rollups and detector states by run into N partitions, "
-                              "copying an existing store's rows (default: HOLTER_PARTITION_POINTS; 0: leave them as they are)")
+    upgrade.add_argument(
+        "--distribute",
+        action="store_true",
+        help="on a Citus coordinator: then distribute the run-keyed tables by run, colocated with runs, "
+        "and make the small ones reference tables (see docs/scale-out.md)",
+    )
+    upgrade.add_argument(
+        "--shard-count",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --distribute: shards per distributed table when first distributed (default: citus.shard_count)",
+    )
+    upgrade.add_argument(
+        "--partition-points",
+        type=int,
+        default=None,
+        metavar="N",
+        help="Postgres: hash-partition points, rollups and detector states by run into N partitions, "
+        "copying an existing store's rows (default: HOLTER_PARTITION_POINTS; 0: leave them as they are)",
+    )
 
     analyze = commands.add_parser("analyze", help="name what is wrong with the curves in a file")
     analyze.add_argument("path", help="CSV, JSONL, trainer_state.json, or a TensorBoard event file or folder")
     analyze.add_argument("--metric", action="append", default=None, help="only this metric (repeatable)")
     analyze.add_argument("--kind", action="append", default=None, metavar="[NAME=]KIND", help=KIND_HELP)
-    analyze.add_argument("--expected-floor", type=float, default=None, help="lowest loss the task allows (for too_good)")
+    analyze.add_argument(
+        "--expected-floor", type=float, default=None, help="lowest loss the task allows (for too_good)"
+    )
     analyze.add_argument("--format", choices=["text", "json"], default="text")
-    imported = commands.add_parser("import", help="stream a run logged elsewhere into the service, then name what is wrong")
-    imported.add_argument("path", help="CSV, JSONL, trainer_state.json, a TensorBoard event file or folder, an MLflow store "
-                                       "(mlflow.db or mlruns/) or a W&B offline run folder (wandb/offline-run-*)")
+    imported = commands.add_parser(
+        "import", help="stream a run logged elsewhere into the service, then name what is wrong"
+    )
+    imported.add_argument(
+        "path",
+        help="CSV, JSONL, trainer_state.json, a TensorBoard event file or folder, an MLflow store "
+        "(mlflow.db or mlruns/) or a W&B offline run folder (wandb/offline-run-*)",
+    )
     imported.add_argument("--project", required=True)
     imported.add_argument("--name", default=None, help="the run's name (default: its name there, else the file's)")
     imported.add_argument("--run-id", default=None, help="the run's id (default: a new one; an existing id appends)")
-    imported.add_argument("--step-column", default=None,
-                          help="the column (CSV) or key (JSONL, W&B) holding the training step; W&B's _step counts log calls")
+    imported.add_argument(
+        "--step-column",
+        default=None,
+        help="the column (CSV) or key (JSONL, W&B) holding the training step; W&B's _step counts log calls",
+    )
     imported.add_argument("--source-run", default=None, help="MLflow: which run of a store holding several")
     imported.add_argument("--kind", action="append", default=None, metavar="[NAME=]KIND", help=KIND_HELP)
     _place_options(imported, url=True)
 
-    commands.add_parser("kinds", help="list the metric kinds (what --kind and define_metric accept) and whose names are recognised")
+    commands.add_parser(
+        "kinds", help="list the metric kinds (what --kind and define_metric accept) and whose names are recognised"
+    )
 
     report = commands.add_parser("report", help="write a run's self-contained HTML post-mortem")
     report.add_argument("run_id", help="the run's id (see `holter runs`)")
@@ -126,10 +183,16 @@ def build_parser() -> argparse.ArgumentParser:
     listed.add_argument("--format", choices=["text", "json"], default="text")
     _place_options(listed, url=True)
 
-    synced = commands.add_parser("sync", help="send offline runs (init(mode='offline')) and leftover spools to the service")
-    synced.add_argument("targets", nargs="*", metavar="PATH|RUN",
-                        help="a run's spool folder, a folder of them (init(dir=D): D/holter-spool), or a run id; "
-                             "default: every run in the spool root ($HOLTER_SPOOL_DIR or ~/.cache/holter/spool)")
+    synced = commands.add_parser(
+        "sync", help="send offline runs (init(mode='offline')) and leftover spools to the service"
+    )
+    synced.add_argument(
+        "targets",
+        nargs="*",
+        metavar="PATH|RUN",
+        help="a run's spool folder, a folder of them (init(dir=D): D/holter-spool), or a run id; "
+        "default: every run in the spool root ($HOLTER_SPOOL_DIR or ~/.cache/holter/spool)",
+    )
     _place_options(synced, url=True)
 
     worker = commands.add_parser("worker", help="run live detection, alert dispatch and the stall watch (no HTTP)")
@@ -166,7 +229,9 @@ def _add_alerts_parser(commands: Any) -> None:
     add.add_argument("target", help="the webhook URL (an Apprise URL for apprise)")
     add.add_argument("--project", help="only this project's alerts")
     add.add_argument("--secret", help="webhook: HMAC-SHA256 signing key (16+ characters)")
-    add.add_argument("--no-default-rules", action="store_true", help="do not add the default divergence/stall/mismatch rules")
+    add.add_argument(
+        "--no-default-rules", action="store_true", help="do not add the default divergence/stall/mismatch rules"
+    )
     remove = actions.add_parser("remove-channel", help="remove a channel and its rules")
     remove.add_argument("channel_id", type=int)
     test = actions.add_parser("test", help="send a test message to a channel now")
@@ -180,7 +245,9 @@ def _add_alerts_parser(commands: Any) -> None:
     rule.add_argument("--tag", help="only runs with this tag")
     rule.add_argument("--metric", help="metric name pattern (glob)")
     rule.add_argument("--kind", action="append", help="event kind (repeatable; any when omitted)")
-    rule.add_argument("--min-severity", default=None, help="lowest severity that notifies (default: the service's, warning)")
+    rule.add_argument(
+        "--min-severity", default=None, help="lowest severity that notifies (default: the service's, warning)"
+    )
     rule.add_argument("--threshold-op", choices=["above", "below", "nonfinite"])
     rule.add_argument("--threshold-value", type=float)
     rule.add_argument("--cooldown", type=float, default=300.0, help="seconds (default 300)")
@@ -214,7 +281,9 @@ def list_runs(args: argparse.Namespace) -> int:
     from holter.transport import RejectedError, Transport, TransportError
 
     url = (args.url or os.environ.get("HOLTER_URL") or DEFAULT_URL).rstrip("/")
-    query = urlencode({k: v for k, v in (("project", args.project), ("status", args.status), ("limit", args.limit)) if v is not None})
+    query = urlencode(
+        {k: v for k, v in (("project", args.project), ("status", args.status), ("limit", args.limit)) if v is not None}
+    )
     try:
         answer = Transport(url, os.environ.get("HOLTER_API_KEY")).request("GET", f"/api/v1/runs?{query}")
     except (TransportError, RejectedError) as exc:
@@ -230,8 +299,17 @@ def list_runs(args: argparse.Namespace) -> int:
     rows = [("ID", "PROJECT", "NAME", "STATUS", "HEALTH", "LAST STEP", "STARTED")]
     for run in runs:
         step = run.get("last_step")
-        rows.append((run["id"], run["project"], run.get("name") or "", run["status"], run.get("health") or "",
-                     f"{step:,}" if step is not None else "", run["created_at"][:19].replace("T", " ")))
+        rows.append(
+            (
+                run["id"],
+                run["project"],
+                run.get("name") or "",
+                run["status"],
+                run.get("health") or "",
+                f"{step:,}" if step is not None else "",
+                run["created_at"][:19].replace("T", " "),
+            )
+        )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
@@ -251,11 +329,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         from holter import sync
         from holter.run import DEFAULT_URL
 
-        return sync.run(args.targets, args.url or os.environ.get("HOLTER_URL") or DEFAULT_URL, os.environ.get("HOLTER_API_KEY"))
+        return sync.run(
+            args.targets, args.url or os.environ.get("HOLTER_URL") or DEFAULT_URL, os.environ.get("HOLTER_API_KEY")
+        )
     try:
         command = importlib.import_module(f"holter_server.commands.{COMMAND_MODULES.get(args.command, args.command)}")
     except ImportError as exc:
-        if sys.version_info < (3, 11) and not isinstance(exc, ModuleNotFoundError):  # holter_server/__init__.py refuses it
+        if sys.version_info < (3, 11) and not isinstance(
+            exc, ModuleNotFoundError
+        ):  # holter_server/__init__.py refuses it
             print(f"holter {args.command}: {exc}", file=sys.stderr)
             return 2
         if exc.name and (exc.name == "holter_server" or not exc.name.startswith("holter")):

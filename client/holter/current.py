@@ -35,16 +35,51 @@ from holter.config import Config
 from holter.sender import Delivery
 from holter.summary import Summary
 
-MODES = {"online": "online", "run": "online", "shared": "online", "offline": "offline", "dryrun": "offline", "disabled": "disabled"}
+MODES = {
+    "online": "online",
+    "run": "online",
+    "shared": "online",
+    "offline": "offline",
+    "dryrun": "offline",
+    "disabled": "disabled",
+}
 # Holter's own options of holter.init, passed on as they are.
-HOLTER_OPTIONS = frozenset({"kinds", "url", "api_key", "spool_dir", "flush_interval", "max_queued_calls", "connect_timeout",
-                            "max_held_bytes", "system_vitals", "quiet"})
+HOLTER_OPTIONS = frozenset(
+    {
+        "kinds",
+        "url",
+        "api_key",
+        "spool_dir",
+        "flush_interval",
+        "max_queued_calls",
+        "connect_timeout",
+        "max_held_bytes",
+        "system_vitals",
+        "quiet",
+    }
+)
 # wandb options that have no meaning here: accepted, and named once.
-IGNORED_OPTIONS = frozenset({"entity", "settings", "anonymous", "allow_val_change", "config_exclude_keys", "config_include_keys",
-                             "force", "magic", "monitor_gym", "save_code", "sync_tensorboard", "tensorboard", "fork_from",
-                             "resume_from", "job_type_hint"})
+IGNORED_OPTIONS = frozenset(
+    {
+        "entity",
+        "settings",
+        "anonymous",
+        "allow_val_change",
+        "config_exclude_keys",
+        "config_include_keys",
+        "force",
+        "magic",
+        "monitor_gym",
+        "save_code",
+        "sync_tensorboard",
+        "tensorboard",
+        "fork_from",
+        "resume_from",
+        "job_type_hint",
+    }
+)
 
-_current: Optional[Union[run_module.Run, "DisabledRun"]] = None
+_current: Optional[Union[run_module.Run, DisabledRun]] = None
 _notes: set[str] = set()
 
 
@@ -130,9 +165,15 @@ def init(
         raise TypeError(f"holter.init got unexpected keyword arguments: {', '.join(sorted(unknown))}")
     ignored = sorted(key for key in set(options) & IGNORED_OPTIONS if options[key] is not None)
     if ignored:
-        _note_once("ignored " + ",".join(ignored), f"holter: init options with no meaning in Holter are ignored: {', '.join(ignored)}")
+        _note_once(
+            "ignored " + ",".join(ignored),
+            f"holter: init options with no meaning in Holter are ignored: {', '.join(ignored)}",
+        )
     if resume in ("must", "never"):
-        _note_once("resume", f"holter: resume={resume!r} is ignored: Holter appends to a run whose id exists and starts one otherwise")
+        _note_once(
+            "resume",
+            f"holter: resume={resume!r} is ignored: Holter appends to a run whose id exists and starts one otherwise",
+        )
     own = {key: value for key, value in options.items() if key in HOLTER_OPTIONS}
     chosen = resolve_mode(mode)
     if _current is not None and _current.status == "running":
@@ -147,7 +188,9 @@ def init(
     else:
         if dir is not None and own.get("spool_dir") is None:
             own["spool_dir"] = os.path.join(os.fspath(dir), "holter-spool")
-        made = run_module.init(project, name, config, id=id, tags=all_tags or None, notes=notes, offline=chosen == "offline", **own)
+        made = run_module.init(
+            project, name, config, id=id, tags=all_tags or None, notes=notes, offline=chosen == "offline", **own
+        )
     _make_current(made)
     return made
 
@@ -178,9 +221,17 @@ def log(data: Mapping[str, Any], step: int | None = None, commit: bool | None = 
     _run("log").log(data, step=step, commit=commit)
 
 
-def define_metric(name: str, step_metric: str | None = None, step_sync: bool | None = None, hidden: bool | None = None,
-                  summary: str | None = None, overwrite: bool | None = None, *, goal: str | None = None,
-                  kind: str | None = None) -> None:
+def define_metric(
+    name: str,
+    step_metric: str | None = None,
+    step_sync: bool | None = None,
+    hidden: bool | None = None,
+    summary: str | None = None,
+    overwrite: bool | None = None,
+    *,
+    goal: str | None = None,
+    kind: str | None = None,
+) -> None:
     """`Run.define_metric` of the current run."""
     _run("define_metric").define_metric(name, step_metric, step_sync, hidden, summary, overwrite, goal=goal, kind=kind)
 
@@ -190,8 +241,14 @@ def alert(title: str, text: str = "", level: Any = None, wait_duration: Any = No
     _run("alert").alert(title, text, level, wait_duration)
 
 
-def watch(model: Any, criterion: Any = None, log: str | None = "gradients", log_freq: int = 1000, idx: Any = None,
-          log_graph: bool = False) -> Any:
+def watch(
+    model: Any,
+    criterion: Any = None,
+    log: str | None = "gradients",
+    log_freq: int = 1000,
+    idx: Any = None,
+    log_graph: bool = False,
+) -> Any:
     """`holter.torch.watch(model, holter.run, every=log_freq)`: gradient norms and activation RMS per layer."""
     return _run("watch").watch(model, criterion, log, log_freq, idx, log_graph)
 
@@ -293,15 +350,27 @@ class DisabledRun:
     def flush(self, timeout: float | None = 30.0) -> bool:
         return True
 
-    def finish(self, status: str | int = "finished", timeout: float | None = None, *, exit_code: int | None = None,
-               quiet: bool | None = None) -> Delivery:
-        self.status = "crashed" if exit_code or (isinstance(status, int) and status) else ("finished" if isinstance(status, int) else status)
+    def finish(
+        self,
+        status: str | int = "finished",
+        timeout: float | None = None,
+        *,
+        exit_code: int | None = None,
+        quiet: bool | None = None,
+    ) -> Delivery:
+        self.status = (
+            "crashed"
+            if exit_code or (isinstance(status, int) and status)
+            else ("finished" if isinstance(status, int) else status)
+        )
         return Delivery()
 
     def __enter__(self) -> DisabledRun:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.finish("crashed" if exc_type is not None else "finished")
         forget(self)
 

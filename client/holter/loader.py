@@ -46,8 +46,14 @@ class LoaderWatch(Generic[T]):
     Iterate it as the loader itself, once per epoch; steps count on across epochs.
     """
 
-    def __init__(self, loader: Iterable[T], run: _Logger, *, step: Callable[[], int] | None = None,
-                 clock: Callable[[], float] = time.perf_counter) -> None:
+    def __init__(
+        self,
+        loader: Iterable[T],
+        run: _Logger,
+        *,
+        step: Callable[[], int] | None = None,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
         self.loader = loader
         self.run = run
         self._step_fn = step

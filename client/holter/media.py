@@ -21,7 +21,13 @@ from typing import Any
 
 # The quantiles kept of a histogram, as (suffix, fraction), lowest first.
 QUANTILES: tuple[tuple[str, float], ...] = (
-    ("min", 0.0), ("p5", 0.05), ("p25", 0.25), ("median", 0.5), ("p75", 0.75), ("p95", 0.95), ("max", 1.0),
+    ("min", 0.0),
+    ("p5", 0.05),
+    ("p25", 0.25),
+    ("median", 0.5),
+    ("p75", 0.75),
+    ("p95", 0.95),
+    ("max", 1.0),
 )
 QUANTILE_SUFFIXES: tuple[str, ...] = tuple(suffix for suffix, _ in QUANTILES)
 
@@ -48,7 +54,8 @@ class Histogram:
             raise ValueError("Histogram takes a sequence or np_histogram=(counts, bin_edges), one of the two")
         self.num_bins = num_bins
         self.quantiles: dict[str, float] | None = (
-            _from_values(sequence) if np_histogram is None else _from_bins(*np_histogram))
+            _from_values(sequence) if np_histogram is None else _from_bins(*np_histogram)
+        )
 
     def points(self, name: str) -> dict[str, float]:
         """The metrics it becomes when logged as `name` (none when it held no finite value)."""
@@ -98,7 +105,9 @@ def _from_bins(counts: Any, edges: Any) -> dict[str, float] | None:
     counts = [float(c) for c in (counts.tolist() if hasattr(counts, "tolist") else counts)]
     edges = [float(e) for e in (edges.tolist() if hasattr(edges, "tolist") else edges)]
     if len(edges) != len(counts) + 1:
-        raise ValueError(f"np_histogram needs one more bin edge than counts, got {len(counts)} counts and {len(edges)} edges")
+        raise ValueError(
+            f"np_histogram needs one more bin edge than counts, got {len(counts)} counts and {len(edges)} edges"
+        )
     total = sum(c for c in counts if c > 0)
     if not total:
         return None
@@ -128,8 +137,11 @@ class Media:
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kind = type(self).__name__
-        _note_once(f"media {kind}", f"holter: {kind} values are accepted and not stored (Holter keeps curves, not files); "
-                   "the numbers logged beside them are kept")
+        _note_once(
+            f"media {kind}",
+            f"holter: {kind} values are accepted and not stored (Holter keeps curves, not files); "
+            "the numbers logged beside them are kept",
+        )
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):

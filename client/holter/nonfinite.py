@@ -102,7 +102,7 @@ def _sum(tensor: torch.Tensor) -> torch.Tensor:
 class _Call:
     """One module call of the step: where its input and output checks sit in the step's list."""
 
-    __slots__ = ("name", "inputs", "outputs")
+    __slots__ = ("inputs", "name", "outputs")
 
     def __init__(self, name: str, inputs: list[int]) -> None:
         self.name = name
@@ -113,10 +113,17 @@ class _Call:
 class _Pending:
     """A closed step whose checks are on their way to the host."""
 
-    __slots__ = ("step", "calls", "grad_names", "forward_count", "values", "copied")
+    __slots__ = ("calls", "copied", "forward_count", "grad_names", "step", "values")
 
-    def __init__(self, step: int, calls: list[_Call], grad_names: list[str], forward_count: int,
-                 values: torch.Tensor, copied: Any = None) -> None:
+    def __init__(
+        self,
+        step: int,
+        calls: list[_Call],
+        grad_names: list[str],
+        forward_count: int,
+        values: torch.Tensor,
+        copied: Any = None,
+    ) -> None:
         self.step = step
         self.calls = calls
         self.grad_names = grad_names
@@ -191,8 +198,9 @@ class NonFiniteTripwire:
                 self._pending.append(self._to_host(step, calls, [name for name, _ in grads], forward_count, values))
         self.poll()
 
-    def _to_host(self, step: int, calls: list[_Call], grad_names: list[str], forward_count: int,
-                 values: torch.Tensor) -> _Pending:
+    def _to_host(
+        self, step: int, calls: list[_Call], grad_names: list[str], forward_count: int, values: torch.Tensor
+    ) -> _Pending:
         if values.device.type == "cuda":
             host = values.to("cpu", non_blocking=True)
             copied = torch.cuda.Event()
@@ -269,8 +277,14 @@ class NonFiniteTripwire:
             return
         self._in_episode = True
         forward = self._forward_origin(pending.calls, values, bad)
-        gradient = next((Origin(name, name_of(values[pending.forward_count + i]))
-                         for i, name in enumerate(pending.grad_names) if bad[pending.forward_count + i]), None)
+        gradient = next(
+            (
+                Origin(name, name_of(values[pending.forward_count + i]))
+                for i, name in enumerate(pending.grad_names)
+                if bad[pending.forward_count + i]
+            ),
+            None,
+        )
         self.last = NonFiniteStep(pending.step, forward, gradient)
         self._report(self.last)
 

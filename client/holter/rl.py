@@ -99,7 +99,9 @@ def _torch_stats(rollout: Any, trainer: Any, mask: Any, tolerance: float) -> tup
     trainer_t = torch.as_tensor(trainer)
     rollout_t = torch.as_tensor(rollout, device=trainer_t.device)
     if rollout_t.shape != trainer_t.shape:
-        raise ValueError(f"rollout log-probs have shape {tuple(rollout_t.shape)}, trainer log-probs {tuple(trainer_t.shape)}")
+        raise ValueError(
+            f"rollout log-probs have shape {tuple(rollout_t.shape)}, trainer log-probs {tuple(trainer_t.shape)}"
+        )
     # float64 keeps exp(delta) and the sums exact enough for gaps of 1e-6 on long batches
     delta = (trainer_t.detach().double() - rollout_t.detach().double()).reshape(-1)
     if mask is not None:
@@ -111,9 +113,15 @@ def _torch_stats(rollout: Any, trainer: Any, mask: Any, tolerance: float) -> tup
         raise ValueError("no valid token: the mask selects nothing")
     gap = delta.abs()
     p99 = torch.kthvalue(gap, _rank(gap.numel())).values
-    stats = torch.stack([
-        gap.mean(), gap.max(), p99, (gap > tolerance).double().mean(), (torch.expm1(delta) - delta).mean(),
-    ])
+    stats = torch.stack(
+        [
+            gap.mean(),
+            gap.max(),
+            p99,
+            (gap > tolerance).double().mean(),
+            (torch.expm1(delta) - delta).mean(),
+        ]
+    )
     return tuple(stats.tolist())  # the one device-to-host copy
 
 
@@ -134,7 +142,13 @@ def _numpy_stats(rollout: Any, trainer: Any, mask: Any, tolerance: float) -> tup
     gap = np.abs(delta)
     rank = _rank(gap.size)
     p99 = np.partition(gap, rank - 1)[rank - 1]
-    return (float(gap.mean()), float(gap.max()), float(p99), float((gap > tolerance).mean()), float((np.expm1(delta) - delta).mean()))
+    return (
+        float(gap.mean()),
+        float(gap.max()),
+        float(p99),
+        float((gap > tolerance).mean()),
+        float((np.expm1(delta) - delta).mean()),
+    )
 
 
 def _flatten(values: Any) -> list[Any]:

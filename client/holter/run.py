@@ -24,9 +24,9 @@ from types import TracebackType
 from typing import Any
 
 from holter.config import Config
-from holter.summary import Summary
 from holter.sender import Barrier, Control, Delivery, Sender
 from holter.spool import Spool, default_spool_root
+from holter.summary import Summary
 from holter.system import SystemSampler, sampling_interval
 from holter.throughput import ThroughputMeter, mfu_peak, rates
 from holter.transport import RejectedError, Transport, TransportError
@@ -35,7 +35,7 @@ from holter.wire import dumps
 DEFAULT_URL = "http://127.0.0.1:8765"
 
 # Runs not yet finished; held strongly so a run the caller forgot about is still flushed at exit.
-_active_runs: "set[Run]" = set()
+_active_runs: set[Run] = set()
 _hooks_installed = False
 
 
@@ -85,8 +85,13 @@ class Run:
         self._alerted: dict[str, float] = {}
         self._throughput = ThroughputMeter()
         self._finish_lock = threading.Lock()
-        registration: dict[str, Any] = {"id": run_id, "project": project, "name": name, "config": self.config.as_dict(),
-                                        "tags": list(tags or [])}
+        registration: dict[str, Any] = {
+            "id": run_id,
+            "project": project,
+            "name": name,
+            "config": self.config.as_dict(),
+            "tags": list(tags or []),
+        }
         if kinds:
             registration["kinds"] = dict(kinds)
         if notes is not None:
@@ -204,8 +209,11 @@ class Run:
             number = math.nan
         if number.is_integer() and number >= 0:
             return int(number)
-        _note_once(f"axis {name}", f"holter: {name!r} is plotted against {axis!r}, whose value {value!r} is not a whole number "
-                   f">= 0; {name!r} is logged at the run's step instead")
+        _note_once(
+            f"axis {name}",
+            f"holter: {name!r} is plotted against {axis!r}, whose value {value!r} is not a whole number "
+            f">= 0; {name!r} is logged at the run's step instead",
+        )
         return step
 
     def log_at(self, metrics: Mapping[str, Any], *, step: int, wall_time: float | None = None) -> None:
@@ -236,13 +244,26 @@ class Run:
         # kept in the registration too, so a service that lost the run learns the whole config again
         self._register.payload["config"] = config
         # creating an existing run resumes it and merges the config it is given into the stored one
-        self._queue.append(Control("/api/v1/runs", {"id": self.id, "project": self.project, "name": self.name,
-                                                    "config": config, "tags": []}))
+        self._queue.append(
+            Control(
+                "/api/v1/runs",
+                {"id": self.id, "project": self.project, "name": self.name, "config": config, "tags": []},
+            )
+        )
         self._wake.set()
 
-    def define_metric(self, name: str, step_metric: str | None = None, step_sync: bool | None = None, hidden: bool | None = None,
-                      summary: str | None = None, overwrite: bool | None = None, *, goal: str | None = None,
-                      kind: str | None = None) -> None:
+    def define_metric(
+        self,
+        name: str,
+        step_metric: str | None = None,
+        step_sync: bool | None = None,
+        hidden: bool | None = None,
+        summary: str | None = None,
+        overwrite: bool | None = None,
+        *,
+        goal: str | None = None,
+        kind: str | None = None,
+    ) -> None:
         """Say what a metric is (wandb's `define_metric`): `kind` is one of the service's metric
         kinds (`loss`, `eval_loss`, `grad_norm`, ... ; `holter kinds` lists them) and always wins
         over what the name suggests; `name` may be a glob (`"eval/*"`). `summary` ("min", "max",
@@ -253,8 +274,11 @@ class Run:
 
         Like `log`, it returns at once; the service has it before any point logged after it.
         """
-        fields = {key: value for key, value in (("kind", kind), ("summary", summary), ("step_metric", step_metric), ("goal", goal))
-                  if value is not None}
+        fields = {
+            key: value
+            for key, value in (("kind", kind), ("summary", summary), ("step_metric", step_metric), ("goal", goal))
+            if value is not None
+        }
         if step_metric is not None and step_metric != name:
             self._axes[name] = step_metric
             self._axis_of.clear()
@@ -262,8 +286,19 @@ class Run:
             return  # define_metric("epoch"): wandb's way of saying a metric exists; nothing to keep
         # kept in the registration too, so a service that lost the run learns it again
         self._register.payload.setdefault("metrics", {}).setdefault(name, {}).update(fields)
-        self._queue.append(Control("/api/v1/runs", {"id": self.id, "project": self.project, "name": self.name, "config": {},
-                                                    "tags": [], "metrics": {name: fields}}))
+        self._queue.append(
+            Control(
+                "/api/v1/runs",
+                {
+                    "id": self.id,
+                    "project": self.project,
+                    "name": self.name,
+                    "config": {},
+                    "tags": [],
+                    "metrics": {name: fields},
+                },
+            )
+        )
         self._wake.set()
 
     def _send_summary(self, values: dict[str, Any]) -> None:
@@ -287,13 +322,25 @@ class Run:
             return
         self._alerted[title] = now
         step = self._next_step - 1 if self._next_step > 0 else None
-        payload = {"title": str(title)[:256] or "alert", "text": str(text)[:4000], "severity": severity, "step": step,
-                   "key": uuid.uuid4().hex}
+        payload = {
+            "title": str(title)[:256] or "alert",
+            "text": str(text)[:4000],
+            "severity": severity,
+            "step": step,
+            "key": uuid.uuid4().hex,
+        }
         self._queue.append(Control(f"/api/v1/runs/{self.id}/alerts", payload))
         self._wake.set()
 
-    def watch(self, model: Any, criterion: Any = None, log: str | None = "gradients", log_freq: int = 1000, idx: Any = None,
-              log_graph: bool = False) -> Any:
+    def watch(
+        self,
+        model: Any,
+        criterion: Any = None,
+        log: str | None = "gradients",
+        log_freq: int = 1000,
+        idx: Any = None,
+        log_graph: bool = False,
+    ) -> Any:
         """wandb's `run.watch`: `holter.torch.watch(model, run, every=log_freq)` (gradient norms and
         activation RMS per layer; wandb's gradient histograms are not logged)."""
         from holter.torch import watch
@@ -309,12 +356,21 @@ class Run:
 
     def save(self, *args: Any, **kwargs: Any) -> None:
         """wandb's file upload: accepted, nothing is stored."""
-        _note_once("save", "holter: run.save() and log_code() are accepted and store nothing (Holter keeps curves, not files)")
+        _note_once(
+            "save", "holter: run.save() and log_code() are accepted and store nothing (Holter keeps curves, not files)"
+        )
 
     log_code = save
 
-    def log_throughput(self, tokens: float | None = None, samples: float | None = None, *, step: int | None = None,
-                       flops_per_token: float | None = None, peak_flops: float | str | None = None) -> None:
+    def log_throughput(
+        self,
+        tokens: float | None = None,
+        samples: float | None = None,
+        *,
+        step: int | None = None,
+        flops_per_token: float | None = None,
+        peak_flops: float | str | None = None,
+    ) -> None:
         """Call once per training step, after it: logs `holter/step_time` (the time since the
         previous call), `holter/throughput/tokens_per_s` and `holter/throughput/samples_per_s` for
         the step's `tokens` and `samples`, and `holter/throughput/mfu` given `flops_per_token` and
@@ -325,8 +381,15 @@ class Run:
             self.log(metrics, step=step)
 
     @contextmanager
-    def timed_step(self, tokens: float | None = None, samples: float | None = None, *, step: int | None = None,
-                   flops_per_token: float | None = None, peak_flops: float | str | None = None) -> Iterator[None]:
+    def timed_step(
+        self,
+        tokens: float | None = None,
+        samples: float | None = None,
+        *,
+        step: int | None = None,
+        flops_per_token: float | None = None,
+        peak_flops: float | str | None = None,
+    ) -> Iterator[None]:
         """Time the block as one step and log `holter/step_time` and the throughput of its `tokens` and
         `samples`; nothing is logged when the block raises.
 
@@ -337,11 +400,14 @@ class Run:
         peak = mfu_peak(tokens, flops_per_token, peak_flops)  # a bad peak fails here, before the step's work
         started = time.perf_counter()
         yield
-        self.log(rates(time.perf_counter() - started, tokens, samples, flops_per_token=flops_per_token, peak_flops=peak),
-                 step=step)
+        self.log(
+            rates(time.perf_counter() - started, tokens, samples, flops_per_token=flops_per_token, peak_flops=peak),
+            step=step,
+        )
 
-    def report_nonfinite(self, step: int, *, forward: Mapping[str, Any] | None = None,
-                         gradient: Mapping[str, Any] | None = None) -> None:
+    def report_nonfinite(
+        self, step: int, *, forward: Mapping[str, Any] | None = None, gradient: Mapping[str, Any] | None = None
+    ) -> None:
         """Tell the service where non-finite values first appeared at `step`: `forward`, the module
         whose output first held one, and `gradient`, the first parameter whose gradient did, each
         `{"name": ..., "value": "NaN" | "Infinity" | "-Infinity"}` (a forward origin may add
@@ -349,8 +415,11 @@ class Run:
         nan_tripwire=True)` calls it; it travels in order with the points, through the spool when
         the service is away, and the service stores it once however often it is resent.
         """
-        payload = {"step": operator.index(step), "forward": dict(forward) if forward else None,
-                   "gradient": dict(gradient) if gradient else None}
+        payload = {
+            "step": operator.index(step),
+            "forward": dict(forward) if forward else None,
+            "gradient": dict(gradient) if gradient else None,
+        }
         self._queue.append(Control(f"/api/v1/runs/{self.id}/nonfinite", payload))
         self._wake.set()
 
@@ -367,8 +436,14 @@ class Run:
         self._wake.set()
         return barrier.done.wait(timeout)
 
-    def finish(self, status: str | int = "finished", timeout: float | None = None, *, exit_code: int | None = None,
-               quiet: bool | None = None) -> Delivery:
+    def finish(
+        self,
+        status: str | int = "finished",
+        timeout: float | None = None,
+        *,
+        exit_code: int | None = None,
+        quiet: bool | None = None,
+    ) -> Delivery:
         """Mark the run finished (or "crashed"), deliver what is queued, and say what became of it.
 
         `exit_code` (wandb's): non-zero marks the run crashed. `quiet` is accepted for wandb's sake.
@@ -401,20 +476,31 @@ class Run:
         self._sender.stop(timeout)
         delivery = self._sender.delivery()
         if self.mode == "offline":
-            print(f"holter: offline run {self.id} saved in {self._sender.spool_path}; send it with: holter sync "
-                  f"{self._sender.spool_path}", file=sys.stderr)
+            print(
+                f"holter: offline run {self.id} saved in {self._sender.spool_path}; send it with: holter sync "
+                f"{self._sender.spool_path}",
+                file=sys.stderr,
+            )
         elif delivery.not_durable:
-            print(f"holter: run {self.id} finished with {delivery.not_durable:,} points not sent and not on disk (the service "
-                  "is away and the spool cannot be written): they are lost when this process ends", file=sys.stderr)
+            print(
+                f"holter: run {self.id} finished with {delivery.not_durable:,} points not sent and not on disk (the service "
+                "is away and the spool cannot be written): they are lost when this process ends",
+                file=sys.stderr,
+            )
         elif delivery.spooled:
-            print(f"holter: run {self.id} finished with {delivery.spooled:,} requests still in the spool at {self._sender.spool_path}; "
-                  "the next process for this run sends them", file=sys.stderr)
+            print(
+                f"holter: run {self.id} finished with {delivery.spooled:,} requests still in the spool at {self._sender.spool_path}; "
+                "the next process for this run sends them",
+                file=sys.stderr,
+            )
         return delivery
 
     def __enter__(self) -> Run:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.finish("crashed" if exc_type is not None else "finished")
 
     def __repr__(self) -> str:
@@ -481,8 +567,11 @@ def init(
         run._vitals.start()
     if not _enabled(quiet, "HOLTER_QUIET", default=False):
         if offline:
-            print(f"holter: run {run.name or run.id} is offline; everything it logs stays in {run._sender.spool_path} "
-                  "for `holter sync`", file=sys.stderr)
+            print(
+                f"holter: run {run.name or run.id} is offline; everything it logs stays in {run._sender.spool_path} "
+                "for `holter sync`",
+                file=sys.stderr,
+            )
         else:
             print(f"holter: View run {run.name or run.id} at {run.page_url}", file=sys.stderr)
     return run

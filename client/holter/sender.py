@@ -171,8 +171,13 @@ class Sender(threading.Thread):
     def delivery(self) -> Delivery:
         """The counts so far (see `Delivery`); points still queued count as not durable."""
         queued = sum(len(item[2]) for item in list(self.queue) if type(item) is tuple)
-        return Delivery(stored=self._stored, duplicates=self._duplicates, refused=self._refused, spooled=len(self._spool),
-                        not_durable=queued + self._points_in_flight + sum(points for _entry, points in list(self._held)))
+        return Delivery(
+            stored=self._stored,
+            duplicates=self._duplicates,
+            refused=self._refused,
+            spooled=len(self._spool),
+            not_durable=queued + self._points_in_flight + sum(points for _entry, points in list(self._held)),
+        )
 
     def send_spooled(self) -> bool:
         """Send what the spool holds now, oldest first, from the calling thread (`holter sync`);
@@ -194,8 +199,11 @@ class Sender(threading.Thread):
                 if self._held_bytes < self._max_held_bytes:
                     self._drain()
                 else:
-                    self._say_once("memory full", f"holter: {self._held_bytes / 2**20:.0f} MiB of requests are held in memory "
-                                   "(the service is away and the spool cannot be written); log() now waits for room")
+                    self._say_once(
+                        "memory full",
+                        f"holter: {self._held_bytes / 2**20:.0f} MiB of requests are held in memory "
+                        "(the service is away and the spool cannot be written); log() now waits for room",
+                    )
                 if self._spooling and not self._offline and time.monotonic() >= self._next_retry:
                     self._replay()
                 self._heartbeat()
@@ -250,8 +258,10 @@ class Sender(threading.Thread):
         for name, (steps, values) in batch.columns.items():
             if not isinstance(name, str):  # checked here, not in log(), which stays cheap
                 self._refused += len(steps)
-                self._say_once(f"name {name!r}", f"holter: metric name {name!r} is not text ({type(name).__name__}); "
-                               "its points are not sent")
+                self._say_once(
+                    f"name {name!r}",
+                    f"holter: metric name {name!r} is not text ({type(name).__name__}); its points are not sent",
+                )
                 continue
             try:
                 floats = [float(v) for v in values]
@@ -267,8 +277,9 @@ class Sender(threading.Thread):
         step_times = {"steps": list(batch.step_times), "times": list(batch.step_times.values())}
         return dumps({"metrics": metrics, "step_times": step_times})
 
-    def _keep_numeric(self, name: str, steps: list[int], values: list[Any],
-                      expanded: dict[str, tuple[list[int], list[float]]]) -> tuple[list[float], list[int]]:
+    def _keep_numeric(
+        self, name: str, steps: list[int], values: list[Any], expanded: dict[str, tuple[list[int], list[float]]]
+    ) -> tuple[list[float], list[int]]:
         kept: tuple[list[float], list[int]] = ([], [])
         for step, value in zip(steps, values):
             try:
@@ -283,7 +294,10 @@ class Sender(threading.Thread):
                     continue
                 if name not in self._bad_metrics:
                     self._bad_metrics.add(name)
-                    print(f"holter: metric {name!r} got a non-numeric value {value!r}; such values are skipped", file=sys.stderr)
+                    print(
+                        f"holter: metric {name!r} got a non-numeric value {value!r}; such values are skipped",
+                        file=sys.stderr,
+                    )
                 continue
             kept[1].append(step)
         return kept
@@ -301,8 +315,11 @@ class Sender(threading.Thread):
         try:
             self._spool.put(entry)
         except OSError as exc:
-            self._say_once("spool", f"holter: cannot write the spool at {self._spool.path} ({exc}); requests the service has "
-                           "not taken are held in memory and retried, but are lost if this process ends before they are sent")
+            self._say_once(
+                "spool",
+                f"holter: cannot write the spool at {self._spool.path} ({exc}); requests the service has "
+                "not taken are held in memory and retried, but are lost if this process ends before they are sent",
+            )
             return False
         return True
 
@@ -366,13 +383,19 @@ class Sender(threading.Thread):
             self._say_refused(str(refused.get("metric")), str(refused.get("reason")))
         for conflict in answer.get("conflicts") or ():
             metric, steps = conflict.get("metric"), conflict.get("steps") or []
-            self._say_once(f"conflict {metric}", f"holter: metric {metric!r} was logged again at step {steps[0] if steps else '?'} "
-                           "with another value; the service keeps the value logged first (further such points of this metric "
-                           "are not reported)")
+            self._say_once(
+                f"conflict {metric}",
+                f"holter: metric {metric!r} was logged again at step {steps[0] if steps else '?'} "
+                "with another value; the service keeps the value logged first (further such points of this metric "
+                "are not reported)",
+            )
 
     def _say_refused(self, metric: str, reason: str) -> None:
-        self._say_once(f"refused {metric}", f"holter: the service refused metric {metric!r}: {reason}; its points are not "
-                       "stored, the other metrics are")
+        self._say_once(
+            f"refused {metric}",
+            f"holter: the service refused metric {metric!r}: {reason}; its points are not "
+            "stored, the other metrics are",
+        )
 
     def _say_once(self, key: str, message: str) -> None:
         if key not in self._said:
@@ -381,7 +404,11 @@ class Sender(threading.Thread):
 
     def _set_aside(self, path: str, body: bytes, exc: RejectedError) -> None:
         """Keep a refused request on disk for a person to look at, instead of retrying it forever."""
-        refusals = [e for e in exc.detail if isinstance(e, dict) and e.get("type") == "metric_refused"] if isinstance(exc.detail, list) else []
+        refusals = (
+            [e for e in exc.detail if isinstance(e, dict) and e.get("type") == "metric_refused"]
+            if isinstance(exc.detail, list)
+            else []
+        )
         for refusal in refusals:
             self._refused += int(refusal.get("points") or 0)
             self._say_refused(str((refusal.get("loc") or ["?"])[-1]), str(refusal.get("msg")))
@@ -393,7 +420,10 @@ class Sender(threading.Thread):
             rejected.mkdir(parents=True, exist_ok=True)
             target.write_bytes(encode_entry(path, body))
         except OSError as write_error:
-            print(f"holter: the service refused {path} ({exc}); it could not be kept on disk either ({write_error})", file=sys.stderr)
+            print(
+                f"holter: the service refused {path} ({exc}); it could not be kept on disk either ({write_error})",
+                file=sys.stderr,
+            )
             return
         if refusals:
             self._say_once("rejected", f"holter: requests the service refused are kept in {rejected}")
@@ -415,5 +445,3 @@ def _points_in(body: bytes) -> int:
         return sum(len(series.get("steps") or ()) for series in metrics.values())
     except (ValueError, AttributeError, TypeError):
         return 0
-
-

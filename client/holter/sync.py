@@ -70,7 +70,9 @@ def sync_folder(folder: Path, url: str, api_key: str | None) -> Synced:
     sender = Sender(transport=Transport(url, api_key), spool=spool, run_id=folder.name, register=register)
     sender.send_spooled()
     delivery = sender.delivery()
-    return Synced(run_id=folder.name, requests=len(pending), stored=delivery.stored, refused=delivery.refused, left=len(spool))
+    return Synced(
+        run_id=folder.name, requests=len(pending), stored=delivery.stored, refused=delivery.refused, left=len(spool)
+    )
 
 
 def run(targets: Sequence[str], url: str, api_key: str | None) -> int:

@@ -129,8 +129,11 @@ class ProcReader:
         if previous is None or now <= previous_at:
             return {}
         elapsed = now - previous_at
-        return {f"{name}_mb_per_s": max(0.0, counters[name] - previous[name]) / MB / elapsed
-                for name in counters if name in previous}
+        return {
+            f"{name}_mb_per_s": max(0.0, counters[name] - previous[name]) / MB / elapsed
+            for name in counters
+            if name in previous
+        }
 
     def _disk_bytes(self) -> dict[str, float]:
         read = written = 0.0
@@ -168,10 +171,17 @@ def _is_partition(name: str) -> bool:
 # --- GPUs --------------------------------------------------------------------------------------
 
 
-def gpu_metrics(index: int, *, utilization: float | None = None, memory_used: float | None = None,
-                memory_total: float | None = None, temperature: float | None = None,
-                power_w: float | None = None, sm_clock: float | None = None,
-                throttle_reasons: int | None = None) -> Metrics:
+def gpu_metrics(
+    index: int,
+    *,
+    utilization: float | None = None,
+    memory_used: float | None = None,
+    memory_total: float | None = None,
+    temperature: float | None = None,
+    power_w: float | None = None,
+    sm_clock: float | None = None,
+    throttle_reasons: int | None = None,
+) -> Metrics:
     """The `gpu.<index>.*` metrics of one GPU reading (memory in bytes); unknown readings are left out."""
     key = f"gpu.{index}."
     metrics: Metrics = {}
@@ -202,7 +212,8 @@ class NvmlReader:
         self.handles = [nvml.nvmlDeviceGetHandleByIndex(i) for i in range(nvml.nvmlDeviceGetCount())]
         # renamed from ...ThrottleReasons in NVML 12.x; older bindings have only the old name
         self._reasons = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
-            nvml, "nvmlDeviceGetCurrentClocksThrottleReasons", None)
+            nvml, "nvmlDeviceGetCurrentClocksThrottleReasons", None
+        )
 
     @classmethod
     def open(cls) -> NvmlReader | None:
@@ -224,16 +235,18 @@ class NvmlReader:
             memory = self._call(nvml.nvmlDeviceGetMemoryInfo, handle)
             utilization = self._call(nvml.nvmlDeviceGetUtilizationRates, handle)
             power = self._call(nvml.nvmlDeviceGetPowerUsage, handle)
-            metrics.update(gpu_metrics(
-                index,
-                utilization=float(utilization.gpu) if utilization is not None else None,
-                memory_used=float(memory.used) if memory is not None else None,
-                memory_total=float(memory.total) if memory is not None else None,
-                temperature=_float(self._call(nvml.nvmlDeviceGetTemperature, handle, nvml.NVML_TEMPERATURE_GPU)),
-                power_w=power / 1000.0 if power is not None else None,  # NVML answers milliwatts
-                sm_clock=_float(self._call(nvml.nvmlDeviceGetClockInfo, handle, nvml.NVML_CLOCK_SM)),
-                throttle_reasons=self._call(self._reasons, handle) if self._reasons else None,
-            ))
+            metrics.update(
+                gpu_metrics(
+                    index,
+                    utilization=float(utilization.gpu) if utilization is not None else None,
+                    memory_used=float(memory.used) if memory is not None else None,
+                    memory_total=float(memory.total) if memory is not None else None,
+                    temperature=_float(self._call(nvml.nvmlDeviceGetTemperature, handle, nvml.NVML_TEMPERATURE_GPU)),
+                    power_w=power / 1000.0 if power is not None else None,  # NVML answers milliwatts
+                    sm_clock=_float(self._call(nvml.nvmlDeviceGetClockInfo, handle, nvml.NVML_CLOCK_SM)),
+                    throttle_reasons=self._call(self._reasons, handle) if self._reasons else None,
+                )
+            )
         return metrics
 
     def close(self) -> None:
@@ -267,16 +280,18 @@ def parse_nvidia_smi_csv(text: str) -> Metrics:
         index = _smi_number(cells.get("index"))
         reasons = cells.get("clocks_event_reasons.active") or cells.get("clocks_throttle_reasons.active")
         used, total = _smi_number(cells.get("memory.used")), _smi_number(cells.get("memory.total"))
-        metrics.update(gpu_metrics(
-            int(index) if index is not None else position,
-            utilization=_smi_number(cells.get("utilization.gpu")),
-            memory_used=used * (1 << 20) if used is not None else None,  # MiB
-            memory_total=total * (1 << 20) if total is not None else None,
-            temperature=_smi_number(cells.get("temperature.gpu")),
-            power_w=_smi_number(cells.get("power.draw")),
-            sm_clock=_smi_number(cells.get("clocks.sm", cells.get("clocks.current.sm"))),
-            throttle_reasons=_smi_bits(reasons),
-        ))
+        metrics.update(
+            gpu_metrics(
+                int(index) if index is not None else position,
+                utilization=_smi_number(cells.get("utilization.gpu")),
+                memory_used=used * (1 << 20) if used is not None else None,  # MiB
+                memory_total=total * (1 << 20) if total is not None else None,
+                temperature=_smi_number(cells.get("temperature.gpu")),
+                power_w=_smi_number(cells.get("power.draw")),
+                sm_clock=_smi_number(cells.get("clocks.sm", cells.get("clocks.current.sm"))),
+                throttle_reasons=_smi_bits(reasons),
+            )
+        )
     return metrics
 
 
@@ -335,8 +350,13 @@ class SmiReader:
 
     def _query(self, fields: list[str]) -> str | None:
         try:
-            done = subprocess.run([self.executable, f"--query-gpu={','.join(fields)}", "--format=csv,nounits"],
-                                  capture_output=True, text=True, timeout=SMI_TIMEOUT_S, check=False)
+            done = subprocess.run(
+                [self.executable, f"--query-gpu={','.join(fields)}", "--format=csv,nounits"],
+                capture_output=True,
+                text=True,
+                timeout=SMI_TIMEOUT_S,
+                check=False,
+            )
         except (OSError, subprocess.SubprocessError):
             return None
         return done.stdout if done.returncode == 0 else None
@@ -353,8 +373,9 @@ def open_gpu_reader() -> Any:
 class SystemSampler(threading.Thread):
     """Samples the vitals every `interval` seconds and logs them into `run` at its current step."""
 
-    def __init__(self, run: Run, *, interval: float = DEFAULT_INTERVAL_S, proc: ProcReader | None = None,
-                 gpus: Any = "auto") -> None:
+    def __init__(
+        self, run: Run, *, interval: float = DEFAULT_INTERVAL_S, proc: ProcReader | None = None, gpus: Any = "auto"
+    ) -> None:
         super().__init__(name=f"holter-system-{run.id}", daemon=True)
         self.target = run
         self.interval = interval

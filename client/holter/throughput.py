@@ -29,25 +29,25 @@ MFU = "holter/throughput/mfu"
 # the words of a device name as `torch.cuda.get_device_name` or nvidia-smi print it ("NVIDIA
 # H100 80GB HBM3", "NVIDIA A100-SXM4-80GB", "AMD Instinct MI300X"), most specific entry first.
 PEAK_FLOPS: tuple[tuple[tuple[str, ...], float], ...] = (
-    (("b200",), 2250e12),          # HGX B200 sheet: 4.5 PFLOPS sparse per GPU
-    (("h200", "nvl"), 835e12),     # H200 NVL: 1,671 TFLOPS sparse
-    (("h200",), 989e12),           # H200 SXM: 1,979 TFLOPS sparse
-    (("h100", "nvl"), 835e12),     # H100 NVL: 1,671 TFLOPS sparse
-    (("h100", "pcie"), 756e12),    # H100 PCIe: 1,513 TFLOPS sparse
-    (("gh200",), 989e12),          # GH200: the H100 SXM's tensor cores
-    (("h100",), 989e12),           # H100 SXM ("H100 80GB HBM3"): 1,979 TFLOPS sparse
-    (("a100",), 312e12),           # A100 SXM and PCIe: 624 TFLOPS sparse
-    (("a10g",), 125e12),           # A10G, AWS's A10 with no NVIDIA sheet of its own: the A10's figure
-    (("a10",), 125e12),            # A10: 250 TFLOPS sparse
-    (("l40s",), 362e12),           # L40S: 733 TFLOPS sparse
-    (("l4",), 121e12),             # L4: 242 TFLOPS sparse
-    (("rtx", "4090"), 165.2e12),   # Ada whitepaper, RTX 4090: 330.3 sparse (bf16 accumulates in fp32)
-    (("rtx", "3090"), 71e12),      # Ampere GA102 whitepaper, RTX 3090: 142 sparse
-    (("v100", "pcie"), 112e12),    # V100 PCIe: no bf16; fp16 tensor cores, no sparsity
-    (("v100",), 125e12),           # V100 SXM2: fp16
-    (("t4",), 65e12),              # T4: fp16 (no bf16)
-    (("mi325x",), 1307.4e12),      # AMD Instinct MI325X: 2,614.9 TFLOPS sparse
-    (("mi300x",), 1307.4e12),      # AMD Instinct MI300X: 2,614.9 TFLOPS sparse
+    (("b200",), 2250e12),  # HGX B200 sheet: 4.5 PFLOPS sparse per GPU
+    (("h200", "nvl"), 835e12),  # H200 NVL: 1,671 TFLOPS sparse
+    (("h200",), 989e12),  # H200 SXM: 1,979 TFLOPS sparse
+    (("h100", "nvl"), 835e12),  # H100 NVL: 1,671 TFLOPS sparse
+    (("h100", "pcie"), 756e12),  # H100 PCIe: 1,513 TFLOPS sparse
+    (("gh200",), 989e12),  # GH200: the H100 SXM's tensor cores
+    (("h100",), 989e12),  # H100 SXM ("H100 80GB HBM3"): 1,979 TFLOPS sparse
+    (("a100",), 312e12),  # A100 SXM and PCIe: 624 TFLOPS sparse
+    (("a10g",), 125e12),  # A10G, AWS's A10 with no NVIDIA sheet of its own: the A10's figure
+    (("a10",), 125e12),  # A10: 250 TFLOPS sparse
+    (("l40s",), 362e12),  # L40S: 733 TFLOPS sparse
+    (("l4",), 121e12),  # L4: 242 TFLOPS sparse
+    (("rtx", "4090"), 165.2e12),  # Ada whitepaper, RTX 4090: 330.3 sparse (bf16 accumulates in fp32)
+    (("rtx", "3090"), 71e12),  # Ampere GA102 whitepaper, RTX 3090: 142 sparse
+    (("v100", "pcie"), 112e12),  # V100 PCIe: no bf16; fp16 tensor cores, no sparsity
+    (("v100",), 125e12),  # V100 SXM2: fp16
+    (("t4",), 65e12),  # T4: fp16 (no bf16)
+    (("mi325x",), 1307.4e12),  # AMD Instinct MI325X: 2,614.9 TFLOPS sparse
+    (("mi300x",), 1307.4e12),  # AMD Instinct MI300X: 2,614.9 TFLOPS sparse
 )
 
 
@@ -74,7 +74,9 @@ def mfu_peak(tokens: float | None, flops_per_token: float | None, peak_flops: fl
     if flops_per_token is None:
         return None
     if tokens is None or peak_flops is None:
-        raise ValueError("MFU needs tokens= and peak_flops= (FLOP/s, or a GPU name such as 'H100') beside flops_per_token=")
+        raise ValueError(
+            "MFU needs tokens= and peak_flops= (FLOP/s, or a GPU name such as 'H100') beside flops_per_token="
+        )
     if isinstance(peak_flops, str):
         return peak_flops_for(peak_flops)
     if not peak_flops > 0:
@@ -82,8 +84,14 @@ def mfu_peak(tokens: float | None, flops_per_token: float | None, peak_flops: fl
     return float(peak_flops)
 
 
-def rates(seconds: float, tokens: float | None = None, samples: float | None = None, *,
-          flops_per_token: float | None = None, peak_flops: float | str | None = None) -> dict[str, float]:
+def rates(
+    seconds: float,
+    tokens: float | None = None,
+    samples: float | None = None,
+    *,
+    flops_per_token: float | None = None,
+    peak_flops: float | str | None = None,
+) -> dict[str, float]:
     """The metrics for one step of `seconds` that processed `tokens` and `samples` (either optional);
     with `flops_per_token` and `peak_flops` (FLOP/s, or a GPU name) also `holter/throughput/mfu`,
     tokens x flops_per_token / seconds / peak FLOP/s."""
@@ -106,8 +114,14 @@ class ThroughputMeter:
         self._clock = clock
         self._last: float | None = None
 
-    def mark(self, tokens: float | None = None, samples: float | None = None, *, flops_per_token: float | None = None,
-             peak_flops: float | str | None = None) -> dict[str, float] | None:
+    def mark(
+        self,
+        tokens: float | None = None,
+        samples: float | None = None,
+        *,
+        flops_per_token: float | None = None,
+        peak_flops: float | str | None = None,
+    ) -> dict[str, float] | None:
         """End a step here: its metrics since the previous mark, or None on the first mark.
 
         The first mark only starts the clock, because the time before it (loading a model,

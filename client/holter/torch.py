@@ -55,7 +55,17 @@ from holter.loader import LoaderWatch, watch_loader
 from holter.nonfinite import NonFiniteStep, NonFiniteTripwire
 from holter.throughput import peak_flops_for
 
-__all__ = ["Layer", "LoaderWatch", "NonFiniteStep", "Watch", "flops_per_token", "layers_of", "peak_flops", "watch", "watch_loader"]
+__all__ = [
+    "Layer",
+    "LoaderWatch",
+    "NonFiniteStep",
+    "Watch",
+    "flops_per_token",
+    "layers_of",
+    "peak_flops",
+    "watch",
+    "watch_loader",
+]
 
 GRAD_NORM = "holter/grad_norm"
 GRAD_NORM_PREFIX = "holter/grad_norm/"
@@ -67,8 +77,9 @@ class _Logger(Protocol):
 
 
 class _Reporter(_Logger, Protocol):
-    def report_nonfinite(self, step: int, *, forward: Mapping[str, Any] | None = None,
-                         gradient: Mapping[str, Any] | None = None) -> None: ...
+    def report_nonfinite(
+        self, step: int, *, forward: Mapping[str, Any] | None = None, gradient: Mapping[str, Any] | None = None
+    ) -> None: ...
 
 
 class Layer:
@@ -108,8 +119,9 @@ def _layer_path(model: nn.Module, owner: str) -> str:
 class Watch:
     """The hooks `watch` put on a model; `remove()` takes them off."""
 
-    def __init__(self, model: nn.Module, run: _Logger, every: int, step: Callable[[], int] | None,
-                 nan_tripwire: bool = False) -> None:
+    def __init__(
+        self, model: nn.Module, run: _Logger, every: int, step: Callable[[], int] | None, nan_tripwire: bool = False
+    ) -> None:
         if every < 1:
             raise ValueError(f"every must be at least 1, not {every}")
         if nan_tripwire and not callable(getattr(run, "report_nonfinite", None)):
@@ -130,7 +142,9 @@ class Watch:
         ]
         for layer in self._layers:
             if layer.module is not None:
-                self._handles.append(layer.module.register_forward_hook(self._activation_hook(ACT_NORM_PREFIX + layer.name)))
+                self._handles.append(
+                    layer.module.register_forward_hook(self._activation_hook(ACT_NORM_PREFIX + layer.name))
+                )
         # after the model's own pre-hook above, so a step is open before its first module is checked
         self._tripwire = NonFiniteTripwire(model, self._report_nonfinite) if nan_tripwire else None
 
@@ -184,7 +198,9 @@ class Watch:
                 return
             tensor = next(_tensors(output), None)
             if tensor is not None and tensor.numel():
-                self._activations[metric] = torch.linalg.vector_norm(tensor.detach(), dtype=torch.float32) / math.sqrt(tensor.numel())
+                self._activations[metric] = torch.linalg.vector_norm(tensor.detach(), dtype=torch.float32) / math.sqrt(
+                    tensor.numel()
+                )
 
         return hook
 
@@ -239,9 +255,14 @@ class Watch:
             norms = [torch.linalg.vector_norm(g, dtype=torch.float32).to(device) for g in grads]
             per_layer[GRAD_NORM_PREFIX + layer.name] = torch.linalg.vector_norm(torch.stack(norms))
         if device is None:
-            return {GRAD_NORM: torch.zeros(()), **{GRAD_NORM_PREFIX + layer.name: torch.zeros(()) for layer in self._layers}}
+            return {
+                GRAD_NORM: torch.zeros(()),
+                **{GRAD_NORM_PREFIX + layer.name: torch.zeros(()) for layer in self._layers},
+            }
         zero = torch.zeros((), device=device)
-        ordered = {GRAD_NORM_PREFIX + layer.name: per_layer.get(GRAD_NORM_PREFIX + layer.name, zero) for layer in self._layers}
+        ordered = {
+            GRAD_NORM_PREFIX + layer.name: per_layer.get(GRAD_NORM_PREFIX + layer.name, zero) for layer in self._layers
+        }
         return {GRAD_NORM: torch.linalg.vector_norm(torch.stack(list(ordered.values()))), **ordered}
 
     def _flush_pending(self) -> None:
@@ -256,8 +277,14 @@ class Watch:
         self.run.log(dict(zip(norms, values)), step=step)
 
 
-def watch(model: nn.Module, run: _Logger, every: int = 50, *, step: Callable[[], int] | None = None,
-          nan_tripwire: bool = False) -> Watch:
+def watch(
+    model: nn.Module,
+    run: _Logger,
+    every: int = 50,
+    *,
+    step: Callable[[], int] | None = None,
+    nan_tripwire: bool = False,
+) -> Watch:
     """Log `model`'s gradient norms and activation RMS to `run` on every `every`-th step.
 
     `run` is a `holter.Run` (anything with `log(metrics, step=)`); `step`, when given, returns
@@ -294,8 +321,14 @@ _HEAD_DIM_KEYS = ("head_dim", "d_kv")
 _WIDTH_KEYS = ("hidden_size", "n_embd", "d_model", "dim")
 
 
-def flops_per_token(model: nn.Module, seq_len: int, *, n_layers: int | None = None, attention_width: int | None = None,
-                    parameters: int | None = None) -> float:
+def flops_per_token(
+    model: nn.Module,
+    seq_len: int,
+    *,
+    n_layers: int | None = None,
+    attention_width: int | None = None,
+    parameters: int | None = None,
+) -> float:
     """Training FLOPs per token of a decoder-style transformer: 6·N + 12·L·d·T.
 
     The estimate of PaLM (Chowdhery et al. 2022, appendix B: "6N + 12LHQT") and of nanoGPT's
@@ -327,8 +360,11 @@ def _multiplying_parameters(model: nn.Module) -> int:
     tables = {id(m.weight) for m in model.modules() if isinstance(m, (nn.Embedding, nn.EmbeddingBag))}
     modules = dict(model.named_modules())
     # a table tied to the output layer shows up again under that (non-embedding) module
-    tied = {id(p) for name, p in model.named_parameters(remove_duplicate=False)
-            if id(p) in tables and not isinstance(modules.get(name.rpartition(".")[0]), (nn.Embedding, nn.EmbeddingBag))}
+    tied = {
+        id(p)
+        for name, p in model.named_parameters(remove_duplicate=False)
+        if id(p) in tables and not isinstance(modules.get(name.rpartition(".")[0]), (nn.Embedding, nn.EmbeddingBag))
+    }
     return sum(p.numel() for p in model.parameters() if id(p) not in tables or id(p) in tied)
 
 
@@ -351,8 +387,10 @@ def _attention_shape(model: nn.Module, n_layers: int | None, width: int | None) 
         n_layers = n_layers or len(attention)
         width = width or attention[0].embed_dim
     if not n_layers or not width:
-        raise ValueError(f"cannot tell the number of layers and the attention width of {type(model).__name__}: "
-                         "pass n_layers= and attention_width= (heads x head dimension)")
+        raise ValueError(
+            f"cannot tell the number of layers and the attention width of {type(model).__name__}: "
+            "pass n_layers= and attention_width= (heads x head dimension)"
+        )
     return n_layers, width
 
 

@@ -11,6 +11,7 @@ import json
 import math
 from typing import Any
 
+
 def name_of(value: float) -> str:
     """The name of a non-finite float: "NaN", "Infinity" or "-Infinity"."""
     if value != value:

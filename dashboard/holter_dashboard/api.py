@@ -17,7 +17,6 @@ from typing import Any
 from urllib.parse import quote
 
 import httpx
-
 from holter_charts.vocabulary import Vocabulary
 
 API_PREFIX = "/api/v1"
@@ -75,7 +74,13 @@ class HolterAPI:
     dashboard call its own app in-process (`httpx.ASGITransport`).
     """
 
-    def __init__(self, base_url: str = "http://holter", *, transport: httpx.AsyncBaseTransport | None = None, timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        base_url: str = "http://holter",
+        *,
+        transport: httpx.AsyncBaseTransport | None = None,
+        timeout: float = 30.0,
+    ) -> None:
         self.base_url = base_url.rstrip("/")
         self._transport = transport
         self._timeout = timeout
@@ -87,7 +92,9 @@ class HolterAPI:
         loop = id(asyncio.get_running_loop())
         client = self._clients.get(loop)
         if client is None:
-            client = httpx.AsyncClient(base_url=self.base_url + API_PREFIX, transport=self._transport, timeout=self._timeout)
+            client = httpx.AsyncClient(
+                base_url=self.base_url + API_PREFIX, transport=self._transport, timeout=self._timeout
+            )
             self._clients[loop] = client
         return client
 
@@ -96,14 +103,24 @@ class HolterAPI:
         reads its own service in-process, else the remote service's address."""
         return (API_PREFIX if self._transport is not None else self.base_url + API_PREFIX) + path
 
-    async def _request(self, method: str, path: str, *, params: Mapping[str, Any] | None = None, json: Any = None,
-                       headers: Mapping[str, str] | None = None) -> Any:
+    async def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        json: Any = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> Any:
         clean = {k: v for k, v in (params or {}).items() if v is not None and v != ""}
         try:
-            response = await self._client().request(method, path, params=clean, json=json,
-                                                    headers=_auth_headers() if headers is None else headers)
+            response = await self._client().request(
+                method, path, params=clean, json=json, headers=_auth_headers() if headers is None else headers
+            )
         except httpx.HTTPError as exc:
-            raise ApiError(f"the Holter API at {self.base_url} did not answer: {exc.__class__.__name__} {exc}".strip()) from exc
+            raise ApiError(
+                f"the Holter API at {self.base_url} did not answer: {exc.__class__.__name__} {exc}".strip()
+            ) from exc
         if response.status_code >= 400:
             raise ApiError(_detail(response), response.status_code)
         if response.status_code == 204 or not response.content:
@@ -114,7 +131,13 @@ class HolterAPI:
     async def who_am_i(self, key: str | None) -> KeyIdentity:
         """Who `key` is (None: no key presented); an ApiError 401 for a missing, unknown or revoked key with auth on."""
         body = await self._request("GET", "/keys/me", headers={"Authorization": f"Bearer {key}"} if key else {})
-        return KeyIdentity(auth=bool(body["auth"]), scope=body["scope"], project=body.get("project"), name=body.get("name"), id=body.get("id"))
+        return KeyIdentity(
+            auth=bool(body["auth"]),
+            scope=body["scope"],
+            project=body.get("project"),
+            name=body.get("name"),
+            id=body.get("id"),
+        )
 
     # -- the vocabulary: read once, it changes only with the service's version
     async def vocabulary(self) -> Vocabulary:
@@ -138,22 +161,51 @@ class HolterAPI:
         return await self._request("PATCH", f"/runs/{run_id}/metrics/{metric_path(metric)}", json={"kind": kind})
 
     # -- points
-    async def points(self, run_id: str, metric: str, *, start: int | None = None, end: int | None = None,
-                     max_points: int | None = None, limit: int | None = None) -> dict[str, Any]:
+    async def points(
+        self,
+        run_id: str,
+        metric: str,
+        *,
+        start: int | None = None,
+        end: int | None = None,
+        max_points: int | None = None,
+        limit: int | None = None,
+    ) -> dict[str, Any]:
         """One metric's points; with `max_points` the service downsamples (min/max per bucket)."""
-        return await self._request("GET", f"/runs/{run_id}/metrics/{metric_path(metric)}/points",
-                                   params={"start": start, "end": end, "max_points": max_points, "limit": limit})
+        return await self._request(
+            "GET",
+            f"/runs/{run_id}/metrics/{metric_path(metric)}/points",
+            params={"start": start, "end": end, "max_points": max_points, "limit": limit},
+        )
 
-    async def many_points(self, run_id: str, metrics: list[str], *, start: int | None = None, end: int | None = None,
-                          max_points: int = 2000, with_times: bool = False) -> dict[str, dict[str, Any] | ApiError]:
+    async def many_points(
+        self,
+        run_id: str,
+        metrics: list[str],
+        *,
+        start: int | None = None,
+        end: int | None = None,
+        max_points: int = 2000,
+        with_times: bool = False,
+    ) -> dict[str, dict[str, Any] | ApiError]:
         """Several metrics of a run in one read (`GET /series`), each downsampled to `max_points`
         (with the drawn points' wall times when `with_times`); a metric the run lacks comes back as an ApiError."""
         if not metrics:
             return {}
         if len(metrics) > SERIES_PER_READ:
-            parts = await asyncio.gather(*(self.many_points(run_id, metrics[i:i + SERIES_PER_READ], start=start, end=end, max_points=max_points,
-                                                            with_times=with_times)
-                                           for i in range(0, len(metrics), SERIES_PER_READ)))
+            parts = await asyncio.gather(
+                *(
+                    self.many_points(
+                        run_id,
+                        metrics[i : i + SERIES_PER_READ],
+                        start=start,
+                        end=end,
+                        max_points=max_points,
+                        with_times=with_times,
+                    )
+                    for i in range(0, len(metrics), SERIES_PER_READ)
+                )
+            )
             return {k: v for part in parts for k, v in part.items()}
         params: list[tuple[str, Any]] = [("run", run_id), *(("metric", m) for m in metrics), ("max_points", max_points)]
         params += [(k, v) for k, v in (("start", start), ("end", end)) if v is not None]
@@ -162,7 +214,9 @@ class HolterAPI:
         try:
             response = await self._client().get("/series", params=params, headers=_auth_headers())
         except httpx.HTTPError as exc:
-            raise ApiError(f"the Holter API at {self.base_url} did not answer: {exc.__class__.__name__} {exc}".strip()) from exc
+            raise ApiError(
+                f"the Holter API at {self.base_url} did not answer: {exc.__class__.__name__} {exc}".strip()
+            ) from exc
         if response.status_code >= 400:
             raise ApiError(_detail(response), response.status_code)
         body = response.json()
@@ -179,17 +233,23 @@ class HolterAPI:
         return (await self._request("GET", "/events", params={"limit": 1000, **filters}))["data"]
 
     async def acknowledge(self, run_id: str, event_id: int, *, by: str, reason: str) -> dict[str, Any]:
-        return await self._request("POST", f"/runs/{run_id}/events/{event_id}/acknowledge", json={"by": by, "reason": reason})
+        return await self._request(
+            "POST", f"/runs/{run_id}/events/{event_id}/acknowledge", json={"by": by, "reason": reason}
+        )
 
     async def dismiss(self, run_id: str, event_id: int, *, by: str, reason: str, mute: bool = False) -> dict[str, Any]:
-        return await self._request("POST", f"/runs/{run_id}/events/{event_id}/dismiss", json={"by": by, "reason": reason, "mute": mute})
+        return await self._request(
+            "POST", f"/runs/{run_id}/events/{event_id}/dismiss", json={"by": by, "reason": reason, "mute": mute}
+        )
 
     # -- annotations
     async def annotations(self, run_id: str) -> list[dict[str, Any]]:
         return (await self._request("GET", f"/runs/{run_id}/annotations"))["data"]
 
     async def add_annotation(self, run_id: str, **fields: Any) -> dict[str, Any]:
-        return await self._request("POST", f"/runs/{run_id}/annotations", json={k: v for k, v in fields.items() if v is not None})
+        return await self._request(
+            "POST", f"/runs/{run_id}/annotations", json={k: v for k, v in fields.items() if v is not None}
+        )
 
     async def delete_annotation(self, run_id: str, annotation_id: int, *, author: str) -> None:
         await self._request("DELETE", f"/runs/{run_id}/annotations/{annotation_id}", params={"author": author})
@@ -230,9 +290,14 @@ class HolterAPI:
     async def postmortem(self, run_id: str) -> dict[str, Any]:
         return await self._request("GET", f"/runs/{run_id}/postmortem")
 
-    async def set_reference(self, project: str, run_id: str, *, tag: str | None = None, by: str | None = None) -> dict[str, Any]:
-        return await self._request("PUT", f"/projects/{project}/reference",
-                                   json={k: v for k, v in {"run_id": run_id, "tag": tag, "by": by}.items() if v})
+    async def set_reference(
+        self, project: str, run_id: str, *, tag: str | None = None, by: str | None = None
+    ) -> dict[str, Any]:
+        return await self._request(
+            "PUT",
+            f"/projects/{project}/reference",
+            json={k: v for k, v in {"run_id": run_id, "tag": tag, "by": by}.items() if v},
+        )
 
     async def references(self, project: str) -> list[dict[str, Any]]:
         return await self._request("GET", f"/projects/{project}/references")
@@ -245,7 +310,9 @@ class HolterAPI:
         """Arm A against arm B (`run:<id>` or `group:<id>`): bands, verdicts, config diff, warnings."""
         return await self._request("GET", "/compare", params={"metric": metric, "a": a, "b": b})
 
-    async def levers(self, *, project: str | None = None, tag: str | None = None, run_ids: list[str] | None = None) -> dict[str, Any]:
+    async def levers(
+        self, *, project: str | None = None, tag: str | None = None, run_ids: list[str] | None = None
+    ) -> dict[str, Any]:
         return await self._request("GET", "/levers", params={"project": project, "tag": tag, "run_id": run_ids or None})
 
 

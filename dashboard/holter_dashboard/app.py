@@ -46,14 +46,34 @@ def mount(app: FastAPI, *, api: HolterAPI | None = None) -> Dash:
         assets_folder=os.path.join(os.path.dirname(__file__), "assets"),
     )
     dash.register_page("holter_dashboard.pages.runs", path="/", name="Runs", title="Runs · Holter", layout=runs.layout)
-    dash.register_page("holter_dashboard.pages.run", path_template="/runs/<run_id>", name="Run", title=run.title,
-                       layout=run.page_layout(api))
-    dash.register_page("holter_dashboard.pages.compare", path="/compare", name="Compare", title="Compare · Holter", layout=compare.layout)
+    dash.register_page(
+        "holter_dashboard.pages.run",
+        path_template="/runs/<run_id>",
+        name="Run",
+        title=run.title,
+        layout=run.page_layout(api),
+    )
+    dash.register_page(
+        "holter_dashboard.pages.compare",
+        path="/compare",
+        name="Compare",
+        title="Compare · Holter",
+        layout=compare.layout,
+    )
     # pages are matched in module-name order: ".postmortem" comes before ".run", whose template would also match
-    dash.register_page("holter_dashboard.pages.postmortem", path_template="/runs/<run_id>/postmortem", name="Post-mortem",
-                       title=postmortem.title, layout=postmortem.layout)
-    dash.register_page("holter_dashboard.pages.levers", path="/levers", name="Levers", title="Levers · Holter", layout=levers.layout)
-    dash.register_page("holter_dashboard.pages.alerts", path="/alerts", name="Alerts", title="Alerts · Holter", layout=alerts.layout)
+    dash.register_page(
+        "holter_dashboard.pages.postmortem",
+        path_template="/runs/<run_id>/postmortem",
+        name="Post-mortem",
+        title=postmortem.title,
+        layout=postmortem.layout,
+    )
+    dash.register_page(
+        "holter_dashboard.pages.levers", path="/levers", name="Levers", title="Levers · Holter", layout=levers.layout
+    )
+    dash.register_page(
+        "holter_dashboard.pages.alerts", path="/alerts", name="Alerts", title="Alerts · Holter", layout=alerts.layout
+    )
     dash_app.layout = shell
     plotly_loader.install(app, dash_app)
     runs.register(dash_app, api)
@@ -105,9 +125,18 @@ def shell() -> dmc.MantineProvider:
             [
                 dmc.Group(
                     [
-                        dmc.Anchor(dmc.Group([html.Span("♥", style={"color": "#e03131", "fontSize": 22}),
-                                              dmc.Text("Holter", fw=700, size="lg")], gap=6),
-                                   href="/", underline="never", c="dark"),
+                        dmc.Anchor(
+                            dmc.Group(
+                                [
+                                    html.Span("♥", style={"color": "#e03131", "fontSize": 22}),
+                                    dmc.Text("Holter", fw=700, size="lg"),
+                                ],
+                                gap=6,
+                            ),
+                            href="/",
+                            underline="never",
+                            c="dark",
+                        ),
                         dmc.Anchor("Runs", href="/", size="sm", c="dimmed", id="nav-runs"),
                         dmc.Anchor("Compare", href="/compare", size="sm", c="dimmed", id="nav-compare"),
                         dmc.Anchor("Levers", href="/levers", size="sm", c="dimmed", id="nav-levers"),
@@ -116,13 +145,25 @@ def shell() -> dmc.MantineProvider:
                     ],
                     gap="lg",
                 ),
-                dmc.Group([
-                    dmc.TextInput(id="author", placeholder="your name (for notes)", size="xs", w=200,
-                                  persistence=True, persistence_type="local", debounce=True),
-                    *filter(None, [sign_out_link()]),
-                ], gap="md"),
+                dmc.Group(
+                    [
+                        dmc.TextInput(
+                            id="author",
+                            placeholder="your name (for notes)",
+                            size="xs",
+                            w=200,
+                            persistence=True,
+                            persistence_type="local",
+                            debounce=True,
+                        ),
+                        *filter(None, [sign_out_link()]),
+                    ],
+                    gap="md",
+                ),
             ],
-            justify="space-between", h="100%", px="md",
+            justify="space-between",
+            h="100%",
+            px="md",
         )
     )
     return dmc.MantineProvider(

@@ -7,9 +7,9 @@ from typing import Any
 
 import dash_mantine_components as dmc
 from dash import html
+from holter_charts.vocabulary import Vocabulary
 
 from holter_dashboard.api import current_key
-from holter_charts.vocabulary import Vocabulary
 
 THEME: dict[str, Any] = {
     "primaryColor": "indigo",
@@ -24,8 +24,12 @@ UNCLIPPED = {"root": {"overflow": "visible"}, "label": {"overflow": "visible"}}
 
 def status_badge(status: str | None, vocab: Vocabulary) -> dmc.Badge:
     status = status or "unknown"
-    return dmc.Badge(status, color=vocab.run_status_badge(status), variant="dot" if vocab.is_live(status) else "light",
-                     className=f"status-{status}")
+    return dmc.Badge(
+        status,
+        color=vocab.run_status_badge(status),
+        variant="dot" if vocab.is_live(status) else "light",
+        className=f"status-{status}",
+    )
 
 
 def health_badge(health: str | None, vocab: Vocabulary, open_events: int | None = None) -> dmc.Badge:
@@ -33,11 +37,17 @@ def health_badge(health: str | None, vocab: Vocabulary, open_events: int | None 
     if health is None:
         return dmc.Badge("—", color="gray", variant="outline")
     label = health if not open_events else f"{health} · {open_events}"
-    return dmc.Badge(label, color=vocab.health_badge(health), variant="filled" if vocab.is_loudest(health) else "light",
-                     className=f"health-{health}")
+    return dmc.Badge(
+        label,
+        color=vocab.health_badge(health),
+        variant="filled" if vocab.is_loudest(health) else "light",
+        className=f"health-{health}",
+    )
 
 
-def severity_badge(label: str, severity: str | None, vocab: Vocabulary, *, quiet: bool = False, **kwargs: Any) -> dmc.Badge:
+def severity_badge(
+    label: str, severity: str | None, vocab: Vocabulary, *, quiet: bool = False, **kwargs: Any
+) -> dmc.Badge:
     """A badge in the colour of an event's severity (light once someone handled it)."""
     return dmc.Badge(label, color=vocab.severity_badge(severity), variant="light" if quiet else "filled", **kwargs)
 
@@ -48,8 +58,14 @@ def empty_state(title: str, text: Any = None, command: str | None = None) -> dmc
         children.append(dmc.Text(text, c="dimmed", size="sm"))
     if command:
         children.append(dmc.Code(command, block=True, w="fit-content"))
-    return dmc.Paper(dmc.Stack(children, align="center", gap="xs"), p="xl", withBorder=True, radius="md",
-                     className="empty-state", style={"borderStyle": "dashed"})
+    return dmc.Paper(
+        dmc.Stack(children, align="center", gap="xs"),
+        p="xl",
+        withBorder=True,
+        radius="md",
+        className="empty-state",
+        style={"borderStyle": "dashed"},
+    )
 
 
 def error_alert(message: str, title: str = "Something went wrong") -> dmc.Alert:
@@ -93,5 +109,7 @@ def sign_out_link() -> dmc.Anchor | None:
 
 
 def section(title: str, *children: Any, right: Any = None) -> dmc.Card:
-    head = dmc.Group([dmc.Text(title, fw=600, size="sm")] + ([right] if right is not None else []), justify="space-between")
+    head = dmc.Group(
+        [dmc.Text(title, fw=600, size="sm")] + ([right] if right is not None else []), justify="space-between"
+    )
     return dmc.Card([head, html.Div(list(children), style={"marginTop": 8})], padding="sm", radius="md")

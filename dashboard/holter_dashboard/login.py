@@ -38,8 +38,19 @@ MAX_FORM_BYTES = 16 * 1024
 # Paths the gate leaves alone: the API (it checks keys itself), its docs, Dash's static files, the
 # sign-in pages. Dash's callback and layout requests are checked, but answered 401, not redirected.
 OPEN_PREFIXES = ("/api/", "/assets/", "/_dash-component-suites/")
-OPEN_PATHS = {"/api", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json", "/_favicon.ico", "/favicon.ico", "/login", "/logout"}
+OPEN_PATHS = {
+    "/api",
+    "/docs",
+    "/docs/oauth2-redirect",
+    "/redoc",
+    "/openapi.json",
+    "/_favicon.ico",
+    "/favicon.ico",
+    "/login",
+    "/logout",
+}
 DASH_PREFIX = "/_dash-"
+
 
 def safe_next(value: str | None) -> str:
     """Where to go after signing in: a path on this site, never another host (`//evil`, `/\\evil`,
@@ -138,7 +149,9 @@ def _refuse(scope: Scope, path: str, *, had_cookie: bool) -> Response:
     else:
         query = scope.get("query_string", b"").decode("latin-1")
         target = safe_next(path + (f"?{query}" if query else ""))
-        response = RedirectResponse("/login" + ("" if target == "/" else f"?next={quote(target, safe='')}"), status_code=303)
+        response = RedirectResponse(
+            "/login" + ("" if target == "/" else f"?next={quote(target, safe='')}"), status_code=303
+        )
     if had_cookie:  # unknown, revoked or not a dashboard key: forget it
         response.delete_cookie(COOKIE, path="/")
     return response
@@ -173,13 +186,23 @@ def add_routes(app: FastAPI, api: HolterAPI) -> None:
         if not enabled:
             return RedirectResponse(target, status_code=303)
         if identity is None:
-            return _page(target, error="That key is unknown or has been revoked." if key else "Enter an API key.", status=401)
+            return _page(
+                target, error="That key is unknown or has been revoked." if key else "Enter an API key.", status=401
+            )
         if not may_use_dashboard(identity):
-            return _page(target, error=f"This is an {identity.scope} key (for training jobs): the dashboard needs a read or admin key.",
-                         status=403)
+            return _page(
+                target,
+                error=f"This is an {identity.scope} key (for training jobs): the dashboard needs a read or admin key.",
+                status=403,
+            )
         response = RedirectResponse(target, status_code=303)
-        secure = request.url.scheme == "https" or request.headers.get("x-forwarded-proto", "").split(",")[0].strip() == "https"
-        response.set_cookie(COOKIE, key, max_age=COOKIE_MAX_AGE, path="/", httponly=True, samesite="strict", secure=secure)
+        secure = (
+            request.url.scheme == "https"
+            or request.headers.get("x-forwarded-proto", "").split(",")[0].strip() == "https"
+        )
+        response.set_cookie(
+            COOKIE, key, max_age=COOKIE_MAX_AGE, path="/", httponly=True, samesite="strict", secure=secure
+        )
         return response
 
     async def logout(request: Request) -> Response:
@@ -220,14 +243,19 @@ async def _form(request: Request) -> dict[str, str]:
 
 
 def _page(target: str, *, error: str | None = None, status: int = 200) -> HTMLResponse:
-    body = PAGE.format(next=html.escape(target, quote=True), error=html.escape(error or ""),
-                       error_hidden="" if error else " hidden")
-    return HTMLResponse(body, status_code=status, headers={
-        "Cache-Control": "no-store",
-        "X-Frame-Options": "DENY",
-        "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
-        "Referrer-Policy": "same-origin",
-    })
+    body = PAGE.format(
+        next=html.escape(target, quote=True), error=html.escape(error or ""), error_hidden="" if error else " hidden"
+    )
+    return HTMLResponse(
+        body,
+        status_code=status,
+        headers={
+            "Cache-Control": "no-store",
+            "X-Frame-Options": "DENY",
+            "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
+            "Referrer-Policy": "same-origin",
+        },
+    )
 
 
 # Self-contained (no Dash, no assets): the dashboard's look, the indigo of its theme.
@@ -278,4 +306,3 @@ def install(app: FastAPI, api: HolterAPI) -> None:
     """The sign-in routes and the gate, asking the service behind `api` who a key is; call before Dash is mounted."""
     add_routes(app, api)
     app.add_middleware(SignInGate, api=api)
-

@@ -60,8 +60,11 @@ def install(app: FastAPI, dash_app: Dash) -> None:
     """Serve the bundle, preload it on chart pages and run it as soon as such a page's route is known."""
 
     async def plotly_js() -> FileResponse:
-        return FileResponse(STATIC / PLOTLY_BUNDLE, media_type="text/javascript",
-                            headers={"Cache-Control": "public, max-age=31536000, immutable"})  # the name holds the version
+        return FileResponse(
+            STATIC / PLOTLY_BUNDLE,
+            media_type="text/javascript",
+            headers={"Cache-Control": "public, max-age=31536000, immutable"},
+        )  # the name holds the version
 
     dash_app.index_string = INDEX
     app.add_api_route(PLOTLY_URL, plotly_js, methods=["GET"], include_in_schema=False)
@@ -78,7 +81,8 @@ def install(app: FastAPI, dash_app: Dash) -> None:
             }
             return window.dash_clientside.no_update;
         }
-        """ % {"url": PLOTLY_URL, "pages": CHART_PAGES},
+        """
+        % {"url": PLOTLY_URL, "pages": CHART_PAGES},
         Output("plotly-sink", "children"),
         Input("holter-location", "pathname"),
     )

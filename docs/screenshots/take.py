@@ -35,8 +35,13 @@ def log_run(url: str, name: str, seed: int, planted: bool) -> str:
     synthetic = SyntheticRun(STEPS, seed=seed)
     if not planted:  # a healthy sibling: no spike, no mismatch, no slowdown
         synthetic.spike_at = synthetic.mismatch_from = synthetic.slowdown_at = 10 * STEPS
-    run = holter.init(project="gpt2", name=name, url=url, tags=["demo"] + ([] if planted else ["reference"]),
-                      config={"model": "gpt2-124m", "lr": 3e-4, "batch_size": 64, "rollouts_num": 64, "seed": seed})
+    run = holter.init(
+        project="gpt2",
+        name=name,
+        url=url,
+        tags=["demo"] + ([] if planted else ["reference"]),
+        config={"model": "gpt2-124m", "lr": 3e-4, "batch_size": 64, "rollouts_num": 64, "seed": seed},
+    )
     for step in range(STEPS):
         run.log(synthetic.metrics(step), step=step)
         if step % 100 == 0:
@@ -49,8 +54,12 @@ def log_rollout_runs(url: str) -> None:
     """Four RL runs whose logprob mismatch spikes every `rollouts_num * 2` steps: a lever to find."""
     rng = random.Random(0)
     for seed, rollouts in zip((3, 1, 4, 2), (8, 16, 32, 64)):  # seeds that do not follow rollouts_num: no confound
-        run = holter.init(project="grpo-math", name=f"grpo-rollouts{rollouts}", url=url,
-                          config={"rollouts_num": rollouts, "seed": seed, "lr": 1e-6, "gpu_memory_utilization": 0.6})
+        run = holter.init(
+            project="grpo-math",
+            name=f"grpo-rollouts{rollouts}",
+            url=url,
+            config={"rollouts_num": rollouts, "seed": seed, "lr": 1e-6, "gpu_memory_utilization": 0.6},
+        )
         for step in range(900):
             spike = 0.1 if step % (rollouts * 2) == 0 and step >= 100 else 0.0
             run.log({"logprob_mismatch": 0.002 + abs(rng.gauss(0, 0.0005)) + spike}, step=step)
@@ -67,18 +76,45 @@ def main() -> int:
     from playwright.sync_api import sync_playwright
 
     with tempfile.TemporaryDirectory(prefix="holter-screenshots-") as tmp:
-        server = ServerProcess(f"sqlite:///{Path(tmp) / 'holter.db'}", log_path=Path(tmp) / "server.log",
-                               env={"HOLTER_SPOOL_DIR": str(Path(tmp) / "spool"), "HOLTER_ALERT_GIVE_UP_AFTER": "5"}).start()
+        server = ServerProcess(
+            f"sqlite:///{Path(tmp) / 'holter.db'}",
+            log_path=Path(tmp) / "server.log",
+            env={"HOLTER_SPOOL_DIR": str(Path(tmp) / "spool"), "HOLTER_ALERT_GIVE_UP_AFTER": "5"},
+        ).start()
         receiver = Receiver().start()
         try:
             api = httpx.Client(base_url=f"{server.url}/api/v1", timeout=30)
-            slack = api.post("/channels", json={"name": "#training-alerts", "kind": "slack", "project": "gpt2",
-                                                "target": receiver.url.replace("/hook", "/services/T0001/B0002/x9Kq")}).json()
+            slack = api.post(
+                "/channels",
+                json={
+                    "name": "#training-alerts",
+                    "kind": "slack",
+                    "project": "gpt2",
+                    "target": receiver.url.replace("/hook", "/services/T0001/B0002/x9Kq"),
+                },
+            ).json()
             api.post(f"/channels/{slack['id']}/test")
-            api.post("/rules", json={"channel_id": slack["id"], "name": "loss spikes", "metric_pattern": "loss*",
-                                     "kinds": ["spike"], "min_severity": "info", "cooldown_s": 600})
-            api.post("/channels", json={"name": "on-call webhook", "kind": "webhook", "project": "gpt2",
-                                        "target": f"http://127.0.0.1:{Receiver().port}/holter", "signing_secret": "s" * 32})
+            api.post(
+                "/rules",
+                json={
+                    "channel_id": slack["id"],
+                    "name": "loss spikes",
+                    "metric_pattern": "loss*",
+                    "kinds": ["spike"],
+                    "min_severity": "info",
+                    "cooldown_s": 600,
+                },
+            )
+            api.post(
+                "/channels",
+                json={
+                    "name": "on-call webhook",
+                    "kind": "webhook",
+                    "project": "gpt2",
+                    "target": f"http://127.0.0.1:{Receiver().port}/holter",
+                    "signing_secret": "s" * 32,
+                },
+            )
             reference = log_run(server.url, "baseline-seed1", 1, planted=False)
             api.put("/projects/gpt2/reference", json={"run_id": reference, "by": "ada"})
             problem = log_run(server.url, "lr3e-4-seed2", 2, planted=True)
@@ -89,20 +125,40 @@ def main() -> int:
                 if {"spike", "mismatch_off_zero"} <= kinds:
                     break
                 time.sleep(1)
-            wait(lambda: any(r["key"] == "rollouts_num" for r in api.get("/levers", params={"project": "grpo-math"}).json()["candidates"]))
+            wait(
+                lambda: any(
+                    r["key"] == "rollouts_num"
+                    for r in api.get("/levers", params={"project": "grpo-math"}).json()["candidates"]
+                )
+            )
             wait(lambda: any(d["status"] == "failed" for d in api.get("/deliveries").json()), timeout=30)
             spike = SyntheticRun(STEPS).spike_at
-            api.post(f"/runs/{problem}/annotations", json={"author": "ada", "text": "bad batch: shard 17 had duplicated tokens",
-                                                           "start_step": spike - 10, "end_step": spike + 30, "metric": "loss"})
+            api.post(
+                f"/runs/{problem}/annotations",
+                json={
+                    "author": "ada",
+                    "text": "bad batch: shard 17 had duplicated tokens",
+                    "start_step": spike - 10,
+                    "end_step": spike + 30,
+                    "metric": "loss",
+                },
+            )
             with sync_playwright() as playwright:
                 browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
                 page = browser.new_page(viewport={"width": 1440, "height": 900}, device_scale_factor=1)
                 shots = [
                     ("runs.png", "/", ".run-row"),
                     ("run.png", f"/runs/{problem}", ".chart-card .js-plotly-plot .main-svg"),
-                    ("run-zoomed.png", f"/runs/{problem}?start={spike - 150}&end={spike + 150}&metrics=loss,grad_norm,eval_loss",
-                     ".chart-card .js-plotly-plot .main-svg"),
-                    ("compare.png", f"/compare?runs={reference},{problem}&metric=loss&ref={reference}", "#cmp-graph .main-svg"),
+                    (
+                        "run-zoomed.png",
+                        f"/runs/{problem}?start={spike - 150}&end={spike + 150}&metrics=loss,grad_norm,eval_loss",
+                        ".chart-card .js-plotly-plot .main-svg",
+                    ),
+                    (
+                        "compare.png",
+                        f"/compare?runs={reference},{problem}&metric=loss&ref={reference}",
+                        "#cmp-graph .main-svg",
+                    ),
                     ("postmortem.png", f"/runs/{problem}/postmortem?metric=loss", "#pm-ref-graph .main-svg"),
                     ("levers.png", "/levers?project=grpo-math", ".lever-row"),
                     ("alerts.png", "/alerts", ".delivery-row"),

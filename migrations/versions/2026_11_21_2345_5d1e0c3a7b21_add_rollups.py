@@ -43,8 +43,10 @@ def upgrade() -> None:
         sa.Column("posinf_count", sa.BigInteger(), nullable=False),
         sa.Column("neginf_count", sa.BigInteger(), nullable=False),
         sa.ForeignKeyConstraint(
-            ["run_id", "metric_id"], ["metrics.run_id", "metrics.metric_id"],
-            name=op.f("fk_rollups_run_id_metrics"), ondelete="CASCADE",
+            ["run_id", "metric_id"],
+            ["metrics.run_id", "metrics.metric_id"],
+            name=op.f("fk_rollups_run_id_metrics"),
+            ondelete="CASCADE",
         ),
         sa.PrimaryKeyConstraint("run_id", "metric_id", "level", "bucket", name=op.f("pk_rollups")),
     )
@@ -55,16 +57,21 @@ def _build_for_existing_points() -> None:
     # The rebuild that ingest runs for a batch it cannot simply add: naming one step in every
     # finest bucket that holds points rebuilds every bucket of every level from the points.
     import numpy as np
-
     from holter_server.store.rollups import LEVELS, rebuild_rollups
 
     session = Session(bind=op.get_bind())
     series = session.execute(sa.text("SELECT DISTINCT run_id, metric_id FROM points ORDER BY run_id, metric_id")).all()
     for run_id, metric_id in series:
-        buckets = session.execute(
-            sa.text(f"SELECT DISTINCT step / {1 << LEVELS[0]} FROM points WHERE run_id = :run_id AND metric_id = :metric_id"),
-            {"run_id": run_id, "metric_id": metric_id},
-        ).scalars().all()
+        buckets = (
+            session.execute(
+                sa.text(
+                    f"SELECT DISTINCT step / {1 << LEVELS[0]} FROM points WHERE run_id = :run_id AND metric_id = :metric_id"
+                ),
+                {"run_id": run_id, "metric_id": metric_id},
+            )
+            .scalars()
+            .all()
+        )
         steps = np.sort(np.asarray(buckets, dtype=np.int64)) << LEVELS[0]
         rebuild_rollups(session=session, run_id=run_id, touched={metric_id: steps})
 

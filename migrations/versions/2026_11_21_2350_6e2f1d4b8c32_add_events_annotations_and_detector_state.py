@@ -90,7 +90,9 @@ def upgrade() -> None:
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(["run_id"], ["runs.id"], name=op.f("fk_annotations_run_id_runs"), ondelete="CASCADE"),
-        sa.ForeignKeyConstraint(["event_id"], ["events.id"], name=op.f("fk_annotations_event_id_events"), ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["event_id"], ["events.id"], name=op.f("fk_annotations_event_id_events"), ondelete="CASCADE"
+        ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_annotations")),
     )
     op.create_index("ix_annotations_run_id", "annotations", ["run_id"])

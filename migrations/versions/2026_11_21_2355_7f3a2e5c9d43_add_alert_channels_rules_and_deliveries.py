@@ -51,7 +51,9 @@ def upgrade() -> None:
         sa.Column("cooldown_s", sa.Double(), nullable=False),
         sa.Column("enabled", sa.Boolean(), nullable=False),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-        sa.ForeignKeyConstraint(["channel_id"], ["channels.id"], name=op.f("fk_alert_rules_channel_id_channels"), ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["channel_id"], ["channels.id"], name=op.f("fk_alert_rules_channel_id_channels"), ondelete="CASCADE"
+        ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_alert_rules")),
     )
     op.create_index(op.f("ix_alert_rules_channel_id"), "alert_rules", ["channel_id"])
@@ -73,9 +75,15 @@ def upgrade() -> None:
         sa.Column("group_key", sa.String(length=128), nullable=True),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("delivered_at", sa.DateTime(timezone=True), nullable=True),
-        sa.ForeignKeyConstraint(["channel_id"], ["channels.id"], name=op.f("fk_deliveries_channel_id_channels"), ondelete="CASCADE"),
-        sa.ForeignKeyConstraint(["rule_id"], ["alert_rules.id"], name=op.f("fk_deliveries_rule_id_alert_rules"), ondelete="SET NULL"),
-        sa.ForeignKeyConstraint(["event_id"], ["events.id"], name=op.f("fk_deliveries_event_id_events"), ondelete="SET NULL"),
+        sa.ForeignKeyConstraint(
+            ["channel_id"], ["channels.id"], name=op.f("fk_deliveries_channel_id_channels"), ondelete="CASCADE"
+        ),
+        sa.ForeignKeyConstraint(
+            ["rule_id"], ["alert_rules.id"], name=op.f("fk_deliveries_rule_id_alert_rules"), ondelete="SET NULL"
+        ),
+        sa.ForeignKeyConstraint(
+            ["event_id"], ["events.id"], name=op.f("fk_deliveries_event_id_events"), ondelete="SET NULL"
+        ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_deliveries")),
         sa.UniqueConstraint("idempotency_key", name=op.f("uq_deliveries_idempotency_key")),
     )

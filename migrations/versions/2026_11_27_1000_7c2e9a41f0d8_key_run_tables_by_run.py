@@ -46,15 +46,22 @@ def upgrade() -> None:
     with op.batch_alter_table("annotations", recreate="always" if _sqlite() else "auto") as batch:
         batch.drop_constraint("pk_annotations", type_="primary")
         batch.create_primary_key("pk_annotations", ["run_id", "id"])
-        batch.create_foreign_key("fk_annotations_run_id_events", "events", ["run_id", "event_id"], ["run_id", "id"], ondelete="CASCADE")
+        batch.create_foreign_key(
+            "fk_annotations_run_id_events", "events", ["run_id", "event_id"], ["run_id", "id"], ondelete="CASCADE"
+        )
 
     op.execute(
         "DELETE FROM detector_states WHERE NOT EXISTS (SELECT 1 FROM metrics"
         " WHERE metrics.run_id = detector_states.run_id AND metrics.metric_id = detector_states.metric_id)"
     )
     with op.batch_alter_table("detector_states") as batch:
-        batch.create_foreign_key("fk_detector_states_run_id_metrics", "metrics", ["run_id", "metric_id"], ["run_id", "metric_id"],
-                                 ondelete="CASCADE")
+        batch.create_foreign_key(
+            "fk_detector_states_run_id_metrics",
+            "metrics",
+            ["run_id", "metric_id"],
+            ["run_id", "metric_id"],
+            ondelete="CASCADE",
+        )
 
 
 def downgrade() -> None:

@@ -17,11 +17,30 @@ from holter_server.alerts import image_links
 from holter_server.api.bad_input import refuse_unstorable_text, validation_failed
 from holter_server.api.gate import Gate
 from holter_server.api.routes import (
-    alerts, annotations, compare, events, health, job_reports, keys, points, postmortem, runs, series, tripwires, vocabulary,
+    alerts,
+    annotations,
+    compare,
+    events,
+    health,
+    job_reports,
+    keys,
+    points,
+    postmortem,
+    runs,
+    series,
+    tripwires,
+    vocabulary,
 )
 from holter_server.schemas.points import PointsBatch
 from holter_server.services.auth import AuthMode
-from holter_server.services.loops import AlertDispatcher, BackgroundWork, DetectionLoop, LoopService, ReferenceDriftLoop, StallWatch
+from holter_server.services.loops import (
+    AlertDispatcher,
+    BackgroundWork,
+    DetectionLoop,
+    LoopService,
+    ReferenceDriftLoop,
+    StallWatch,
+)
 from holter_server.settings import Settings
 from holter_server.store.database import background_lock_path, make_engine, make_session_factory, upgrade
 
@@ -94,13 +113,20 @@ def background_loops(settings: Settings, session_factory: sessionmaker[Session])
     finished runs, and live detection (unless disabled)."""
     loops: list[LoopService] = [
         StallWatch(session_factory, timedelta(seconds=settings.stall_after), settings.stall_check_interval),
-        AlertDispatcher(session_factory, base_url=settings.base_url(), timeout=settings.alert_timeout,
-                        give_up_after=timedelta(seconds=settings.alert_give_up_after), allow_private=settings.allow_private_webhooks,
-                        image_ttl=settings.image_link_ttl),
+        AlertDispatcher(
+            session_factory,
+            base_url=settings.base_url(),
+            timeout=settings.alert_timeout,
+            give_up_after=timedelta(seconds=settings.alert_give_up_after),
+            allow_private=settings.allow_private_webhooks,
+            image_ttl=settings.image_link_ttl,
+        ),
         ReferenceDriftLoop(session_factory),
     ]
     if settings.detection_enabled:
-        loops.append(DetectionLoop(session_factory, settings.detection_interval, cpu_share=settings.detection_cpu_share))
+        loops.append(
+            DetectionLoop(session_factory, settings.detection_interval, cpu_share=settings.detection_cpu_share)
+        )
     return loops
 
 

@@ -83,8 +83,14 @@ def _decode_msgpack(body: bytes | bytearray, max_values: int | None) -> Any:
     limit = max_values if max_values is not None else 2**31 - 1
     try:
         # max_array_len / max_map_len refuse one huge container from its header, before it is built
-        decoded = msgpack.unpackb(body, raw=False, list_hook=count_list, object_pairs_hook=no_duplicates,
-                                  max_array_len=limit, max_map_len=limit)
+        decoded = msgpack.unpackb(
+            body,
+            raw=False,
+            list_hook=count_list,
+            object_pairs_hook=no_duplicates,
+            max_array_len=limit,
+            max_map_len=limit,
+        )
     except BodyError:
         raise
     except msgpack.StackError:
@@ -164,7 +170,9 @@ def _unique_keys(pairs: list[tuple[Any, Any]]) -> dict[Any, Any]:
         seen: set[Any] = set()
         for key, _value in pairs:
             if key in seen:
-                raise UnreadableValueError(f"the key {shown(str(key))!r} appears twice in one object; each key may appear once")
+                raise UnreadableValueError(
+                    f"the key {shown(str(key))!r} appears twice in one object; each key may appear once"
+                )
             seen.add(key)
     return decoded
 

@@ -8,14 +8,13 @@ import re
 import time
 from collections.abc import Iterator
 
+import holter
 import httpx
 import pytest
 
-import holter
-from tests.receivers import Receiver
 from tests.conftest import ADMIN_TOKEN
+from tests.receivers import Receiver
 from tests.servers import ServerProcess
-
 
 
 @pytest.fixture(scope="module")
@@ -26,16 +25,28 @@ def world(secured: ServerProcess, tmp_path_factory: pytest.TempPathFactory) -> I
     keys = {}
     for project in ("acc-a", "acc-b"):
         for scope in ("ingest", "read", "admin"):
-            keys[(project, scope)] = admin.post("/keys", json={"name": f"{project}-{scope}", "scope": scope, "project": project}).json()
+            keys[(project, scope)] = admin.post(
+                "/keys", json={"name": f"{project}-{scope}", "scope": scope, "project": project}
+            ).json()
     receiver = Receiver().start()
-    channel = admin.post("/channels", json={"name": "a-hook", "kind": "webhook", "target": receiver.url, "project": "acc-a"}).json()
-    run = holter.init(project="acc-a", name="secret-run", url=secured.url, api_key=keys[("acc-a", "ingest")]["key"],
-                      spool_dir=tmp_path_factory.mktemp("spool"))
+    channel = admin.post(
+        "/channels", json={"name": "a-hook", "kind": "webhook", "target": receiver.url, "project": "acc-a"}
+    ).json()
+    run = holter.init(
+        project="acc-a",
+        name="secret-run",
+        url=secured.url,
+        api_key=keys[("acc-a", "ingest")]["key"],
+        spool_dir=tmp_path_factory.mktemp("spool"),
+    )
     for step in range(260):
         run.log({"loss": math.nan if step >= 200 else 3.0 - step / 300}, step=step)
     run.finish()
     deadline = time.monotonic() + 30
-    while not admin.get("/deliveries", params={"channel_id": channel["id"]}).json() or not admin.get(f"/runs/{run.id}/events").json()["data"]:
+    while (
+        not admin.get("/deliveries", params={"channel_id": channel["id"]}).json()
+        or not admin.get(f"/runs/{run.id}/events").json()["data"]
+    ):
         assert time.monotonic() < deadline
         time.sleep(0.2)
     event = admin.get(f"/runs/{run.id}/events").json()["data"][0]
@@ -43,9 +54,19 @@ def world(secured: ServerProcess, tmp_path_factory: pytest.TempPathFactory) -> I
     rule = admin.get("/rules", params={"channel_id": channel["id"]}).json()[0]
     delivery = admin.get("/deliveries", params={"channel_id": channel["id"]}).json()[0]
     admin.put("/projects/acc-a/reference", json={"run_id": run.id})
-    yield {"keys": keys, "run_id": run.id, "event_id": event["id"], "annotation_id": note["id"], "channel_id": channel["id"],
-           "rule_id": rule["id"], "delivery_id": delivery["id"], "key_id": keys[("acc-a", "read")]["id"], "project": "acc-a",
-           "metric": "loss", "receiver": receiver}
+    yield {
+        "keys": keys,
+        "run_id": run.id,
+        "event_id": event["id"],
+        "annotation_id": note["id"],
+        "channel_id": channel["id"],
+        "rule_id": rule["id"],
+        "delivery_id": delivery["id"],
+        "key_id": keys[("acc-a", "read")]["id"],
+        "project": "acc-a",
+        "metric": "loss",
+        "receiver": receiver,
+    }
     receiver.stop()
 
 
@@ -68,8 +89,12 @@ BODIES = {
 
 def api_routes(server: ServerProcess) -> list[tuple[str, str]]:
     schema = httpx.get(f"{server.url}/openapi.json").json()
-    return [(method.upper(), path.removeprefix("/api/v1")) for path, ops in schema["paths"].items() if path.startswith("/api/v1")
-            for method in ops]
+    return [
+        (method.upper(), path.removeprefix("/api/v1"))
+        for path, ops in schema["paths"].items()
+        if path.startswith("/api/v1")
+        for method in ops
+    ]
 
 
 def fill(path: str, world: dict) -> str:
@@ -85,10 +110,16 @@ def test_every_route_refuses_the_other_projects_key(secured: ServerProcess, worl
         body = dict(BODIES.get((method, path), {}))
         if (method, path) == ("POST", "/rules"):
             body["channel_id"] = world["channel_id"]
-        params = {"project": "acc-a"} if path in ("/runs", "/events", "/channels", "/levers") else {"run_id": world["run_id"], "run": world["run_id"], "metric": "loss"}
+        params = (
+            {"project": "acc-a"}
+            if path in ("/runs", "/events", "/channels", "/levers")
+            else {"run_id": world["run_id"], "run": world["run_id"], "metric": "loss"}
+        )
         answer = intruder.request(method, fill(path, world), params=params, json=body or None)
         # The intruder named A's ids itself; a leak is a 2xx or anything of A's content coming back.
-        if answer.status_code not in (403, 404) or any(secret in answer.text for secret in ("secret-run", "private note", "a-hook")):
+        if answer.status_code not in (403, 404) or any(
+            secret in answer.text for secret in ("secret-run", "private note", "a-hook")
+        ):
             leaks.append((method, path, answer.status_code, answer.text[:120]))
     assert leaks == []
 
@@ -115,7 +146,9 @@ def test_scopes_limit_what_a_key_may_do(secured: ServerProcess, world: dict) -> 
     ingest = secured.api(key=world["keys"][("acc-a", "ingest")]["key"])
     read = secured.api(key=world["keys"][("acc-a", "read")]["key"])
     assert ingest.get(f"/runs/{world['run_id']}").status_code == 403
-    assert read.post(f"/runs/{world['run_id']}/points", json=BODIES[("POST", "/runs/{run_id}/points")]).status_code == 403
+    assert (
+        read.post(f"/runs/{world['run_id']}/points", json=BODIES[("POST", "/runs/{run_id}/points")]).status_code == 403
+    )
     assert read.post("/channels", json=BODIES[("POST", "/channels")]).status_code == 403
     assert read.post(f"/runs/{world['run_id']}/annotations", json={"author": "ana", "text": "ok"}).status_code == 201
     assert ingest.post("/runs", json={"id": "ok-run", "project": "acc-a"}).status_code == 200
@@ -137,21 +170,30 @@ def test_a_key_is_shown_once_stored_hashed_and_revocable(secured: ServerProcess,
 def test_a_scoped_admin_cannot_mint_keys_for_another_project(secured: ServerProcess, world: dict) -> None:
     b_admin = secured.api(key=world["keys"][("acc-b", "admin")]["key"])
     assert b_admin.post("/keys", json={"name": "x", "scope": "admin", "project": "acc-a"}).status_code == 403
-    assert b_admin.post("/keys", json={"name": "x", "scope": "admin"}).status_code == 403  # every project is more than it has
+    assert (
+        b_admin.post("/keys", json={"name": "x", "scope": "admin"}).status_code == 403
+    )  # every project is more than it has
 
 
 @pytest.fixture(scope="module")
 def other_run(secured: ServerProcess, world: dict, tmp_path_factory: pytest.TempPathFactory) -> str:
     """Project B's own run, logging the same metric as A's."""
-    run = holter.init(project="acc-b", name="b-run", url=secured.url, api_key=world["keys"][("acc-b", "ingest")]["key"],
-                      spool_dir=tmp_path_factory.mktemp("spool-b"))
+    run = holter.init(
+        project="acc-b",
+        name="b-run",
+        url=secured.url,
+        api_key=world["keys"][("acc-b", "ingest")]["key"],
+        spool_dir=tmp_path_factory.mktemp("spool-b"),
+    )
     for step in range(50):
         run.log({"loss": 1.0 + step / 100}, step=step)
     run.finish()
     return run.id
 
 
-def test_compare_refuses_a_reference_run_of_another_project(secured: ServerProcess, world: dict, other_run: str) -> None:
+def test_compare_refuses_a_reference_run_of_another_project(
+    secured: ServerProcess, world: dict, other_run: str
+) -> None:
     intruder = secured.api(key=world["keys"][("acc-b", "read")]["key"])
     answer = intruder.get(f"/runs/{other_run}/compare", params={"metric": "loss", "reference": world["run_id"]})
     assert answer.status_code == 404
@@ -171,13 +213,25 @@ def test_a_rule_without_a_project_on_a_projects_channel_hears_only_that_project(
     admin = secured.api(key=ADMIN_TOKEN)
     a_admin = secured.api(key=world["keys"][("acc-a", "admin")]["key"])
     # A's admin adds a catch-all rule (no project) to A's channel
-    assert a_admin.post("/rules", json={"channel_id": world["channel_id"], "name": "everything", "min_severity": "info"}).status_code == 201
+    assert (
+        a_admin.post(
+            "/rules", json={"channel_id": world["channel_id"], "name": "everything", "min_severity": "info"}
+        ).status_code
+        == 201
+    )
     b_receiver = Receiver().start()
     try:
         b_admin = secured.api(key=world["keys"][("acc-b", "admin")]["key"])
-        b_channel = b_admin.post("/channels", json={"name": "b-hook", "kind": "webhook", "target": b_receiver.url, "project": "acc-b"}).json()
-        run = holter.init(project="acc-b", name="b-secret-run", url=secured.url, api_key=world["keys"][("acc-b", "ingest")]["key"],
-                          spool_dir=tmp_path_factory.mktemp("spool-b2"))
+        b_channel = b_admin.post(
+            "/channels", json={"name": "b-hook", "kind": "webhook", "target": b_receiver.url, "project": "acc-b"}
+        ).json()
+        run = holter.init(
+            project="acc-b",
+            name="b-secret-run",
+            url=secured.url,
+            api_key=world["keys"][("acc-b", "ingest")]["key"],
+            spool_dir=tmp_path_factory.mktemp("spool-b2"),
+        )
         for step in range(260):
             run.log({"loss": math.nan if step >= 200 else 3.0 - step / 300}, step=step)
         run.finish()
@@ -186,7 +240,9 @@ def test_a_rule_without_a_project_on_a_projects_channel_hears_only_that_project(
             assert time.monotonic() < deadline, "project B's own channel got no alert"
             time.sleep(0.2)
         # the alerts about B's run went to B's channel only, queued together in one transaction
-        assert {d["channel_id"] for d in admin.get("/deliveries", params={"run_id": run.id}).json()} == {b_channel["id"]}
+        assert {d["channel_id"] for d in admin.get("/deliveries", params={"run_id": run.id}).json()} == {
+            b_channel["id"]
+        }
         assert "b-secret-run" not in a_admin.get("/deliveries").text
     finally:
         b_receiver.stop()
@@ -198,10 +254,14 @@ def test_a_rule_for_another_project_on_a_projects_channel_is_refused(secured: Se
     assert answer.status_code == 422 and "acc-a" in answer.json()["detail"]
 
 
-def test_only_the_key_that_wrote_a_note_may_change_it_whatever_author_is_claimed(secured: ServerProcess, world: dict) -> None:
+def test_only_the_key_that_wrote_a_note_may_change_it_whatever_author_is_claimed(
+    secured: ServerProcess, world: dict
+) -> None:
     admin = secured.api(key=ADMIN_TOKEN)
     writer = secured.api(key=world["keys"][("acc-a", "read")]["key"])
-    other = secured.api(key=admin.post("/keys", json={"name": "a-read-2", "scope": "read", "project": "acc-a"}).json()["key"])
+    other = secured.api(
+        key=admin.post("/keys", json={"name": "a-read-2", "scope": "read", "project": "acc-a"}).json()["key"]
+    )
     note = writer.post(f"/runs/{world['run_id']}/annotations", json={"author": "ana", "text": "mine"}).json()
     path = f"/runs/{world['run_id']}/annotations/{note['id']}"
     assert other.patch(path, json={"author": "ana", "text": "defaced"}).status_code == 403
@@ -212,13 +272,17 @@ def test_only_the_key_that_wrote_a_note_may_change_it_whatever_author_is_claimed
 def alert_image_url(world: dict) -> str:
     """The picture link of the first alert with one that reached the world's receiver."""
     deadline = time.monotonic() + 30
-    while not (urls := [a["image_url"] for m in world["receiver"].messages() for a in m.json()["alerts"] if a.get("image_url")]):
+    while not (
+        urls := [a["image_url"] for m in world["receiver"].messages() for a in m.json()["alerts"] if a.get("image_url")]
+    ):
         assert time.monotonic() < deadline, "no alert with a picture arrived"
         time.sleep(0.2)
     return urls[0]
 
 
-def test_a_chat_messages_picture_opens_without_a_key_through_its_signed_link_only(secured: ServerProcess, world: dict) -> None:
+def test_a_chat_messages_picture_opens_without_a_key_through_its_signed_link_only(
+    secured: ServerProcess, world: dict
+) -> None:
     image_url = alert_image_url(world)
     picture = httpx.get(image_url)  # as Slack or Discord fetch it: no key
     assert picture.status_code == 200 and picture.headers["content-type"] == "image/png"
@@ -226,10 +290,14 @@ def test_a_chat_messages_picture_opens_without_a_key_through_its_signed_link_onl
     assert httpx.get(tampered).status_code == 401
     assert httpx.get(image_url.split("?", 1)[0]).status_code == 401
     query = image_url.split("?", 1)[1]
-    assert httpx.get(f"{secured.url}/api/v1/runs/{world['run_id']}?{query}").status_code == 401  # signs that one picture only
+    assert (
+        httpx.get(f"{secured.url}/api/v1/runs/{world['run_id']}?{query}").status_code == 401
+    )  # signs that one picture only
 
 
-def test_a_picture_link_signed_with_the_services_secret_is_refused_once_it_has_expired(secured: ServerProcess, world: dict) -> None:
+def test_a_picture_link_signed_with_the_services_secret_is_refused_once_it_has_expired(
+    secured: ServerProcess, world: dict
+) -> None:
     from holter_server.alerts import image_links
     from holter_server.store.database import make_engine, make_session_factory, session_scope
 
@@ -237,8 +305,14 @@ def test_a_picture_link_signed_with_the_services_secret_is_refused_once_it_has_e
     engine = make_engine(secured.database_url)
     try:
         with session_scope(make_session_factory(engine)) as session:
-            link = lambda issued_at: image_links.signed_url(session=session, base_url=secured.url, run_id=world["run_id"],  # noqa: E731
-                                                            event_id=event_id, ttl=600, issued_at=issued_at)
+            link = lambda issued_at: image_links.signed_url(
+                session=session,
+                base_url=secured.url,
+                run_id=world["run_id"],
+                event_id=event_id,
+                ttl=600,
+                issued_at=issued_at,
+            )
             fresh, expired = link(time.time()), link(time.time() - 3600)
     finally:
         engine.dispose()
@@ -246,7 +320,9 @@ def test_a_picture_link_signed_with_the_services_secret_is_refused_once_it_has_e
     assert httpx.get(expired).status_code == 401  # ... and the link still ends when it says
 
 
-def test_the_worker_gets_the_database_url_by_environment_not_on_its_command_line(secured: ServerProcess, world: dict) -> None:
+def test_the_worker_gets_the_database_url_by_environment_not_on_its_command_line(
+    secured: ServerProcess, world: dict
+) -> None:
     from pathlib import Path
 
     assert secured.process is not None

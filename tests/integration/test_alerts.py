@@ -10,25 +10,29 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import holter
 import httpx
 import jsonschema
 import pytest
-
-import holter
 from holter_server.alerts.signing import verify
+
 from tests.chat_schemas import SCHEMAS
-from tests.waiting import wait_until
 from tests.conftest import own_store
 from tests.receivers import Receiver
 from tests.servers import ServerProcess
+from tests.waiting import wait_until
 
 SECRET = "test-signing-secret-0123456789"
 
 
 @pytest.fixture(scope="module")
 def alert_server(store_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    env = {"HOLTER_STALL_AFTER": "2", "HOLTER_STALL_CHECK_INTERVAL": "0.2", "HOLTER_ALERT_GIVE_UP_AFTER": "4",
-           "HOLTER_PUBLIC_URL": "http://holter.example:8765"}
+    env = {
+        "HOLTER_STALL_AFTER": "2",
+        "HOLTER_STALL_CHECK_INTERVAL": "0.2",
+        "HOLTER_ALERT_GIVE_UP_AFTER": "4",
+        "HOLTER_PUBLIC_URL": "http://holter.example:8765",
+    }
     folder = tmp_path_factory.mktemp("alerts")
     server = ServerProcess(own_store(store_url, folder), env=env, log_path=folder / "server.log").start()
     yield server
@@ -75,8 +79,9 @@ def diverge(url: str, project: str, spool: Path, *, nan_from: int = 200, steps: 
     return run
 
 
-def test_a_divergence_reaches_a_signed_webhook_once_with_its_evidence(alert_server: ServerProcess, api: httpx.Client,
-                                                                      receiver: Receiver, project: str, spool_dir: Path) -> None:
+def test_a_divergence_reaches_a_signed_webhook_once_with_its_evidence(
+    alert_server: ServerProcess, api: httpx.Client, receiver: Receiver, project: str, spool_dir: Path
+) -> None:
     add_channel(api, receiver, project)
     run = diverge(alert_server.url, project, spool_dir)
     wait_until(lambda: len(receiver.messages()) >= 1)
@@ -86,16 +91,26 @@ def test_a_divergence_reaches_a_signed_webhook_once_with_its_evidence(alert_serv
     payload = message.json()
     jsonschema.validate(payload, SCHEMAS["webhook"])
     (alert,) = payload["alerts"]
-    assert (alert["project"], alert["run_id"], alert["metric"], alert["kind"], alert["severity"]) == (project, run.id, "loss", "divergence", "critical")
+    assert (alert["project"], alert["run_id"], alert["metric"], alert["kind"], alert["severity"]) == (
+        project,
+        run.id,
+        "loss",
+        "divergence",
+        "critical",
+    )
     assert "NaN" in alert["summary"] and "200" in alert["summary"] and alert["start_step"] == 200
     assert alert["link"].startswith(f"http://holter.example:8765/runs/{run.id}?metrics=loss&start=")
     assert alert["sparkline"] and "×" in alert["sparkline"]
-    assert "/sparkline.png?expires=" in alert["image_url"] and message.headers["idempotency-key"] == payload["idempotency_key"]
+    assert (
+        "/sparkline.png?expires=" in alert["image_url"]
+        and message.headers["idempotency-key"] == payload["idempotency_key"]
+    )
 
 
 @pytest.mark.parametrize("kind", ["slack", "discord", "teams"])
-def test_each_chat_channel_gets_its_documented_payload(alert_server: ServerProcess, api: httpx.Client, receiver: Receiver,
-                                                      project: str, spool_dir: Path, kind: str) -> None:
+def test_each_chat_channel_gets_its_documented_payload(
+    alert_server: ServerProcess, api: httpx.Client, receiver: Receiver, project: str, spool_dir: Path, kind: str
+) -> None:
     add_channel(api, receiver, project, kind=kind)
     diverge(alert_server.url, project, spool_dir)
     wait_until(lambda: len(receiver.messages()) >= 1)
@@ -104,8 +119,9 @@ def test_each_chat_channel_gets_its_documented_payload(alert_server: ServerProce
     assert "NaN" in message.body.decode()
 
 
-def test_the_curve_picture_in_an_alert_is_served(alert_server: ServerProcess, api: httpx.Client, receiver: Receiver,
-                                                 project: str, spool_dir: Path) -> None:
+def test_the_curve_picture_in_an_alert_is_served(
+    alert_server: ServerProcess, api: httpx.Client, receiver: Receiver, project: str, spool_dir: Path
+) -> None:
     add_channel(api, receiver, project)
     diverge(alert_server.url, project, spool_dir)
     wait_until(lambda: len(receiver.messages()) >= 1)
@@ -114,11 +130,18 @@ def test_the_curve_picture_in_an_alert_is_served(alert_server: ServerProcess, ap
     assert png.headers["content-type"] == "image/png" and png.content.startswith(b"\x89PNG")
 
 
-def test_an_outage_delays_the_alert_but_never_loses_it(alert_server: ServerProcess, api: httpx.Client, project: str, spool_dir: Path) -> None:
+def test_an_outage_delays_the_alert_but_never_loses_it(
+    alert_server: ServerProcess, api: httpx.Client, project: str, spool_dir: Path
+) -> None:
     receiver = Receiver()  # not started: the port refuses connections
     channel = add_channel(api, receiver, project)
     diverge(alert_server.url, project, spool_dir)
-    wait_until(lambda: any(d["attempts"] >= 1 and d["last_error"] for d in api.get("/deliveries", params={"channel_id": channel["id"]}).json()))
+    wait_until(
+        lambda: any(
+            d["attempts"] >= 1 and d["last_error"]
+            for d in api.get("/deliveries", params={"channel_id": channel["id"]}).json()
+        )
+    )
     (pending,) = api.get("/deliveries", params={"channel_id": channel["id"]}).json()
     assert pending["status"] == "pending"
     receiver.start()
@@ -129,8 +152,9 @@ def test_an_outage_delays_the_alert_but_never_loses_it(alert_server: ServerProce
         receiver.stop()
 
 
-def test_a_429_waits_as_long_as_retry_after_says(alert_server: ServerProcess, api: httpx.Client, receiver: Receiver,
-                                                 project: str, spool_dir: Path) -> None:
+def test_a_429_waits_as_long_as_retry_after_says(
+    alert_server: ServerProcess, api: httpx.Client, receiver: Receiver, project: str, spool_dir: Path
+) -> None:
     receiver.answers = [(429, {"Retry-After": "2"})]
     add_channel(api, receiver, project)
     diverge(alert_server.url, project, spool_dir)
@@ -140,8 +164,9 @@ def test_a_429_waits_as_long_as_retry_after_says(alert_server: ServerProcess, ap
     assert first.body == second.body or first.json()["alerts"] == second.json()["alerts"]
 
 
-def test_a_slow_receiver_still_gets_its_alert_once(alert_server: ServerProcess, api: httpx.Client, receiver: Receiver,
-                                                   project: str, spool_dir: Path) -> None:
+def test_a_slow_receiver_still_gets_its_alert_once(
+    alert_server: ServerProcess, api: httpx.Client, receiver: Receiver, project: str, spool_dir: Path
+) -> None:
     receiver.delay = 3.0
     channel = add_channel(api, receiver, project)
     diverge(alert_server.url, project, spool_dir)
@@ -149,8 +174,9 @@ def test_a_slow_receiver_still_gets_its_alert_once(alert_server: ServerProcess, 
     assert len(receiver.messages()) == 1
 
 
-def test_an_undeliverable_alert_ends_failed_and_can_be_retried(alert_server: ServerProcess, api: httpx.Client,
-                                                              project: str, spool_dir: Path) -> None:
+def test_an_undeliverable_alert_ends_failed_and_can_be_retried(
+    alert_server: ServerProcess, api: httpx.Client, project: str, spool_dir: Path
+) -> None:
     receiver = Receiver()  # down for longer than the server's give-up time (4 s)
     channel = add_channel(api, receiver, project)
     diverge(alert_server.url, project, spool_dir)
@@ -165,13 +191,23 @@ def test_an_undeliverable_alert_ends_failed_and_can_be_retried(alert_server: Ser
         receiver.stop()
 
 
-def test_a_burst_of_events_goes_out_as_one_message(alert_server: ServerProcess, api: httpx.Client, receiver: Receiver,
-                                                   project: str, spool_dir: Path) -> None:
+def test_a_burst_of_events_goes_out_as_one_message(
+    alert_server: ServerProcess, api: httpx.Client, receiver: Receiver, project: str, spool_dir: Path
+) -> None:
     channel = add_channel(api, receiver, project, default_rules=False)
-    api.post("/rules", json={"channel_id": channel["id"], "name": "everything", "min_severity": "info", "cooldown_s": 0}).raise_for_status()
+    api.post(
+        "/rules", json={"channel_id": channel["id"], "name": "everything", "min_severity": "info", "cooldown_s": 0}
+    ).raise_for_status()
     run = holter.init(project=project, url=alert_server.url)
     for step in range(300):
-        run.log({"loss": math.nan if step >= 250 else 2.0, "grad_norm": math.nan if step >= 250 else 1.0, "act_norm/layer.0": math.nan if step >= 250 else 1.0}, step=step)
+        run.log(
+            {
+                "loss": math.nan if step >= 250 else 2.0,
+                "grad_norm": math.nan if step >= 250 else 1.0,
+                "act_norm/layer.0": math.nan if step >= 250 else 1.0,
+            },
+            step=step,
+        )
     run.finish()
     wait_until(lambda: len(receiver.messages()) >= 1)
     time.sleep(1.5)
@@ -179,10 +215,20 @@ def test_a_burst_of_events_goes_out_as_one_message(alert_server: ServerProcess, 
     assert len(alerts) >= 3 and len(receiver.messages()) < len(alerts)
 
 
-def test_within_the_cooldown_alerts_wait_and_go_out_together(alert_server: ServerProcess, api: httpx.Client, receiver: Receiver,
-                                                             project: str, spool_dir: Path) -> None:
+def test_within_the_cooldown_alerts_wait_and_go_out_together(
+    alert_server: ServerProcess, api: httpx.Client, receiver: Receiver, project: str, spool_dir: Path
+) -> None:
     channel = add_channel(api, receiver, project, default_rules=False)
-    api.post("/rules", json={"channel_id": channel["id"], "name": "spikes", "kinds": ["spike"], "min_severity": "info", "cooldown_s": 3}).raise_for_status()
+    api.post(
+        "/rules",
+        json={
+            "channel_id": channel["id"],
+            "name": "spikes",
+            "kinds": ["spike"],
+            "min_severity": "info",
+            "cooldown_s": 3,
+        },
+    ).raise_for_status()
     run = holter.init(project=project, url=alert_server.url, flush_interval=0.1)
     for step in range(400):
         run.log({"grad_norm": 50.0 if step in (100, 200, 300) else 1.0 + 0.01 * (step % 5)}, step=step)
@@ -194,8 +240,9 @@ def test_within_the_cooldown_alerts_wait_and_go_out_together(alert_server: Serve
     assert len(receiver.messages()) == 2  # the first at once, the other two together after the cooldown
 
 
-def test_a_stalled_run_alerts_and_its_resumption_follows_up(alert_server: ServerProcess, api: httpx.Client, receiver: Receiver,
-                                                            project: str) -> None:
+def test_a_stalled_run_alerts_and_its_resumption_follows_up(
+    alert_server: ServerProcess, api: httpx.Client, receiver: Receiver, project: str
+) -> None:
     add_channel(api, receiver, project)
     run_id = f"stall-{uuid.uuid4().hex[:8]}"
     api.post("/runs", json={"id": run_id, "project": project})
@@ -209,11 +256,20 @@ def test_a_stalled_run_alerts_and_its_resumption_follows_up(alert_server: Server
     api.post(f"/runs/{run_id}/finish", json={"status": "finished"})
 
 
-def test_a_threshold_rule_fires_once_at_the_first_crossing(alert_server: ServerProcess, api: httpx.Client, receiver: Receiver,
-                                                          project: str, spool_dir: Path) -> None:
+def test_a_threshold_rule_fires_once_at_the_first_crossing(
+    alert_server: ServerProcess, api: httpx.Client, receiver: Receiver, project: str, spool_dir: Path
+) -> None:
     channel = add_channel(api, receiver, project, default_rules=False)
-    api.post("/rules", json={"channel_id": channel["id"], "name": "acc too low", "metric_pattern": "accuracy",
-                             "threshold_op": "below", "threshold_value": 0.5}).raise_for_status()
+    api.post(
+        "/rules",
+        json={
+            "channel_id": channel["id"],
+            "name": "acc too low",
+            "metric_pattern": "accuracy",
+            "threshold_op": "below",
+            "threshold_value": 0.5,
+        },
+    ).raise_for_status()
     run = holter.init(project=project, url=alert_server.url)
     for step in range(100):
         run.log({"accuracy": 0.9 if step < 60 else 0.3}, step=step)
@@ -227,7 +283,9 @@ def test_a_threshold_rule_fires_once_at_the_first_crossing(alert_server: ServerP
 
 def test_secrets_are_never_returned(api: httpx.Client, receiver: Receiver, project: str) -> None:
     secret_url = receiver.url + "?token=T0P-SECRET-TOKEN-abcdef"
-    created = api.post("/channels", json={"name": "s", "kind": "slack", "target": secret_url, "project": project}).json()
+    created = api.post(
+        "/channels", json={"name": "s", "kind": "slack", "target": secret_url, "project": project}
+    ).json()
     listing = api.get("/channels", params={"project": project}).text
     for text in (str(created), listing):
         assert "T0P-SECRET" not in text and SECRET not in text
@@ -293,21 +351,31 @@ def test_two_services_on_one_sqlite_file_send_an_alert_once(tmp_path: Path, spoo
 
 
 def test_a_default_service_refuses_channels_pointing_at_its_own_network(store_url: str, tmp_path: Path) -> None:
-    server = ServerProcess(store_url, env={"HOLTER_ALLOW_PRIVATE_WEBHOOKS": "false"}, log_path=tmp_path / "server.log").start()
+    server = ServerProcess(
+        store_url, env={"HOLTER_ALLOW_PRIVATE_WEBHOOKS": "false"}, log_path=tmp_path / "server.log"
+    ).start()
     try:
-        answer = httpx.post(f"{server.url}/api/v1/channels", json={"name": "x", "kind": "slack", "target": "http://127.0.0.1:9/hook"})
+        answer = httpx.post(
+            f"{server.url}/api/v1/channels", json={"name": "x", "kind": "slack", "target": "http://127.0.0.1:9/hook"}
+        )
         assert answer.status_code == 422 and "private or loopback" in answer.json()["detail"]
     finally:
         server.stop()
 
 
-def test_the_cli_manages_channels_rules_and_deliveries(alert_server: ServerProcess, receiver: Receiver, project: str) -> None:
+def test_the_cli_manages_channels_rules_and_deliveries(
+    alert_server: ServerProcess, receiver: Receiver, project: str
+) -> None:
     import subprocess
     import sys
 
     def holter_cli(*args: str) -> str:
-        result = subprocess.run([sys.executable, "-m", "holter.cli", "alerts", "--url", alert_server.url, *args],
-                                capture_output=True, text=True, timeout=60)
+        result = subprocess.run(
+            [sys.executable, "-m", "holter.cli", "alerts", "--url", alert_server.url, *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert result.returncode == 0, result.stderr
         return result.stdout
 
@@ -340,17 +408,23 @@ def test_a_detector_event_reaches_the_formatter_as_the_detector_made_it(tmp_path
     engine = make_engine(url)
     factory = make_session_factory(engine)
     steps = list(range(300))
-    (event,) = [e for e in classify_series(steps, [math.nan if s >= 200 else 3.0 - s / 300 for s in steps], metric="loss")
-                if e.kind == "divergence"]
+    (event,) = [
+        e
+        for e in classify_series(steps, [math.nan if s >= 200 else 3.0 - s / 300 for s in steps], metric="loss")
+        if e.kind == "divergence"
+    ]
     event.details["peak"] = math.inf  # a non-finite detail: stored and carried by name
     with session_scope(factory) as session:
         runs_store.create_or_resume_run(session=session, run_id="r", project="p", name="baseline", config={}, tags=[])
-        channel = alerts_store.add_channel(session=session, name="c", kind="slack", project="p", target="http://127.0.0.1:9/hook",
-                                           signing_secret=None)
+        channel = alerts_store.add_channel(
+            session=session, name="c", kind="slack", project="p", target="http://127.0.0.1:9/hook", signing_secret=None
+        )
         alerting.add_default_rules(session=session, channel_id=channel.id, project="p")
         detection.record_event(session=session, run_id="r", key=event.event_id, event=event, muted=False)
     with session_scope(factory) as session:
-        (delivery,) = alerts_store.list_deliveries(session=session, channel_id=channel.id, status=None, run_id="r", limit=10)
+        (delivery,) = alerts_store.list_deliveries(
+            session=session, channel_id=channel.id, status=None, run_id="r", limit=10
+        )
         sent = with_links(stored_alert(delivery.alert), "http://holter.local:8765")
     engine.dispose()
     assert sent.event == dataclasses.replace(event, details=json_safe_tree(event.details))

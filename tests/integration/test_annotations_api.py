@@ -16,16 +16,28 @@ def run_id(api: httpx.Client) -> str:
 
 
 def test_a_range_note_is_stored_and_listed_for_everyone(api: httpx.Client, run_id: str) -> None:
-    created = api.post(f"/runs/{run_id}/annotations", json={"author": "ana", "text": "lr warm-up ends", "metric": "loss", "start_step": 100, "end_step": 200})
+    created = api.post(
+        f"/runs/{run_id}/annotations",
+        json={"author": "ana", "text": "lr warm-up ends", "metric": "loss", "start_step": 100, "end_step": 200},
+    )
     assert created.status_code == 201
     (note,) = api.get(f"/runs/{run_id}/annotations").json()["data"]
-    assert (note["author"], note["text"], note["metric"], note["start_step"], note["end_step"]) == ("ana", "lr warm-up ends", "loss", 100, 200)
+    assert (note["author"], note["text"], note["metric"], note["start_step"], note["end_step"]) == (
+        "ana",
+        "lr warm-up ends",
+        "loss",
+        100,
+        200,
+    )
     assert api.get(f"/runs/{run_id}/annotations", params={"metric": "grad_norm"}).json()["count"] == 0
 
 
 def test_authors_edit_and_delete_their_own_notes_only(api: httpx.Client, run_id: str) -> None:
     note = api.post(f"/runs/{run_id}/annotations", json={"author": "ana", "text": "first"}).json()
-    assert api.patch(f"/runs/{run_id}/annotations/{note['id']}", json={"author": "bo", "text": "mine now"}).status_code == 403
+    assert (
+        api.patch(f"/runs/{run_id}/annotations/{note['id']}", json={"author": "bo", "text": "mine now"}).status_code
+        == 403
+    )
     edited = api.patch(f"/runs/{run_id}/annotations/{note['id']}", json={"author": "ana", "text": "second"}).json()
     assert edited["text"] == "second"
     assert api.delete(f"/runs/{run_id}/annotations/{note['id']}", params={"author": "bo"}).status_code == 403
@@ -39,7 +51,10 @@ def test_a_note_with_a_backwards_range_is_422(api: httpx.Client, run_id: str) ->
 
 
 def test_a_comment_on_an_unknown_event_is_404(api: httpx.Client, run_id: str) -> None:
-    assert api.post(f"/runs/{run_id}/annotations", json={"author": "a", "text": "t", "event_id": 987654}).status_code == 404
+    assert (
+        api.post(f"/runs/{run_id}/annotations", json={"author": "a", "text": "t", "event_id": 987654}).status_code
+        == 404
+    )
 
 
 def test_tags_and_notes_are_editable_and_tags_filter_the_run_list(api: httpx.Client, run_id: str) -> None:

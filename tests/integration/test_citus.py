@@ -20,13 +20,13 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import holter
 import httpx
 import pytest
-from sqlalchemy.engine import make_url
-
-import holter
 from holter_server.demo.synthetic import SyntheticRun
 from holter_server.store.distribution import BY_RUN, REFERENCE
+from sqlalchemy.engine import make_url
+
 from tests.integration.test_reference_runs import stream
 from tests.receivers import Receiver
 from tests.servers import ServerProcess
@@ -35,8 +35,11 @@ from tests.waiting import wait_until
 CITUS_URL = os.environ.get("HOLTER_TEST_CITUS_URL")
 
 pytestmark = [
-    pytest.mark.skipif(not CITUS_URL, reason="HOLTER_TEST_CITUS_URL is not set: no Citus coordinator to run on "
-                                             "(docs/scale-out.md: how to run a coordinator and a worker)"),
+    pytest.mark.skipif(
+        not CITUS_URL,
+        reason="HOLTER_TEST_CITUS_URL is not set: no Citus coordinator to run on "
+        "(docs/scale-out.md: how to run a coordinator and a worker)",
+    ),
     pytest.mark.slow,
 ]
 
@@ -62,7 +65,10 @@ def _nodes() -> tuple[tuple[str, int], list[tuple[str, int]]]:
     assert CITUS_URL
     url = make_url(CITUS_URL)
     with _connect(CITUS_URL) as admin:
-        workers = [(host, int(port)) for host, port in admin.execute("SELECT node_name, node_port FROM citus_get_active_worker_nodes()")]
+        workers = [
+            (host, int(port))
+            for host, port in admin.execute("SELECT node_name, node_port FROM citus_get_active_worker_nodes()")
+        ]
     assert workers, f"the coordinator at {url.host}:{url.port} has no active worker node (citus_add_node)"
     return (url.host or "127.0.0.1", url.port or 5432), workers
 
@@ -86,7 +92,9 @@ def _cluster_database() -> Iterator[str]:
     name = f"holter_citus_{uuid.uuid4().hex[:10]}"
     (coordinator_host, coordinator_port), workers = _nodes()
     urls = _urls(name)
-    admin_urls = [CITUS_URL] + [_database_url(CITUS_URL, make_url(CITUS_URL).database or "postgres", host=h, port=p) for h, p in workers]
+    admin_urls = [CITUS_URL] + [
+        _database_url(CITUS_URL, make_url(CITUS_URL).database or "postgres", host=h, port=p) for h, p in workers
+    ]
     for admin_url, url in zip(admin_urls, urls):
         with _connect(admin_url) as admin:
             admin.execute(f'CREATE DATABASE "{name}"')
@@ -106,8 +114,13 @@ def _cluster_database() -> Iterator[str]:
 
 def holter_cli(*args: str) -> subprocess.CompletedProcess[str]:
     path = os.pathsep.join(str(ROOT / part) for part in ("client", "server", "dashboard", "."))
-    return subprocess.run([sys.executable, "-m", "holter.cli", *args], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": path})
+    return subprocess.run(
+        [sys.executable, "-m", "holter.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": path},
+    )
 
 
 def distribute(url: str) -> subprocess.CompletedProcess[str]:
@@ -118,11 +131,14 @@ def distribute(url: str) -> subprocess.CompletedProcess[str]:
 
 def layout(url: str) -> dict[str, tuple[str, str, int]]:
     with _connect(url) as db:
-        rows = db.execute("SELECT table_name::text, citus_table_type, distribution_column, colocation_id FROM citus_tables").fetchall()
+        rows = db.execute(
+            "SELECT table_name::text, citus_table_type, distribution_column, colocation_id FROM citus_tables"
+        ).fetchall()
     return {name.strip('"'): (kind, column, colocation) for name, kind, column, colocation in rows}
 
 
 # ---- distribution ----------------------------------------------------------------------------------
+
 
 def test_distribute_colocates_every_run_table_with_runs_and_copies_the_small_ones(cluster_database: str) -> None:
     first = distribute(cluster_database)
@@ -154,7 +170,9 @@ def test_distribute_refuses_a_database_without_citus_and_migrates_nothing() -> N
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def test_points_stored_before_distributing_are_all_there_after(cluster_database: str, tmp_path: Path, spool_dir: Path) -> None:
+def test_points_stored_before_distributing_are_all_there_after(
+    cluster_database: str, tmp_path: Path, spool_dir: Path
+) -> None:
     holter_cli("db", "upgrade", "--db", cluster_database).check_returncode()  # a plain single-node Holter first
     server = ServerProcess(cluster_database, log_path=tmp_path / "before.log").start()
     try:
@@ -186,6 +204,7 @@ def test_points_stored_before_distributing_are_all_there_after(cluster_database:
 
 # ---- the core of the suite on a distributed database -----------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def citus_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     """One distributed database for the module's tests (each keeps to its own project and runs),
@@ -195,7 +214,11 @@ def citus_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerPro
     try:
         distribute(url)
         folder = tmp_path_factory.mktemp("citus")
-        env = {"HOLTER_STALL_AFTER": "3", "HOLTER_STALL_CHECK_INTERVAL": "0.5", "HOLTER_PUBLIC_URL": "http://holter.example:8765"}
+        env = {
+            "HOLTER_STALL_AFTER": "3",
+            "HOLTER_STALL_CHECK_INTERVAL": "0.5",
+            "HOLTER_PUBLIC_URL": "http://holter.example:8765",
+        }
         server = ServerProcess(url, env=env, log_path=folder / "server.log").start()
         try:
             yield server
@@ -225,11 +248,18 @@ def events_of(api: httpx.Client, run_id: str, **params: str) -> list[dict]:
 def test_ingest_and_reads(citus_server: ServerProcess, api: httpx.Client, project: str, spool_dir: Path) -> None:
     run = holter.init(project=project, name="ingest", url=citus_server.url, config={"lr": 3e-4})
     for step in range(3000):
-        run.log({"loss": 3.0 - step / 2000 + (5.0 if step == 1500 else 0.0), "grad_norm": math.nan if step == 10 else 1.0}, step=step)
+        run.log(
+            {"loss": 3.0 - step / 2000 + (5.0 if step == 1500 else 0.0), "grad_norm": math.nan if step == 10 else 1.0},
+            step=step,
+        )
     run.flush()
     points = api.get(f"/runs/{run.id}/metrics/loss/points", params={"limit": 5000}).json()
     assert points["steps"] == list(range(3000))
-    assert api.get(f"/runs/{run.id}/metrics/grad_norm/points", params={"limit": 20}).json()["values"][9:12] == [1.0, "NaN", 1.0]
+    assert api.get(f"/runs/{run.id}/metrics/grad_norm/points", params={"limit": 20}).json()["values"][9:12] == [
+        1.0,
+        "NaN",
+        1.0,
+    ]
     chart = api.get(f"/runs/{run.id}/metrics/loss/points", params={"max_points": 200}).json()
     assert len(chart["steps"]) <= 200 and 1500 in chart["steps"]  # the downsampled chart keeps the spike
     other = holter.init(project=project, name="other", url=citus_server.url)
@@ -245,8 +275,9 @@ def test_ingest_and_reads(citus_server: ServerProcess, api: httpx.Client, projec
     assert api.get(f"/runs/{run.id}").json()["status"] == "finished"
 
 
-def test_live_detection_names_planted_problems_once_each(citus_server: ServerProcess, api: httpx.Client, project: str,
-                                                         spool_dir: Path) -> None:
+def test_live_detection_names_planted_problems_once_each(
+    citus_server: ServerProcess, api: httpx.Client, project: str, spool_dir: Path
+) -> None:
     steps = 3000
     synthetic = SyntheticRun(steps, seed=1)
     run = holter.init(project=project, name="planted", url=citus_server.url)
@@ -254,7 +285,12 @@ def test_live_detection_names_planted_problems_once_each(citus_server: ServerPro
         run.log(synthetic.metrics(step), step=step)
     run.flush()
     logged = time.monotonic()
-    wanted = {("spike", "loss"), ("spike", "grad_norm"), ("sawtooth", "logprob_mismatch"), ("level_shift", "tokens_per_s")}
+    wanted = {
+        ("spike", "loss"),
+        ("spike", "grad_norm"),
+        ("sawtooth", "logprob_mismatch"),
+        ("level_shift", "tokens_per_s"),
+    }
     wait_until(lambda: wanted <= {(e["kind"], e["metric"]) for e in events_of(api, run.id)}, timeout=60)
     took = time.monotonic() - logged
     run.finish()
@@ -265,11 +301,14 @@ def test_live_detection_names_planted_problems_once_each(citus_server: ServerPro
     assert took < 30
 
 
-def test_a_divergence_alert_reaches_a_webhook_once(citus_server: ServerProcess, api: httpx.Client, project: str,
-                                                   spool_dir: Path) -> None:
+def test_a_divergence_alert_reaches_a_webhook_once(
+    citus_server: ServerProcess, api: httpx.Client, project: str, spool_dir: Path
+) -> None:
     receiver = Receiver().start()
     try:
-        channel = api.post("/channels", json={"name": project, "kind": "webhook", "target": receiver.url, "project": project})
+        channel = api.post(
+            "/channels", json={"name": project, "kind": "webhook", "target": receiver.url, "project": project}
+        )
         assert channel.status_code == 201, channel.text
         run = holter.init(project=project, name="diverging", url=citus_server.url)
         for step in range(260):
@@ -279,7 +318,12 @@ def test_a_divergence_alert_reaches_a_webhook_once(citus_server: ServerProcess, 
         time.sleep(3)
         (message,) = receiver.messages()
         (alert,) = message.json()["alerts"]
-        assert (alert["run_id"], alert["metric"], alert["kind"], alert["start_step"]) == (run.id, "loss", "divergence", 200)
+        assert (alert["run_id"], alert["metric"], alert["kind"], alert["start_step"]) == (
+            run.id,
+            "loss",
+            "divergence",
+            200,
+        )
         deliveries = api.get("/deliveries", params={"channel_id": channel.json()["id"]}).json()
         assert [d["status"] for d in deliveries] == ["delivered"]
         test_message = api.post(f"/channels/{channel.json()['id']}/test")
@@ -288,8 +332,9 @@ def test_a_divergence_alert_reaches_a_webhook_once(citus_server: ServerProcess, 
         receiver.stop()
 
 
-def test_a_crash_is_recorded_and_the_client_spool_empties(citus_server: ServerProcess, api: httpx.Client, project: str,
-                                                          spool_dir: Path) -> None:
+def test_a_crash_is_recorded_and_the_client_spool_empties(
+    citus_server: ServerProcess, api: httpx.Client, project: str, spool_dir: Path
+) -> None:
     run = holter.init(project=project, name="crashing", url=citus_server.url)
     for step in range(100):
         run.log({"loss": 1.0}, step=step)
@@ -316,21 +361,31 @@ def test_annotations_are_saved_edited_and_deleted(api: httpx.Client, project: st
     api.post("/runs", json={"id": run_id, "project": project}).raise_for_status()
     api.post(f"/runs/{run_id}/finish", json={"status": "crashed"}).raise_for_status()
     (event,) = events_of(api, run_id, kind="run_crashed")
-    ranged = api.post(f"/runs/{run_id}/annotations", json={"author": "ana", "text": "warm-up ends", "metric": "loss",
-                                                            "start_step": 100, "end_step": 200})
+    ranged = api.post(
+        f"/runs/{run_id}/annotations",
+        json={"author": "ana", "text": "warm-up ends", "metric": "loss", "start_step": 100, "end_step": 200},
+    )
     assert ranged.status_code == 201, ranged.text
-    comment = api.post(f"/runs/{run_id}/annotations", json={"author": "bo", "text": "OOM at 2am", "event_id": event["id"]})
+    comment = api.post(
+        f"/runs/{run_id}/annotations", json={"author": "bo", "text": "OOM at 2am", "event_id": event["id"]}
+    )
     assert comment.status_code == 201, comment.text
-    assert api.post(f"/runs/{run_id}/annotations", json={"author": "bo", "text": "x", "event_id": 987654}).status_code == 404
-    edited = api.patch(f"/runs/{run_id}/annotations/{ranged.json()['id']}", json={"author": "ana", "text": "warm-up ends at 200"})
+    assert (
+        api.post(f"/runs/{run_id}/annotations", json={"author": "bo", "text": "x", "event_id": 987654}).status_code
+        == 404
+    )
+    edited = api.patch(
+        f"/runs/{run_id}/annotations/{ranged.json()['id']}", json={"author": "ana", "text": "warm-up ends at 200"}
+    )
     assert edited.status_code == 200, edited.text
     assert api.delete(f"/runs/{run_id}/annotations/{comment.json()['id']}", params={"author": "bo"}).status_code == 204
     notes = api.get(f"/runs/{run_id}/annotations").json()["data"]
     assert [(n["author"], n["text"]) for n in notes] == [("ana", "warm-up ends at 200")]
 
 
-def test_a_reference_is_set_and_a_drifting_run_is_flagged(citus_server: ServerProcess, api: httpx.Client, project: str,
-                                                          spool_dir: Path) -> None:
+def test_a_reference_is_set_and_a_drifting_run_is_flagged(
+    citus_server: ServerProcess, api: httpx.Client, project: str, spool_dir: Path
+) -> None:
     reference = stream(citus_server, project, eval_gap=0.0, seed=1)
     answer = api.put(f"/projects/{project}/reference", json={"run_id": reference.id, "by": "ana"})
     assert answer.status_code == 200, answer.text
@@ -341,4 +396,3 @@ def test_a_reference_is_set_and_a_drifting_run_is_flagged(citus_server: ServerPr
     assert drift["metric"] == "eval_loss"
     comparison = api.get(f"/runs/{drifting.id}/compare", params={"metric": "eval_loss"}).json()
     assert comparison["reference_id"] == reference.id
-

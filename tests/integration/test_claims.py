@@ -9,15 +9,14 @@ from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import Engine, event, func, select, text
-from sqlalchemy.orm import Session, sessionmaker
-
 from holter_server.services.lifecycle import mark_stalled
 from holter_server.store import events as events_store
 from holter_server.store import points as points_store
 from holter_server.store import runs as runs_store
 from holter_server.store.database import make_engine, make_session_factory, session_scope, upgrade
 from holter_server.store.models import EventRow, RunRow
+from sqlalchemy import Engine, event, func, select, text
+from sqlalchemy.orm import Session, sessionmaker
 
 RUNS = ["r1", "r2", "r3", "r4"]
 
@@ -33,8 +32,12 @@ def factory(empty_store_url: str) -> Iterator[sessionmaker[Session]]:
     for run_id in RUNS:
         with session_scope(made) as session:
             runs_store.create_or_resume_run(session=session, run_id=run_id, project="p", name=None, config={}, tags=[])
-            points_store.add_points(session=session, run_id=run_id, max_metrics=100,
-                                    columns={name: ([1, 2], [1.0, 2.0], [None, None]) for name in ("loss", "lr")})
+            points_store.add_points(
+                session=session,
+                run_id=run_id,
+                max_metrics=100,
+                columns={name: ([1, 2], [1.0, 2.0], [None, None]) for name in ("loss", "lr")},
+            )
             runs_store.record_activity(session=session, run_id=run_id, last_step=2)  # as ingest does: due for detection
     with session_scope(made) as session:  # the queue has met the metrics (its first rows are written once, not claimed)
         events_store.claim_detection_work(session=session, limit=0)
@@ -111,7 +114,9 @@ def test_two_stall_watchers_report_a_silent_run_once(factory: sessionmaker[Sessi
         mine = mark_stalled(session=first, stall_after=timedelta(0))
     assert sorted(mine + theirs) == RUNS
     with session_scope(factory) as session:
-        assert session.scalar(select(func.count()).select_from(EventRow).where(EventRow.kind == "run_stalled")) == len(RUNS)
+        assert session.scalar(select(func.count()).select_from(EventRow).where(EventRow.kind == "run_stalled")) == len(
+            RUNS
+        )
         assert set(session.scalars(select(RunRow.status))) == {"stalled"}
 
 

@@ -7,14 +7,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 import holter
+import pytest
 from holter.cli import main
+
 from tests.servers import ServerProcess
 
 
-def test_runs_lists_ids_names_and_status(server: ServerProcess, spool_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_runs_lists_ids_names_and_status(
+    server: ServerProcess, spool_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     run = holter.init(project="cli-runs", name="listed", url=server.url)
     run.log({"loss": 1.0}, step=41)
     run.finish()
@@ -26,10 +28,14 @@ def test_runs_lists_ids_names_and_status(server: ServerProcess, spool_dir: Path,
     assert f"{server.url}/runs/<ID>" in out
 
 
-def test_runs_with_an_unknown_status_names_the_service_s_statuses(server: ServerProcess, capsys: pytest.CaptureFixture[str]) -> None:
+def test_runs_with_an_unknown_status_names_the_service_s_statuses(
+    server: ServerProcess, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["runs", "--status", "exploded", "--url", server.url]) == 2
     err = capsys.readouterr().err
-    assert "holter runs: HTTP 422" in err and all(status in err for status in ("running", "finished", "crashed", "stalled"))
+    assert "holter runs: HTTP 422" in err and all(
+        status in err for status in ("running", "finished", "crashed", "stalled")
+    )
 
 
 def test_runs_against_no_service_is_an_error(capsys: pytest.CaptureFixture[str]) -> None:
@@ -37,16 +43,25 @@ def test_runs_against_no_service_is_an_error(capsys: pytest.CaptureFixture[str])
 
 
 def test_init_prints_the_runs_page_unless_quiet(server: ServerProcess, spool_dir: Path) -> None:
-    script = ("import holter; r = holter.init(project='cli', name='printed', url=%r); r.finish(); "
-              "holter.init(project='cli', url=%r, quiet=True).finish()") % (server.url, server.url)
+    script = (
+        "import holter; r = holter.init(project='cli', name='printed', url=%r); r.finish(); "
+        "holter.init(project='cli', url=%r, quiet=True).finish()"
+    ) % (server.url, server.url)
     env = {k: v for k, v in os.environ.items() if k != "HOLTER_QUIET"} | {"HOLTER_SPOOL_DIR": str(spool_dir)}
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=env, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=env, check=True
+    )
     lines = [line for line in done.stderr.splitlines() if "View run" in line]
     assert len(lines) == 1 and lines[0].startswith(f"holter: View run printed at {server.url}/runs/")
 
 
-def test_demo_points_at_the_runs_page(server: ServerProcess, spool_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["demo", "--synthetic", "--steps", "30", "--rate", "1000", "--project", "cli-demo", "--url", server.url]) == 0
+def test_demo_points_at_the_runs_page(
+    server: ServerProcess, spool_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert (
+        main(["demo", "--synthetic", "--steps", "30", "--rate", "1000", "--project", "cli-demo", "--url", server.url])
+        == 0
+    )
     out = capsys.readouterr().out
     streaming = next(line for line in out.splitlines() if line.startswith("streaming run "))
     run_id = streaming.split()[2]

@@ -10,10 +10,10 @@ import textwrap
 import time
 from pathlib import Path
 
+import holter
 import httpx
 import pytest
 
-import holter
 from tests.conftest import new_run_id
 from tests.servers import ServerProcess, free_port
 
@@ -26,7 +26,13 @@ def metric_counts(url: str, run_id: str) -> dict[str, int]:
 
 
 def run_script(code: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env={**os.environ, **env}, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_logged_points_are_stored_and_readable(server: ServerProcess, spool_dir: Path) -> None:

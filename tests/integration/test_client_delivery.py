@@ -19,10 +19,10 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+import holter
 import httpx
 import pytest
 
-import holter
 from tests.conftest import new_run_id
 from tests.servers import ServerProcess, free_port
 
@@ -31,8 +31,9 @@ def metric_counts(url: str, run_id: str) -> dict[str, int]:
     return {m["name"]: m["count"] for m in httpx.get(f"{url}/api/v1/runs/{run_id}").json()["metrics"]}
 
 
-def test_a_refused_metric_is_reported_once_and_the_others_are_stored(server: ServerProcess, spool_dir: Path,
-                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_refused_metric_is_reported_once_and_the_others_are_stored(
+    server: ServerProcess, spool_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     run = holter.init(project="delivery", url=server.url, flush_interval=0.05)
     for step in range(200):
         run.log({"loss": 1.0 / (step + 1), "mfu(%)": 41.5, "bad\x00name": 1.0, "x" * 300: 2.0}, step=step)
@@ -48,8 +49,9 @@ def test_a_refused_metric_is_reported_once_and_the_others_are_stored(server: Ser
     assert any("at most 256 characters" in line for line in refusals), refusals
 
 
-def test_a_step_logged_again_with_another_value_is_reported_once(server: ServerProcess, spool_dir: Path,
-                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_step_logged_again_with_another_value_is_reported_once(
+    server: ServerProcess, spool_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     run = holter.init(project="delivery", url=server.url)
     run.log({"loss": 1.0}, step=5)
     assert run.flush()
@@ -63,8 +65,9 @@ def test_a_step_logged_again_with_another_value_is_reported_once(server: ServerP
     assert len(conflicts) == 1 and "'loss'" in conflicts[0] and "step 5" in conflicts[0]
 
 
-def test_every_point_of_a_batch_refused_whole_counts_as_refused(server: ServerProcess, spool_dir: Path,
-                                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_every_point_of_a_batch_refused_whole_counts_as_refused(
+    server: ServerProcess, spool_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     # a batch naming more metrics than one run may have (HOLTER_MAX_METRICS_PER_RUN, 10,000) is a
     # 422 for the whole batch: none of its points is stored, and finish() says so
     run = holter.init(project="delivery", url=server.url)
@@ -130,12 +133,19 @@ def unwritable_spool(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator
 
 
 def start_child(run_id: str, url: str, spool: Path, finish_timeout: float, before: object) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(CHILD), run_id, url, str(spool), str(finish_timeout)],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=before)  # type: ignore[arg-type]
+    return subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(CHILD), run_id, url, str(spool), str(finish_timeout)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=before,
+    )  # type: ignore[arg-type]
 
 
-def test_a_spool_that_cannot_be_written_loses_nothing(store_url: str, tmp_path: Path, unwritable_spool: tuple[Path, object]) -> None:
+def test_a_spool_that_cannot_be_written_loses_nothing(
+    store_url: str, tmp_path: Path, unwritable_spool: tuple[Path, object]
+) -> None:
     spool, before = unwritable_spool
     port, run_id = free_port(), new_run_id()
     child = start_child(run_id, f"http://127.0.0.1:{port}", spool, 120, before)
@@ -165,12 +175,20 @@ def test_finish_says_how_many_points_are_not_durable(tmp_path: Path) -> None:
     assert f"finished with {2 * 6360:,} points not sent and not on disk" in err
 
 
-def test_when_memory_for_held_requests_is_full_log_waits_and_loses_nothing(store_url: str, tmp_path: Path,
-                                                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_when_memory_for_held_requests_is_full_log_waits_and_loses_nothing(
+    store_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / "not-a-folder").write_text("")
     port = free_port()
-    run = holter.init(project="delivery", url=f"http://127.0.0.1:{port}", spool_dir=tmp_path / "not-a-folder", connect_timeout=0.5,
-                      flush_interval=0.05, max_queued_calls=1_000, max_held_bytes=64 * 1024)
+    run = holter.init(
+        project="delivery",
+        url=f"http://127.0.0.1:{port}",
+        spool_dir=tmp_path / "not-a-folder",
+        connect_timeout=0.5,
+        flush_interval=0.05,
+        max_queued_calls=1_000,
+        max_held_bytes=64 * 1024,
+    )
     logger = threading.Thread(target=lambda: [run.log({"loss": float(step)}, step=step) for step in range(20_000)])
     logger.start()
     logger.join(5)

@@ -27,7 +27,9 @@ def test_client_installs_alone_and_imports_without_service_dependencies(tmp_path
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=True)
     python = env_dir / "bin" / "python"
-    install = subprocess.run([str(python), "-m", "pip", "install", "-q", str(REPO)], capture_output=True, text=True, timeout=600)
+    install = subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", str(REPO)], capture_output=True, text=True, timeout=600
+    )
     assert install.returncode == 0, install.stderr[-2000:]
     # Run outside the repository, where the source folders would shadow what was installed.
     check = subprocess.run([str(python), "-c", CHECK], capture_output=True, text=True, cwd=tmp_path)

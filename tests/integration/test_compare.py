@@ -11,6 +11,7 @@ import pytest
 
 from tests.seed_runs import OFFSETS, STEPS, post_run
 
+
 @pytest.fixture(scope="module")
 def project(server) -> dict[str, list[str]]:  # type: ignore[no-untyped-def]
     """A baseline group, a better group, a group that is the same within noise, a lone run, and a
@@ -20,11 +21,24 @@ def project(server) -> dict[str, list[str]]:  # type: ignore[no-untyped-def]
     with server.api() as api:
         arms = {
             "base": [post_run(api, name, {**base, "seed": s}, 0.0, OFFSETS[s]) for s in range(3)],
-            "better": [post_run(api, name, {**base, "model": {"norm": "rms"}, "seed": s}, -0.031, OFFSETS[s]) for s in range(3)],
-            "same": [post_run(api, name, {**base, "model": {"norm": "scale"}, "data_seed": s}, -0.002, OFFSETS[s]) for s in range(3)],
+            "better": [
+                post_run(api, name, {**base, "model": {"norm": "rms"}, "seed": s}, -0.031, OFFSETS[s]) for s in range(3)
+            ],
+            "same": [
+                post_run(api, name, {**base, "model": {"norm": "scale"}, "data_seed": s}, -0.002, OFFSETS[s])
+                for s in range(3)
+            ],
             "lone": [post_run(api, name, {**base, "model": {"norm": "none"}, "seed": 0}, -0.06, 0.0)],
-            "careless": [post_run(api, name, {**base, "model": {"norm": "rms"}, "lr": 6e-4, "batch_size": 64, "seed": 0}, -0.05, 0.0,
-                                  tokens_per_step=2000)],
+            "careless": [
+                post_run(
+                    api,
+                    name,
+                    {**base, "model": {"norm": "rms"}, "lr": 6e-4, "batch_size": 64, "seed": 0},
+                    -0.05,
+                    0.0,
+                    tokens_per_step=2000,
+                )
+            ],
         }
     return {"project": [name], **arms}
 
@@ -42,7 +56,9 @@ def test_runs_that_differ_only_in_seeds_are_one_group(api: httpx.Client, project
     assert sorted(g["size"] for g in groups) == [1, 1, 3, 3, 3]
 
 
-def test_a_group_is_drawn_as_its_median_with_min_max_and_a_robust_spread(api: httpx.Client, project: dict[str, list[str]]) -> None:
+def test_a_group_is_drawn_as_its_median_with_min_max_and_a_robust_spread(
+    api: httpx.Client, project: dict[str, list[str]]
+) -> None:
     found = compare(api, f"group:{project['base'][0]}", f"group:{project['better'][0]}")
     band = found["a"]["band"]
     assert len(band["steps"]) == len(STEPS) and set(band["seeds"]) == {3}
@@ -65,7 +81,9 @@ def test_a_group_inside_the_seed_spread_is_noise(api: httpx.Client, project: dic
     assert {v["verdict"] for v in found["verdicts"]} == {"noise"}
 
 
-def test_one_run_per_arm_is_unknown_with_the_seeds_that_would_settle_it(api: httpx.Client, project: dict[str, list[str]]) -> None:
+def test_one_run_per_arm_is_unknown_with_the_seeds_that_would_settle_it(
+    api: httpx.Client, project: dict[str, list[str]]
+) -> None:
     found = compare(api, f"run:{project['base'][0]}", f"run:{project['lone'][0]}")
     assert found["headline"]["verdict"] == "unknown" and found["headline"]["seeds_needed"] >= 2
     assert "with one run per arm: the seed spread is unknown" in found["headline"]["sentence"]
@@ -96,7 +114,11 @@ def test_a_declared_seed_key_joins_runs_into_one_group(api: httpx.Client, server
 
 
 def test_a_malformed_arm_is_refused_naming_the_form(api: httpx.Client, project: dict[str, list[str]]) -> None:
-    response = api.get("/compare", params={"metric": "eval_loss", "a": project["base"][0], "b": f"run:{project['lone'][0]}"})
+    response = api.get(
+        "/compare", params={"metric": "eval_loss", "a": project["base"][0], "b": f"run:{project['lone'][0]}"}
+    )
     assert response.status_code == 422 and "run:<run id>" in response.json()["detail"]
-    missing = api.get("/compare", params={"metric": "nope", "a": f"run:{project['base'][0]}", "b": f"run:{project['lone'][0]}"})
+    missing = api.get(
+        "/compare", params={"metric": "nope", "a": f"run:{project['base'][0]}", "b": f"run:{project['lone'][0]}"}
+    )
     assert missing.status_code == 404 and "'nope' is not logged" in missing.json()["detail"]

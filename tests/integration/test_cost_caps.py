@@ -12,8 +12,13 @@ from tests.conftest import new_run_id
 from tests.servers import ServerProcess
 from tests.waiting import wait_until
 
-CAPS = {"HOLTER_MAX_COMPARE_POINTS": "1000", "HOLTER_MAX_FAMILY_CELLS": "1000", "HOLTER_MAX_LEVER_PAIRS": "20",
-        "HOLTER_MAX_REPORT_EVENTS": "5", "HOLTER_MAX_GROUP_POINTS": "1000"}
+CAPS = {
+    "HOLTER_MAX_COMPARE_POINTS": "1000",
+    "HOLTER_MAX_FAMILY_CELLS": "1000",
+    "HOLTER_MAX_LEVER_PAIRS": "20",
+    "HOLTER_MAX_REPORT_EVENTS": "5",
+    "HOLTER_MAX_GROUP_POINTS": "1000",
+}
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +32,11 @@ def capped(store_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator
 def logged(api: httpx.Client, metrics: dict[str, int]) -> str:
     run_id = new_run_id()
     api.post("/runs", json={"id": run_id, "project": "caps"}).raise_for_status()
-    batch = {"metrics": {name: {"steps": list(range(n)), "values": [1.0 + i / n for i in range(n)]} for name, n in metrics.items()}}
+    batch = {
+        "metrics": {
+            name: {"steps": list(range(n)), "values": [1.0 + i / n for i in range(n)]} for name, n in metrics.items()
+        }
+    }
     api.post(f"/runs/{run_id}/points", json=batch).raise_for_status()
     return run_id
 
@@ -57,7 +66,9 @@ def test_a_lever_search_over_more_pairs_than_its_cap_is_413(capped: httpx.Client
             config = {f"key{k}": i * k for k in range(config_keys)}
             capped.post("/runs", json={"id": run_id, "project": project, "config": config}).raise_for_status()
             values = [2.0 - step / 100 if step < 50 + i else "NaN" for step in range(80)]
-            capped.post(f"/runs/{run_id}/points", json={"metrics": {"loss": {"steps": list(range(80)), "values": values}}}).raise_for_status()
+            capped.post(
+                f"/runs/{run_id}/points", json={"metrics": {"loss": {"steps": list(range(80)), "values": values}}}
+            ).raise_for_status()
         wait_until(lambda: all(capped.get(f"/runs/{r}/events").json()["count"] for r in run_ids), timeout=60)
         return project
 
@@ -71,23 +82,35 @@ def test_a_report_marks_at_most_its_cap_of_events_and_lists_them_all(capped: htt
     capped.post("/runs", json={"id": run_id, "project": "caps"}).raise_for_status()
     spikes = [97, 211, 340, 455, 601, 703, 866, 941, 1090, 1187, 1244, 1351]  # one-step spikes, spaced irregularly
     values = [20.0 if step in spikes else 2.0 + (step % 7) * 0.001 for step in range(1400)]
-    capped.post(f"/runs/{run_id}/points", json={"metrics": {"loss": {"steps": list(range(1400)), "values": values}}}).raise_for_status()
+    capped.post(
+        f"/runs/{run_id}/points", json={"metrics": {"loss": {"steps": list(range(1400)), "values": values}}}
+    ).raise_for_status()
     capped.post(f"/runs/{run_id}/finish", json={"status": "finished"}).raise_for_status()
-    events = wait_until(lambda: (found := capped.get(f"/runs/{run_id}/events").json()["data"]) and len(found) >= 10 and found, timeout=60)
+    events = wait_until(
+        lambda: (found := capped.get(f"/runs/{run_id}/events").json()["data"]) and len(found) >= 10 and found,
+        timeout=60,
+    )
     html = capped.get(f"/runs/{run_id}/report.html").text
     assert html.count('"type":"rect"') + html.count('"type":"line"') <= 5
     assert all(event["summary"] in html for event in events)
 
 
-def test_a_seed_group_holding_more_points_than_its_cap_is_413_and_the_report_says_why_it_leaves_it_out(capped: httpx.Client) -> None:
+def test_a_seed_group_holding_more_points_than_its_cap_is_413_and_the_report_says_why_it_leaves_it_out(
+    capped: httpx.Client,
+) -> None:
     def seed_runs(points: int) -> list[str]:
         """Four finished runs of one config, seeds 0-3, each with `points` eval losses."""
         project, run_ids = f"caps-seeds-{uuid.uuid4().hex[:6]}", []
         for seed in range(4):
             run_ids.append(run_id := new_run_id())
-            capped.post("/runs", json={"id": run_id, "project": project, "config": {"lr": 1e-3, "seed": seed}}).raise_for_status()
+            capped.post(
+                "/runs", json={"id": run_id, "project": project, "config": {"lr": 1e-3, "seed": seed}}
+            ).raise_for_status()
             values = [3.0 - step / points + seed * 0.01 for step in range(points)]
-            capped.post(f"/runs/{run_id}/points", json={"metrics": {"eval_loss": {"steps": list(range(points)), "values": values}}}).raise_for_status()
+            capped.post(
+                f"/runs/{run_id}/points",
+                json={"metrics": {"eval_loss": {"steps": list(range(points)), "values": values}}},
+            ).raise_for_status()
             capped.post(f"/runs/{run_id}/finish", json={"status": "finished"}).raise_for_status()
         return run_ids
 
@@ -97,5 +120,10 @@ def test_a_seed_group_holding_more_points_than_its_cap_is_413_and_the_report_say
     report = capped.get(f"/runs/{big[0]}/report.html")
     assert report.status_code == 200 and "Not compared:" in report.text and "HOLTER_MAX_GROUP_POINTS" in report.text
     small = seed_runs(points=100)
-    assert capped.get("/compare", params={"metric": "eval_loss", "a": f"group:{small[0]}", "b": f"run:{small[1]}"}).status_code == 200
+    assert (
+        capped.get(
+            "/compare", params={"metric": "eval_loss", "a": f"group:{small[0]}", "b": f"run:{small[1]}"}
+        ).status_code
+        == 200
+    )
     assert "Not compared:" not in capped.get(f"/runs/{small[0]}/report.html").text

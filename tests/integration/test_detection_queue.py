@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from sqlalchemy import update
-
 from holter_server.schemas.points import read_batch
 from holter_server.services import detection
 from holter_server.services.ingest import ingest_batch
@@ -12,6 +10,7 @@ from holter_server.store import points as points_store
 from holter_server.store import runs as runs_store
 from holter_server.store.database import make_engine, make_session_factory, session_scope, upgrade
 from holter_server.store.models import DetectorStateRow, RunRow
+from sqlalchemy import update
 
 
 def test_a_run_with_thousands_of_new_metrics_does_not_hold_back_another_run(empty_store_url: str) -> None:
@@ -21,12 +20,23 @@ def test_a_run_with_thousands_of_new_metrics_does_not_hold_back_another_run(empt
     engine = make_engine(empty_store_url)
     factory = make_session_factory(engine)
     try:
-        for run_id, names in [("wide", [f"layer.{i}/act_norm" for i in range(2_000)]), ("plain", ["loss", "grad_norm"])]:
+        for run_id, names in [
+            ("wide", [f"layer.{i}/act_norm" for i in range(2_000)]),
+            ("plain", ["loss", "grad_norm"]),
+        ]:
             with session_scope(factory) as session:
-                runs_store.create_or_resume_run(session=session, run_id=run_id, project="p", name=None, config={}, tags=[])
-                points_store.add_points(session=session, run_id=run_id, max_metrics=10_000,
-                                        columns={name: ([1, 2], [1.0, 2.0], [None, None]) for name in names})
-                runs_store.record_activity(session=session, run_id=run_id, last_step=2)  # as ingest does: due for detection
+                runs_store.create_or_resume_run(
+                    session=session, run_id=run_id, project="p", name=None, config={}, tags=[]
+                )
+                points_store.add_points(
+                    session=session,
+                    run_id=run_id,
+                    max_metrics=10_000,
+                    columns={name: ([1, 2], [1.0, 2.0], [None, None]) for name in names},
+                )
+                runs_store.record_activity(
+                    session=session, run_id=run_id, last_step=2
+                )  # as ingest does: due for detection
             with session_scope(factory) as session:  # the queue has met the run's metrics
                 events_store.claim_detection_work(session=session, limit=1)
         with session_scope(factory) as session:
@@ -47,8 +57,21 @@ def test_a_pass_looks_only_at_runs_with_batches_it_has_not_read(empty_store_url:
 
     def log(start: int) -> None:
         with session_scope(factory) as session:
-            ingest_batch(session=session, run_id="done", max_metrics=100, batch=read_batch(
-                {"metrics": {"loss": {"steps": list(range(start, start + 50)), "values": [2.0 - s / 1000 for s in range(start, start + 50)]}}}))
+            ingest_batch(
+                session=session,
+                run_id="done",
+                max_metrics=100,
+                batch=read_batch(
+                    {
+                        "metrics": {
+                            "loss": {
+                                "steps": list(range(start, start + 50)),
+                                "values": [2.0 - s / 1000 for s in range(start, start + 50)],
+                            }
+                        }
+                    }
+                ),
+            )
 
     def claimed() -> list[str]:
         with session_scope(factory) as session:

@@ -6,13 +6,13 @@ import math
 import time
 from pathlib import Path
 
+import holter
 import httpx
 import pytest
 
-import holter
 from tests.integration.test_live_detection import events_of
-from tests.waiting import wait_until
 from tests.servers import ServerProcess
+from tests.waiting import wait_until
 
 
 @pytest.fixture
@@ -20,7 +20,13 @@ def nan_run(server: ServerProcess, spool_dir: Path) -> holter.Run:
     """A run whose loss went NaN at step 200 and whose grad norm spiked at step 100."""
     run = holter.init(project=f"events-{time.time_ns()}", url=server.url)
     for step in range(260):
-        run.log({"loss": math.nan if step >= 200 else 3.0 - step / 200, "grad_norm": 40.0 if step == 100 else 1.0 + 0.01 * (step % 7)}, step=step)
+        run.log(
+            {
+                "loss": math.nan if step >= 200 else 3.0 - step / 200,
+                "grad_norm": 40.0 if step == 100 else 1.0 + 0.01 * (step % 7),
+            },
+            step=step,
+        )
     run.finish()
     wait_until(lambda: {"divergence", "spike"} <= {e["kind"] for e in events_of(server.url, run.id)})
     return run
@@ -43,20 +49,26 @@ def test_project_wide_events_list_every_run_of_the_project(api: httpx.Client, na
 
 def test_acknowledging_records_who_and_why(api: httpx.Client, nan_run: holter.Run) -> None:
     (event,) = api.get(f"/runs/{nan_run.id}/events", params={"kind": "divergence"}).json()["data"]
-    acked = api.post(f"/runs/{nan_run.id}/events/{event['id']}/acknowledge", json={"by": "ana", "reason": "lowering lr"}).json()
+    acked = api.post(
+        f"/runs/{nan_run.id}/events/{event['id']}/acknowledge", json={"by": "ana", "reason": "lowering lr"}
+    ).json()
     assert (acked["status"], acked["status_by"], acked["status_reason"]) == ("acknowledged", "ana", "lowering lr")
     health = api.get(f"/runs/{nan_run.id}").json()
     assert health["health"] != "critical"  # acknowledged events no longer count against the run
 
 
-def test_dismissing_with_mute_silences_later_events_of_that_kind(server: ServerProcess, api: httpx.Client, spool_dir: Path) -> None:
+def test_dismissing_with_mute_silences_later_events_of_that_kind(
+    server: ServerProcess, api: httpx.Client, spool_dir: Path
+) -> None:
     run = holter.init(project="events-mute", url=server.url)
     for step in range(300):
         run.log({"grad_norm": 30.0 if step == 150 else 1.0 + 0.01 * (step % 5)}, step=step)
     run.flush()
     wait_until(lambda: any(e["kind"] == "spike" for e in events_of(server.url, run.id)))
     (spike,) = events_of(server.url, run.id, kind="spike")
-    dismissed = api.post(f"/runs/{run.id}/events/{spike['id']}/dismiss", json={"by": "bo", "reason": "known bad batch", "mute": True})
+    dismissed = api.post(
+        f"/runs/{run.id}/events/{spike['id']}/dismiss", json={"by": "bo", "reason": "known bad batch", "mute": True}
+    )
     assert dismissed.json()["status"] == "dismissed"
     for step in range(300, 600):
         run.log({"grad_norm": 30.0 if step == 450 else 1.0 + 0.01 * (step % 5)}, step=step)

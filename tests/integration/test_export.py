@@ -20,7 +20,10 @@ def run_id(api: httpx.Client) -> str:
     run_id = new_run_id()
     api.post("/runs", json={"id": run_id, "project": "export"}).raise_for_status()
     batch = {
-        "metrics": {"loss": {"steps": [0, 1, 2, 3, 4], "values": LOSS}, "lr": {"steps": list(range(120_000)), "values": [0.1] * 120_000}},
+        "metrics": {
+            "loss": {"steps": [0, 1, 2, 3, 4], "values": LOSS},
+            "lr": {"steps": list(range(120_000)), "values": [0.1] * 120_000},
+        },
         "step_times": {"steps": [0, 1], "times": [100.5, 101.5]},
     }
     api.post(f"/runs/{run_id}/points", json=batch).raise_for_status()
@@ -32,8 +35,13 @@ def test_csv_export_of_one_series_keeps_non_finite_values_and_wall_times(api: ht
     assert answer.headers["content-type"].startswith("text/csv")
     rows = list(csv.reader(io.StringIO(answer.text)))
     assert rows[0] == ["metric", "step", "value", "wall_time"]
-    assert rows[1:] == [["loss", "0", "2.5", "100.5"], ["loss", "1", "NaN", "101.5"], ["loss", "2", "Infinity", ""],
-                        ["loss", "3", "-Infinity", ""], ["loss", "4", "1e-300", ""]]
+    assert rows[1:] == [
+        ["loss", "0", "2.5", "100.5"],
+        ["loss", "1", "NaN", "101.5"],
+        ["loss", "2", "Infinity", ""],
+        ["loss", "3", "-Infinity", ""],
+        ["loss", "4", "1e-300", ""],
+    ]
 
 
 def test_parquet_export_of_a_whole_run_holds_every_point(api: httpx.Client, run_id: str) -> None:

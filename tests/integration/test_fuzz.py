@@ -21,17 +21,20 @@ import httpx
 import pytest
 
 schemathesis = pytest.importorskip("schemathesis")
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-from schemathesis import GenerationMode  # noqa: E402
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from schemathesis import GenerationMode
 
-from tests.conftest import new_run_id  # noqa: E402
-from tests.conftest import ADMIN_TOKEN
-from tests.servers import ServerProcess  # noqa: E402
+from tests.conftest import (
+    ADMIN_TOKEN,
+    new_run_id,
+)
+from tests.servers import ServerProcess
 
 EXAMPLES = int(os.environ.get("HOLTER_FUZZ_EXAMPLES", "10"))
-FUZZ_SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
-                         suppress_health_check=list(HealthCheck))
+FUZZ_SETTINGS = settings(
+    max_examples=EXAMPLES, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck)
+)
 CLOSED_LOOPBACK = "http://127.0.0.1:9/fuzz"  # the discard port: nothing listens there, so a channel test is a 502
 
 
@@ -41,36 +44,61 @@ def existing_things(api: httpx.Client) -> dict[str, Any]:
     api.post("/runs", json={"id": run_id, "project": "fuzz", "config": {"lr": 0.1}}).raise_for_status()
     loss = [2.0 - i / 100 for i in range(200)]
     loss[120] = 40.0  # a spike, so the analysis finds an event
-    api.post(f"/runs/{run_id}/points", json={"metrics": {"loss": {"steps": list(range(200)), "values": loss}}}).raise_for_status()
+    api.post(
+        f"/runs/{run_id}/points", json={"metrics": {"loss": {"steps": list(range(200)), "values": loss}}}
+    ).raise_for_status()
     api.post(f"/runs/{run_id}/analyze").raise_for_status()
     events = api.get(f"/runs/{run_id}/events").json()["data"]
     note = api.post(f"/runs/{run_id}/annotations", json={"author": "fuzz", "text": "a note"}).json()
-    channel = api.post("/channels", json={"name": "fuzz", "kind": "webhook", "target": CLOSED_LOOPBACK, "default_rules": False}).json()
+    channel = api.post(
+        "/channels", json={"name": "fuzz", "kind": "webhook", "target": CLOSED_LOOPBACK, "default_rules": False}
+    ).json()
     rule = api.post("/rules", json={"channel_id": channel["id"], "name": "fuzz"}).json()
     key = api.post("/keys", json={"name": "fuzz", "scope": "read"}).json()
-    return {"run_id": run_id, "metric": "loss", "event_id": events[0]["id"] if events else 1, "annotation_id": note["id"],
-            "channel_id": channel["id"], "rule_id": rule["id"], "delivery_id": 1, "key_id": key["id"], "project": "fuzz"}
+    return {
+        "run_id": run_id,
+        "metric": "loss",
+        "event_id": events[0]["id"] if events else 1,
+        "annotation_id": note["id"],
+        "channel_id": channel["id"],
+        "rule_id": rule["id"],
+        "delivery_id": 1,
+        "key_id": key["id"],
+        "project": "fuzz",
+    }
 
 
 def no_outside_targets(case: Any) -> None:
     """A fuzzed channel may only point at a closed loopback port (webhook, Slack, ... and Apprise)."""
-    if case.method.upper() == "POST" and case.path.endswith("/channels") and isinstance(case.body, dict) and "target" in case.body:
+    if (
+        case.method.upper() == "POST"
+        and case.path.endswith("/channels")
+        and isinstance(case.body, dict)
+        and "target" in case.body
+    ):
         case.body["target"] = "json://127.0.0.1:9/fuzz" if case.body.get("kind") == "apprise" else CLOSED_LOOPBACK
 
 
-def fuzz_every_operation(server: ServerProcess, known: dict[str, Any], *, examples: int, headers: dict[str, str] | None = None) -> list[str]:
+def fuzz_every_operation(
+    server: ServerProcess, known: dict[str, Any], *, examples: int, headers: dict[str, str] | None = None
+) -> list[str]:
     """Fuzz every operation of the server's document; returns the 5xx answers found."""
     schema = schemathesis.openapi.from_url(f"{server.url}/openapi.json")
     failures: list[str] = []
     operations = []
     # deletions last, so the things the other operations name still exist when they run
-    every = sorted((result.ok() for result in schema.get_all_operations()), key=lambda operation: operation.method.upper() == "DELETE")
+    every = sorted(
+        (result.ok() for result in schema.get_all_operations()),
+        key=lambda operation: operation.method.upper() == "DELETE",
+    )
     for operation in every:
         operations.append(f"{operation.method.upper()} {operation.path}")
         names = [p.name for p in operation.path_parameters]
         strategies = [operation.as_strategy(mode) for mode in GenerationMode]
         if names:
-            strategies += [operation.as_strategy(mode, path_parameters={n: known[n] for n in names}) for mode in GenerationMode]
+            strategies += [
+                operation.as_strategy(mode, path_parameters={n: known[n] for n in names}) for mode in GenerationMode
+            ]
 
         @settings(FUZZ_SETTINGS, max_examples=examples * len(strategies))
         @given(case=st.one_of(strategies))
@@ -92,13 +120,13 @@ def test_no_request_makes_the_service_fail(server: ServerProcess) -> None:
     assert failures == [], "\n".join(failures)
 
 
-
-
 def test_no_request_makes_the_service_fail_with_auth_on(secured: ServerProcess) -> None:
     """With auth on, through the gate, as a key scoped to one project (every id is bound to it):
     fewer examples, the auth-off run above covers the routes' own input."""
     with secured.api(key=ADMIN_TOKEN) as api:
         known = existing_things(api)
         key = api.post("/keys", json={"name": "fuzz-scoped", "scope": "admin", "project": "fuzz"}).json()["key"]
-    failures = fuzz_every_operation(secured, known, examples=max(1, EXAMPLES // 4), headers={"Authorization": f"Bearer {key}"})
+    failures = fuzz_every_operation(
+        secured, known, examples=max(1, EXAMPLES // 4), headers={"Authorization": f"Bearer {key}"}
+    )
     assert failures == [], "\n".join(failures)

@@ -30,7 +30,9 @@ def secured(store_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
 
 @pytest.fixture(scope="module")
 def open_server(store_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    server = ServerProcess(store_url, env=TIMEOUTS, log_path=tmp_path_factory.mktemp("gate-open") / "server.log").start()
+    server = ServerProcess(
+        store_url, env=TIMEOUTS, log_path=tmp_path_factory.mktemp("gate-open") / "server.log"
+    ).start()
     yield server
     server.stop()
 
@@ -71,8 +73,10 @@ def test_stalled_uploads_hold_no_database_connection(secured: ServerProcess) -> 
         key = api.post("/keys", json={"name": "stall", "scope": "ingest"}).json()["key"]
         run_id = new_run_id()
         api.post("/runs", json={"id": run_id, "project": "gate"}).raise_for_status()
-    head = (f"POST /api/v1/runs/{run_id}/points HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {key}\r\n"
-            "Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{")
+    head = (
+        f"POST /api/v1/runs/{run_id}/points HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {key}\r\n"
+        "Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"
+    )
     sockets = []
     try:
         for _ in range(40):  # more than the pool holds (Postgres 30, SQLite 15)
@@ -122,7 +126,10 @@ def test_with_auth_off_points_must_be_json_or_msgpack(open_server: ServerProcess
         body = b'{"metrics": {"loss": {"steps": [0], "values": [1.0]}}}'
         answer = api.post(f"/runs/{run_id}/points", content=body, headers={"content-type": "text/plain"})
         assert answer.status_code == 415
-        assert api.post(f"/runs/{run_id}/points", content=body, headers={"content-type": "application/json"}).status_code == 200
+        assert (
+            api.post(f"/runs/{run_id}/points", content=body, headers={"content-type": "application/json"}).status_code
+            == 200
+        )
 
 
 def test_with_auth_off_a_cross_site_write_is_refused(open_server: ServerProcess) -> None:
@@ -137,13 +144,19 @@ def test_with_auth_off_a_foreign_host_name_is_refused(open_server: ServerProcess
     # DNS rebinding: a page on rebind.example whose name now resolves to 127.0.0.1
     answer = httpx.get(f"{open_server.url}/api/v1/runs", headers={"host": "rebind.example"})
     assert answer.status_code == 421
-    assert httpx.get(f"{open_server.url}/api/v1/runs", headers={"host": f"localhost:{open_server.port}"}).status_code == 200
+    assert (
+        httpx.get(f"{open_server.url}/api/v1/runs", headers={"host": f"localhost:{open_server.port}"}).status_code
+        == 200
+    )
 
 
 def websocket_handshake(server: ServerProcess, path: str, cookie: str | None = None) -> bytes:
-    head = (f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\nOrigin: {server.url}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-            "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
-            + (f"Cookie: holter_key={cookie}\r\n" if cookie else "") + "\r\n")
+    head = (
+        f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\nOrigin: {server.url}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+        + (f"Cookie: holter_key={cookie}\r\n" if cookie else "")
+        + "\r\n"
+    )
     return raw_request(server, head)
 
 
@@ -159,12 +172,17 @@ def test_the_dashboards_callback_socket_needs_sign_in_when_auth_is_on(secured: S
 
 def test_connections_past_the_limit_get_503_and_the_service_answers_again_once_they_close(tmp_path: Path) -> None:
     limit = 8
-    server = ServerProcess(f"sqlite:///{tmp_path / 'limit.db'}", env={"HOLTER_HEADER_TIMEOUT": "30", "HOLTER_MAX_CONNECTIONS": str(limit)},
-                           log_path=tmp_path / "server.log").start()
+    server = ServerProcess(
+        f"sqlite:///{tmp_path / 'limit.db'}",
+        env={"HOLTER_HEADER_TIMEOUT": "30", "HOLTER_MAX_CONNECTIONS": str(limit)},
+        log_path=tmp_path / "server.log",
+    ).start()
     try:
         holders = [socket.create_connection(("127.0.0.1", server.port), timeout=5) for _ in range(limit)]
         for sock in holders:
-            sock.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # headers never finished: each holds its connection
+            sock.sendall(
+                b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            )  # headers never finished: each holds its connection
         time.sleep(0.5)
         assert httpx.get(f"{server.url}/health", timeout=5).status_code == 503
         for sock in holders:

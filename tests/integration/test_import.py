@@ -8,8 +8,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-
 from holter.cli import main
+
 from tests.conftest import new_run_id
 from tests.foreign_runs import write_mlflow_run, write_wandb_offline_run
 from tests.real_curves import load_series
@@ -18,7 +18,21 @@ from tests.servers import ServerProcess, free_port
 
 def import_file(server: ServerProcess, path: Path, *extra: str) -> tuple[int, str]:
     run_id = new_run_id()
-    code = main(["import", str(path), "--project", "imports", "--name", path.name, "--run-id", run_id, "--url", server.url, *extra])
+    code = main(
+        [
+            "import",
+            str(path),
+            "--project",
+            "imports",
+            "--name",
+            path.name,
+            "--run-id",
+            run_id,
+            "--url",
+            server.url,
+            *extra,
+        ]
+    )
     return code, run_id
 
 
@@ -63,12 +77,19 @@ def test_trainer_state_gives_train_and_eval_series(server: ServerProcess, spool_
     path.write_text(json.dumps({"global_step": 500, "log_history": history}))
     code, run_id = import_file(server, path)
     assert code == 0
-    assert counts(server, run_id) == {"loss": 50, "grad_norm": 50, "learning_rate": 50, "eval_loss": 1, "eval_runtime": 1}
+    assert counts(server, run_id) == {
+        "loss": 50,
+        "grad_norm": 50,
+        "learning_rate": 50,
+        "eval_loss": 1,
+        "eval_runtime": 1,
+    }
     assert points(server, run_id, "loss")["steps"] == list(range(10, 510, 10))
 
 
-def test_the_service_s_reading_of_the_whole_run_is_printed(server: ServerProcess, spool_dir: Path, tmp_path: Path,
-                                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_service_s_reading_of_the_whole_run_is_printed(
+    server: ServerProcess, spool_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     # the real whisper-large-v2 fine-tune of the corpus as its trainer_state.json: eval loss up at
     # each of its 5 evals while the train loss falls (tests/data/real_curves, source in labels.json)
     history = []
@@ -83,8 +104,9 @@ def test_the_service_s_reading_of_the_whole_run_is_printed(server: ServerProcess
     assert "the run, its series read together: warning" in report and "overfitting at steps 1,000–5,000" in report
 
 
-def test_tensorboard_folder_is_imported_with_its_diagnosis(server: ServerProcess, spool_dir: Path, tmp_path: Path,
-                                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_tensorboard_folder_is_imported_with_its_diagnosis(
+    server: ServerProcess, spool_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     pytest.importorskip("tensorboard")
     from tensorboard.compat.proto import event_pb2, summary_pb2
     from tensorboard.summary.writer.event_file_writer import EventFileWriter
@@ -116,8 +138,9 @@ def test_large_file_streams_through_in_batches(server: ServerProcess, spool_dir:
     assert counts(server, run_id) == {"loss": 60_000, "grad_norm": 60_000, "tokens_per_s": 60_000}
 
 
-def test_unknown_format_is_refused_before_any_run_is_created(server: ServerProcess, tmp_path: Path,
-                                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_unknown_format_is_refused_before_any_run_is_created(
+    server: ServerProcess, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "notes.txt"
     path.write_text("hello")
     code, run_id = import_file(server, path)
@@ -128,22 +151,29 @@ def test_unknown_format_is_refused_before_any_run_is_created(server: ServerProce
 def test_no_service_is_an_error_not_a_spool(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "metrics.csv"
     path.write_text("step,loss\n0,1.0\n")
-    code = main(["import", str(path), "--project", "imports", "--name", "x", "--url", f"http://127.0.0.1:{free_port()}"])
+    code = main(
+        ["import", str(path), "--project", "imports", "--name", "x", "--url", f"http://127.0.0.1:{free_port()}"]
+    )
     assert code == 3 and "no Holter service" in capsys.readouterr().err
 
 
 def test_original_wall_times_are_kept(server: ServerProcess, spool_dir: Path, tmp_path: Path) -> None:
     path = tmp_path / "log.jsonl"
-    path.write_text("".join(json.dumps({"step": s, "loss": 2.0 - s / 10, "_timestamp": 1_600_000_000.0 + 30 * s}) + "\n"
-                            for s in range(5)))
+    path.write_text(
+        "".join(
+            json.dumps({"step": s, "loss": 2.0 - s / 10, "_timestamp": 1_600_000_000.0 + 30 * s}) + "\n"
+            for s in range(5)
+        )
+    )
     code, run_id = import_file(server, path)
     assert code == 0
     stored = points(server, run_id, "loss")
     assert stored["times"] == [1_600_000_000.0 + 30 * s for s in range(5)]
 
 
-def test_a_file_that_fails_before_any_point_leaves_no_run(server: ServerProcess, tmp_path: Path,
-                                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_file_that_fails_before_any_point_leaves_no_run(
+    server: ServerProcess, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "log.jsonl"
     path.write_text("{not json\n")
     code, run_id = import_file(server, path)
@@ -151,7 +181,9 @@ def test_a_file_that_fails_before_any_point_leaves_no_run(server: ServerProcess,
     assert httpx.get(f"{server.url}/api/v1/runs/{run_id}").status_code == 404
 
 
-def test_a_file_without_numbers_leaves_no_run(server: ServerProcess, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_file_without_numbers_leaves_no_run(
+    server: ServerProcess, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "metrics.csv"
     path.write_text("step,note\n1,hello\n")
     code, run_id = import_file(server, path)
@@ -159,8 +191,9 @@ def test_a_file_without_numbers_leaves_no_run(server: ServerProcess, tmp_path: P
     assert httpx.get(f"{server.url}/api/v1/runs/{run_id}").status_code == 404
 
 
-def test_a_file_that_fails_midway_keeps_what_was_read_and_exits_non_zero(server: ServerProcess, spool_dir: Path,
-                                                                          tmp_path: Path) -> None:
+def test_a_file_that_fails_midway_keeps_what_was_read_and_exits_non_zero(
+    server: ServerProcess, spool_dir: Path, tmp_path: Path
+) -> None:
     path = tmp_path / "log.jsonl"
     path.write_text("".join(json.dumps({"step": s, "loss": 1.0}) + "\n" for s in range(10)) + "{torn\n")
     code, run_id = import_file(server, path)
@@ -169,9 +202,9 @@ def test_a_file_that_fails_midway_keeps_what_was_read_and_exits_non_zero(server:
     assert run["status"] == "crashed" and counts(server, run_id) == {"loss": 10}
 
 
-def test_an_import_into_an_existing_run_exits_non_zero_when_a_metric_is_refused(server: ServerProcess, spool_dir: Path,
-                                                                                  tmp_path: Path,
-                                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_import_into_an_existing_run_exits_non_zero_when_a_metric_is_refused(
+    server: ServerProcess, spool_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     # the read-back of the stored counts cannot judge a run that held points before: the client's
     # own account (finish()'s Delivery) does
     first = tmp_path / "first.csv"
@@ -186,7 +219,9 @@ def test_an_import_into_an_existing_run_exits_non_zero_when_a_metric_is_refused(
     assert counts(server, run_id) == {"loss": 4}
 
 
-def test_mlflow_run_is_imported_with_steps_times_and_parameters(server: ServerProcess, spool_dir: Path, tmp_path: Path) -> None:
+def test_mlflow_run_is_imported_with_steps_times_and_parameters(
+    server: ServerProcess, spool_dir: Path, tmp_path: Path
+) -> None:
     store = tmp_path / "mlflow.db"
     history = [(s * 10, 3.0 / (1 + s), 1_650_000_000_000 + 1000 * s) for s in range(50)]
     write_mlflow_run(f"sqlite:///{store}", metrics={"loss": history}, params={"lr": 0.001, "optimizer": "sgd"})
@@ -199,7 +234,9 @@ def test_mlflow_run_is_imported_with_steps_times_and_parameters(server: ServerPr
     assert config["lr"] == 0.001 and config["optimizer"] == "sgd" and config["format"] == "mlflow"
 
 
-def test_wandb_offline_run_is_imported_at_its_training_steps(server: ServerProcess, spool_dir: Path, tmp_path: Path) -> None:
+def test_wandb_offline_run_is_imported_at_its_training_steps(
+    server: ServerProcess, spool_dir: Path, tmp_path: Path
+) -> None:
     run_folder = write_wandb_offline_run(tmp_path)
     run_id = new_run_id()
     code = main(["import", str(run_folder), "--project", "imports", "--run-id", run_id, "--url", server.url])

@@ -37,7 +37,9 @@ EXAMPLES = int(os.environ.get("HOLTER_PROPERTY_EXAMPLES", "12"))
 # (C0, DEL, C1), a lone surrogate or a line/paragraph separator.
 UNFIT = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff\u2028\u2029]")
 NAMES = st.one_of(
-    st.sampled_from(["loss", "grad_norm", "mfu(%)", "lm loss", "eval/acc@1 (%)", "损失", "x" * 256, "a.b/../c", "q?x=1#f"]),
+    st.sampled_from(
+        ["loss", "grad_norm", "mfu(%)", "lm loss", "eval/acc@1 (%)", "损失", "x" * 256, "a.b/../c", "q?x=1#f"]
+    ),
     st.text(max_size=6),  # includes "", spaces, control characters, any plane
     st.sampled_from(["", "x" * 257, "tab\there", "nul\x00", "lone\ud800", "line\u2028sep"]),
 )
@@ -97,12 +99,22 @@ def shown(name: str) -> str:
 
 
 def encode(batch: dict[str, dict[str, list[Any]]], how: str) -> tuple[bytes, str]:
-    if how == "msgpack" and not any(re.search(r"[\ud800-\udfff]", name) for name in batch):  # msgpack's UTF-8 has no lone surrogates
+    if how == "msgpack" and not any(
+        re.search(r"[\ud800-\udfff]", name) for name in batch
+    ):  # msgpack's UTF-8 has no lone surrogates
         return msgpack.packb({"metrics": batch}), "application/msgpack"
     if how == "bare":  # Python's json writes NaN and Infinity as bare tokens
         return json.dumps({"metrics": batch}).encode(), "application/json"
-    spelled = {name: {"steps": s["steps"], "values": [v if math.isfinite(v) else ("NaN" if math.isnan(v) else ("Infinity" if v > 0 else "-Infinity"))
-                                                       for v in s["values"]]} for name, s in batch.items()}
+    spelled = {
+        name: {
+            "steps": s["steps"],
+            "values": [
+                v if math.isfinite(v) else ("NaN" if math.isnan(v) else ("Infinity" if v > 0 else "-Infinity"))
+                for v in s["values"]
+            ],
+        }
+        for name, s in batch.items()
+    }
     return json.dumps({"metrics": spelled}, allow_nan=False).encode(), "application/json"
 
 
@@ -137,11 +149,22 @@ def check_store(api: httpx.Client, run_id: str, store: Store) -> None:
         assert metrics[name]["count"] == len(expected)
 
 
-@settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+@settings(
+    max_examples=EXAMPLES, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck)
+)
 @given(
-    sequential=st.lists(st.tuples(BATCHES, st.sampled_from(["spelled", "bare", "msgpack"]), st.booleans()), min_size=1, max_size=5),
-    concurrent=st.lists(st.lists(st.sets(st.tuples(st.sampled_from(["loss", "mfu(%)", "损失", "new/a", "new/b"]), STEPS), max_size=6),
-                                 min_size=1, max_size=2), min_size=2, max_size=4),
+    sequential=st.lists(
+        st.tuples(BATCHES, st.sampled_from(["spelled", "bare", "msgpack"]), st.booleans()), min_size=1, max_size=5
+    ),
+    concurrent=st.lists(
+        st.lists(
+            st.sets(st.tuples(st.sampled_from(["loss", "mfu(%)", "损失", "new/a", "new/b"]), STEPS), max_size=6),
+            min_size=1,
+            max_size=2,
+        ),
+        min_size=2,
+        max_size=4,
+    ),
 )
 def test_the_store_holds_exactly_the_accepted_points(server: ServerProcess, sequential: list, concurrent: list) -> None:
     run_id = new_run_id()
@@ -152,6 +175,7 @@ def test_the_store_holds_exactly_the_accepted_points(server: ServerProcess, sequ
             check_answer(post(api, run_id, batch, how), store.expect(batch))
             if resend:  # a retry of the same request: nothing new, nothing refused twice into the store
                 check_answer(post(api, run_id, batch, how), store.expect(batch))
+
         # Concurrent senders (ranks of one job) racing to add the same new metrics; a point's value is
         # a function of its metric and step, so whichever sender wins a step stores the same value.
         def value_of(name: str, step: int) -> float:

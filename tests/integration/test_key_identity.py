@@ -26,8 +26,14 @@ def test_a_key_of_any_scope_learns_who_it_is_without_its_secret(secured: ServerP
     with secured.api(key=created["key"]) as api:
         answer = api.get("/keys/me")
     assert answer.status_code == 200, answer.text
-    assert answer.json() == {"auth": True, "id": created["id"], "name": f"who-{scope}", "prefix": created["prefix"],
-                             "scope": scope, "project": "idp"}
+    assert answer.json() == {
+        "auth": True,
+        "id": created["id"],
+        "name": f"who-{scope}",
+        "prefix": created["prefix"],
+        "scope": scope,
+        "project": "idp",
+    }
     assert created["key"].split("_", 2)[2] not in answer.text
 
 
@@ -53,7 +59,9 @@ def test_a_revoked_key_is_refused(secured: ServerProcess) -> None:
 
 
 def test_with_auth_off_it_says_so(tmp_path: Path) -> None:
-    server = ServerProcess(f"sqlite:///{tmp_path / 'holter.db'}", env={"HOLTER_AUTH": "off"}, log_path=tmp_path / "server.log").start()
+    server = ServerProcess(
+        f"sqlite:///{tmp_path / 'holter.db'}", env={"HOLTER_AUTH": "off"}, log_path=tmp_path / "server.log"
+    ).start()
     try:
         with server.api() as api:
             body = api.get("/keys/me").json()

@@ -6,9 +6,9 @@ import random
 import uuid
 from pathlib import Path
 
+import holter
 import httpx
 
-import holter
 from tests.integration.test_live_detection import settled_events
 from tests.servers import ServerProcess
 
@@ -19,7 +19,14 @@ def stream_runs(server: ServerProcess, project: str, periods: dict[int, int], se
     for (rollouts, period), seed in zip(periods.items(), seeds):
         run = holter.init(project=project, config={"rollouts_num": rollouts, "seed": seed, "lr": 1e-6}, url=server.url)
         for step in range(900):
-            run.log({"logprob_mismatch": 0.002 + abs(rng.gauss(0, 0.0005)) + (0.1 if step % period == 0 and step >= 100 else 0.0)}, step=step)
+            run.log(
+                {
+                    "logprob_mismatch": 0.002
+                    + abs(rng.gauss(0, 0.0005))
+                    + (0.1 if step % period == 0 and step >= 100 else 0.0)
+                },
+                step=step,
+            )
         run.finish()
         settled_events(server.url, run.id)
 
@@ -41,7 +48,9 @@ def test_runs_without_a_lever_get_none(server: ServerProcess, api: httpx.Client,
     assert report["candidates"] == [] and report["note"]
 
 
-def test_a_lever_in_a_nested_config_is_found_by_its_dotted_key(server: ServerProcess, api: httpx.Client, spool_dir: Path) -> None:
+def test_a_lever_in_a_nested_config_is_found_by_its_dotted_key(
+    server: ServerProcess, api: httpx.Client, spool_dir: Path
+) -> None:
     # Lightning-style nested hyperparameters: the lever sits at rollout.num, beside optimizer.betas (a list)
     project = f"levers-{uuid.uuid4().hex[:6]}"
     rng = random.Random(0)
@@ -49,11 +58,20 @@ def test_a_lever_in_a_nested_config_is_found_by_its_dotted_key(server: ServerPro
         config = {"optimizer": {"name": "adamw", "betas": [0.9, beta2]}, "rollout": {"num": rollouts}}
         run = holter.init(project=project, config=config, url=server.url)
         for step in range(900):
-            run.log({"logprob_mismatch": 0.002 + abs(rng.gauss(0, 0.0005)) + (0.1 if step % period == 0 and step >= 100 else 0.0)}, step=step)
+            run.log(
+                {
+                    "logprob_mismatch": 0.002
+                    + abs(rng.gauss(0, 0.0005))
+                    + (0.1 if step % period == 0 and step >= 100 else 0.0)
+                },
+                step=step,
+            )
         run.finish()
         settled_events(server.url, run.id)
     report = api.get("/levers", params={"project": project}).json()
-    assert {"rollout.num", "optimizer.betas"} <= set(report["varying_keys"]) and "optimizer.name" not in report["varying_keys"]
+    assert {"rollout.num", "optimizer.betas"} <= set(report["varying_keys"]) and "optimizer.name" not in report[
+        "varying_keys"
+    ]
     assert report["candidates"][0]["key"] == "rollout.num"
 
 

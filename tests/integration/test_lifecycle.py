@@ -10,8 +10,8 @@ import httpx
 import pytest
 
 from tests.conftest import new_run_id, own_store
-from tests.waiting import wait_until
 from tests.servers import ServerProcess
+from tests.waiting import wait_until
 
 
 @pytest.fixture

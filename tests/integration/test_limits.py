@@ -16,8 +16,12 @@ from tests.servers import ServerProcess
 
 @pytest.fixture(scope="module")
 def limited(store_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
-    env = {"HOLTER_MAX_METRICS_PER_RUN": "5", "HOLTER_MAX_CONFIG_BYTES": "1000", "HOLTER_MAX_BODY_BYTES": "100000",
-           "HOLTER_MAX_POINTS_PER_BATCH": "1000"}
+    env = {
+        "HOLTER_MAX_METRICS_PER_RUN": "5",
+        "HOLTER_MAX_CONFIG_BYTES": "1000",
+        "HOLTER_MAX_BODY_BYTES": "100000",
+        "HOLTER_MAX_POINTS_PER_BATCH": "1000",
+    }
     server = ServerProcess(store_url, env=env, log_path=tmp_path_factory.mktemp("limits") / "server.log").start()
     with server.api() as client:
         yield client
@@ -28,7 +32,9 @@ def limited(store_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
 def run_id(limited: httpx.Client) -> str:
     run_id = new_run_id()
     limited.post("/runs", json={"id": run_id, "project": "limits"}).raise_for_status()
-    limited.post(f"/runs/{run_id}/points", json={"metrics": {"loss": {"steps": [0], "values": [1.0]}}}).raise_for_status()
+    limited.post(
+        f"/runs/{run_id}/points", json={"metrics": {"loss": {"steps": [0], "values": [1.0]}}}
+    ).raise_for_status()
     return run_id
 
 
@@ -36,27 +42,45 @@ def stored(api: httpx.Client, run_id: str) -> dict[str, int]:
     return {m["name"]: m["count"] for m in api.get(f"/runs/{run_id}").json()["metrics"]}
 
 
-def test_metrics_past_the_run_limit_are_refused_one_by_one_and_the_rest_stored(limited: httpx.Client, run_id: str) -> None:
+def test_metrics_past_the_run_limit_are_refused_one_by_one_and_the_rest_stored(
+    limited: httpx.Client, run_id: str
+) -> None:
     limited.post(f"/runs/{run_id}/points", json={"metrics": {"m0": {"steps": [0], "values": [1.0]}}}).raise_for_status()
     # the run has loss and m0: room for three more of m1..m4
-    batch = {"metrics": {f"m{i}": {"steps": [1], "values": [1.0]} for i in range(1, 5)} | {"loss": {"steps": [1], "values": [2.0]}}}
+    batch = {
+        "metrics": {f"m{i}": {"steps": [1], "values": [1.0]} for i in range(1, 5)}
+        | {"loss": {"steps": [1], "values": [2.0]}}
+    }
     answer = limited.post(f"/runs/{run_id}/points", json=batch)
     assert answer.status_code == 200
-    assert answer.json()["refused"] == [{"metric": "m4", "reason": "the run already has 5 metrics, the most one run may have "
-                                         "(HOLTER_MAX_METRICS_PER_RUN)", "points": 1}]
+    assert answer.json()["refused"] == [
+        {
+            "metric": "m4",
+            "reason": "the run already has 5 metrics, the most one run may have (HOLTER_MAX_METRICS_PER_RUN)",
+            "points": 1,
+        }
+    ]
     assert stored(limited, run_id) == {"loss": 2, "m0": 1, "m1": 1, "m2": 1, "m3": 1}
 
 
 def test_a_batch_of_new_metrics_only_on_a_full_run_is_422_naming_each(limited: httpx.Client, run_id: str) -> None:
-    limited.post(f"/runs/{run_id}/points", json={"metrics": {f"m{i}": {"steps": [1], "values": [1.0]} for i in range(4)}}).raise_for_status()
+    limited.post(
+        f"/runs/{run_id}/points", json={"metrics": {f"m{i}": {"steps": [1], "values": [1.0]} for i in range(4)}}
+    ).raise_for_status()
     answer = limited.post(f"/runs/{run_id}/points", json={"metrics": {"late": {"steps": [2], "values": [1.0]}}})
     assert answer.status_code == 422
-    assert answer.json()["detail"][0]["loc"] == ["body", "metrics", "late"] and "5 metrics" in answer.json()["detail"][0]["msg"]
+    assert (
+        answer.json()["detail"][0]["loc"] == ["body", "metrics", "late"]
+        and "5 metrics" in answer.json()["detail"][0]["msg"]
+    )
 
 
 def test_parallel_batches_never_take_a_run_past_its_metric_limit(limited: httpx.Client, run_id: str) -> None:
     def send(writer: int) -> httpx.Response:
-        return limited.post(f"/runs/{run_id}/points", json={"metrics": {f"w{writer}/m{j}": {"steps": [1], "values": [1.0]} for j in range(2)}})
+        return limited.post(
+            f"/runs/{run_id}/points",
+            json={"metrics": {f"w{writer}/m{j}": {"steps": [1], "values": [1.0]} for j in range(2)}},
+        )
 
     with ThreadPoolExecutor(max_workers=16) as pool:
         answers = list(pool.map(send, range(16)))
@@ -66,26 +90,32 @@ def test_parallel_batches_never_take_a_run_past_its_metric_limit(limited: httpx.
     assert accepted == 4  # "loss" was there first
 
 
-
-
 def test_a_config_over_the_size_limit_is_413(limited: httpx.Client) -> None:
     answer = limited.post("/runs", json={"id": new_run_id(), "project": "limits", "config": {"blob": "x" * 2000}})
     assert answer.status_code == 413 and "1000" in answer.json()["detail"]
 
 
 def test_a_body_over_the_size_limit_is_413_before_it_is_read(limited: httpx.Client, run_id: str) -> None:
-    answer = limited.post(f"/runs/{run_id}/points", content=b"{" + b" " * 200_000 + b"}", headers={"content-type": "application/json"})
+    answer = limited.post(
+        f"/runs/{run_id}/points", content=b"{" + b" " * 200_000 + b"}", headers={"content-type": "application/json"}
+    )
     assert answer.status_code == 413
     assert stored(limited, run_id) == {"loss": 1}
 
 
 def test_too_many_points_in_one_batch_is_413(limited: httpx.Client, run_id: str) -> None:
-    answer = limited.post(f"/runs/{run_id}/points", json={"metrics": {"loss": {"steps": list(range(1, 1002)), "values": [0.0] * 1001}}})
+    answer = limited.post(
+        f"/runs/{run_id}/points", json={"metrics": {"loss": {"steps": list(range(1, 1002)), "values": [0.0] * 1001}}}
+    )
     assert answer.status_code == 413 and stored(limited, run_id) == {"loss": 1}
 
 
-@pytest.mark.parametrize("name", ["x" * 257, "", "bad\nname", "tab\tname", "nul\x00name", "del\x7fname", "line\u2028break"])
-def test_metric_names_are_checked_for_length_and_control_characters(limited: httpx.Client, run_id: str, name: str) -> None:
+@pytest.mark.parametrize(
+    "name", ["x" * 257, "", "bad\nname", "tab\tname", "nul\x00name", "del\x7fname", "line\u2028break"]
+)
+def test_metric_names_are_checked_for_length_and_control_characters(
+    limited: httpx.Client, run_id: str, name: str
+) -> None:
     answer = limited.post(f"/runs/{run_id}/points", json={"metrics": {name: {"steps": [1], "values": [1.0]}}})
     assert answer.status_code == 422 and stored(limited, run_id) == {"loss": 1}
 
@@ -104,9 +134,13 @@ def test_a_batch_of_too_many_small_numbers_is_413_before_it_is_decoded(store_url
             run_id = new_run_id()
             api.post("/runs", json={"id": run_id, "project": "limits"}).raise_for_status()
             zeros = b"0," * 22_000_000
-            body = b'{"metrics": {"loss": {"steps": [' + zeros + b'0], "values": [' + zeros[: len(zeros) // 2] + b"0]}}}"
+            body = (
+                b'{"metrics": {"loss": {"steps": [' + zeros + b'0], "values": [' + zeros[: len(zeros) // 2] + b"0]}}}"
+            )
             before = peak_memory(server)
-            answer = api.post(f"/runs/{run_id}/points", content=body, headers={"content-type": "application/json"}, timeout=120)
+            answer = api.post(
+                f"/runs/{run_id}/points", content=body, headers={"content-type": "application/json"}, timeout=120
+            )
             grew = peak_memory(server) - before
         assert answer.status_code == 413 and "values" in answer.json()["detail"]
         assert grew < 200 * 1024 * 1024, f"the server's peak memory grew by {grew / 2**20:.0f} MiB"

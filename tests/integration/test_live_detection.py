@@ -8,14 +8,14 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import holter
 import httpx
 import numpy as np
 import pytest
-from sqlalchemy import select
-
-import holter
 from holter_server.demo.synthetic import SyntheticRun
 from holter_server.store.models import EventRow
+from sqlalchemy import select
+
 from tests.conftest import own_store
 from tests.real_curves import load_series
 from tests.servers import ServerProcess
@@ -52,9 +52,16 @@ def settled_events(url: str, run_id: str) -> list[dict]:
 
 
 PLANTED = {
-    ("spike", "loss"), ("spike", "grad_norm"), ("grad_norm_precursor", "loss"), ("sawtooth", "logprob_mismatch"),
-    ("mismatch_off_zero", "logprob_mismatch"), ("level_shift", "tokens_per_s"), ("systems_slowdown", "tokens_per_s"),
-    ("divergence", "act_norm/layer.5"), ("activation_growth", "act_norm/layer.5"), ("layer_dominance", "act_norm/layer.5"),
+    ("spike", "loss"),
+    ("spike", "grad_norm"),
+    ("grad_norm_precursor", "loss"),
+    ("sawtooth", "logprob_mismatch"),
+    ("mismatch_off_zero", "logprob_mismatch"),
+    ("level_shift", "tokens_per_s"),
+    ("systems_slowdown", "tokens_per_s"),
+    ("divergence", "act_norm/layer.5"),
+    ("activation_growth", "act_norm/layer.5"),
+    ("layer_dominance", "act_norm/layer.5"),
 }
 
 
@@ -63,7 +70,7 @@ def test_planted_problems_are_named_within_seconds_once_each(server: ServerProce
     stream(run, SyntheticRun(STEPS, seed=1), 0, STEPS)
     run.flush()
     logged = time.monotonic()
-    wait_until(lambda: PLANTED <= {(e["kind"], e["metric"]) for e in events_of(server.url, run.id)})
+    wait_until(lambda: {(e["kind"], e["metric"]) for e in events_of(server.url, run.id)} >= PLANTED)
     assert time.monotonic() - logged < 10
     run.finish()
     events = settled_events(server.url, run.id)
@@ -72,7 +79,9 @@ def test_planted_problems_are_named_within_seconds_once_each(server: ServerProce
     by_kind = {e["kind"]: e for e in events}
     assert by_kind["sawtooth"]["period"] == pytest.approx(64, rel=0.1)
     assert "64" in by_kind["mismatch_off_zero"]["summary"]
-    assert "grad_norm" in by_kind["grad_norm_precursor"]["summary"] and "loss" in by_kind["grad_norm_precursor"]["summary"]
+    assert (
+        "grad_norm" in by_kind["grad_norm_precursor"]["summary"] and "loss" in by_kind["grad_norm_precursor"]["summary"]
+    )
     assert "tokens_per_s" in by_kind["systems_slowdown"]["summary"] and "loss" in by_kind["systems_slowdown"]["summary"]
     assert "layer.5" in by_kind["layer_dominance"]["summary"]
     assert all(e["detector_version"] for e in events)
@@ -140,7 +149,11 @@ def test_a_restart_mid_run_neither_misses_nor_repeats_events(store_url: str, spo
         detector_kinds = {"spike", "divergence", "plateau", "sawtooth", "too_good", "level_shift"}
 
         def per_metric() -> list[tuple[str, str, int]]:
-            return sorted((e["kind"], e["metric"], e["start_step"]) for e in events_of(server.url, run.id) if e["kind"] in detector_kinds)
+            return sorted(
+                (e["kind"], e["metric"], e["start_step"])
+                for e in events_of(server.url, run.id)
+                if e["kind"] in detector_kinds
+            )
 
         # the restarted worker first has to start and claim the run, and passes are paced a
         # second apart: "no change for a moment" is not "caught up", so wait for the batch's answer
@@ -183,10 +196,13 @@ def test_run_level_findings_are_named_live_from_a_handful_of_evals(server: Serve
     assert [e["metric"] for e in gaps] == ["loss"]
     batch = httpx.post(f"{server.url}/api/v1/runs/{run.id}/analyze", timeout=60).json()
     assert {(f["kind"], f["metric"], f["start_step"]) for f in batch["findings"]} == {
-        (e["kind"], e["metric"], e["start_step"]) for e in events if "signals" in e["details"]}
+        (e["kind"], e["metric"], e["start_step"]) for e in events if "signals" in e["details"]
+    }
 
 
-def test_a_loss_printing_zero_beside_a_zero_gradient_norm_is_named_a_broken_run_live(server: ServerProcess, spool_dir: Path) -> None:
+def test_a_loss_printing_zero_beside_a_zero_gradient_norm_is_named_a_broken_run_live(
+    server: ServerProcess, spool_dir: Path
+) -> None:
     # ms-swift GRPO with every advantage zero: loss and grad_norm exactly 0.0 from step 1
     run = holter.init(project="live", name="swift", url=server.url)
     log_real_run(run, ("swift_grpo_zero_loss", "loss"), ("swift_grpo_zero_grad_norm", "grad_norm"))
@@ -199,8 +215,13 @@ def test_a_loss_printing_zero_beside_a_zero_gradient_norm_is_named_a_broken_run_
 def test_a_grpo_loss_printing_zero_while_it_learns_raises_nothing_live(server: ServerProcess, spool_dir: Path) -> None:
     # Unsloth GRPO on triage data: TRL prints the loss as 0.0 while grad norm and KL move
     run = holter.init(project="live", name="triage", url=server.url)
-    log_real_run(run, ("unsloth_grpo_triage_loss", "loss"), ("unsloth_grpo_triage_grad_norm", "grad_norm"),
-                 ("unsloth_grpo_triage_kl", "kl"), ("unsloth_grpo_triage_reward", "reward"))
+    log_real_run(
+        run,
+        ("unsloth_grpo_triage_loss", "loss"),
+        ("unsloth_grpo_triage_grad_norm", "grad_norm"),
+        ("unsloth_grpo_triage_kl", "kl"),
+        ("unsloth_grpo_triage_reward", "reward"),
+    )
     run.finish()
     time.sleep(3)
     assert [e for e in events_of(server.url, run.id) if e["severity"] != "info"] == []
@@ -212,7 +233,6 @@ def test_a_detector_rebuilt_from_a_state_older_than_its_progress_finds_the_same_
     step and ends with the same events as one that never stopped, none twice."""
     from holter_server.schemas.points import read_batch
     from holter_server.services import detection
-    from holter_server.services import lifecycle
     from holter_server.services.ingest import ingest_batch
     from holter_server.store import runs as runs_store
     from holter_server.store.database import make_engine, make_session_factory, upgrade
@@ -233,8 +253,14 @@ def test_a_detector_rebuilt_from_a_state_older_than_its_progress_finds_the_same_
         steps = list(range(start, start + 50))
         for run_id in ("steady", "restarted"):
             with factory() as session:
-                ingest_batch(session=session, run_id=run_id, batch=read_batch({"metrics": {"loss": {"steps": steps, "values": loss[start:start + 50].tolist()}}}),
-                             max_metrics=100)
+                ingest_batch(
+                    session=session,
+                    run_id=run_id,
+                    batch=read_batch(
+                        {"metrics": {"loss": {"steps": steps, "values": loss[start : start + 50].tolist()}}}
+                    ),
+                    max_metrics=100,
+                )
                 session.commit()
         if start == 400:  # the process ends: its detectors are gone, their saved states behind
             with factory() as session:
@@ -247,8 +273,15 @@ def test_a_detector_rebuilt_from_a_state_older_than_its_progress_finds_the_same_
     live = detection._live_for(factory)
     states = {run_id: live[(run_id, 1)].detector.state() for run_id in ("steady", "restarted")}  # type: ignore[union-attr]
     with factory() as session:
-        events = {run_id: sorted((e.kind, e.metric, e.start_step, e.severity) for e in session.scalars(
-            select(EventRow).where(EventRow.run_id == run_id, EventRow.status != "withdrawn"))) for run_id in ("steady", "restarted")}
+        events = {
+            run_id: sorted(
+                (e.kind, e.metric, e.start_step, e.severity)
+                for e in session.scalars(
+                    select(EventRow).where(EventRow.run_id == run_id, EventRow.status != "withdrawn")
+                )
+            )
+            for run_id in ("steady", "restarted")
+        }
     engine.dispose()
     assert ("spike", "loss", 450) in {e[:3] for e in events["steady"]}
     assert events["restarted"] == events["steady"]
@@ -256,8 +289,9 @@ def test_a_detector_rebuilt_from_a_state_older_than_its_progress_finds_the_same_
     assert states["restarted"] == states["steady"]
 
 
-def test_a_series_its_detector_cannot_read_does_not_stop_detection_of_the_others(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                                 caplog: pytest.LogCaptureFixture) -> None:
+def test_a_series_its_detector_cannot_read_does_not_stop_detection_of_the_others(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     from holter_server.detect.incremental import IncrementalDetector
     from holter_server.schemas.points import read_batch
     from holter_server.services import detection
@@ -283,12 +317,18 @@ def test_a_series_its_detector_cannot_read_does_not_stop_detection_of_the_others
     with factory() as session:
         runs_store.create_or_resume_run(session=session, run_id="r", project="p", name=None, config={}, tags=[])
         for start in (0, 100):
-            metrics = {name: {"steps": list(range(start, start + 100)), "values": loss[start:start + 100]} for name in ("poison_loss", "loss")}
+            metrics = {
+                name: {"steps": list(range(start, start + 100)), "values": loss[start : start + 100]}
+                for name in ("poison_loss", "loss")
+            }
             ingest_batch(session=session, run_id="r", batch=read_batch({"metrics": metrics}), max_metrics=100)
             session.commit()
             detection.detect_pending(session_factory=factory)
         kinds = {(e.kind, e.metric) for e in session.scalars(select(EventRow).where(EventRow.run_id == "r"))}
-        progress = {row.metric_id: row.detected_step for row in session.scalars(select(DetectorStateRow).where(DetectorStateRow.run_id == "r"))}
+        progress = {
+            row.metric_id: row.detected_step
+            for row in session.scalars(select(DetectorStateRow).where(DetectorStateRow.run_id == "r"))
+        }
     engine.dispose()
     assert ("divergence", "loss") in kinds
     assert ("divergence", "poison_loss") in kinds  # its fresh detector read the points after the failure
@@ -296,7 +336,9 @@ def test_a_series_its_detector_cannot_read_does_not_stop_detection_of_the_others
     assert "detection of 'poison_loss' in run r failed at steps 0-99" in caplog.text
 
 
-def test_quiet_points_wait_for_a_later_read_and_an_outlier_is_read_at_once(empty_store_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_quiet_points_wait_for_a_later_read_and_an_outlier_is_read_at_once(
+    empty_store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A detector's cost is per call: a second's unremarkable points wait (up to WAIT_S) to be
     read with the next ones, once per pass; a spike is read in the pass it arrives in, and the
     points waiting when the run finishes in the next pass."""
@@ -318,7 +360,9 @@ def test_quiet_points_wait_for_a_later_read_and_an_outlier_is_read_at_once(empty
     def log(start: int, stop: int) -> int:
         """Log steps [start, stop), run one pass; returns how far detection has read."""
         with factory() as session:
-            batch = read_batch({"metrics": {"loss": {"steps": list(range(start, stop)), "values": loss[start:stop].tolist()}}})
+            batch = read_batch(
+                {"metrics": {"loss": {"steps": list(range(start, stop)), "values": loss[start:stop].tolist()}}}
+            )
             ingest_batch(session=session, run_id="r", batch=batch, max_metrics=100)
             session.commit()
         assert detection.detect_pending(session_factory=factory) <= 1  # claimed once in the pass, waiting or not
@@ -335,7 +379,9 @@ def test_quiet_points_wait_for_a_later_read_and_an_outlier_is_read_at_once(empty
         assert log(400, 410) == 399  # unremarkable: waits, unread in the store
         assert log(410, 420) == 419  # a spike at 415: read at once, with the points that waited
         with factory() as session:
-            assert ("spike", 415) in {(e.kind, e.start_step) for e in session.scalars(select(EventRow).where(EventRow.run_id == "r"))}
+            assert ("spike", 415) in {
+                (e.kind, e.start_step) for e in session.scalars(select(EventRow).where(EventRow.run_id == "r"))
+            }
         assert log(420, 430) == 419
         assert log(430, 440) == 419
         monkeypatch.setattr(detection, "WAIT_S", 0.0)  # as when WAIT_S has passed

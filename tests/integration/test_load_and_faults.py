@@ -36,7 +36,9 @@ def test_twenty_jobs_at_once_lose_nothing(postgres_server: ServerProcess) -> Non
     """The team deployment's load, scaled to CI (bench/load runs 100 jobs for 10 minutes)."""
     server = postgres_server
     before = rss_mb(server.process.pid)  # type: ignore[union-attr]
-    results = asyncio.run(run_jobs(server.url, jobs=20, metrics=20, rate=10, seconds=12, prefix=f"load-{uuid.uuid4().hex[:6]}"))
+    results = asyncio.run(
+        run_jobs(server.url, jobs=20, metrics=20, rate=10, seconds=12, prefix=f"load-{uuid.uuid4().hex[:6]}")
+    )
     assert [r.errors for r in results] == [[]] * 20
     for result in results:
         assert result.points_sent > 0 and stored_points(server.url, result.run_id) == result.points_sent
@@ -56,12 +58,16 @@ def test_a_postgres_restart_mid_stream_loses_nothing(postgres_url: str, tmp_path
 
         def restart() -> None:
             time.sleep(4)
-            subprocess.run(["pg_ctlcluster", "--skip-systemctl-redirect", version, "main", "restart"], check=True, timeout=60)
+            subprocess.run(
+                ["pg_ctlcluster", "--skip-systemctl-redirect", version, "main", "restart"], check=True, timeout=60
+            )
             restarted_at.append(time.monotonic())
 
         restarter = threading.Thread(target=restart)
         restarter.start()
-        results = asyncio.run(run_jobs(server.url, jobs=5, metrics=10, rate=10, seconds=14, prefix=f"pgrestart-{uuid.uuid4().hex[:6]}"))
+        results = asyncio.run(
+            run_jobs(server.url, jobs=5, metrics=10, rate=10, seconds=14, prefix=f"pgrestart-{uuid.uuid4().hex[:6]}")
+        )
         streamed_until = time.monotonic()
         restarter.join()
         # the restart fell inside the stream (whether a request saw an error depends on timing:

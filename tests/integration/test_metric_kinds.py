@@ -9,13 +9,13 @@ import math
 import time
 from pathlib import Path
 
+import holter
 import httpx
 import pytest
-
-import holter
 from holter.cli import main
 from holter_server import vocabulary
 from holter_server.importers.jsonl import STEP_KEYS
+
 from tests.conftest import new_run_id
 from tests.frameworks import SCENARIOS, Scenario, write_file
 from tests.servers import ServerProcess
@@ -60,7 +60,9 @@ def check_reading(api: httpx.Client, run_id: str, scenario: Scenario, events: li
     metrics = metrics_of(api, run_id)
     # a file's step column (nanoGPT's `iter`) is its steps, not a metric
     assert set(scenario.kinds) - set(metrics) <= set(STEP_KEYS)
-    assert {name: m["kind"] for name, m in metrics.items()} == {name: kind for name, kind in scenario.kinds.items() if name in metrics}
+    assert {name: m["kind"] for name, m in metrics.items()} == {
+        name: kind for name, kind in scenario.kinds.items() if name in metrics
+    }
     for name, m in metrics.items():
         assert m["understood"]["source"] == ("unknown" if m["kind"] == "unknown" else "recognised"), name
         assert m["panel"] == vocabulary.signals.panel_of(m["kind"])
@@ -72,7 +74,9 @@ def check_reading(api: httpx.Client, run_id: str, scenario: Scenario, events: li
 
 
 @pytest.mark.parametrize("key", sorted(SCENARIOS))
-def test_a_framework_s_names_are_understood_live(server: ServerProcess, api: httpx.Client, spool_dir: Path, key: str) -> None:
+def test_a_framework_s_names_are_understood_live(
+    server: ServerProcess, api: httpx.Client, spool_dir: Path, key: str
+) -> None:
     scenario = SCENARIOS[key]
     run = holter.init(project="frameworks", name=f"live {scenario.framework}", url=server.url)
     log_scenario(run, scenario)
@@ -81,12 +85,34 @@ def test_a_framework_s_names_are_understood_live(server: ServerProcess, api: htt
 
 
 @pytest.mark.parametrize("key", sorted(SCENARIOS))
-def test_a_framework_s_names_are_understood_by_import(server: ServerProcess, api: httpx.Client, spool_dir: Path, tmp_path: Path,
-                                                      capsys: pytest.CaptureFixture[str], key: str) -> None:
+def test_a_framework_s_names_are_understood_by_import(
+    server: ServerProcess,
+    api: httpx.Client,
+    spool_dir: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    key: str,
+) -> None:
     scenario = SCENARIOS[key]
     path = write_file(scenario, tmp_path)
     run_id = new_run_id()
-    assert main(["import", str(path), "--project", "frameworks", "--name", path.name, "--run-id", run_id, "--url", server.url]) == 0
+    assert (
+        main(
+            [
+                "import",
+                str(path),
+                "--project",
+                "frameworks",
+                "--name",
+                path.name,
+                "--run-id",
+                run_id,
+                "--url",
+                server.url,
+            ]
+        )
+        == 0
+    )
     report = capsys.readouterr().out
     for kind, metric in scenario.planted:
         assert f"] {kind} at " in report and f"{metric} (" in report
@@ -98,27 +124,45 @@ def test_a_framework_s_names_are_understood_by_import(server: ServerProcess, api
 def test_kinds_given_to_init_win_over_the_name(server: ServerProcess, api: httpx.Client, spool_dir: Path) -> None:
     run = holter.init(project="kinds", name="declared", url=server.url, kinds={"score/*": "loss"})
     for step in range(200):
-        run.log({"score/ce": 2.0 - step / 400 if step < 150 else math.nan, "my_probe": 1.0 if step < 150 else math.nan}, step=step)
+        run.log(
+            {"score/ce": 2.0 - step / 400 if step < 150 else math.nan, "my_probe": 1.0 if step < 150 else math.nan},
+            step=step,
+        )
     run.finish()
-    wait_until(lambda: {e["metric"]: e["severity"] for e in events_of(api, run.id, kind="divergence")}
-               == {"score/ce": "critical", "my_probe": "info"})
+    wait_until(
+        lambda: (
+            {e["metric"]: e["severity"] for e in events_of(api, run.id, kind="divergence")}
+            == {"score/ce": "critical", "my_probe": "info"}
+        )
+    )
     metrics = metrics_of(api, run.id)
     assert (metrics["score/ce"]["kind"], metrics["score/ce"]["understood"]) == (
-        "loss", {"source": "declared", "framework": None, "rule": "score/*", "note": None})
+        "loss",
+        {"source": "declared", "framework": None, "rule": "score/*", "note": None},
+    )
     assert metrics["my_probe"]["kind"] == "unknown"
 
 
-def test_define_metric_declares_kind_summary_and_step_metric(server: ServerProcess, api: httpx.Client, spool_dir: Path) -> None:
+def test_define_metric_declares_kind_summary_and_step_metric(
+    server: ServerProcess, api: httpx.Client, spool_dir: Path
+) -> None:
     run = holter.init(project="kinds", name="define_metric", url=server.url)
     run.define_metric("train/ce", kind="loss", summary="min", step_metric="train/step")
     run.log({"train/ce": 3.0, "train/step": 0}, step=0)
     run.finish()
     metric = metrics_of(api, run.id)["train/ce"]
-    assert (metric["kind"], metric["panel"], metric["summary"], metric["step_metric"]) == ("loss", "loss", "min", "train/step")
+    assert (metric["kind"], metric["panel"], metric["summary"], metric["step_metric"]) == (
+        "loss",
+        "loss",
+        "min",
+        "train/step",
+    )
     assert metric["understood"]["source"] == "declared"
 
 
-def test_define_metric_that_declares_nothing_stores_nothing(server: ServerProcess, api: httpx.Client, spool_dir: Path) -> None:
+def test_define_metric_that_declares_nothing_stores_nothing(
+    server: ServerProcess, api: httpx.Client, spool_dir: Path
+) -> None:
     run = holter.init(project="kinds", name="empty define", url=server.url)
     run.define_metric("epoch")  # wandb's way of saying a metric exists (issue 17): accepted, nothing to keep
     run.finish()
@@ -147,7 +191,11 @@ def test_changing_a_metric_s_kind_analyses_it_again(server: ServerProcess, api: 
     run.finish()
     wait_until(lambda: [(e["kind"], e["severity"]) for e in events_of(api, run.id)] == [("divergence", "info")])
     answer = api.patch(f"/runs/{run.id}/metrics/objective_v2", json={"kind": "loss"})
-    assert answer.status_code == 200 and answer.json()["kind"] == "loss" and answer.json()["understood"]["source"] == "declared"
+    assert (
+        answer.status_code == 200
+        and answer.json()["kind"] == "loss"
+        and answer.json()["understood"]["source"] == "declared"
+    )
     # the run is finished and no point arrives: the change alone has it read again, as a loss
     wait_until(lambda: [(e["kind"], e["severity"]) for e in events_of(api, run.id)] == [("divergence", "critical")])
     assert api.get(f"/runs/{run.id}").json()["health"] == "critical"
@@ -172,8 +220,9 @@ def test_patching_an_unknown_kind_or_metric_says_what_is_wrong(api: httpx.Client
     assert metrics_of(api, run_id)["x"]["understood"]["source"] == "unknown"
 
 
-def test_a_loss_read_before_its_run_showed_grpo_is_read_again_as_a_policy_loss(server: ServerProcess, api: httpx.Client,
-                                                                               spool_dir: Path) -> None:
+def test_a_loss_read_before_its_run_showed_grpo_is_read_again_as_a_policy_loss(
+    server: ServerProcess, api: httpx.Client, spool_dir: Path
+) -> None:
     # TRL GRPO logs `loss` (its objective) beside `reward_std`; a loss seen alone first is a language-model loss
     values = SCENARIOS["trl_grpo"].series()["loss"][1]
     run = holter.init(project="kinds", name="late grpo marker", url=server.url)

@@ -9,12 +9,11 @@ from pathlib import Path
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import inspect
-
 from holter_server.settings import Settings
 from holter_server.store.database import make_engine, upgrade
 from holter_server.store.models import Base
 from holter_server.store.partitions import not_a_partition
+from sqlalchemy import inspect
 
 
 @pytest.fixture
@@ -23,7 +22,9 @@ def empty_store_url(tmp_path: Path) -> str:
 
 
 def test_db_upgrade_command_creates_the_schema_on_a_new_sqlite_file(empty_store_url: str) -> None:
-    result = subprocess.run([sys.executable, "-m", "holter.cli", "db", "upgrade", "--db", empty_store_url], capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "holter.cli", "db", "upgrade", "--db", empty_store_url], capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stderr
     engine = make_engine(empty_store_url)
     assert {"runs", "metrics", "points", "alembic_version"} <= set(inspect(engine).get_table_names())

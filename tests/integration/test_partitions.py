@@ -9,13 +9,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, text
-
 from holter_server.store import events as events_store
 from holter_server.store import points as points_store
 from holter_server.store import runs as runs_store
 from holter_server.store.database import make_engine, make_session_factory, session_scope, upgrade
 from holter_server.store.partitions import PARTITIONED_TABLES, partition_count
+from sqlalchemy import Engine, text
 
 RUNS = [f"run-{i}" for i in range(12)]
 
@@ -33,11 +32,18 @@ def filled(empty_store_url: str) -> Iterator[tuple[str, Engine]]:
         with session_scope(factory) as session:
             runs_store.create_or_resume_run(session=session, run_id=run_id, project="p", name=None, config={}, tags=[])
             steps = list(range(0, 3_000, 1 + n))
-            points_store.add_points(session=session, run_id=run_id, max_metrics=100, columns={
-                "loss": (steps, [1.0 / (1 + s) for s in steps], [1.0e9 + s for s in steps]),
-                "grad_norm": (steps, [math.nan if s == 7 else float(s % 13) for s in steps], [None] * len(steps)),
-            })
-            runs_store.record_activity(session=session, run_id=run_id, last_step=steps[-1])  # as ingest does: due for detection
+            points_store.add_points(
+                session=session,
+                run_id=run_id,
+                max_metrics=100,
+                columns={
+                    "loss": (steps, [1.0 / (1 + s) for s in steps], [1.0e9 + s for s in steps]),
+                    "grad_norm": (steps, [math.nan if s == 7 else float(s % 13) for s in steps], [None] * len(steps)),
+                },
+            )
+            runs_store.record_activity(
+                session=session, run_id=run_id, last_step=steps[-1]
+            )  # as ingest does: due for detection
     with session_scope(factory) as session:
         events_store.claim_detection_work(session=session, limit=0)  # one detector state per metric
     yield empty_store_url, engine
@@ -46,9 +52,13 @@ def filled(empty_store_url: str) -> Iterator[tuple[str, Engine]]:
 
 def _contents(engine: Engine) -> dict[str, list[tuple[Any, ...]]]:
     with engine.connect() as connection:
-        return {table: [tuple("nan" if isinstance(v, float) and math.isnan(v) else v for v in row)
-                        for row in connection.execute(text(f"SELECT * FROM {table} ORDER BY 1, 2, 3, 4"))]
-                for table in PARTITIONED_TABLES}
+        return {
+            table: [
+                tuple("nan" if isinstance(v, float) and math.isnan(v) else v for v in row)
+                for row in connection.execute(text(f"SELECT * FROM {table} ORDER BY 1, 2, 3, 4"))
+            ]
+            for table in PARTITIONED_TABLES
+        }
 
 
 def _partitions(engine: Engine) -> dict[str, int]:
@@ -59,8 +69,11 @@ def _partitions(engine: Engine) -> dict[str, int]:
 def test_db_upgrade_partitions_an_existing_store_without_losing_a_point(filled: tuple[str, Engine]) -> None:
     url, engine = filled
     before = _contents(engine)
-    result = subprocess.run([sys.executable, "-m", "holter.cli", "db", "upgrade", "--db", url, "--partition-points", "5"],
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "holter.cli", "db", "upgrade", "--db", url, "--partition-points", "5"],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stderr
     assert _partitions(engine) == dict.fromkeys(PARTITIONED_TABLES, 5)
     after = _contents(engine)
@@ -98,14 +111,22 @@ def test_a_partitioned_store_takes_points_and_answers_reads(filled: tuple[str, E
     upgrade(url, partition_points=4)
     factory = make_session_factory(engine)
     with session_scope(factory) as session:
-        points_store.add_points(session=session, run_id="run-0", max_metrics=100,
-                                columns={"loss": ([3_000, 3_001], [0.25, 0.5], [None, None])})
+        points_store.add_points(
+            session=session,
+            run_id="run-0",
+            max_metrics=100,
+            columns={"loss": ([3_000, 3_001], [0.25, 0.5], [None, None])},
+        )
         runs_store.create_or_resume_run(session=session, run_id="late", project="p", name=None, config={}, tags=[])
-        points_store.add_points(session=session, run_id="late", max_metrics=100, columns={"loss": ([0, 1], [2.0, 1.0], [None, None])})
+        points_store.add_points(
+            session=session, run_id="late", max_metrics=100, columns={"loss": ([0, 1], [2.0, 1.0], [None, None])}
+        )
     with session_scope(factory) as session:
         loss = runs_store.get_metric(session=session, run_id="run-0", name="loss")
         assert loss is not None and loss.last_step == 3_001 and loss.last_value == 0.5
-        tail = points_store.read_points(session=session, run_id="run-0", metric_id=loss.metric_id, start=2_999, end=None, limit=10)
+        tail = points_store.read_points(
+            session=session, run_id="run-0", metric_id=loss.metric_id, start=2_999, end=None, limit=10
+        )
         late = runs_store.get_metric(session=session, run_id="late", name="loss")
         assert late is not None and late.count == 2
     assert list(tail.steps) == [2_999, 3_000, 3_001]

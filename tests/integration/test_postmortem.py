@@ -7,12 +7,12 @@ import re
 import uuid
 from pathlib import Path
 
+import holter
 import httpx
 import numpy as np
 import pytest
-
-import holter
 from holter_server.demo.synthetic import SyntheticRun
+
 from tests.integration.test_live_detection import settled_events
 from tests.servers import ServerProcess
 
@@ -25,7 +25,10 @@ def reviewed_run(server: ServerProcess, api: httpx.Client, spool_dir: Path) -> h
         run.log(synthetic.metrics(step), step=step)
     run.finish()
     settled_events(server.url, run.id)
-    api.post(f"/runs/{run.id}/annotations", json={"author": "ana", "text": "bad shard here", "metric": "loss", "start_step": 790, "end_step": 820})
+    api.post(
+        f"/runs/{run.id}/annotations",
+        json={"author": "ana", "text": "bad shard here", "metric": "loss", "start_step": 790, "end_step": 820},
+    )
     return run
 
 
@@ -57,8 +60,12 @@ def test_holter_report_writes_the_file(server: ServerProcess, reviewed_run: holt
     import sys
 
     out = tmp_path / "report.html"
-    result = subprocess.run([sys.executable, "-m", "holter.cli", "report", reviewed_run.id, "--url", server.url, "-o", str(out)],
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "holter.cli", "report", reviewed_run.id, "--url", server.url, "-o", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     assert out.read_text().startswith("<!doctype html>")
 
@@ -75,11 +82,15 @@ def post_seed_run(api: httpx.Client, project: str, seed: int, shift: float, stat
     """A finished run of `project`'s one config with `seed`: loss and eval_loss falling to ~2,
     moved by `shift`, with a little point noise of its own."""
     run_id = f"s{uuid.uuid4().hex[:12]}"
-    api.post("/runs", json={"id": run_id, "project": project, "name": f"seed-{seed}", "config": {"lr": 3e-4, "seed": seed}}).raise_for_status()
+    api.post(
+        "/runs", json={"id": run_id, "project": project, "name": f"seed-{seed}", "config": {"lr": 3e-4, "seed": seed}}
+    ).raise_for_status()
     rng = np.random.default_rng(seed)
     curve = 2 + 3 * np.exp(-SEED_STEPS / 800) + shift
-    metrics = {name: {"steps": SEED_STEPS.tolist(), "values": (curve + lift + rng.normal(0, 0.0005, len(SEED_STEPS))).tolist()}
-               for name, lift in (("loss", 0.0), ("eval_loss", 0.1))}
+    metrics = {
+        name: {"steps": SEED_STEPS.tolist(), "values": (curve + lift + rng.normal(0, 0.0005, len(SEED_STEPS))).tolist()}
+        for name, lift in (("loss", 0.0), ("eval_loss", 0.1))
+    }
     api.post(f"/runs/{run_id}/points", json={"metrics": metrics}).raise_for_status()
     api.post(f"/runs/{run_id}/finish", json={"status": status}).raise_for_status()
     return run_id
@@ -93,9 +104,11 @@ def test_the_report_draws_the_seed_group_and_says_where_the_run_ends(api: httpx.
     page = html.unescape(api.get(f"/runs/{run_id}/report.html").text)
     for metric in ("loss", "eval_loss"):
         assert f"{metric}: 3-seed group min–max" in page and f"{metric}: 3-seed group median" in page, metric
-    section = page[page.index("<h2>Seed group</h2>"):page.index("<h2>Timeline</h2>")]
+    section = page[page.index("<h2>Seed group</h2>") : page.index("<h2>Timeline</h2>")]
     assert all(s in section for s in siblings)
-    told = re.search(r"eval_loss ends ([0-9.]+) above its 3-seed group's mean \(at step 3,000, its last: this run 2\.2", section)
+    told = re.search(
+        r"eval_loss ends ([0-9.]+) above its 3-seed group's mean \(at step 3,000, its last: this run 2\.2", section
+    )
     assert told and 0.045 < float(told.group(1)) < 0.055, section
     assert "the seed spread there is 0.01" in section and "outside the spread" in section
     summary = api.get(f"/runs/{run_id}/postmortem").json()["summary"]

@@ -10,14 +10,14 @@ import httpx
 import msgpack
 import numpy as np
 import pytest
-from sqlalchemy import func, select
-
 from holter_server.settings import Settings
 from holter_server.store import runs as runs_store
 from holter_server.store.database import make_engine, make_session_factory
 from holter_server.store.models import MetricRow, RollupRow
 from holter_server.store.rollup_buckets import levels_of
 from holter_server.store.rollups import read_point_ranges, read_rollup_pieces
+from sqlalchemy import func, select
+
 from tests.conftest import new_run_id
 
 STEPS = 60_000
@@ -33,12 +33,18 @@ def run_id(api: httpx.Client) -> str:
 def wire(values: np.ndarray) -> list[float | str]:
     out: list[float | str] = []
     for value in values.tolist():
-        out.append(value if math.isfinite(value) else ("NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")))
+        out.append(
+            value
+            if math.isfinite(value)
+            else ("NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity"))
+        )
     return out
 
 
 def send(api: httpx.Client, run_id: str, metric: str, steps: np.ndarray, values: np.ndarray) -> dict:
-    answer = api.post(f"/runs/{run_id}/points", json={"metrics": {metric: {"steps": steps.tolist(), "values": wire(values)}}})
+    answer = api.post(
+        f"/runs/{run_id}/points", json={"metrics": {metric: {"steps": steps.tolist(), "values": wire(values)}}}
+    )
     answer.raise_for_status()
     return answer.json()
 
@@ -61,8 +67,13 @@ def spiky_series(seed: int) -> tuple[np.ndarray, np.ndarray, dict[str, list[int]
     steps = np.arange(STEPS)
     values = 2.0 * np.exp(-steps / 20_000) + rng.normal(0, 0.01, STEPS)
     planted = rng.choice(STEPS, 40, replace=False)
-    kinds = {"spike": planted[:15].tolist(), "dip": planted[15:25].tolist(), "nan": planted[25:33].tolist(),
-             "posinf": planted[33:37].tolist(), "neginf": planted[37:].tolist()}
+    kinds = {
+        "spike": planted[:15].tolist(),
+        "dip": planted[15:25].tolist(),
+        "nan": planted[25:33].tolist(),
+        "posinf": planted[33:37].tolist(),
+        "neginf": planted[37:].tolist(),
+    }
     values[kinds["spike"]] = 50.0 + rng.random(15)
     values[kinds["dip"]] = -50.0 - rng.random(10)
     values[kinds["nan"]] = math.nan
@@ -71,7 +82,9 @@ def spiky_series(seed: int) -> tuple[np.ndarray, np.ndarray, dict[str, list[int]
     return steps, values, kinds
 
 
-def load_shuffled(api: httpx.Client, run_id: str, metric: str, steps: np.ndarray, values: np.ndarray, seed: int) -> None:
+def load_shuffled(
+    api: httpx.Client, run_id: str, metric: str, steps: np.ndarray, values: np.ndarray, seed: int
+) -> None:
     """Send the series as batches in a shuffled order (late points), re-sending some of them."""
     rng = np.random.default_rng(seed)
     batches = np.array_split(np.arange(len(steps)), 12)
@@ -121,7 +134,11 @@ def test_every_planted_extreme_shows_at_every_zoom(api: httpx.Client, run_id: st
                     assert peak != values[step] or shown.get(step) == peak
                 elif kind == "dip":
                     trough = body["buckets"]["min"][i]
-                    assert trough <= values[step] and (trough != values[step] or shown.get(step) == trough), (step, start, end)
+                    assert trough <= values[step] and (trough != values[step] or shown.get(step) == trough), (
+                        step,
+                        start,
+                        end,
+                    )
                 else:
                     assert column[kind][i] >= 1, (kind, step, start, end)
 
@@ -142,21 +159,33 @@ def test_a_downsampled_read_says_so_and_counts_the_points_behind_it(api: httpx.C
     assert body["steps"][0] == 17 and body["steps"][-1] == 9_001
 
 
-def test_a_downsampled_read_carries_the_wall_time_of_each_drawn_point_when_asked(api: httpx.Client, run_id: str) -> None:
+def test_a_downsampled_read_carries_the_wall_time_of_each_drawn_point_when_asked(
+    api: httpx.Client, run_id: str
+) -> None:
     steps = np.arange(10_000)
     times = 1.7e9 + steps * 0.25
-    answer = api.post(f"/runs/{run_id}/points", json={"metrics": {"loss": {
-        "steps": steps.tolist(), "values": np.sin(steps / 50.0).tolist(), "times": times.tolist()}}})
+    answer = api.post(
+        f"/runs/{run_id}/points",
+        json={
+            "metrics": {
+                "loss": {"steps": steps.tolist(), "values": np.sin(steps / 50.0).tolist(), "times": times.tolist()}
+            }
+        },
+    )
     answer.raise_for_status()
     body = read(api, run_id, "loss", max_points=100, with_times=True)
     assert body["downsampled"] is True and len(body["times"]) == len(body["steps"])
     assert body["times"] == [1.7e9 + step * 0.25 for step in body["steps"]]
 
 
-def test_series_reads_carry_wall_times_when_asked_and_leave_out_points_without_one(api: httpx.Client, run_id: str) -> None:
+def test_series_reads_carry_wall_times_when_asked_and_leave_out_points_without_one(
+    api: httpx.Client, run_id: str
+) -> None:
     steps = np.arange(8_000)
-    batch = {"metrics": {"loss": {"steps": steps.tolist(), "values": np.cos(steps / 40.0).tolist()}},
-             "step_times": {"steps": steps[::2].tolist(), "times": (1.7e9 + steps[::2] * 0.5).tolist()}}
+    batch = {
+        "metrics": {"loss": {"steps": steps.tolist(), "values": np.cos(steps / 40.0).tolist()}},
+        "step_times": {"steps": steps[::2].tolist(), "times": (1.7e9 + steps[::2] * 0.5).tolist()},
+    }
     api.post(f"/runs/{run_id}/points", json=batch).raise_for_status()
     body = api.get("/series", params={"run": run_id, "metric": "loss", "max_points": 200, "with_times": "true"}).json()
     series = body["data"][0]
@@ -170,7 +199,9 @@ def test_downsampled_msgpack_carries_non_finite_values_natively(api: httpx.Clien
     values = np.ones(4096)
     values[2048:] = math.nan
     send(api, run_id, "loss", np.arange(4096), values)
-    answer = api.get(f"/runs/{run_id}/metrics/loss/points", params={"max_points": 64}, headers={"accept": "application/msgpack"})
+    answer = api.get(
+        f"/runs/{run_id}/metrics/loss/points", params={"max_points": 64}, headers={"accept": "application/msgpack"}
+    )
     body = msgpack.unpackb(answer.content)
     assert body["downsampled"] and math.isnan(body["values"][-1]) and body["buckets"]["nan"][-1] > 0
 
@@ -186,23 +217,41 @@ def assert_rollups_match_points(session_factory, run_id: str, metric: str) -> No
     """Every stored rollup row equals a summary computed afresh from the stored points."""
     with session_factory() as session:
         metric_id = session.query(MetricRow.metric_id).filter_by(run_id=run_id, name=metric).scalar()
-        steps, values = read_point_ranges(session=session, run_id=run_id, metric_ids=[metric_id], ranges=[(0, 2**62)])[metric_id]
+        steps, values = read_point_ranges(session=session, run_id=run_id, metric_ids=[metric_id], ranges=[(0, 2**62)])[
+            metric_id
+        ]
         for level, expected in levels_of(steps, values):
-            stored = read_rollup_pieces(session=session, run_id=run_id, metric_ids=[metric_id], pieces=[(level, 0, 2**62)], to_level=level)[metric_id]
-            for name in ("bucket", "count", "min_step", "max_step", "first_step", "last_step", "nan_count", "posinf_count", "neginf_count"):
+            stored = read_rollup_pieces(
+                session=session, run_id=run_id, metric_ids=[metric_id], pieces=[(level, 0, 2**62)], to_level=level
+            )[metric_id]
+            for name in (
+                "bucket",
+                "count",
+                "min_step",
+                "max_step",
+                "first_step",
+                "last_step",
+                "nan_count",
+                "posinf_count",
+                "neginf_count",
+            ):
                 assert getattr(stored, name).tolist() == getattr(expected, name).tolist(), (level, name)
             np.testing.assert_allclose(stored.finite_sum, expected.finite_sum, atol=1e-9)
             np.testing.assert_array_equal(stored.first_value, expected.first_value)
 
 
-def test_rollups_stay_exact_through_late_resent_and_overlapping_batches(api: httpx.Client, run_id: str, store_sessions) -> None:
+def test_rollups_stay_exact_through_late_resent_and_overlapping_batches(
+    api: httpx.Client, run_id: str, store_sessions
+) -> None:
     steps, values, _ = spiky_series(seed=4)
     send(api, run_id, "loss", steps[30_000:40_000], values[30_000:40_000])
     send(api, run_id, "loss", steps[:20_000], values[:20_000])  # late
     assert send(api, run_id, "loss", steps[30_000:40_000], values[30_000:40_000])["stored"] == 0  # re-sent
     overlap = send(api, run_id, "loss", steps[15_000:35_000], values[15_000:35_000] + 100.0)  # partly new, other values
     assert (overlap["received"], overlap["stored"], overlap["duplicates"]) == (20_000, 10_000, 10_000)
-    assert [(c["metric"], c["steps"][0]) for c in overlap["conflicts"]] == [("loss", 15_000)]  # other values at stored steps
+    assert [(c["metric"], c["steps"][0]) for c in overlap["conflicts"]] == [
+        ("loss", 15_000)
+    ]  # other values at stored steps
     repeated = np.r_[steps[50_000:50_100], steps[50_000:50_100]]  # the same steps twice in one batch: first kept
     send(api, run_id, "loss", repeated, np.r_[values[50_000:50_100], values[50_000:50_100] - 7.0])
     assert_rollups_match_points(store_sessions, run_id, "loss")
@@ -223,7 +272,10 @@ def test_one_metric_across_runs_shares_one_step_range(api: httpx.Client, run_id:
 
 
 def test_many_metrics_of_one_run_in_one_request(api: httpx.Client, run_id: str) -> None:
-    api.post(f"/runs/{run_id}/points", json={"metrics": {"loss": {"steps": [1, 2], "values": [1.0, "NaN"]}, "lr": {"steps": [2], "values": [0.1]}}})
+    api.post(
+        f"/runs/{run_id}/points",
+        json={"metrics": {"loss": {"steps": [1, 2], "values": [1.0, "NaN"]}, "lr": {"steps": [2], "values": [0.1]}}},
+    )
     body = api.get("/series", params={"run": run_id, "metric": ["loss", "lr"]}).json()
     assert [(s["metric"], s["values"]) for s in body["data"]] == [("loss", [1.0, "NaN"]), ("lr", [0.1])]
 
@@ -239,10 +291,15 @@ def test_a_family_reads_as_a_layers_by_buckets_matrix(api: httpx.Client, run_id:
     layers = {f"act_norm/layer.{i}": np.full(1000, float(i)) for i in range(12)}
     layers["act_norm/layer.7"][500] = 1e4  # one layer blows up at one step
     layers["act_norm/layer.3"][900] = math.nan
-    api.post(f"/runs/{run_id}/points", json={"metrics": {name: {"steps": list(range(1000)), "values": wire(v)} for name, v in layers.items()}})
+    api.post(
+        f"/runs/{run_id}/points",
+        json={"metrics": {name: {"steps": list(range(1000)), "values": wire(v)} for name, v in layers.items()}},
+    )
     family = api.get(f"/runs/{run_id}/family", params={"prefix": "act_norm/layer.", "max_buckets": 10}).json()
     assert family["metrics"][:3] == ["act_norm/layer.0", "act_norm/layer.1", "act_norm/layer.2"]
-    assert len(family["values"]) == 12 and all(len(row) == len(family["bucket_starts"]) <= 10 for row in family["values"])
+    assert len(family["values"]) == 12 and all(
+        len(row) == len(family["bucket_starts"]) <= 10 for row in family["values"]
+    )
     column = 500 // family["bucket_width"]
     assert family["values"][7][column] == 1e4 and family["values"][6][column] == 6.0
     assert family["nonfinite"][3][900 // family["bucket_width"]] == 1

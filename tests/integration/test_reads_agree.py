@@ -7,7 +7,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from holter_server.api.routes.points import series_body
 from holter_server.schemas.points import ReadBatch, read_batch
 from holter_server.services.ingest import ingest_batch
@@ -30,10 +29,16 @@ def batches(seed: int) -> list[ReadBatch]:
     out = []
     for part in [*parts, parts[2], parts[5][:100]]:  # shuffled, then a re-sent batch and a partial one
         part = np.sort(part)
-        out.append(read_batch({"metrics": {
-            "loss": {"steps": steps[part].tolist(), "values": values[part].tolist()},
-            "act_norm/layer.1": {"steps": steps[part].tolist(), "values": (values[part] * 2).tolist()},
-        }}))
+        out.append(
+            read_batch(
+                {
+                    "metrics": {
+                        "loss": {"steps": steps[part].tolist(), "values": values[part].tolist()},
+                        "act_norm/layer.1": {"steps": steps[part].tolist(), "values": (values[part] * 2).tolist()},
+                    }
+                }
+            )
+        )
     return out
 
 
@@ -51,9 +56,20 @@ def read_everything(url: str) -> list[dict]:
         metrics = runs_store.list_metrics(session=session, run_id="same")
         for metric in metrics:
             for start, end, max_points in [(None, None, 500), (1234, 5678, 300), (39_000, None, 100), (100, 400, 1000)]:
-                read = read_series(session=session, metric=metric, start=start, end=end, max_points=max_points, plain_cap=10**6)
+                read = read_series(
+                    session=session, metric=metric, start=start, end=end, max_points=max_points, plain_cap=10**6
+                )
                 reads.append(series_body(read))
-        family = read_family(session=session, run_id="same", prefix="act", metrics=metrics[:1], start=None, end=None, max_buckets=50, stat="mean")
+        family = read_family(
+            session=session,
+            run_id="same",
+            prefix="act",
+            metrics=metrics[:1],
+            start=None,
+            end=None,
+            max_buckets=50,
+            stat="mean",
+        )
         reads.append({"family": family.values, "nonfinite": family.nonfinite})
     engine.dispose()
     return reads

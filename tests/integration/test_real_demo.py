@@ -14,11 +14,12 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from holter.cli import REAL_SCENARIOS, main  # noqa: E402
-from holter_server.demo import real  # noqa: E402
-from holter_server.detect import classify_series, is_alarm, verdict  # noqa: E402
-from tests.servers import ServerProcess  # noqa: E402
-from tests.waiting import wait_until  # noqa: E402
+from holter.cli import REAL_SCENARIOS, main
+from holter_server.demo import real
+from holter_server.detect import classify_series, is_alarm, verdict
+
+from tests.servers import ServerProcess
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -51,8 +52,9 @@ def test_the_cli_offers_every_scenario() -> None:
 
 
 @pytest.mark.parametrize("scenario", list(real.scenarios(scale=0.5)), ids=lambda s: s.name)
-def test_scenario_shows_its_diagnosis(scenario: real.Scenario, sqlite_server: ServerProcess, corpus: real.Corpus,
-                                      spool_dir: Path) -> None:
+def test_scenario_shows_its_diagnosis(
+    scenario: real.Scenario, sqlite_server: ServerProcess, corpus: real.Corpus, spool_dir: Path
+) -> None:
     recorder = real.stream_scenario(scenario, url=sqlite_server.url, project="real-demo", corpus=corpus)
     run_id = recorder.run.id
     stored = {m["name"]: m["count"] for m in httpx.get(f"{sqlite_server.url}/api/v1/runs/{run_id}").json()["metrics"]}
@@ -70,8 +72,11 @@ def test_scenario_shows_its_diagnosis(scenario: real.Scenario, sqlite_server: Se
 
 def assert_service_raised(server: ServerProcess, run_id: str, scenario: real.Scenario) -> None:
     """The live service names the scenario's cross-signal finding: the module the NaN came from, the stall."""
+
     def found() -> list[dict]:
-        events = httpx.get(f"{server.url}/api/v1/runs/{run_id}/events", params={"kind": scenario.finding}, timeout=30).json()["data"]
+        events = httpx.get(
+            f"{server.url}/api/v1/runs/{run_id}/events", params={"kind": scenario.finding}, timeout=30
+        ).json()["data"]
         # a NaN report stands alone until a divergence is detected and it is attached to it (at
         # the run's next findings refresh); the gradient norm's divergence may be found first and
         # the report moves to the loss's once that one is found: wait for the loss's
@@ -80,15 +85,18 @@ def assert_service_raised(server: ServerProcess, run_id: str, scenario: real.Sce
     (event,) = wait_until(found)
     planted = int(scenario.steps * real.PLANTED_FROM)
     if scenario.nan_block is not None:
-        assert event["summary"].startswith(f"first non-finite output at step {planted}: `blocks.{scenario.nan_block}.attn` (forward")
+        assert event["summary"].startswith(
+            f"first non-finite output at step {planted}: `blocks.{scenario.nan_block}.attn` (forward"
+        )
         assert event["metric"] == "loss" and event["severity"] == "critical"
     else:
         assert event["summary"].startswith("input pipeline stall: the step waited")
         assert planted <= event["start_step"] <= planted + 10
 
 
-def test_rl_mismatch_spikes_with_the_period_set_by_rollouts_num(sqlite_server: ServerProcess, corpus: real.Corpus,
-                                                                spool_dir: Path) -> None:
+def test_rl_mismatch_spikes_with_the_period_set_by_rollouts_num(
+    sqlite_server: ServerProcess, corpus: real.Corpus, spool_dir: Path
+) -> None:
     scenario = replace(real.SCENARIOS["rl_mismatch"], rollouts_num=4, steps=100)
     recorder = real.stream_scenario(scenario, url=sqlite_server.url, project="real-demo", corpus=corpus)
     events = stored_events(sqlite_server, recorder.run.id, scenario.metric)
@@ -96,9 +104,12 @@ def test_rl_mismatch_spikes_with_the_period_set_by_rollouts_num(sqlite_server: S
     assert periods == {real.SLOTS / (real.PROMPTS * 4)}  # 24 steps; the demo's rollouts_num=8 gives 12
 
 
-def test_holter_demo_real_streams_the_chosen_scenario(sqlite_server: ServerProcess, corpus: real.Corpus, spool_dir: Path,
-                                                      capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["demo", "--real", "--scenario", "frozen", "--url", sqlite_server.url, "--project", "real-demo-cli"]) == 0
+def test_holter_demo_real_streams_the_chosen_scenario(
+    sqlite_server: ServerProcess, corpus: real.Corpus, spool_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert (
+        main(["demo", "--real", "--scenario", "frozen", "--url", sqlite_server.url, "--project", "real-demo-cli"]) == 0
+    )
     out = capsys.readouterr().out
     assert "training frozen" in out and "loss: critical (plateau)" in out
     runs = httpx.get(f"{sqlite_server.url}/api/v1/runs", params={"project": "real-demo-cli"}).json()

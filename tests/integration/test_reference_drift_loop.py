@@ -7,8 +7,6 @@ import math
 import random
 
 import pytest
-from sqlalchemy import event
-
 from holter_server.services import lifecycle
 from holter_server.services.loops import ReferenceDriftLoop
 from holter_server.store import events as events_store
@@ -17,6 +15,7 @@ from holter_server.store import references as references_store
 from holter_server.store import runs as runs_store
 from holter_server.store.database import make_engine, make_session_factory, session_scope, upgrade
 from holter_server.store.events import EventFilter
+from sqlalchemy import event
 
 
 def _log(session, run_id: str, eval_gap: float, seed: int) -> None:  # type: ignore[no-untyped-def]
@@ -25,10 +24,20 @@ def _log(session, run_id: str, eval_gap: float, seed: int) -> None:  # type: ign
     steps = list(range(0, 4000, 10))
     loss = [2.0 + 8.0 * math.exp(-step / 600) + rng.gauss(0, 0.01) for step in steps]
     eval_steps = steps[::5]
-    eval_loss = [loss[i * 5] + 0.1 + (eval_gap if step >= 2000 else 0.0) + rng.gauss(0, 0.005) for i, step in enumerate(eval_steps)]
+    eval_loss = [
+        loss[i * 5] + 0.1 + (eval_gap if step >= 2000 else 0.0) + rng.gauss(0, 0.005)
+        for i, step in enumerate(eval_steps)
+    ]
     runs_store.create_or_resume_run(session=session, run_id=run_id, project="p", name=None, config={}, tags=[])
-    points_store.add_points(session=session, run_id=run_id, max_metrics=100, columns={
-        "loss": (steps, loss, [None] * len(steps)), "eval_loss": (eval_steps, eval_loss, [None] * len(eval_steps))})
+    points_store.add_points(
+        session=session,
+        run_id=run_id,
+        max_metrics=100,
+        columns={
+            "loss": (steps, loss, [None] * len(steps)),
+            "eval_loss": (eval_steps, eval_loss, [None] * len(eval_steps)),
+        },
+    )
 
 
 def _drift_events(factory, run_id: str) -> list:  # type: ignore[no-untyped-def]
@@ -50,18 +59,22 @@ def factory(empty_store_url: str):  # type: ignore[no-untyped-def]
 def test_finish_reads_no_points_and_the_loop_records_the_drift_after(factory) -> None:  # type: ignore[no-untyped-def]
     with session_scope(factory) as session:
         _log(session, "reference", eval_gap=0.0, seed=1)
-        runs_store.finish_run(session=session, run=runs_store.get_run(session=session, run_id="reference"), status="finished")
+        runs_store.finish_run(
+            session=session, run=runs_store.get_run(session=session, run_id="reference"), status="finished"
+        )
         references_store.set_reference(session=session, project="p", tag="", run_id="reference", by=None)
         _log(session, "drifting", eval_gap=0.12, seed=2)
     ReferenceDriftLoop(factory).run_once()  # the reference's own finish: nothing to compare it with
 
     statements: list[str] = []
     engine = factory.kw["bind"]
-    listen = lambda _conn, _cursor, statement, *_: statements.append(statement)  # noqa: E731
+    listen = lambda _conn, _cursor, statement, *_: statements.append(statement)
     event.listen(engine, "before_cursor_execute", listen)
     try:
         with session_scope(factory) as session:
-            lifecycle.finish(session=session, run=runs_store.get_run(session=session, run_id="drifting"), status="finished")
+            lifecycle.finish(
+                session=session, run=runs_store.get_run(session=session, run_id="drifting"), status="finished"
+            )
     finally:
         event.remove(engine, "before_cursor_execute", listen)
     assert not [s for s in statements if "FROM points" in s or "FROM rollups" in s], statements
@@ -79,7 +92,9 @@ def test_a_run_claimed_by_one_worker_is_skipped_by_another(factory, empty_store_
     with session_scope(factory) as session:
         for run_id in ("a", "b"):
             _log(session, run_id, eval_gap=0.0, seed=3)
-            runs_store.finish_run(session=session, run=runs_store.get_run(session=session, run_id=run_id), status="finished")
+            runs_store.finish_run(
+                session=session, run=runs_store.get_run(session=session, run_id=run_id), status="finished"
+            )
     with session_scope(factory) as first, session_scope(factory) as second:
         mine = [run.id for run in runs_store.claim_drift_due(session=first, limit=1)]
         theirs = [run.id for run in runs_store.claim_drift_due(session=second, limit=5)]

@@ -8,15 +8,21 @@ import random
 import uuid
 from pathlib import Path
 
+import holter
 import httpx
 
-import holter
 from tests.servers import ServerProcess
 from tests.waiting import wait_until
 
 
-def stream(server: ServerProcess, project: str, eval_gap: float, seed: int, tags: list[str] | None = None,
-           name: str | None = None) -> holter.Run:
+def stream(
+    server: ServerProcess,
+    project: str,
+    eval_gap: float,
+    seed: int,
+    tags: list[str] | None = None,
+    name: str | None = None,
+) -> holter.Run:
     """A finished run of train and eval loss; from step 2,000 the eval loss runs `eval_gap` higher."""
     rng = random.Random(seed)
     run = holter.init(project=project, name=name, url=server.url, tags=tags)
@@ -29,12 +35,16 @@ def stream(server: ServerProcess, project: str, eval_gap: float, seed: int, tags
     return run
 
 
-def test_a_run_whose_eval_loss_drifts_from_the_reference_is_flagged(server: ServerProcess, api: httpx.Client, spool_dir: Path) -> None:
+def test_a_run_whose_eval_loss_drifts_from_the_reference_is_flagged(
+    server: ServerProcess, api: httpx.Client, spool_dir: Path
+) -> None:
     project = f"ref-{uuid.uuid4().hex[:6]}"
     reference = stream(server, project, eval_gap=0.0, seed=1)
     assert api.put(f"/projects/{project}/reference", json={"run_id": reference.id, "by": "ana"}).status_code == 200
     drifting = stream(server, project, eval_gap=0.12, seed=2)
-    (drift,) = wait_until(lambda: api.get(f"/runs/{drifting.id}/events", params={"kind": "reference_drift"}).json()["data"])
+    (drift,) = wait_until(
+        lambda: api.get(f"/runs/{drifting.id}/events", params={"kind": "reference_drift"}).json()["data"]
+    )
     assert drift["metric"] == "eval_loss" and 1950 <= drift["start_step"] <= 2100
     assert "above the reference" in drift["summary"] and "while loss matches" in drift["summary"]
     comparison = api.get(f"/runs/{drifting.id}/compare", params={"metric": "eval_loss"}).json()
@@ -42,7 +52,9 @@ def test_a_run_whose_eval_loss_drifts_from_the_reference_is_flagged(server: Serv
     assert [d["direction"] for d in comparison["drifts"]] == ["above"]
 
 
-def test_a_run_that_tracks_its_reference_is_not_flagged(server: ServerProcess, api: httpx.Client, spool_dir: Path) -> None:
+def test_a_run_that_tracks_its_reference_is_not_flagged(
+    server: ServerProcess, api: httpx.Client, spool_dir: Path
+) -> None:
     project = f"ref-{uuid.uuid4().hex[:6]}"
     reference = stream(server, project, eval_gap=0.0, seed=3)
     api.put(f"/projects/{project}/reference", json={"run_id": reference.id})
@@ -51,7 +63,9 @@ def test_a_run_that_tracks_its_reference_is_not_flagged(server: ServerProcess, a
     assert api.get(f"/runs/{tracking.id}/compare", params={"metric": "eval_loss"}).json()["drifts"] == []
 
 
-def test_a_tag_reference_wins_over_the_project_reference(server: ServerProcess, api: httpx.Client, spool_dir: Path) -> None:
+def test_a_tag_reference_wins_over_the_project_reference(
+    server: ServerProcess, api: httpx.Client, spool_dir: Path
+) -> None:
     project = f"ref-{uuid.uuid4().hex[:6]}"
     base = stream(server, project, eval_gap=0.0, seed=5)
     tagged = stream(server, project, eval_gap=0.12, seed=6, tags=["long-context"])

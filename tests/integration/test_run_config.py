@@ -9,10 +9,10 @@ import dataclasses
 from argparse import Namespace
 from pathlib import Path
 
+import holter
 import httpx
 import pytest
 
-import holter
 from tests.servers import ServerProcess
 
 
@@ -50,27 +50,36 @@ class Adam:
     weight_decay: float | None = None
 
 
-def test_nested_configs_are_stored_as_json_and_nones_left_out_with_a_note(server: ServerProcess, spool_dir: Path,
-                                                                        capsys: pytest.CaptureFixture[str]) -> None:
-    args = Namespace(optimizer=Adam(), data=Namespace(path=Path("/data/shards"), shuffle=True), resume_from=None,
-                     clip=float("inf"), tags={"b", "a"})
+def test_nested_configs_are_stored_as_json_and_nones_left_out_with_a_note(
+    server: ServerProcess, spool_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = Namespace(
+        optimizer=Adam(),
+        data=Namespace(path=Path("/data/shards"), shuffle=True),
+        resume_from=None,
+        clip=float("inf"),
+        tags={"b", "a"},
+    )
     run = holter.init(project="config", config=args, url=server.url)
     run.finish()
     assert stored_config(server, run.id) == {
-        "optimizer": {"lr": 3e-4, "betas": [0.9, 0.95]}, "data": {"path": "/data/shards", "shuffle": True},
-        "clip": "Infinity", "tags": ["a", "b"],
+        "optimizer": {"lr": 3e-4, "betas": [0.9, 0.95]},
+        "data": {"path": "/data/shards", "shuffle": True},
+        "clip": "Infinity",
+        "tags": ["a", "b"],
     }
     note = [line for line in capsys.readouterr().err.splitlines() if "left out because they are None" in line]
     assert note == ["holter: config keys left out because they are None: optimizer.weight_decay, resume_from"]
 
 
-def test_lightning_nested_hyperparameters_are_stored_as_json(server: ServerProcess, spool_dir: Path, tmp_path: Path) -> None:
+def test_lightning_nested_hyperparameters_are_stored_as_json(
+    server: ServerProcess, spool_dir: Path, tmp_path: Path
+) -> None:
     pytest.importorskip("torch")
     lightning = pytest.importorskip("lightning")
     import torch
-    from torch import nn
-
     from holter.integrations.lightning import HolterLogger
+    from torch import nn
 
     class Model(lightning.LightningModule):
         def __init__(self, optimizer: dict, schedule: Namespace, dropout: float | None = None) -> None:
@@ -84,14 +93,30 @@ def test_lightning_nested_hyperparameters_are_stored_as_json(server: ServerProce
             return loss
 
         def configure_optimizers(self):  # type: ignore[no-untyped-def]
-            return torch.optim.AdamW(self.parameters(), lr=self.hparams.optimizer["lr"], betas=self.hparams.optimizer["betas"])
+            return torch.optim.AdamW(
+                self.parameters(), lr=self.hparams.optimizer["lr"], betas=self.hparams.optimizer["betas"]
+            )
 
     x = torch.randn(32, 4)
     data = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, x.sum(1, keepdim=True)), batch_size=8)
     logger = HolterLogger(project="config", url=server.url)
-    trainer = lightning.Trainer(max_steps=4, logger=logger, log_every_n_steps=1, enable_checkpointing=False, enable_progress_bar=False,
-                                enable_model_summary=False, default_root_dir=tmp_path, accelerator="cpu")
-    trainer.fit(Model(optimizer={"name": "adamw", "lr": 1e-3, "betas": (0.9, 0.95)}, schedule=Namespace(warmup=10, kind="cosine")), data)
+    trainer = lightning.Trainer(
+        max_steps=4,
+        logger=logger,
+        log_every_n_steps=1,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        default_root_dir=tmp_path,
+        accelerator="cpu",
+    )
+    trainer.fit(
+        Model(
+            optimizer={"name": "adamw", "lr": 1e-3, "betas": (0.9, 0.95)}, schedule=Namespace(warmup=10, kind="cosine")
+        ),
+        data,
+    )
     assert stored_config(server, logger.version) == {
-        "optimizer": {"name": "adamw", "lr": 1e-3, "betas": [0.9, 0.95]}, "schedule": {"warmup": 10, "kind": "cosine"},
+        "optimizer": {"name": "adamw", "lr": 1e-3, "betas": [0.9, 0.95]},
+        "schedule": {"warmup": 10, "kind": "cosine"},
     }

@@ -9,7 +9,16 @@ from tests.conftest import new_run_id
 
 def test_create_run_then_read_it_back(api: httpx.Client) -> None:
     run_id = new_run_id()
-    created = api.post("/runs", json={"id": run_id, "project": "vision", "name": "baseline", "config": {"lr": 0.001, "layers": 12}, "tags": ["a"]})
+    created = api.post(
+        "/runs",
+        json={
+            "id": run_id,
+            "project": "vision",
+            "name": "baseline",
+            "config": {"lr": 0.001, "layers": 12},
+            "tags": ["a"],
+        },
+    )
     assert created.status_code == 200
     assert created.json()["resumed"] is False
     run = api.get(f"/runs/{run_id}").json()
@@ -83,7 +92,12 @@ def test_heartbeat_moves_the_heartbeat_time(api: httpx.Client) -> None:
 
 
 def test_unknown_run_is_404_on_every_run_route(api: httpx.Client) -> None:
-    for method, path in [("GET", "/runs/nope"), ("POST", "/runs/nope/heartbeat"), ("POST", "/runs/nope/finish"), ("GET", "/runs/nope/metrics/loss/points")]:
+    for method, path in [
+        ("GET", "/runs/nope"),
+        ("POST", "/runs/nope/heartbeat"),
+        ("POST", "/runs/nope/finish"),
+        ("GET", "/runs/nope/metrics/loss/points"),
+    ]:
         answer = api.request(method, path, json={} if method == "POST" else None)
         assert answer.status_code == 404, (method, path)
         assert "nope" in answer.json()["detail"]

@@ -21,7 +21,9 @@ STEPS_PER_BATCH = 25
 @pytest.fixture(scope="module")
 def two_process_server(store_url: str, tmp_path_factory: pytest.TempPathFactory) -> ServerProcess:
     folder = tmp_path_factory.mktemp("workers")
-    server = ServerProcess(own_store(store_url, folder), log_path=folder / "server.log", args=("--workers", "2")).start()
+    server = ServerProcess(
+        own_store(store_url, folder), log_path=folder / "server.log", args=("--workers", "2")
+    ).start()
     yield server
     server.stop()
 
@@ -44,10 +46,16 @@ def test_batches_through_both_processes_are_stored_once(two_process_server: Serv
 
     def send(index: int) -> dict:
         steps = list(range(index * STEPS_PER_BATCH, (index + 1) * STEPS_PER_BATCH))
-        body = {"metrics": {"loss": {"steps": steps, "values": [1.0 / (s + 1) for s in steps]},
-                            "lr": {"steps": steps, "values": [0.001] * len(steps)}}}
+        body = {
+            "metrics": {
+                "loss": {"steps": steps, "values": [1.0 / (s + 1) for s in steps]},
+                "lr": {"steps": steps, "values": [0.001] * len(steps)},
+            }
+        }
         # every batch twice, on separate connections, so the copies race through both processes
-        with httpx.Client(base_url=f"{two_process_server.url}/api/v1", timeout=30, headers={"Connection": "close"}) as client:
+        with httpx.Client(
+            base_url=f"{two_process_server.url}/api/v1", timeout=30, headers={"Connection": "close"}
+        ) as client:
             answer = client.post(f"/runs/{run_id}/points", json=body)
         answer.raise_for_status()
         return answer.json()
@@ -62,9 +70,24 @@ def test_batches_through_both_processes_are_stored_once(two_process_server: Serv
 
 
 def test_a_second_server_on_a_port_in_use_fails_at_once(two_process_server: ServerProcess, tmp_path: Path) -> None:
-    command = [sys.executable, "-m", "holter.cli", "serve", "--port", str(two_process_server.port),
-               "--db", f"sqlite:///{tmp_path / 'other.db'}", "--workers", "2"]
-    finished = subprocess.run(command, env={**os.environ, "HOLTER_AUTH": "off", "HOLTER_BACKGROUND": "off"},
-                              capture_output=True, text=True, timeout=60)
+    command = [
+        sys.executable,
+        "-m",
+        "holter.cli",
+        "serve",
+        "--port",
+        str(two_process_server.port),
+        "--db",
+        f"sqlite:///{tmp_path / 'other.db'}",
+        "--workers",
+        "2",
+    ]
+    finished = subprocess.run(
+        command,
+        env={**os.environ, "HOLTER_AUTH": "off", "HOLTER_BACKGROUND": "off"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert finished.returncode != 0
     assert "Address already in use" in finished.stderr

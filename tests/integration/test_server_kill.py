@@ -6,12 +6,12 @@ import threading
 import time
 from pathlib import Path
 
-import httpx
-
 import holter
+import httpx
 from holter_server.settings import Settings
 from holter_server.store import points as points_store
 from holter_server.store.database import make_engine, make_session_factory
+
 from tests.servers import ServerProcess
 
 METRICS = 10

@@ -12,10 +12,10 @@ import stat
 import time
 from pathlib import Path
 
+import holter
 import httpx
 import pytest
 
-import holter
 from tests.servers import ServerProcess
 from tests.waiting import wait_until
 
@@ -37,8 +37,9 @@ def gpu_with_utilisation_file(folder: Path) -> Path:
     return utilisation
 
 
-def test_sampled_vitals_land_at_the_jobs_steps_and_a_collapse_is_named(server: ServerProcess, spool_dir: Path,
-                                                                        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_sampled_vitals_land_at_the_jobs_steps_and_a_collapse_is_named(
+    server: ServerProcess, spool_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     utilisation = gpu_with_utilisation_file(tmp_path)
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setitem(__import__("sys").modules, "pynvml", None)  # as on a machine without nvidia-ml-py
@@ -54,10 +55,18 @@ def test_sampled_vitals_land_at_the_jobs_steps_and_a_collapse_is_named(server: S
             time.sleep(0.005)
     run.finish()
     metrics = {m["name"]: m for m in httpx.get(f"{server.url}/api/v1/runs/{run.id}").json()["metrics"]}
-    assert {"holter/system/cpu.percent", "holter/system/memory.used_frac", "holter/system/gpu.0.utilization",
-            "holter/system/gpu.0.memory_used_frac", "holter/system/gpu.0.throttle.thermal"} <= set(metrics)
+    assert {
+        "holter/system/cpu.percent",
+        "holter/system/memory.used_frac",
+        "holter/system/gpu.0.utilization",
+        "holter/system/gpu.0.memory_used_frac",
+        "holter/system/gpu.0.throttle.thermal",
+    } <= set(metrics)
     assert metrics["holter/system/gpu.0.memory_used_gib"]["last_value"] == pytest.approx(19818 / 1024)
     assert metrics["holter/system/gpu.0.utilization"]["last_step"] <= step
-    events = wait_until(lambda: [e for e in httpx.get(f"{server.url}/api/v1/runs/{run.id}/events").json()["data"]
-                                 if e["kind"] == "gpu_idle"])
+    events = wait_until(
+        lambda: [
+            e for e in httpx.get(f"{server.url}/api/v1/runs/{run.id}/events").json()["data"] if e["kind"] == "gpu_idle"
+        ]
+    )
     assert events[0]["metric"] == "holter/system/gpu.0.utilization" and "fell from 97% to 3%" in events[0]["summary"]

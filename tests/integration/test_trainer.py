@@ -63,11 +63,18 @@ SCRIPT = """
 """
 
 
-def test_a_trainer_run_keeps_evaluate_and_predict_and_collides_with_nothing(server: ServerProcess, spool_dir: Path, tmp_path: Path) -> None:
+def test_a_trainer_run_keeps_evaluate_and_predict_and_collides_with_nothing(
+    server: ServerProcess, spool_dir: Path, tmp_path: Path
+) -> None:
     run_id = new_run_id()
     env = {**os.environ, "HOLTER_SPOOL_DIR": str(spool_dir), "OMP_NUM_THREADS": "1"}
-    child = subprocess.run([sys.executable, "-c", textwrap.dedent(SCRIPT), run_id, server.url, str(tmp_path / "out")],
-                           env=env, capture_output=True, text=True, timeout=300)
+    child = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(SCRIPT), run_id, server.url, str(tmp_path / "out")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert child.returncode == 0, child.stderr[-3000:]
     run = httpx.get(f"{server.url}/api/v1/runs/{run_id}").json()
     assert run["status"] == "finished"

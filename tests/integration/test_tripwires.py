@@ -7,17 +7,16 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import holter
 import httpx
 import pytest
 
-import holter
 from tests.servers import ServerProcess, free_port
 from tests.waiting import wait_until
 
 torch = pytest.importorskip("torch")
-from torch import nn  # noqa: E402
-
-import holter.torch  # noqa: E402
+import holter.torch
+from torch import nn
 
 
 class Attention(nn.Module):
@@ -83,7 +82,11 @@ def test_a_planted_nan_is_named_on_the_loss_divergence(server: ServerProcess, sp
 
 
 def report(step: int, name: str = "layers.3.mlp") -> dict:
-    return {"step": step, "forward": {"name": name, "value": "Infinity"}, "gradient": {"name": "head.weight", "value": "NaN"}}
+    return {
+        "step": step,
+        "forward": {"name": name, "value": "Infinity"},
+        "gradient": {"name": "head.weight", "value": "NaN"},
+    }
 
 
 def test_a_resent_report_is_stored_once_and_the_first_one_kept(api: httpx.Client) -> None:
@@ -97,8 +100,9 @@ def test_a_resent_report_is_stored_once_and_the_first_one_kept(api: httpx.Client
     assert stored["severity"] == "warning"  # no divergence on this run to attach it to
 
 
-def test_a_report_made_while_the_service_is_away_arrives_when_it_returns(store_url: str, spool_dir: Path,
-                                                                         tmp_path: Path) -> None:
+def test_a_report_made_while_the_service_is_away_arrives_when_it_returns(
+    store_url: str, spool_dir: Path, tmp_path: Path
+) -> None:
     port = free_port()
     run = holter.init(project="tripwires", url=f"http://127.0.0.1:{port}", connect_timeout=0.5)
     run.log({"loss": 2.0}, step=6)
@@ -110,19 +114,24 @@ def test_a_report_made_while_the_service_is_away_arrives_when_it_returns(store_u
     try:
         run.finish(timeout=60)
         assert not list((spool_dir / run.id).glob("*.json"))
-        found = wait_until(lambda: [e for e in events_of(server.url, run.id, kind="first_nonfinite") if e["metric"] == "loss"])
+        found = wait_until(
+            lambda: [e for e in events_of(server.url, run.id, kind="first_nonfinite") if e["metric"] == "loss"]
+        )
         assert "`layers.0.attn`" in found[0]["summary"]
     finally:
         server.stop()
 
 
-@pytest.mark.parametrize(("body", "problem"), [
-    ({"step": 3}, "names a forward origin, a gradient, or both"),
-    ({"step": -1, "forward": {"name": "x", "value": "NaN"}}, "step"),
-    ({"step": 3, "forward": {"name": "x", "value": "nan-ish"}}, "value"),
-    ({"step": 3, "forward": {"name": "", "value": "NaN"}}, "name"),
-    ({"step": 3, "forward": {"name": "x", "value": "NaN", "colour": "red"}}, "colour"),
-])
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [
+        ({"step": 3}, "names a forward origin, a gradient, or both"),
+        ({"step": -1, "forward": {"name": "x", "value": "NaN"}}, "step"),
+        ({"step": 3, "forward": {"name": "x", "value": "nan-ish"}}, "value"),
+        ({"step": 3, "forward": {"name": "", "value": "NaN"}}, "name"),
+        ({"step": 3, "forward": {"name": "x", "value": "NaN", "colour": "red"}}, "colour"),
+    ],
+)
 def test_a_malformed_report_is_refused_naming_the_problem(api: httpx.Client, body: dict, problem: str) -> None:
     run_id = api.post("/runs", json={"project": "tripwires"}).json()["id"]
     answer = api.post(f"/runs/{run_id}/nonfinite", json=body)

@@ -9,12 +9,12 @@ import uuid
 import httpx
 import numpy as np
 import pytest
-
 from holter_server.services import compare as compare_service
 from holter_server.services import detection
 from holter_server.store import points as points_store
 from holter_server.store import runs as runs_store
 from holter_server.store.database import make_engine, make_session_factory, session_scope, upgrade
+
 from tests.waiting import wait_until
 
 STEPS = np.arange(0, 2_000)
@@ -26,7 +26,9 @@ def post_run(api: httpx.Client, project: str, config: dict, spike_at: int) -> st
     rng = np.random.default_rng(int(run_id[1:], 16) % 2**32)
     loss = 2 + 3 * np.exp(-STEPS / 400) + rng.normal(0, 0.01, len(STEPS))
     loss[spike_at] += 3.0
-    api.post(f"/runs/{run_id}/points", json={"metrics": {"loss": {"steps": STEPS.tolist(), "values": loss.tolist()}}}).raise_for_status()
+    api.post(
+        f"/runs/{run_id}/points", json={"metrics": {"loss": {"steps": STEPS.tolist(), "values": loss.tolist()}}}
+    ).raise_for_status()
     api.post(f"/runs/{run_id}/finish", json={"status": "finished"}).raise_for_status()
     return run_id
 
@@ -35,15 +37,23 @@ def spikes(api: httpx.Client, run_id: str) -> list[dict]:
     return api.get(f"/runs/{run_id}/events", params={"kind": "spike"}).json()["data"]
 
 
-def test_a_spike_at_the_same_step_in_runs_with_the_same_data_order_is_attributed_to_the_batch(api: httpx.Client) -> None:
+def test_a_spike_at_the_same_step_in_runs_with_the_same_data_order_is_attributed_to_the_batch(
+    api: httpx.Client,
+) -> None:
     project = f"twin-{uuid.uuid4().hex[:6]}"
     base = {"model": "gpt2-small", "data": {"data_seed": 7, "path": "fineweb"}, "batch_size": 32}
     first = post_run(api, project, {**base, "optim": {"lr": 3e-4}, "seed": 1}, 946)
     second = post_run(api, project, {**base, "optim": {"lr": 6e-4}, "seed": 2}, 946)
     third = post_run(api, project, {**base, "optim": {"lr": 3e-4}, "weight_decay": 0.1, "seed": 3}, 947)
-    other_data = post_run(api, project, {**base, "data": {"data_seed": 8, "path": "fineweb"}, "optim": {"lr": 3e-4}, "seed": 1}, 946)
+    other_data = post_run(
+        api, project, {**base, "data": {"data_seed": 8, "path": "fineweb"}, "optim": {"lr": 3e-4}, "seed": 1}, 946
+    )
     for run_id, twins in ((first, {second, third}), (second, {first, third}), (third, {first, second})):
-        found = wait_until(lambda r=run_id, t=twins: [s for s in spikes(api, r) if {x["run_id"] for x in s["details"].get("twins", [])} == t])
+        found = wait_until(
+            lambda r=run_id, t=twins: [
+                s for s in spikes(api, r) if {x["run_id"] for x in s["details"].get("twins", [])} == t
+            ]
+        )
         (spike,) = found
         assert "in 2 runs with the same data order: the batch, not the optimiser" in spike["summary"]
         assert spike["details"]["twin_note"] in spike["summary"]
@@ -74,15 +84,21 @@ def test_a_pass_that_changes_no_spike_reads_no_other_run(empty_store_url: str, m
 
     def log(start: int, end: int) -> None:
         with session_scope(factory) as session:
-            points_store.add_points(session=session, run_id="r", max_metrics=100,
-                                    columns={"loss": (STEPS[start:end].tolist(), loss[start:end].tolist(), [None] * (end - start))})
+            points_store.add_points(
+                session=session,
+                run_id="r",
+                max_metrics=100,
+                columns={"loss": (STEPS[start:end].tolist(), loss[start:end].tolist(), [None] * (end - start))},
+            )
             runs_store.record_activity(session=session, run_id="r", last_step=int(STEPS[end - 1]))  # as ingest does
         while detection.detect_pending(session_factory=factory):
             pass
 
     try:
         with session_scope(factory) as session:
-            runs_store.create_or_resume_run(session=session, run_id="r", project="p", name=None, config={"data_seed": 1, "lr": 1e-3}, tags=[])
+            runs_store.create_or_resume_run(
+                session=session, run_id="r", project="p", name=None, config={"data_seed": 1, "lr": 1e-3}, tags=[]
+            )
         log(0, 1_000)
         assert reads == ["p"]  # the spike at step 946 was looked up once
         log(1_000, 2_000)

@@ -37,8 +37,14 @@ def script_importing(line: str, folder: Path) -> Path:
 
 
 def run_script(path: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run([sys.executable, str(path)], cwd=path.parent, env={**os.environ, **env}, capture_output=True, text=True,
-                          timeout=180)
+    done = subprocess.run(
+        [sys.executable, str(path)],
+        cwd=path.parent,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert done.returncode == 0, done.stderr
     return done
 
@@ -72,12 +78,15 @@ def expected_steps() -> dict[str, list[int]]:
     return steps
 
 
-def test_an_unmodified_wandb_script_logs_everything_onto_the_run(server: ServerProcess, api: httpx.Client, receiver: Receiver,
-                                                                 tmp_path: Path, spool_dir: Path) -> None:
+def test_an_unmodified_wandb_script_logs_everything_onto_the_run(
+    server: ServerProcess, api: httpx.Client, receiver: Receiver, tmp_path: Path, spool_dir: Path
+) -> None:
     # a chat channel for the script's project, with the default rules a new channel gets
     project = "wandb-drop-in"
-    channel = api.post("/channels", json={"name": f"drop-in-{uuid.uuid4().hex[:6]}", "kind": "webhook", "target": receiver.url,
-                                          "project": project})
+    channel = api.post(
+        "/channels",
+        json={"name": f"drop-in-{uuid.uuid4().hex[:6]}", "kind": "webhook", "target": receiver.url, "project": project},
+    )
     assert channel.status_code == 201, channel.text
     done = run_script(script_importing("import holter as wandb", tmp_path), {"HOLTER_URL": server.url})
     run_id = run_id_of(done)
@@ -86,8 +95,14 @@ def test_an_unmodified_wandb_script_logs_everything_onto_the_run(server: ServerP
     run = api.get(f"/runs/{run_id}").json()
     assert run["status"] == "finished" and run["name"] == "logreg" and run["notes"] == "drop-in check"
     assert set(run["tags"]) == {"numpy", "group:sweep-1", "job_type:train"}
-    assert run["config"] == {"lr": 0.5, "epochs": 4, "batch_size": 64, "features": 8, "seed": 0,
-                             "optimizer": {"name": "sgd", "momentum": 0.0}}
+    assert run["config"] == {
+        "lr": 0.5,
+        "epochs": 4,
+        "batch_size": 64,
+        "features": 8,
+        "seed": 0,
+        "optimizer": {"name": "sgd", "momentum": 0.0},
+    }
     assert run["metric_definitions"]["val/*"] == {"step_metric": "epoch"}
     assert run["metric_definitions"]["train/loss"] == {"summary": "min"}
     stored = {name: sorted(series(api, run_id, name)) for name in expected_steps()}
@@ -98,24 +113,35 @@ def test_an_unmodified_wandb_script_logs_everything_onto_the_run(server: ServerP
     assert run["summary"] == {"best_val_acc": max(accuracy.values()), "final_acc": accuracy[EPOCHS - 1]}
     bands = [series(api, run_id, f"weights/{q}") for q in QUANTILES]
     for step in expected_steps()["epoch"]:
-        assert [band[step] for band in bands] == sorted(band[step] for band in bands)  # quantiles in order at every step
+        assert [band[step] for band in bands] == sorted(
+            band[step] for band in bands
+        )  # quantiles in order at every step
 
     (alert,) = api.get(f"/runs/{run_id}/events", params={"kind": "alert"}).json()["data"]
     assert alert["severity"] == "warning" and alert["summary"].startswith("accuracy below target: val/acc ")
     assert alert["start_step"] == expected_steps()["epoch"][-1]
-    message = wait_until(lambda: [r.json() for r in receiver.received if r.json().get("run_id") == run_id or run_id in r.body.decode()])
+    message = wait_until(
+        lambda: [r.json() for r in receiver.received if r.json().get("run_id") == run_id or run_id in r.body.decode()]
+    )
     assert "accuracy below target" in json.dumps(message)
 
 
-def test_offline_mode_keeps_the_run_on_disk_until_holter_sync_sends_it(server: ServerProcess, api: httpx.Client,
-                                                                       tmp_path: Path, spool_dir: Path) -> None:
-    done = run_script(script_importing("import holter as wandb", tmp_path), {"HOLTER_MODE": "offline", "HOLTER_URL": server.url})
+def test_offline_mode_keeps_the_run_on_disk_until_holter_sync_sends_it(
+    server: ServerProcess, api: httpx.Client, tmp_path: Path, spool_dir: Path
+) -> None:
+    done = run_script(
+        script_importing("import holter as wandb", tmp_path), {"HOLTER_MODE": "offline", "HOLTER_URL": server.url}
+    )
     run_id = run_id_of(done)
     assert api.get(f"/runs/{run_id}").status_code == 404  # nothing was sent
     assert f"holter sync {spool_dir / run_id}" in done.stderr
 
-    synced = subprocess.run([sys.executable, "-m", "holter.cli", "sync", str(spool_dir / run_id), "--url", server.url],
-                            capture_output=True, text=True, timeout=120)
+    synced = subprocess.run(
+        [sys.executable, "-m", "holter.cli", "sync", str(spool_dir / run_id), "--url", server.url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert synced.returncode == 0, synced.stderr
     run = api.get(f"/runs/{run_id}").json()
     assert run["status"] == "finished" and run["summary"]["final_acc"] > 0.5
@@ -125,17 +151,18 @@ def test_offline_mode_keeps_the_run_on_disk_until_holter_sync_sends_it(server: S
 
 
 def test_disabled_mode_sends_nothing_and_writes_no_file(tmp_path: Path, spool_dir: Path) -> None:
-    done = run_script(script_importing("import holter as wandb", tmp_path),
-                      {"HOLTER_MODE": "disabled", "HOLTER_URL": "http://127.0.0.1:9"})  # nothing listens there
+    done = run_script(
+        script_importing("import holter as wandb", tmp_path),
+        {"HOLTER_MODE": "disabled", "HOLTER_URL": "http://127.0.0.1:9"},
+    )  # nothing listens there
     assert run_id_of(done) == "disabled"
     assert not spool_dir.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["train.py"]
 
 
 def wandb_history(folder: Path) -> tuple[list[dict], dict, dict]:
     """The history rows, summary and config a real wandb offline run recorded."""
-    from wandb.proto import wandb_internal_pb2
-
     from holter_server.importers.wandb_offline import HEADER_LEN, _key, _merge_config, _records, run_log
+    from wandb.proto import wandb_internal_pb2
 
     log = run_log(next(folder.glob("wandb/offline-run-*")))
     rows: list[dict] = []
@@ -154,13 +181,16 @@ def wandb_history(folder: Path) -> tuple[list[dict], dict, dict]:
     return rows, summary, config
 
 
-def test_the_script_records_the_same_metrics_at_the_same_steps_under_real_wandb(server: ServerProcess, api: httpx.Client,
-                                                                                tmp_path: Path, spool_dir: Path) -> None:
+def test_the_script_records_the_same_metrics_at_the_same_steps_under_real_wandb(
+    server: ServerProcess, api: httpx.Client, tmp_path: Path, spool_dir: Path
+) -> None:
     pytest.importorskip("wandb")
     (tmp_path / "wandb_run").mkdir()
     (tmp_path / "holter_run").mkdir()
-    run_script(script_importing("import wandb", tmp_path / "wandb_run"),
-               {"WANDB_MODE": "offline", "WANDB_SILENT": "true", "WANDB_DIR": str(tmp_path / "wandb_run")})
+    run_script(
+        script_importing("import wandb", tmp_path / "wandb_run"),
+        {"WANDB_MODE": "offline", "WANDB_SILENT": "true", "WANDB_DIR": str(tmp_path / "wandb_run")},
+    )
     rows, wandb_summary, wandb_config = wandb_history(tmp_path / "wandb_run")
     # where wandb plots each number: val/* at its step metric (the epoch), everything else at _step;
     # a histogram or table is stored as nested keys under its name (`weights/_type`, `weights/bins`, ...)

@@ -5,10 +5,10 @@ Receivers listen on 127.0.0.1 with private targets allowed; names resolve throug
 from __future__ import annotations
 
 import httpx
-
 from holter_server.alerts.targets import TargetGuard
 from holter_server.services.dispatch import send
 from holter_server.store.models import ChannelRow
+
 from tests.receivers import Receiver
 from tests.servers import ServerProcess
 
@@ -24,7 +24,13 @@ def test_a_message_goes_to_the_checked_address_with_the_name_in_host() -> None:
     try:
         channel = ChannelRow(kind="webhook", target=f"http://hooks.example:{receiver.port}/hook", name="c")
         with httpx.Client(timeout=5) as client:
-            send(client, channel, b"{}", {"Content-Type": "application/json"}, guard=TargetGuard(allow_private=True, resolve=rebinding))
+            send(
+                client,
+                channel,
+                b"{}",
+                {"Content-Type": "application/json"},
+                guard=TargetGuard(allow_private=True, resolve=rebinding),
+            )
         [message] = receiver.messages()
         assert message.headers["host"] == f"hooks.example:{receiver.port}"
         assert calls == ["hooks.example"]
@@ -34,7 +40,12 @@ def test_a_message_goes_to_the_checked_address_with_the_name_in_host() -> None:
 
 def test_the_service_refuses_apprise_targets_that_override_headers_or_post_anywhere(server: ServerProcess) -> None:
     with server.api() as api:
-        for target in ("json://127.0.0.1:9/x?+Authorization=Bearer%20stolen&method=PUT", "xml://127.0.0.1:9/x?method=DELETE"):
-            answer = api.post("/channels", json={"name": "a", "kind": "apprise", "target": target, "default_rules": False})
+        for target in (
+            "json://127.0.0.1:9/x?+Authorization=Bearer%20stolen&method=PUT",
+            "xml://127.0.0.1:9/x?method=DELETE",
+        ):
+            answer = api.post(
+                "/channels", json={"name": "a", "kind": "apprise", "target": target, "default_rules": False}
+            )
             assert answer.status_code == 422, target
             assert "override" in answer.json()["detail"]

@@ -16,7 +16,11 @@ def workers_of(server: ServerProcess) -> list[str]:
     """The worker processes `server` started (they name their parent; the database URL is not on their command line)."""
     assert server.process is not None
     listing = subprocess.run(["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True).stdout
-    return [line for line in listing.splitlines() if "holter.cli worker" in line and f"--parent-pid {server.process.pid}" in line]
+    return [
+        line
+        for line in listing.splitlines()
+        if "holter.cli worker" in line and f"--parent-pid {server.process.pid}" in line
+    ]
 
 
 def test_the_worker_dies_with_a_killed_server(tmp_path: Path) -> None:
@@ -43,7 +47,6 @@ def test_a_server_killed_while_its_worker_starts_leaves_no_worker(tmp_path: Path
     assert workers_of(server) == []
 
 
-
 # Loaded by the worker's interpreter at start-up: every `Condition.notify_all` (which
 # `Event.set` calls holding the event's lock) takes 0.3 s, so a second signal surely arrives
 # while the first one's handler is inside it, as it did by chance on a loaded machine.
@@ -65,8 +68,12 @@ def test_a_second_sigterm_during_the_first_ones_handling_still_ends_the_worker(t
     (tmp_path / "sitecustomize.py").write_text(SLOW_NOTIFY)
     database = tmp_path / "holter.db"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
-    worker = subprocess.Popen([sys.executable, "-m", "holter.cli", "worker", "--db", f"sqlite:///{database}"],
-                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "holter.cli", "worker", "--db", f"sqlite:///{database}"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         # past start-up (a signal before the handlers are set kills it outright) into its wait loop
         deadline = time.monotonic() + 60

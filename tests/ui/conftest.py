@@ -50,8 +50,9 @@ def chromium() -> Iterator[object]:
 def ui_server(chromium: object, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     """A fresh `holter serve` (dashboard included) on an empty SQLite file, per test module."""
     root = tmp_path_factory.mktemp("ui")
-    process = ServerProcess(f"sqlite:///{root / 'holter.db'}", log_path=root / "server.log",
-                            env={"HOLTER_SPOOL_DIR": str(root / "spool")}).start()
+    process = ServerProcess(
+        f"sqlite:///{root / 'holter.db'}", log_path=root / "server.log", env={"HOLTER_SPOOL_DIR": str(root / "spool")}
+    ).start()
     yield process
     process.stop()
 

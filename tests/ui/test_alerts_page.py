@@ -8,10 +8,10 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import holter
 import httpx
 import pytest
 
-import holter
 from tests.receivers import Receiver
 from tests.servers import ServerProcess
 from tests.waiting import wait_until
@@ -23,8 +23,11 @@ pytestmark = pytest.mark.slow
 def ui_server(chromium: object, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     """As conftest's, but an undeliverable alert is marked failed after 4 s instead of a day."""
     root = tmp_path_factory.mktemp("ui-alerts")
-    process = ServerProcess(f"sqlite:///{root / 'holter.db'}", log_path=root / "server.log",
-                            env={"HOLTER_SPOOL_DIR": str(root / "spool"), "HOLTER_ALERT_GIVE_UP_AFTER": "4"}).start()
+    process = ServerProcess(
+        f"sqlite:///{root / 'holter.db'}",
+        log_path=root / "server.log",
+        env={"HOLTER_SPOOL_DIR": str(root / "spool"), "HOLTER_ALERT_GIVE_UP_AFTER": "4"},
+    ).start()
     yield process
     process.stop()
 
@@ -76,7 +79,9 @@ def test_a_new_channel_is_listed_masked_and_takes_a_test_message(page, receiver:
 
 def test_a_rule_is_added_disabled_and_deleted(page, api: httpx.Client, receiver: Receiver) -> None:  # type: ignore[no-untyped-def]
     name = f"rules-{uuid.uuid4().hex[:6]}"
-    channel = api.post("/channels", json={"name": name, "kind": "discord", "target": receiver.url, "default_rules": False}).json()
+    channel = api.post(
+        "/channels", json={"name": name, "kind": "discord", "target": receiver.url, "default_rules": False}
+    ).json()
     page.goto("/alerts")
     card = page.locator(".channel-item", has_text=name)
     card.locator(".no-rules").wait_for()
@@ -95,16 +100,24 @@ def test_a_rule_is_added_disabled_and_deleted(page, api: httpx.Client, receiver:
     card.locator(".no-rules").wait_for()
 
 
-def test_a_failed_delivery_shows_its_error_and_can_be_retried(page, api: httpx.Client, ui_server: ServerProcess,
-                                                              tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_a_failed_delivery_shows_its_error_and_can_be_retried(
+    page, api: httpx.Client, ui_server: ServerProcess, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
     project = f"ui-alerts-{uuid.uuid4().hex[:6]}"
     down = Receiver()  # not started: the port refuses connections
-    channel = api.post("/channels", json={"name": f"down-{project}", "kind": "webhook", "target": down.url, "project": project}).json()
+    channel = api.post(
+        "/channels", json={"name": f"down-{project}", "kind": "webhook", "target": down.url, "project": project}
+    ).json()
     run = holter.init(project=project, name="diverging", url=ui_server.url, spool_dir=tmp_path)
     for step in range(240):
         run.log({"loss": math.nan if step >= 200 else 3.0 - step / 300}, step=step)
     run.finish()
-    wait_until(lambda: [d["status"] for d in api.get("/deliveries", params={"channel_id": channel["id"]}).json()] == ["failed"], timeout=60)
+    wait_until(
+        lambda: (
+            [d["status"] for d in api.get("/deliveries", params={"channel_id": channel["id"]}).json()] == ["failed"]
+        ),
+        timeout=60,
+    )
 
     page.goto("/alerts")
     row = page.locator(".delivery-row.delivery-failed", has_text=run.id).first

@@ -6,10 +6,10 @@ from __future__ import annotations
 import random
 import uuid
 
+import holter
 import httpx
 import pytest
 
-import holter
 from tests.integration.test_live_detection import settled_events
 from tests.servers import ServerProcess
 from tests.waiting import wait_until
@@ -22,7 +22,12 @@ def stream_runs(url: str, project: str, periods: dict[int, int]) -> list[str]:
     rng = random.Random(0)
     ids = []
     for seed, (rollouts, period) in enumerate(periods.items()):
-        run = holter.init(project=project, name=f"rollouts{rollouts}", config={"rollouts_num": rollouts, "seed": seed, "lr": 1e-6}, url=url)
+        run = holter.init(
+            project=project,
+            name=f"rollouts{rollouts}",
+            config={"rollouts_num": rollouts, "seed": seed, "lr": 1e-6},
+            url=url,
+        )
         for step in range(900):
             spike = 0.1 if step % period == 0 and step >= 100 else 0.0
             run.log({"logprob_mismatch": 0.002 + abs(rng.gauss(0, 0.0005)) + spike}, step=step)

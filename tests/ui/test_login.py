@@ -24,29 +24,32 @@ PROJECT = "guarded"
 # --- `next`: only a local path -----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("value, expected", [
-    ("/", "/"),
-    ("/runs/abc123", "/runs/abc123"),
-    ("/runs/abc123/postmortem?metric=loss#top", "/runs/abc123/postmortem?metric=loss#top"),
-    ("/compare?run=a,b", "/compare?run=a,b"),
-    (None, "/"),
-    ("", "/"),
-    ("runs/abc", "/"),
-    ("https://evil.example/", "/"),
-    ("http:/evil.example", "/"),
-    ("javascript:alert(1)", "/"),
-    ("//evil.example/path", "/"),
-    ("///evil.example", "/"),
-    ("/\\evil.example", "/"),
-    ("\\\\evil.example", "/"),
-    ("/\t/evil.example", "/"),
-    ("/\n/evil.example", "/"),
-    (" /runs", "/"),
-    ("/login", "/"),
-    ("/login?next=/x", "/"),
-    ("/logout", "/"),
-    ("/" + "a" * 5000, "/"),
-])
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        ("/", "/"),
+        ("/runs/abc123", "/runs/abc123"),
+        ("/runs/abc123/postmortem?metric=loss#top", "/runs/abc123/postmortem?metric=loss#top"),
+        ("/compare?run=a,b", "/compare?run=a,b"),
+        (None, "/"),
+        ("", "/"),
+        ("runs/abc", "/"),
+        ("https://evil.example/", "/"),
+        ("http:/evil.example", "/"),
+        ("javascript:alert(1)", "/"),
+        ("//evil.example/path", "/"),
+        ("///evil.example", "/"),
+        ("/\\evil.example", "/"),
+        ("\\\\evil.example", "/"),
+        ("/\t/evil.example", "/"),
+        ("/\n/evil.example", "/"),
+        (" /runs", "/"),
+        ("/login", "/"),
+        ("/login?next=/x", "/"),
+        ("/logout", "/"),
+        ("/" + "a" * 5000, "/"),
+    ],
+)
 def test_next_is_a_local_path_or_the_runs_page(value: str | None, expected: str) -> None:
     assert login.safe_next(value) == expected
 
@@ -57,8 +60,11 @@ def test_next_is_a_local_path_or_the_runs_page(value: str | None, expected: str)
 @pytest.fixture(scope="module")
 def secure_server(chromium: object, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     root = tmp_path_factory.mktemp("ui-login")
-    process = ServerProcess(f"sqlite:///{root / 'holter.db'}", log_path=root / "server.log",
-                            env={"HOLTER_SPOOL_DIR": str(root / "spool"), "HOLTER_AUTH": "on", "HOLTER_ADMIN_TOKEN": ADMIN_TOKEN}).start()
+    process = ServerProcess(
+        f"sqlite:///{root / 'holter.db'}",
+        log_path=root / "server.log",
+        env={"HOLTER_SPOOL_DIR": str(root / "spool"), "HOLTER_AUTH": "on", "HOLTER_ADMIN_TOKEN": ADMIN_TOKEN},
+    ).start()
     yield process
     process.stop()
 
@@ -68,7 +74,11 @@ def keys(secure_server: ServerProcess) -> dict[str, str]:
     """Keys made through the API with the admin token: ingest and read for the project, read for another."""
     made = {}
     with secure_server.api(key=ADMIN_TOKEN) as api:
-        for name, scope, project in (("ingest", "ingest", PROJECT), ("read", "read", PROJECT), ("other", "read", "someone-else")):
+        for name, scope, project in (
+            ("ingest", "ingest", PROJECT),
+            ("read", "read", PROJECT),
+            ("other", "read", "someone-else"),
+        ):
             answer = api.post("/keys", json={"name": f"ui-{name}", "scope": scope, "project": project})
             assert answer.status_code == 201, answer.text
             made[name] = answer.json()["key"]
@@ -80,8 +90,14 @@ def guarded_run(secure_server: ServerProcess, keys: dict[str, str]) -> str:
     """A finished run, logged by the real client with the ingest key."""
     import holter
 
-    run = holter.init(project=PROJECT, name="behind-the-door", id=f"gd{uuid.uuid4().hex[:10]}", url=secure_server.url,
-                      api_key=keys["ingest"], tags=["secret-sauce"])
+    run = holter.init(
+        project=PROJECT,
+        name="behind-the-door",
+        id=f"gd{uuid.uuid4().hex[:10]}",
+        url=secure_server.url,
+        api_key=keys["ingest"],
+        tags=["secret-sauce"],
+    )
     for step in range(50):
         run.log({"loss": 2.0 / (step + 1), "grad_norm": 1.0}, step=step)
     run.finish()
@@ -193,20 +209,30 @@ def test_with_auth_off_no_sign_in_is_asked(page) -> None:  # type: ignore[no-unt
     page.wait_for_url("**/alerts")
 
 
-@pytest.mark.parametrize("headers", [{"sec-fetch-site": "cross-site"}, {"origin": "http://elsewhere.example"}, {"origin": "null"}],
-                         ids=["fetch-metadata", "origin", "opaque-origin"])
-def test_a_sign_in_posted_from_another_site_is_refused(secure_server: ServerProcess, keys: dict[str, str], headers: dict) -> None:
-    answer = httpx.post(f"{secure_server.url}/login", data={"key": keys["read"], "next": "/"}, headers=headers, timeout=10)
+@pytest.mark.parametrize(
+    "headers",
+    [{"sec-fetch-site": "cross-site"}, {"origin": "http://elsewhere.example"}, {"origin": "null"}],
+    ids=["fetch-metadata", "origin", "opaque-origin"],
+)
+def test_a_sign_in_posted_from_another_site_is_refused(
+    secure_server: ServerProcess, keys: dict[str, str], headers: dict
+) -> None:
+    answer = httpx.post(
+        f"{secure_server.url}/login", data={"key": keys["read"], "next": "/"}, headers=headers, timeout=10
+    )
     assert answer.status_code == 403 and "another site" in answer.text
     assert "holter_key" not in answer.cookies
 
 
 @pytest.mark.parametrize("headers", [{"sec-fetch-site": "same-origin"}, {}], ids=["same-origin", "no-browser"])
-def test_a_sign_in_from_this_site_or_a_script_sets_the_cookie(secure_server: ServerProcess, keys: dict[str, str], headers: dict) -> None:
+def test_a_sign_in_from_this_site_or_a_script_sets_the_cookie(
+    secure_server: ServerProcess, keys: dict[str, str], headers: dict
+) -> None:
     origin = {"origin": secure_server.url} if headers else {}
-    answer = httpx.post(f"{secure_server.url}/login", data={"key": keys["read"], "next": "/"}, headers={**headers, **origin}, timeout=10)
+    answer = httpx.post(
+        f"{secure_server.url}/login", data={"key": keys["read"], "next": "/"}, headers={**headers, **origin}, timeout=10
+    )
     assert answer.status_code == 303 and answer.cookies.get("holter_key") == keys["read"]
-
 
 
 # --- remote mode: a dashboard reading another service (HOLTER_DASHBOARD_API_URL) ----------------
@@ -217,13 +243,18 @@ def remote_dashboard(secure_server: ServerProcess, tmp_path_factory: pytest.Temp
     """A second service, auth off and with no runs of its own, whose dashboard reads `secure_server`
     (auth on): who may sign in is the remote service's answer, never this one's database."""
     root = tmp_path_factory.mktemp("ui-remote")
-    process = ServerProcess(f"sqlite:///{root / 'holter.db'}", log_path=root / "server.log",
-                            env={"HOLTER_SPOOL_DIR": str(root / "spool"), "HOLTER_DASHBOARD_API_URL": secure_server.url}).start()
+    process = ServerProcess(
+        f"sqlite:///{root / 'holter.db'}",
+        log_path=root / "server.log",
+        env={"HOLTER_SPOOL_DIR": str(root / "spool"), "HOLTER_DASHBOARD_API_URL": secure_server.url},
+    ).start()
     yield process
     process.stop()
 
 
-def test_a_remote_dashboard_asks_the_remote_service_who_a_key_is(remote_dashboard: ServerProcess, keys: dict[str, str]) -> None:
+def test_a_remote_dashboard_asks_the_remote_service_who_a_key_is(
+    remote_dashboard: ServerProcess, keys: dict[str, str]
+) -> None:
     with httpx.Client(base_url=remote_dashboard.url, timeout=10) as client:
         assert client.get("/runs/x").status_code == 303  # the remote asks for keys: so does its dashboard
         assert client.post("/login", data={"key": "hk_deadbeef_not-a-real-key", "next": "/"}).status_code == 401
@@ -234,7 +265,8 @@ def test_a_remote_dashboard_asks_the_remote_service_who_a_key_is(remote_dashboar
 
 @pytest.mark.slow
 def test_a_remote_dashboard_signs_in_with_the_remote_services_key_and_reads_its_runs(
-        chromium, remote_dashboard: ServerProcess, keys: dict[str, str], guarded_run: str) -> None:  # type: ignore[no-untyped-def]
+    chromium, remote_dashboard: ServerProcess, keys: dict[str, str], guarded_run: str
+) -> None:  # type: ignore[no-untyped-def]
     for tab in browser_tab(chromium, remote_dashboard.url):
         tab.goto(f"/runs/{guarded_run}")
         tab.wait_for_url("**/login?next=*")

@@ -6,10 +6,10 @@ import json
 import math
 import uuid
 
+import holter
 import httpx
 import pytest
 
-import holter
 from tests.servers import ServerProcess
 from tests.waiting import wait_until
 
@@ -21,8 +21,14 @@ def probe_run(ui_server: ServerProcess) -> str:
     """A finished run with a recognised loss, a verl mismatch and a custom metric that goes NaN."""
     run = holter.init(project="ui", name="kinds", id=f"ui{uuid.uuid4().hex[:10]}", url=ui_server.url)
     for step in range(300):
-        run.log({"loss": 3.0 - step / 300, "rollout_corr/k3_kl": 0.001,
-                 "my_probe": 1.0 + step / 1000 if step < 250 else math.nan}, step=step)
+        run.log(
+            {
+                "loss": 3.0 - step / 300,
+                "rollout_corr/k3_kl": 0.001,
+                "my_probe": 1.0 + step / 1000 if step < 250 else math.nan,
+            },
+            step=step,
+        )
     run.finish()
     wait_until(lambda: events(ui_server, run.id), timeout=60)
     return run.id
@@ -39,14 +45,16 @@ def kind_select(page, metric: str):  # type: ignore[no-untyped-def]
 
 def test_the_run_page_says_how_each_metric_was_understood(page, probe_run: str) -> None:  # type: ignore[no-untyped-def]
     page.goto(f"/runs/{probe_run}")
-    item = lambda name: page.locator(".metric-item", has=page.locator(".metric-name", has_text=name))  # noqa: E731
+    item = lambda name: page.locator(".metric-item", has=page.locator(".metric-name", has_text=name))
     item("my_probe").wait_for()
     assert "unknown" in item("my_probe").locator(".understood").inner_text()
     assert "recognised (verl)" in item("rollout_corr/k3_kl").locator(".understood").inner_text()
     assert kind_select(page, "rollout_corr/k3_kl").input_value() == "logprob_mismatch — logprob mismatch"
 
 
-def test_choosing_a_kind_on_the_run_page_has_the_metric_analysed_again(page, probe_run: str, ui_server: ServerProcess) -> None:  # type: ignore[no-untyped-def]
+def test_choosing_a_kind_on_the_run_page_has_the_metric_analysed_again(
+    page, probe_run: str, ui_server: ServerProcess
+) -> None:  # type: ignore[no-untyped-def]
     assert [(e["metric"], e["severity"]) for e in events(ui_server, probe_run)] == [("my_probe", "info")]
     page.goto(f"/runs/{probe_run}")
     select = kind_select(page, "my_probe")
@@ -56,10 +64,18 @@ def test_choosing_a_kind_on_the_run_page_has_the_metric_analysed_again(page, pro
     run = httpx.get(f"{ui_server.url}/api/v1/runs/{probe_run}", timeout=10).json()
     probe = next(m for m in run["metrics"] if m["name"] == "my_probe")
     assert probe["kind"] == "loss" and probe["understood"]["source"] == "declared"
-    wait_until(lambda: [(e["metric"], e["severity"]) for e in events(ui_server, probe_run) if e["status"] == "open"]
-               == [("my_probe", "critical")], timeout=30)
+    wait_until(
+        lambda: (
+            [(e["metric"], e["severity"]) for e in events(ui_server, probe_run) if e["status"] == "open"]
+            == [("my_probe", "critical")]
+        ),
+        timeout=30,
+    )
     # the chart follows: my_probe now shares the Loss chart
     page.locator(".understood-declared").first.wait_for()
-    wait_until(lambda: page.evaluate("""() => [...document.querySelectorAll('.js-plotly-plot')].some(el =>
+    wait_until(
+        lambda: page.evaluate("""() => [...document.querySelectorAll('.js-plotly-plot')].some(el =>
         (el.layout && el.layout.title && el.layout.title.text || '').startsWith('Loss') &&
-        (el.data || []).some(t => t.name === 'my_probe'))"""), timeout=20)
+        (el.data || []).some(t => t.name === 'my_probe'))"""),
+        timeout=20,
+    )

@@ -6,10 +6,10 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
-import pytest
-
 import holter
+import pytest
 from holter_server.demo.synthetic import SyntheticRun
+
 from tests.integration.test_live_detection import settled_events
 from tests.integration.test_reference_runs import stream
 from tests.servers import ServerProcess
@@ -22,7 +22,9 @@ pytestmark = pytest.mark.slow
 def reviewed_run(ui_server: ServerProcess) -> str:
     """A finished run with the demo's planted problems, once detection has named them."""
     synthetic = SyntheticRun(1200, seed=11)
-    run = holter.init(project="ui-postmortem", name="planted", url=ui_server.url, config={"lr": 3e-4, "rollouts_num": 64})
+    run = holter.init(
+        project="ui-postmortem", name="planted", url=ui_server.url, config={"lr": 3e-4, "rollouts_num": 64}
+    )
     for step in range(1200):
         run.log(synthetic.metrics(step), step=step)
     run.finish()
@@ -80,10 +82,16 @@ def test_a_drifting_run_is_drawn_against_the_reference_band(page, ui_server: Ser
     page.locator(".drift-item").first.wait_for()
     assert "eval_loss" in page.locator(".drift-item").first.inner_text()
     assert "above the reference" in page.locator(".drift-item").first.inner_text()
-    traces = wait_until(lambda: page.evaluate(
-        "() => { const el = document.querySelector('#pm-ref-graph .js-plotly-plot') || document.querySelector('#pm-ref-graph');"
-        " return el && el.data && el.data.map(t => [t.name, t.fill || null]); }"), timeout=10)
+    traces = wait_until(
+        lambda: page.evaluate(
+            "() => { const el = document.querySelector('#pm-ref-graph .js-plotly-plot') || document.querySelector('#pm-ref-graph');"
+            " return el && el.data && el.data.map(t => [t.name, t.fill || null]); }"
+        ),
+        timeout=10,
+    )
     assert ["reference band", "tonexty"] in traces
-    shapes = page.evaluate("() => { const el = document.querySelector('#pm-ref-graph .js-plotly-plot') || document.querySelector('#pm-ref-graph');"
-                           " return el.layout.shapes.map(s => [s.x0, s.x1]); }")
+    shapes = page.evaluate(
+        "() => { const el = document.querySelector('#pm-ref-graph .js-plotly-plot') || document.querySelector('#pm-ref-graph');"
+        " return el.layout.shapes.map(s => [s.x0, s.x1]); }"
+    )
     assert len(shapes) == 1 and 1900 <= shapes[0][0] <= 2200

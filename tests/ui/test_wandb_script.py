@@ -16,13 +16,17 @@ pytestmark = pytest.mark.slow
 
 def trace_names(page) -> set[str]:  # type: ignore[no-untyped-def]
     """The names of every trace the run page's charts hold."""
-    return set(page.evaluate("""() => [...document.querySelectorAll('.js-plotly-plot')]
-                                       .flatMap(el => (el.data || []).map(t => t.name || ''))"""))
+    return set(
+        page.evaluate("""() => [...document.querySelectorAll('.js-plotly-plot')]
+                                       .flatMap(el => (el.data || []).map(t => t.name || ''))""")
+    )
 
 
 def test_everything_a_wandb_script_logs_is_on_its_run_page(page, ui_server: ServerProcess, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    done = run_script(script_importing("import holter as wandb", tmp_path),
-                      {"HOLTER_URL": ui_server.url, "HOLTER_SPOOL_DIR": str(tmp_path / "spool")})
+    done = run_script(
+        script_importing("import holter as wandb", tmp_path),
+        {"HOLTER_URL": ui_server.url, "HOLTER_SPOOL_DIR": str(tmp_path / "spool")},
+    )
     page.goto(f"/runs/{run_id_of(done)}")
 
     page.locator(".chart-card .js-plotly-plot").first.wait_for()

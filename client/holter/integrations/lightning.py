@@ -32,8 +32,15 @@ import holter
 class HolterLogger(Logger):
     """Sends Lightning's metrics to a Holter run; `init_kwargs` go to `holter.init` (`url`, `tags`, ...)."""
 
-    def __init__(self, project: str | None = None, name: str | None = None, *, id: str | None = None,
-                 config: Mapping[str, Any] | None = None, **init_kwargs: Any) -> None:
+    def __init__(
+        self,
+        project: str | None = None,
+        name: str | None = None,
+        *,
+        id: str | None = None,
+        config: Mapping[str, Any] | None = None,
+        **init_kwargs: Any,
+    ) -> None:
         super().__init__()
         # chosen now so that Lightning can read `version` before the run starts (with its config)
         self._id = id or os.environ.get("HOLTER_RUN_ID") or uuid.uuid4().hex[:16]
@@ -56,7 +63,9 @@ class HolterLogger(Logger):
     def experiment(self) -> holter.Run:
         """The Holter run, started on first use."""
         if self._run is None:
-            self._run = holter.init(project=self._project, name=self._name, config=self._config, id=self._id, **self._init_kwargs)
+            self._run = holter.init(
+                project=self._project, name=self._name, config=self._config, id=self._id, **self._init_kwargs
+            )
         return self._run
 
     @rank_zero_only

@@ -56,11 +56,16 @@ class HolterCallback(TrainerCallback):
         self._watch: Any = None
         self._meter = ThroughputMeter()
 
-    def on_train_begin(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, model: Any = None,
-                       **kwargs: Any) -> None:
+    def on_train_begin(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, model: Any = None, **kwargs: Any
+    ) -> None:
         if not state.is_world_process_zero:
             return
-        if self._owns_run and self.run is not None and (state.is_hyper_param_search or self._run_name(args) != self.run.name):
+        if (
+            self._owns_run
+            and self.run is not None
+            and (state.is_hyper_param_search or self._run_name(args) != self.run.name)
+        ):
             self.finish()  # another run's training begins: the previous one is complete
         self._start(args)
         if self._watch_every and model is not None:
@@ -69,7 +74,9 @@ class HolterCallback(TrainerCallback):
             # the trainer logs a step's loss at the global step it is about to reach
             self._watch = watch(model, self.run, every=self._watch_every, step=lambda: state.global_step + 1)
 
-    def on_step_begin(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any) -> None:
+    def on_step_begin(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
+    ) -> None:
         self._meter.start()  # after set-up, evaluation or saving, the clock starts with the step
 
     def on_step_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any) -> None:
@@ -86,15 +93,29 @@ class HolterCallback(TrainerCallback):
     def on_save(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any) -> None:
         self._meter.restart()
 
-    def on_log(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
-               logs: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
+    def on_log(
+        self,
+        args: TrainingArguments,
+        state: TrainerState,
+        control: TrainerControl,
+        logs: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
         self._log(args, state, logs)
 
-    def on_predict(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
-                   metrics: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
+    def on_predict(
+        self,
+        args: TrainingArguments,
+        state: TrainerState,
+        control: TrainerControl,
+        metrics: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
         self._log(args, state, metrics)  # `predict()` reports its metrics here, not through `log()`
 
-    def on_train_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any) -> None:
+    def on_train_end(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
+    ) -> None:
         if self._watch is not None:
             self._watch.remove()
             self._watch = None

@@ -14,10 +14,10 @@ from typing import Any
 
 import dash_mantine_components as dmc
 from dash import ALL, MATCH, Dash, Input, Output, State, ctx, dcc, html, no_update
+from holter_charts.vocabulary import Vocabulary
 
 from holter_dashboard.api import ApiError, HolterAPI
 from holter_dashboard.components import UNCLIPPED, age, empty_state, error_alert, section
-from holter_charts.vocabulary import Vocabulary
 
 CHANNEL_KINDS = {
     "slack": ("Slack", "https://hooks.slack.com/services/…"),
@@ -38,13 +38,28 @@ def layout(**_: Any) -> html.Div:
             [
                 dmc.TextInput(id="ch-name", label="Name", placeholder="e.g. #training-alerts", size="xs"),
                 dmc.Select(id="ch-kind", label="Kind", data=kinds, value="slack", size="xs", allowDeselect=False),
-                dmc.TextInput(id="ch-target", label="Webhook URL", placeholder=CHANNEL_KINDS["slack"][1], size="xs",
-                              description="stored once, never shown again in full"),
-                dmc.PasswordInput(id="ch-secret", label="Signing secret (webhook only)", placeholder="16 characters or more",
-                                  size="xs", disabled=True),
+                dmc.TextInput(
+                    id="ch-target",
+                    label="Webhook URL",
+                    placeholder=CHANNEL_KINDS["slack"][1],
+                    size="xs",
+                    description="stored once, never shown again in full",
+                ),
+                dmc.PasswordInput(
+                    id="ch-secret",
+                    label="Signing secret (webhook only)",
+                    placeholder="16 characters or more",
+                    size="xs",
+                    disabled=True,
+                ),
                 dmc.TextInput(id="ch-project", label="Project", placeholder="every project", size="xs"),
-                dmc.Checkbox(id="ch-defaults", label="Start with the default rules (divergence and NaN, stalled or crashed, "
-                                                    "logprob mismatch off zero)", checked=True, size="xs"),
+                dmc.Checkbox(
+                    id="ch-defaults",
+                    label="Start with the default rules (divergence and NaN, stalled or crashed, "
+                    "logprob mismatch off zero)",
+                    checked=True,
+                    size="xs",
+                ),
                 dmc.Button("Add channel", id="ch-add", size="xs"),
                 html.Div(id="ch-message"),
             ],
@@ -57,22 +72,48 @@ def layout(**_: Any) -> html.Div:
             [
                 dmc.Select(id="rule-channel", label="Channel", data=[], placeholder="add a channel first", size="xs"),
                 dmc.TextInput(id="rule-name", label="Name", placeholder="e.g. loss spikes in prod", size="xs"),
-                dmc.Group([dmc.TextInput(id="rule-project", label="Project", placeholder="any", size="xs", w="48%"),
-                           dmc.TextInput(id="rule-tag", label="Run tag", placeholder="any", size="xs", w="48%")], gap="xs"),
-                dmc.TextInput(id="rule-metric", label="Metric pattern", placeholder="any, or a glob: loss*, act_norm/*", size="xs"),
-                # event kinds and severities are the service's vocabulary's (filled in with the channels)
-                dmc.TagsInput(id="rule-kinds", label="Event kinds", placeholder="any kind", data=[], size="xs", clearable=True),
                 dmc.Group(
                     [
-                        dmc.Select(id="rule-severity", label="At least", data=[], value=None, size="xs", w=110, allowDeselect=False),
-                        dmc.NumberInput(id="rule-cooldown", label="Cooldown (s)", value=300, min=0, max=86_400, size="xs", w=110),
+                        dmc.TextInput(id="rule-project", label="Project", placeholder="any", size="xs", w="48%"),
+                        dmc.TextInput(id="rule-tag", label="Run tag", placeholder="any", size="xs", w="48%"),
+                    ],
+                    gap="xs",
+                ),
+                dmc.TextInput(
+                    id="rule-metric", label="Metric pattern", placeholder="any, or a glob: loss*, act_norm/*", size="xs"
+                ),
+                # event kinds and severities are the service's vocabulary's (filled in with the channels)
+                dmc.TagsInput(
+                    id="rule-kinds", label="Event kinds", placeholder="any kind", data=[], size="xs", clearable=True
+                ),
+                dmc.Group(
+                    [
+                        dmc.Select(
+                            id="rule-severity",
+                            label="At least",
+                            data=[],
+                            value=None,
+                            size="xs",
+                            w=110,
+                            allowDeselect=False,
+                        ),
+                        dmc.NumberInput(
+                            id="rule-cooldown", label="Cooldown (s)", value=300, min=0, max=86_400, size="xs", w=110
+                        ),
                     ],
                     gap="xs",
                 ),
                 dmc.Group(
                     [
-                        dmc.Select(id="rule-op", label="Or a threshold", data=["above", "below", "nonfinite"], placeholder="none",
-                                   clearable=True, size="xs", w=130),
+                        dmc.Select(
+                            id="rule-op",
+                            label="Or a threshold",
+                            data=["above", "below", "nonfinite"],
+                            placeholder="none",
+                            clearable=True,
+                            size="xs",
+                            w=130,
+                        ),
                         dmc.NumberInput(id="rule-value", label="Value", placeholder="e.g. 10", size="xs", w=110),
                     ],
                     gap="xs",
@@ -86,8 +127,12 @@ def layout(**_: Any) -> html.Div:
     return html.Div(
         [
             dmc.Title("Alerts", order=2),
-            dmc.Text("Holter posts to chat when a rule matches an event: one message per event, retried through outages.",
-                     size="sm", c="dimmed", mb="sm"),
+            dmc.Text(
+                "Holter posts to chat when a rule matches an event: one message per event, retried through outages.",
+                size="sm",
+                c="dimmed",
+                mb="sm",
+            ),
             dcc.Store(id="alerts-version", data=0),
             dcc.Store(id="deliveries-version", data=0),
             dcc.Interval(id="alerts-tick", interval=TICK_MS),
@@ -97,10 +142,16 @@ def layout(**_: Any) -> html.Div:
                     dmc.GridCol(
                         dmc.Stack(
                             [
-                                section("Channels", html.Div(id="alerts-list-message"),
-                                        html.Div(id="alerts-channels", children=dmc.Skeleton(h=120))),
-                                section("Recent deliveries", html.Div(id="deliveries-message"),
-                                        html.Div(id="alerts-deliveries", children=dmc.Skeleton(h=120))),
+                                section(
+                                    "Channels",
+                                    html.Div(id="alerts-list-message"),
+                                    html.Div(id="alerts-channels", children=dmc.Skeleton(h=120)),
+                                ),
+                                section(
+                                    "Recent deliveries",
+                                    html.Div(id="deliveries-message"),
+                                    html.Div(id="alerts-deliveries", children=dmc.Skeleton(h=120)),
+                                ),
                             ],
                             gap="sm",
                         ),
@@ -144,35 +195,65 @@ def rule_filters(rule: dict[str, Any], vocab: Vocabulary) -> str:
 
 def rules_table(rules: list[dict[str, Any]], vocab: Vocabulary) -> Any:
     if not rules:
-        return dmc.Text("No rules: this channel gets nothing but test messages. Add a rule on the left.", size="xs", c="dimmed",
-                        className="no-rules")
+        return dmc.Text(
+            "No rules: this channel gets nothing but test messages. Add a rule on the left.",
+            size="xs",
+            c="dimmed",
+            className="no-rules",
+        )
     rows = []
     for rule in sorted(rules, key=lambda r: r["id"]):
         enabled = bool(rule.get("enabled"))
-        rows.append(dmc.TableTr(
-            [
-                dmc.TableTd(dmc.Text(rule["name"], size="sm", fw=500, c="dark" if enabled else "dimmed")),
-                dmc.TableTd(dmc.Text(rule_filters(rule, vocab), size="xs", c="dimmed")),
-                dmc.TableTd(dmc.Badge("on" if enabled else "off", color="teal" if enabled else "gray", variant="light", size="sm")),
-                dmc.TableTd(dmc.Group(
-                    [
-                        dmc.Button("Disable" if enabled else "Enable", id={"type": "rule-toggle", "id": rule["id"]},
-                                   size="compact-xs", variant="subtle", color="gray" if enabled else "teal"),
-                        dmc.Button("Delete", id={"type": "rule-delete", "id": rule["id"]}, size="compact-xs", variant="subtle", color="red"),
-                    ],
-                    gap=2, justify="flex-end",
-                )),
-            ],
-            className="rule-row" + ("" if enabled else " rule-disabled"),
-        ))
+        rows.append(
+            dmc.TableTr(
+                [
+                    dmc.TableTd(dmc.Text(rule["name"], size="sm", fw=500, c="dark" if enabled else "dimmed")),
+                    dmc.TableTd(dmc.Text(rule_filters(rule, vocab), size="xs", c="dimmed")),
+                    dmc.TableTd(
+                        dmc.Badge(
+                            "on" if enabled else "off", color="teal" if enabled else "gray", variant="light", size="sm"
+                        )
+                    ),
+                    dmc.TableTd(
+                        dmc.Group(
+                            [
+                                dmc.Button(
+                                    "Disable" if enabled else "Enable",
+                                    id={"type": "rule-toggle", "id": rule["id"]},
+                                    size="compact-xs",
+                                    variant="subtle",
+                                    color="gray" if enabled else "teal",
+                                ),
+                                dmc.Button(
+                                    "Delete",
+                                    id={"type": "rule-delete", "id": rule["id"]},
+                                    size="compact-xs",
+                                    variant="subtle",
+                                    color="red",
+                                ),
+                            ],
+                            gap=2,
+                            justify="flex-end",
+                        )
+                    ),
+                ],
+                className="rule-row" + ("" if enabled else " rule-disabled"),
+            )
+        )
     return dmc.Table(dmc.TableTbody(rows), verticalSpacing=4, fz="sm")
 
 
 def channel_card(channel: dict[str, Any], rules: list[dict[str, Any]], vocab: Vocabulary) -> dmc.Paper:
     label = CHANNEL_KINDS.get(channel["kind"], (channel["kind"], ""))[0]
-    badges = [dmc.Badge(label, variant="light", size="sm"),
-              dmc.Badge("enabled" if channel.get("enabled") else "disabled", color="teal" if channel.get("enabled") else "gray",
-                        variant="dot", size="sm")]
+    badges = [
+        dmc.Badge(label, variant="light", size="sm"),
+        dmc.Badge(
+            "enabled" if channel.get("enabled") else "disabled",
+            color="teal" if channel.get("enabled") else "gray",
+            variant="dot",
+            size="sm",
+        ),
+    ]
     if channel.get("signed"):
         badges.append(dmc.Badge("signed", color="grape", variant="light", size="sm"))
     return dmc.Paper(
@@ -182,34 +263,59 @@ def channel_card(channel: dict[str, Any], rules: list[dict[str, Any]], vocab: Vo
                     dmc.Stack(
                         [
                             dmc.Group([dmc.Text(channel["name"], fw=600, className="channel-name"), *badges], gap=6),
-                            dmc.Group([dmc.Code(channel["target"], className="channel-target"),
-                                       dmc.Text(f"project {channel['project']}" if channel.get("project") else "every project",
-                                                size="xs", c="dimmed")], gap="sm"),
+                            dmc.Group(
+                                [
+                                    dmc.Code(channel["target"], className="channel-target"),
+                                    dmc.Text(
+                                        f"project {channel['project']}" if channel.get("project") else "every project",
+                                        size="xs",
+                                        c="dimmed",
+                                    ),
+                                ],
+                                gap="sm",
+                            ),
                         ],
                         gap=4,
                     ),
                     dmc.Group(
                         [
-                            dmc.Button("Send test", id={"type": "channel-test", "id": channel["id"]}, size="xs", variant="light"),
-                            dmc.Button("Delete", id={"type": "channel-delete", "id": channel["id"]}, size="xs", variant="subtle", color="red"),
+                            dmc.Button(
+                                "Send test",
+                                id={"type": "channel-test", "id": channel["id"]},
+                                size="xs",
+                                variant="light",
+                            ),
+                            dmc.Button(
+                                "Delete",
+                                id={"type": "channel-delete", "id": channel["id"]},
+                                size="xs",
+                                variant="subtle",
+                                color="red",
+                            ),
                         ],
                         gap=4,
                     ),
                 ],
-                justify="space-between", align="flex-start",
+                justify="space-between",
+                align="flex-start",
             ),
             html.Div(id={"type": "channel-test-result", "id": channel["id"]}),
             dmc.Text("Rules", size="xs", c="dimmed", mt=6),
             rules_table(rules, vocab),
         ],
-        p="sm", withBorder=True, radius="md", className="channel-item",
+        p="sm",
+        withBorder=True,
+        radius="md",
+        className="channel-item",
     )
 
 
 def deliveries_table(deliveries: list[dict[str, Any]], channel_names: dict[int, str]) -> Any:
     if not deliveries:
-        return empty_state("No deliveries yet",
-                           "Alerts appear here when a rule matches an event. Press “Send test” on a channel to check it reaches you.")
+        return empty_state(
+            "No deliveries yet",
+            "Alerts appear here when a rule matches an event. Press “Send test” on a channel to check it reaches you.",
+        )
     head = dmc.TableThead(dmc.TableTr([dmc.TableTh(h) for h in ("When", "Channel", "Status", "Attempts", "Alert", "")]))
     rows = []
     for d in deliveries:
@@ -219,20 +325,40 @@ def deliveries_table(deliveries: list[dict[str, Any]], channel_names: dict[int, 
             alert.append(dmc.Anchor(d["run_id"], href=f"/runs/{d['run_id']}", size="xs", ff="monospace"))
         if d.get("last_error"):
             alert.append(dmc.Text(d["last_error"], size="xs", c="red", className="delivery-error"))
-        rows.append(dmc.TableTr(
-            [
-                dmc.TableTd(dmc.Text(age(d.get("created_at")), size="xs", c="dimmed"), style={"whiteSpace": "nowrap"}),
-                dmc.TableTd(channel_names.get(d.get("channel_id"), f"#{d.get('channel_id')}")),
-                dmc.TableTd(dmc.Badge(d.get("status"), color=DELIVERY_COLORS.get(d.get("status"), "gray"),
-                                      variant="filled" if failed else "light", size="sm", styles=UNCLIPPED)),
-                dmc.TableTd(str(d.get("attempts", 0)), style={"fontVariantNumeric": "tabular-nums"}),
-                dmc.TableTd(dmc.Stack(alert, gap=2)),
-                dmc.TableTd(dmc.Button("Retry", id={"type": "delivery-retry", "id": d["id"]}, size="compact-xs", variant="light",
-                                       color="red") if failed else None),
-            ],
-            className=f"delivery-row delivery-{d.get('status')}",
-            style={"backgroundColor": "#fff5f5" if failed else "transparent"},
-        ))
+        rows.append(
+            dmc.TableTr(
+                [
+                    dmc.TableTd(
+                        dmc.Text(age(d.get("created_at")), size="xs", c="dimmed"), style={"whiteSpace": "nowrap"}
+                    ),
+                    dmc.TableTd(channel_names.get(d.get("channel_id"), f"#{d.get('channel_id')}")),
+                    dmc.TableTd(
+                        dmc.Badge(
+                            d.get("status"),
+                            color=DELIVERY_COLORS.get(d.get("status"), "gray"),
+                            variant="filled" if failed else "light",
+                            size="sm",
+                            styles=UNCLIPPED,
+                        )
+                    ),
+                    dmc.TableTd(str(d.get("attempts", 0)), style={"fontVariantNumeric": "tabular-nums"}),
+                    dmc.TableTd(dmc.Stack(alert, gap=2)),
+                    dmc.TableTd(
+                        dmc.Button(
+                            "Retry",
+                            id={"type": "delivery-retry", "id": d["id"]},
+                            size="compact-xs",
+                            variant="light",
+                            color="red",
+                        )
+                        if failed
+                        else None
+                    ),
+                ],
+                className=f"delivery-row delivery-{d.get('status')}",
+                style={"backgroundColor": "#fff5f5" if failed else "transparent"},
+            )
+        )
     return dmc.Table([head, dmc.TableTbody(rows)], verticalSpacing="xs", fz="sm")
 
 
@@ -270,16 +396,28 @@ def register(app: Dash, api: HolterAPI) -> None:
             return error_alert(exc.message, "Could not read the channels"), [], None, no_update, no_update, no_update
         choices = ([k["name"] for k in vocab.event_kinds], vocab.severity_names, severity or vocab.default_min_severity)
         if not channels:
-            return (empty_state("No channels yet", "Add a Slack, Discord, Teams or webhook URL on the left; Holter then posts "
-                                                   "divergences, NaNs, stalled or crashed runs and a drifting logprob mismatch there."),
-                    [], None, *choices)
+            return (
+                empty_state(
+                    "No channels yet",
+                    "Add a Slack, Discord, Teams or webhook URL on the left; Holter then posts "
+                    "divergences, NaNs, stalled or crashed runs and a drifting logprob mismatch there.",
+                ),
+                [],
+                None,
+                *choices,
+            )
         by_channel: dict[int, list[dict]] = {}
         for rule in rules:
             by_channel.setdefault(rule["channel_id"], []).append(rule)
         options = [{"value": str(c["id"]), "label": c["name"]} for c in channels]
         if chosen not in {o["value"] for o in options}:
             chosen = options[0]["value"]
-        return dmc.Stack([channel_card(c, by_channel.get(c["id"], []), vocab) for c in channels], gap="sm"), options, chosen, *choices
+        return (
+            dmc.Stack([channel_card(c, by_channel.get(c["id"], []), vocab) for c in channels], gap="sm"),
+            options,
+            chosen,
+            *choices,
+        )
 
     @app.callback(
         Output("ch-secret", "disabled"),
@@ -306,14 +444,27 @@ def register(app: Dash, api: HolterAPI) -> None:
         State("alerts-version", "data"),
         prevent_initial_call=True,
     )
-    async def add_channel(_n: int | None, name: str | None, kind: str | None, target: str | None, secret: str | None,
-                          project: str | None, defaults: bool | None, version: int) -> tuple:
+    async def add_channel(
+        _n: int | None,
+        name: str | None,
+        kind: str | None,
+        target: str | None,
+        secret: str | None,
+        project: str | None,
+        defaults: bool | None,
+        version: int,
+    ) -> tuple:
         if not (name or "").strip() or not (target or "").strip():
             return message("Give the channel a name and its URL.", ok=False), no_update, no_update, no_update
         try:
-            created = await api.add_channel(name=name.strip(), kind=kind or "slack", target=target.strip(),
-                                            signing_secret=(secret or None) if kind == "webhook" else None,
-                                            project=(project or "").strip() or None, default_rules=bool(defaults))
+            created = await api.add_channel(
+                name=name.strip(),
+                kind=kind or "slack",
+                target=target.strip(),
+                signing_secret=(secret or None) if kind == "webhook" else None,
+                project=(project or "").strip() or None,
+                default_rules=bool(defaults),
+            )
         except ApiError as exc:
             return message(exc.message, ok=False, class_name="channel-error"), no_update, no_update, no_update
         return message(f"Added {created['name']}. Press “Send test” to check it."), "", "", (version or 0) + 1
@@ -330,8 +481,14 @@ def register(app: Dash, api: HolterAPI) -> None:
             await api.test_channel(ctx.triggered_id["id"])
         except ApiError as exc:
             return dmc.Alert(exc.message, color="red", variant="light", p="xs", mt=6, className="test-failed")
-        return dmc.Alert("Test message delivered: check the channel.", color="teal", variant="light", p="xs", mt=6,
-                         className="test-delivered")
+        return dmc.Alert(
+            "Test message delivered: check the channel.",
+            color="teal",
+            variant="light",
+            p="xs",
+            mt=6,
+            className="test-delivered",
+        )
 
     @app.callback(
         Output("alerts-list-message", "children"),
@@ -381,19 +538,37 @@ def register(app: Dash, api: HolterAPI) -> None:
         State("alerts-version", "data"),
         prevent_initial_call=True,
     )
-    async def add_rule(_n: int | None, channel: str | None, name: str | None, project: str | None, tag: str | None,
-                       metric: str | None, kinds: list[str] | None, severity: str | None, cooldown: Any, op: str | None,
-                       value: Any, version: int) -> tuple:
+    async def add_rule(
+        _n: int | None,
+        channel: str | None,
+        name: str | None,
+        project: str | None,
+        tag: str | None,
+        metric: str | None,
+        kinds: list[str] | None,
+        severity: str | None,
+        cooldown: Any,
+        op: str | None,
+        value: Any,
+        version: int,
+    ) -> tuple:
         if not channel:
             return message("Add a channel first, then choose it here.", ok=False), no_update, no_update
         if not (name or "").strip():
             return message("Give the rule a name.", ok=False), no_update, no_update
         try:
-            await api.add_rule(channel_id=int(channel), name=name.strip(), project=(project or "").strip() or None,
-                               run_tag=(tag or "").strip() or None, metric_pattern=(metric or "").strip() or None,
-                               kinds=kinds or None, min_severity=severity or None, threshold_op=op or None,
-                               threshold_value=float(value) if op in ("above", "below") and value not in (None, "") else None,
-                               cooldown_s=float(cooldown) if cooldown not in (None, "") else 300.0)
+            await api.add_rule(
+                channel_id=int(channel),
+                name=name.strip(),
+                project=(project or "").strip() or None,
+                run_tag=(tag or "").strip() or None,
+                metric_pattern=(metric or "").strip() or None,
+                kinds=kinds or None,
+                min_severity=severity or None,
+                threshold_op=op or None,
+                threshold_value=float(value) if op in ("above", "below") and value not in (None, "") else None,
+                cooldown_s=float(cooldown) if cooldown not in (None, "") else 300.0,
+            )
         except (ApiError, ValueError) as exc:
             return message(getattr(exc, "message", str(exc)), ok=False), no_update, no_update
         return message("Rule added."), "", (version or 0) + 1

@@ -11,11 +11,11 @@ from typing import Any
 
 import dash_mantine_components as dmc
 from dash import Dash, Input, Output, State, dcc, html, no_update
+from holter_charts.compare import compare_figure, seed_band_figure
+from holter_charts.series import Series, View
 
 from holter_dashboard.api import ApiError, HolterAPI, optional
 from holter_dashboard.components import empty_state, error_alert
-from holter_charts.compare import compare_figure, seed_band_figure
-from holter_charts.series import Series, View
 
 MAX_POINTS = 2000
 
@@ -24,8 +24,15 @@ ARM_KINDS = [{"value": "run", "label": "the run"}, {"value": "group", "label": "
 VERDICT_COLORS = {"real effect": "green", "noise": "gray", "unknown": "yellow"}
 
 
-def layout(runs: str | None = None, metric: str | None = None, ref: str | None = None, smooth: Any = None,
-           a: str | None = None, b: str | None = None, **_: Any) -> html.Div:
+def layout(
+    runs: str | None = None,
+    metric: str | None = None,
+    ref: str | None = None,
+    smooth: Any = None,
+    a: str | None = None,
+    b: str | None = None,
+    **_: Any,
+) -> html.Div:
     chosen = [r for r in (runs or "").split(",") if r]
     try:
         smoothing = min(max(float(smooth), 0.0), 0.99) if smooth not in (None, "") else 0.6
@@ -33,19 +40,65 @@ def layout(runs: str | None = None, metric: str | None = None, ref: str | None =
         smoothing = 0.6
     controls = dmc.Group(
         [
-            dmc.MultiSelect(id="cmp-runs", label="Runs", value=chosen, data=[{"value": r, "label": r} for r in chosen],
-                            searchable=True, clearable=True, w=420, size="xs"),
-            dmc.Select(id="cmp-metric", label="Metric", value=metric, data=[metric] if metric else [], searchable=True, w=220, size="xs"),
-            dmc.Select(id="cmp-ref", label="Reference run", value=ref, data=[{"value": r, "label": r} for r in chosen], clearable=True,
-                       placeholder="none", w=220, size="xs"),
-            dmc.Select(id="cmp-arm-a", label="Arm A (first run)", value=a if a in ("run", "group") else "run", data=ARM_KINDS,
-                       w=150, size="xs", allowDeselect=False),
-            dmc.Select(id="cmp-arm-b", label="Arm B (second run)", value=b if b in ("run", "group") else "run", data=ARM_KINDS,
-                       w=150, size="xs", allowDeselect=False),
-            dmc.Stack([dmc.Text("smoothing", size="xs"),
-                       dmc.Slider(id="cmp-smooth", min=0, max=0.99, step=0.01, value=smoothing, w=140, updatemode="mouseup")], gap=4),
+            dmc.MultiSelect(
+                id="cmp-runs",
+                label="Runs",
+                value=chosen,
+                data=[{"value": r, "label": r} for r in chosen],
+                searchable=True,
+                clearable=True,
+                w=420,
+                size="xs",
+            ),
+            dmc.Select(
+                id="cmp-metric",
+                label="Metric",
+                value=metric,
+                data=[metric] if metric else [],
+                searchable=True,
+                w=220,
+                size="xs",
+            ),
+            dmc.Select(
+                id="cmp-ref",
+                label="Reference run",
+                value=ref,
+                data=[{"value": r, "label": r} for r in chosen],
+                clearable=True,
+                placeholder="none",
+                w=220,
+                size="xs",
+            ),
+            dmc.Select(
+                id="cmp-arm-a",
+                label="Arm A (first run)",
+                value=a if a in ("run", "group") else "run",
+                data=ARM_KINDS,
+                w=150,
+                size="xs",
+                allowDeselect=False,
+            ),
+            dmc.Select(
+                id="cmp-arm-b",
+                label="Arm B (second run)",
+                value=b if b in ("run", "group") else "run",
+                data=ARM_KINDS,
+                w=150,
+                size="xs",
+                allowDeselect=False,
+            ),
+            dmc.Stack(
+                [
+                    dmc.Text("smoothing", size="xs"),
+                    dmc.Slider(
+                        id="cmp-smooth", min=0, max=0.99, step=0.01, value=smoothing, w=140, updatemode="mouseup"
+                    ),
+                ],
+                gap=4,
+            ),
         ],
-        gap="md", align="flex-end",
+        gap="md",
+        align="flex-end",
     )
     return html.Div(
         [
@@ -94,13 +147,22 @@ def register(app: Dash, api: HolterAPI) -> None:
         Input("cmp-arm-b", "value"),
         Input("cmp-tick", "n_intervals"),
     )
-    async def draw(chosen: list[str] | None, metric: str | None, ref: str | None, smoothing: float | None, arm_a: str | None,
-                   arm_b: str | None, _n: int | None) -> Any:
+    async def draw(
+        chosen: list[str] | None,
+        metric: str | None,
+        ref: str | None,
+        smoothing: float | None,
+        arm_a: str | None,
+        arm_b: str | None,
+        _n: int | None,
+    ) -> Any:
         if not chosen:
             return empty_state("Pick runs to compare", "Tick two or more runs on the runs page, or choose them above.")
         if not metric:
             return empty_state("These runs have no metric in common yet")
-        reads = await asyncio.gather(*(api.points(r, metric, max_points=MAX_POINTS) for r in chosen), return_exceptions=True)
+        reads = await asyncio.gather(
+            *(api.points(r, metric, max_points=MAX_POINTS) for r in chosen), return_exceptions=True
+        )
         runs: list[tuple[str, str, Series, list]] = []
         problems: list[str] = []
         for run_id, read in zip(chosen, reads):
@@ -114,8 +176,14 @@ def register(app: Dash, api: HolterAPI) -> None:
         reference = ref if ref in chosen else None
         comparisons, band_problems = await against_reference(api, [r for r, *_ in runs], reference, metric)
         problems += band_problems
-        figure = compare_figure(metric, runs, reference=reference, view=View(smoothing=smoothing or 0.0),
-                                vocab=await api.vocabulary(), comparisons=comparisons)
+        figure = compare_figure(
+            metric,
+            runs,
+            reference=reference,
+            view=View(smoothing=smoothing or 0.0),
+            vocab=await api.vocabulary(),
+            comparisons=comparisons,
+        )
         figure["layout"]["uirevision"] = f"{','.join(chosen)}:{metric}:{ref}"
         body: list[Any] = [error_alert("; ".join(problems), "Some runs could not be read")] if problems else []
         arms = (arm_a or "run", arm_b or "run")
@@ -126,10 +194,26 @@ def register(app: Dash, api: HolterAPI) -> None:
                 body.append(error_alert(exc.message, "These arms could not be compared"))
             else:
                 if "group" in arms:
-                    body.append(dmc.Paper(dcc.Graph(id="cmp-seed-graph", figure=seed_band_figure(comparison), config={"displaylogo": False}),
-                                          withBorder=True, radius="md", p=4, mb="md"))
+                    body.append(
+                        dmc.Paper(
+                            dcc.Graph(
+                                id="cmp-seed-graph", figure=seed_band_figure(comparison), config={"displaylogo": False}
+                            ),
+                            withBorder=True,
+                            radius="md",
+                            p=4,
+                            mb="md",
+                        )
+                    )
                 body.append(verdict_card(comparison))
-        body.append(dmc.Paper(dcc.Graph(id="cmp-graph", figure=figure, config={"displaylogo": False}), withBorder=True, radius="md", p=4))
+        body.append(
+            dmc.Paper(
+                dcc.Graph(id="cmp-graph", figure=figure, config={"displaylogo": False}),
+                withBorder=True,
+                radius="md",
+                p=4,
+            )
+        )
         return body
 
     app.clientside_callback(
@@ -148,17 +232,24 @@ def register(app: Dash, api: HolterAPI) -> None:
         }
         """,
         Output("cmp-url-sink", "children"),
-        Input("cmp-runs", "value"), Input("cmp-metric", "value"), Input("cmp-ref", "value"), Input("cmp-smooth", "value"),
-        Input("cmp-arm-a", "value"), Input("cmp-arm-b", "value"),
+        Input("cmp-runs", "value"),
+        Input("cmp-metric", "value"),
+        Input("cmp-ref", "value"),
+        Input("cmp-smooth", "value"),
+        Input("cmp-arm-a", "value"),
+        Input("cmp-arm-b", "value"),
     )
 
 
-async def against_reference(api: HolterAPI, run_ids: list[str], reference: str | None,
-                            metric: str) -> tuple[dict[str, dict[str, Any]], list[str]]:
+async def against_reference(
+    api: HolterAPI, run_ids: list[str], reference: str | None, metric: str
+) -> tuple[dict[str, dict[str, Any]], list[str]]:
     """Each run's `metric` against the reference run as the service compares them (its band and
     the run's drifts out of it), by run id; and what could not be compared."""
     others = [r for r in run_ids if reference is not None and r != reference]
-    answers = await asyncio.gather(*(api.compare_to_reference(r, metric, reference=reference) for r in others), return_exceptions=True)
+    answers = await asyncio.gather(
+        *(api.compare_to_reference(r, metric, reference=reference) for r in others), return_exceptions=True
+    )
     comparisons: dict[str, dict[str, Any]] = {}
     problems: list[str] = []
     for run_id, answer in zip(others, answers):
@@ -175,20 +266,45 @@ def verdict_card(comparison: dict[str, Any]) -> dmc.Card:
     """What the service concluded about arm A against arm B, with its numbers: the headline
     verdict, every other measure, the confounder warnings and the config diff."""
     headline = comparison.get("headline")
-    rows: list[Any] = [dmc.Text(f"A: {comparison['a']['label']}  ·  B: {comparison['b']['label']}", size="sm", c="dimmed")]
+    rows: list[Any] = [
+        dmc.Text(f"A: {comparison['a']['label']}  ·  B: {comparison['b']['label']}", size="sm", c="dimmed")
+    ]
     if headline:
-        rows.append(dmc.Group([dmc.Badge(headline["verdict"], color=VERDICT_COLORS.get(headline["verdict"], "gray"), id="cmp-verdict-badge"),
-                               dmc.Text(headline["sentence"], id="cmp-verdict-sentence", fw=600)], gap="sm", wrap="nowrap"))
+        rows.append(
+            dmc.Group(
+                [
+                    dmc.Badge(
+                        headline["verdict"],
+                        color=VERDICT_COLORS.get(headline["verdict"], "gray"),
+                        id="cmp-verdict-badge",
+                    ),
+                    dmc.Text(headline["sentence"], id="cmp-verdict-sentence", fw=600),
+                ],
+                gap="sm",
+                wrap="nowrap",
+            )
+        )
     others = [v for v in comparison.get("verdicts") or [] if not headline or v["measure"] != headline["measure"]]
     if others:
-        rows.append(dmc.List([dmc.ListItem(f"{v['sentence']}") for v in others], size="sm", className="cmp-other-verdicts"))
+        rows.append(
+            dmc.List([dmc.ListItem(f"{v['sentence']}") for v in others], size="sm", className="cmp-other-verdicts")
+        )
     for warning in comparison.get("warnings") or []:
         rows.append(dmc.Alert(warning, color="orange", title="confounder", className="cmp-warning", p="xs"))
     changes = comparison.get("config_diff") or []
     if changes:
-        table = dmc.Table([html.Thead(html.Tr([html.Th("config key"), html.Th("A"), html.Th("B")])),
-                           html.Tbody([html.Tr([html.Td(c["key"]), html.Td(_shown(c["a"])), html.Td(_shown(c["b"]))]) for c in changes])],
-                          striped=True, withTableBorder=True, fz="sm", id="cmp-config-diff")
+        table = dmc.Table(
+            [
+                html.Thead(html.Tr([html.Th("config key"), html.Th("A"), html.Th("B")])),
+                html.Tbody(
+                    [html.Tr([html.Td(c["key"]), html.Td(_shown(c["a"])), html.Td(_shown(c["b"]))]) for c in changes]
+                ),
+            ],
+            striped=True,
+            withTableBorder=True,
+            fz="sm",
+            id="cmp-config-diff",
+        )
         rows.append(table)
     else:
         rows.append(dmc.Text("the arms' configs are the same apart from seeds", size="sm", c="dimmed"))

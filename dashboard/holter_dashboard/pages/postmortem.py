@@ -13,17 +13,17 @@ from typing import Any
 
 import dash_mantine_components as dmc
 from dash import Dash, Input, Output, State, dcc, html, no_update
-
-from holter_dashboard.api import ApiError, HolterAPI
-from holter_dashboard.components import empty_state, error_alert, health_badge, section, severity_badge, status_badge
 from holter_charts.compare import drift_sentence, reference_figure
 from holter_charts.figures import panel_figure
 from holter_charts.marks import event_label
 from holter_charts.panels import plan_panels
 from holter_charts.series import View
+from holter_charts.vocabulary import Vocabulary
+
+from holter_dashboard.api import ApiError, HolterAPI
+from holter_dashboard.components import empty_state, error_alert, health_badge, section, severity_badge, status_badge
 from holter_dashboard.links import zoom_href
 from holter_dashboard.pages.run.data import GRAPH_CONFIG, load_series
-from holter_charts.vocabulary import Vocabulary
 
 
 def title(run_id: str | None = None, **_: Any) -> str:
@@ -36,10 +36,15 @@ def layout(run_id: str | None = None, metric: str | None = None, **_: Any) -> ht
         "Reference run",
         dmc.Group(
             [
-                dmc.Select(id="pm-ref-metric", label="Metric", data=[], size="xs", w=240, searchable=True, allowDeselect=False),
-                dmc.Button("Make this the project's reference", id="pm-make-ref", size="xs", variant="light", disabled=True),
+                dmc.Select(
+                    id="pm-ref-metric", label="Metric", data=[], size="xs", w=240, searchable=True, allowDeselect=False
+                ),
+                dmc.Button(
+                    "Make this the project's reference", id="pm-make-ref", size="xs", variant="light", disabled=True
+                ),
             ],
-            align="flex-end", justify="space-between",
+            align="flex-end",
+            justify="space-between",
         ),
         html.Div(id="pm-ref-message"),
         dcc.Loading(html.Div(id="pm-reference", style={"marginTop": 8}), type="dot", delay_show=400),
@@ -65,7 +70,9 @@ def layout(run_id: str | None = None, metric: str | None = None, **_: Any) -> ht
                         dmc.Stack(
                             [
                                 html.Div(id="pm-summary"),
-                                dcc.Loading(html.Div(id="pm-charts", children=dmc.Skeleton(h=300)), type="dot", delay_show=400),
+                                dcc.Loading(
+                                    html.Div(id="pm-charts", children=dmc.Skeleton(h=300)), type="dot", delay_show=400
+                                ),
                                 reference,
                             ],
                             gap="sm",
@@ -107,24 +114,44 @@ def header(run: dict[str, Any], report_url: str, vocab: Vocabulary) -> dmc.Group
         [
             dmc.Stack(
                 [
-                    dmc.Group([dmc.Anchor("Runs", href="/", size="sm", c="dimmed"), dmc.Text("/", c="dimmed", size="sm"),
-                               dmc.Text(run.get("project"), size="sm", c="dimmed"), dmc.Text("/", c="dimmed", size="sm"),
-                               dmc.Anchor(run.get("name") or run["id"], href=f"/runs/{run['id']}", size="sm", c="dimmed")], gap=6),
-                    dmc.Group([dmc.Title(f"Post-mortem: {run.get('name') or run['id']}", order=2, id="pm-title"),
-                               status_badge(run.get("status"), vocab), health_badge(run.get("health"), vocab, run.get("open_events"))], gap="sm"),
+                    dmc.Group(
+                        [
+                            dmc.Anchor("Runs", href="/", size="sm", c="dimmed"),
+                            dmc.Text("/", c="dimmed", size="sm"),
+                            dmc.Text(run.get("project"), size="sm", c="dimmed"),
+                            dmc.Text("/", c="dimmed", size="sm"),
+                            dmc.Anchor(run.get("name") or run["id"], href=f"/runs/{run['id']}", size="sm", c="dimmed"),
+                        ],
+                        gap=6,
+                    ),
+                    dmc.Group(
+                        [
+                            dmc.Title(f"Post-mortem: {run.get('name') or run['id']}", order=2, id="pm-title"),
+                            status_badge(run.get("status"), vocab),
+                            health_badge(run.get("health"), vocab, run.get("open_events")),
+                        ],
+                        gap="sm",
+                    ),
                 ],
                 gap=2,
             ),
             dmc.Group(
                 [
                     dmc.Anchor(dmc.Button("Open the run", size="xs", variant="subtle"), href=f"/runs/{run['id']}"),
-                    html.A(dmc.Button("Download report", size="xs"), href=report_url, download=f"holter-{run['id']}.html",
-                           id="pm-report", title="a self-contained HTML file: opens offline, charts included"),
+                    html.A(
+                        dmc.Button("Download report", size="xs"),
+                        href=report_url,
+                        download=f"holter-{run['id']}.html",
+                        id="pm-report",
+                        title="a self-contained HTML file: opens offline, charts included",
+                    ),
                 ],
                 gap="xs",
             ),
         ],
-        justify="space-between", align="flex-end", mb="sm",
+        justify="space-between",
+        align="flex-end",
+        mb="sm",
     )
 
 
@@ -134,52 +161,99 @@ def timeline(run: dict[str, Any], events: list[dict[str, Any]], vocab: Vocabular
     for e in events:
         handled = e.get("status") in vocab.handled_statuses
         title_row = dmc.Group(
-            [severity_badge(event_label(e, vocab), e.get("severity"), vocab, quiet=handled, size="sm"),
-             dmc.Text(_steps(e.get("start_step"), e.get("end_step")), size="xs", fw=600),
-             dmc.Text(e.get("metric") or "run", size="xs", c="dimmed", ff="monospace")],
+            [
+                severity_badge(event_label(e, vocab), e.get("severity"), vocab, quiet=handled, size="sm"),
+                dmc.Text(_steps(e.get("start_step"), e.get("end_step")), size="xs", fw=600),
+                dmc.Text(e.get("metric") or "run", size="xs", c="dimmed", ff="monospace"),
+            ],
             gap=6,
         )
         body: list[Any] = [dmc.Text(e.get("summary") or "", size="xs")]
         if handled:
-            body.append(dmc.Text(f"{e['status']} by {e.get('status_by') or 'someone'}" + (f": {e['status_reason']}" if e.get("status_reason") else ""),
-                                 size="xs", c="dimmed", fs="italic"))
+            body.append(
+                dmc.Text(
+                    f"{e['status']} by {e.get('status_by') or 'someone'}"
+                    + (f": {e['status_reason']}" if e.get("status_reason") else ""),
+                    size="xs",
+                    c="dimmed",
+                    fs="italic",
+                )
+            )
         href = zoom_href(run["id"], e, e.get("metric"))
-        items.append(dmc.TimelineItem(
-            dmc.Anchor(dmc.Stack(body, gap=0), href=href, underline="never", c="dark", className="timeline-link"),
-            title=dmc.Anchor(title_row, href=href, underline="never", c="dark"),
-            className=f"timeline-entry timeline-{e.get('kind')}",
-        ))
+        items.append(
+            dmc.TimelineItem(
+                dmc.Anchor(dmc.Stack(body, gap=0), href=href, underline="never", c="dark", className="timeline-link"),
+                title=dmc.Anchor(title_row, href=href, underline="never", c="dark"),
+                className=f"timeline-entry timeline-{e.get('kind')}",
+            )
+        )
     last = run.get("last_step")
-    items.append(dmc.TimelineItem(
-        dmc.Text(f"last step {last:,}" if last is not None else "no points logged", size="xs", c="dimmed"),
-        title=dmc.Group([status_badge(run.get("status"), vocab), dmc.Text("the run's state now", size="xs", c="dimmed")], gap=6),
-        className="timeline-entry timeline-end",
-    ))
-    hint = dmc.Text("Nothing was found: every curve looked healthy." if not events else "Click an entry to open the run there.",
-                    size="xs", c="dimmed", mb=6)
-    return [hint, dmc.ScrollArea(dmc.Timeline(items, active=len(items) - 1, bulletSize=14, lineWidth=2), mah=640, type="auto")]
+    items.append(
+        dmc.TimelineItem(
+            dmc.Text(f"last step {last:,}" if last is not None else "no points logged", size="xs", c="dimmed"),
+            title=dmc.Group(
+                [status_badge(run.get("status"), vocab), dmc.Text("the run's state now", size="xs", c="dimmed")], gap=6
+            ),
+            className="timeline-entry timeline-end",
+        )
+    )
+    hint = dmc.Text(
+        "Nothing was found: every curve looked healthy." if not events else "Click an entry to open the run there.",
+        size="xs",
+        c="dimmed",
+        mb=6,
+    )
+    return [
+        hint,
+        dmc.ScrollArea(dmc.Timeline(items, active=len(items) - 1, bulletSize=14, lineWidth=2), mah=640, type="auto"),
+    ]
 
 
 def notes_list(notes: list[dict[str, Any]], run_id: str) -> Any:
     if not notes:
-        return dmc.Text("No notes. Add them on the run page: select a range on a chart and write what happened.", size="xs", c="dimmed")
+        return dmc.Text(
+            "No notes. Add them on the run page: select a range on a chart and write what happened.",
+            size="xs",
+            c="dimmed",
+        )
     items = []
-    for n in sorted(notes, key=lambda n: (n.get("start_step") is None, n.get("start_step") or 0, n.get("created_at") or "")):
+    for n in sorted(
+        notes, key=lambda n: (n.get("start_step") is None, n.get("start_step") or 0, n.get("created_at") or "")
+    ):
         where = _steps(n.get("start_step"), n.get("end_step"))
-        items.append(dmc.Paper([
-            dmc.Text(n.get("text"), size="sm", className="note-text"),
-            dmc.Group([dmc.Text(n.get("author"), size="xs", c="dimmed"),
-                       dmc.Anchor(where + (f" · {n['metric']}" if n.get("metric") else ""), size="xs",
-                                  href=zoom_href(run_id, n, n.get("metric")))], gap=6),
-        ], p="xs", withBorder=True, radius="sm", className="note-item"))
+        items.append(
+            dmc.Paper(
+                [
+                    dmc.Text(n.get("text"), size="sm", className="note-text"),
+                    dmc.Group(
+                        [
+                            dmc.Text(n.get("author"), size="xs", c="dimmed"),
+                            dmc.Anchor(
+                                where + (f" · {n['metric']}" if n.get("metric") else ""),
+                                size="xs",
+                                href=zoom_href(run_id, n, n.get("metric")),
+                            ),
+                        ],
+                        gap=6,
+                    ),
+                ],
+                p="xs",
+                withBorder=True,
+                radius="sm",
+                className="note-item",
+            )
+        )
     return dmc.Stack(items, gap=6)
 
 
 def config_block(config: dict[str, Any] | None) -> Any:
     if not config:
         return dmc.Text("No config was logged (pass config= to holter.init).", size="xs", c="dimmed")
-    return dmc.Code(json.dumps(config, indent=2, sort_keys=True, default=str), block=True,
-                    style={"maxHeight": 320, "overflow": "auto", "fontSize": 11})
+    return dmc.Code(
+        json.dumps(config, indent=2, sort_keys=True, default=str),
+        block=True,
+        style={"maxHeight": 320, "overflow": "auto", "fontSize": 11},
+    )
 
 
 def drift_list(comparison: dict[str, Any]) -> Any:
@@ -187,8 +261,15 @@ def drift_list(comparison: dict[str, Any]) -> Any:
     if not drifts:
         return dmc.Text("The run stays inside the reference's band.", size="sm", c="teal", className="no-drift")
     return dmc.Stack(
-        [dmc.Anchor(drift_sentence(comparison["metric"], d), size="sm", className="drift-item",
-                    href=zoom_href(comparison["run_id"], d, comparison["metric"])) for d in drifts],
+        [
+            dmc.Anchor(
+                drift_sentence(comparison["metric"], d),
+                size="sm",
+                className="drift-item",
+                href=zoom_href(comparison["run_id"], d, comparison["metric"]),
+            )
+            for d in drifts
+        ],
         gap=2,
     )
 
@@ -218,15 +299,29 @@ def register(app: Dash, api: HolterAPI) -> None:
             return (error_alert(text, "Cannot review this run"), None, None, None, None, None, [], None, True)
         run = review["run"]
         summary = dmc.Paper(
-            [dmc.Text("What happened", size="xs", c="dimmed", fw=600, tt="uppercase"),
-             dmc.Text(review.get("summary") or "", size="md", id="pm-summary-text", mt=4)],
-            p="md", withBorder=True, radius="md", bg="white", style={"borderLeft": "4px solid var(--mantine-color-indigo-5)"},
+            [
+                dmc.Text("What happened", size="xs", c="dimmed", fw=600, tt="uppercase"),
+                dmc.Text(review.get("summary") or "", size="md", id="pm-summary-text", mt=4),
+            ],
+            p="md",
+            withBorder=True,
+            radius="md",
+            bg="white",
+            style={"borderLeft": "4px solid var(--mantine-color-indigo-5)"},
         )
         names = sorted(m["name"] for m in run.get("metrics") or [])
         data = {"run": run, "timeline": review.get("timeline") or [], "annotations": review.get("annotations") or []}
-        return (header(run, api.browser_url(f"/runs/{run['id']}/report.html"), vocab), summary, timeline(run, data["timeline"], vocab),
-                notes_list(data["annotations"], run["id"]), config_block(run.get("config")), data, names,
-                wanted if wanted in names else default_reference_metric(run.get("metrics") or [], vocab), False)
+        return (
+            header(run, api.browser_url(f"/runs/{run['id']}/report.html"), vocab),
+            summary,
+            timeline(run, data["timeline"], vocab),
+            notes_list(data["annotations"], run["id"]),
+            config_block(run.get("config")),
+            data,
+            names,
+            wanted if wanted in names else default_reference_metric(run.get("metrics") or [], vocab),
+            False,
+        )
 
     @app.callback(
         Output("pm-charts", "children"),
@@ -246,8 +341,15 @@ def register(app: Dash, api: HolterAPI) -> None:
         graphs = []
         for panel in panels:
             figure, _ = panel_figure(panel, series, data["timeline"], data["annotations"], view, vocab=vocab)
-            graphs.append(dmc.Paper(dcc.Graph(figure=figure, config=GRAPH_CONFIG, className=f"panel panel-{panel.kind}"),
-                                    withBorder=True, radius="md", p=4, className="chart-card"))
+            graphs.append(
+                dmc.Paper(
+                    dcc.Graph(figure=figure, config=GRAPH_CONFIG, className=f"panel panel-{panel.kind}"),
+                    withBorder=True,
+                    radius="md",
+                    p=4,
+                    className="chart-card",
+                )
+            )
         body: list[Any] = [error_alert("; ".join(errors), "Some series could not be read")] if errors else []
         body.append(dmc.SimpleGrid(graphs, cols={"base": 1, "xl": 2 if len(graphs) > 1 else 1}, spacing="sm"))
         return body
@@ -275,22 +377,42 @@ def register(app: Dash, api: HolterAPI) -> None:
                 except ApiError as again:
                     return error_alert(again.message, "Could not draw the reference band")
             elif exc.status == 404 and "no reference" in exc.message:
-                return empty_state(f"Project {run['project']} has no reference run",
-                                   "Open a run that went well and press “Make this the project's reference”; every run of the "
-                                   "project is then compared against its band, and drifting away from it becomes an event.")
+                return empty_state(
+                    f"Project {run['project']} has no reference run",
+                    "Open a run that went well and press “Make this the project's reference”; every run of the "
+                    "project is then compared against its band, and drifting away from it becomes an event.",
+                )
             elif exc.status == 404:
                 return empty_state("Nothing to compare", exc.message)
             else:
                 return error_alert(exc.message, "Could not compare with the reference")
         reference_id = comparison["reference_id"]
         figure = reference_figure(comparison, run_label=run.get("name") or run["id"])
-        about = (dmc.Text("This run is the project's reference: other runs are compared against its band.", size="sm",
-                          className="is-reference")
-                 if reference_id == run["id"] else
-                 dmc.Group([dmc.Text("Reference:", size="sm", c="dimmed"),
-                            dmc.Anchor(reference_id, href=f"/runs/{reference_id}/postmortem", size="sm", ff="monospace")], gap=6))
-        parts: list[Any] = [about, dmc.Paper(dcc.Graph(id="pm-ref-graph", figure=figure, config={"displaylogo": False}),
-                                             withBorder=True, radius="md", p=4, mt=6)]
+        about = (
+            dmc.Text(
+                "This run is the project's reference: other runs are compared against its band.",
+                size="sm",
+                className="is-reference",
+            )
+            if reference_id == run["id"]
+            else dmc.Group(
+                [
+                    dmc.Text("Reference:", size="sm", c="dimmed"),
+                    dmc.Anchor(reference_id, href=f"/runs/{reference_id}/postmortem", size="sm", ff="monospace"),
+                ],
+                gap=6,
+            )
+        )
+        parts: list[Any] = [
+            about,
+            dmc.Paper(
+                dcc.Graph(id="pm-ref-graph", figure=figure, config={"displaylogo": False}),
+                withBorder=True,
+                radius="md",
+                p=4,
+                mt=6,
+            ),
+        ]
         if reference_id != run["id"]:
             parts.append(drift_list(comparison))
         return parts
@@ -312,8 +434,16 @@ def register(app: Dash, api: HolterAPI) -> None:
             await api.set_reference(run["project"], run["id"], by=author or None)
         except ApiError as exc:
             return dmc.Text(exc.message, size="xs", c="red", mt=4), no_update
-        return (dmc.Text(f"{run.get('name') or run['id']} is now the reference of project {run['project']}.", size="xs", c="teal", mt=4,
-                         className="reference-set"), (version or 0) + 1)
+        return (
+            dmc.Text(
+                f"{run.get('name') or run['id']} is now the reference of project {run['project']}.",
+                size="xs",
+                c="teal",
+                mt=4,
+                className="reference-set",
+            ),
+            (version or 0) + 1,
+        )
 
 
 async def _is_reference(api: HolterAPI, run: dict[str, Any]) -> bool:

@@ -7,10 +7,10 @@ from urllib.parse import urlencode
 
 import dash_mantine_components as dmc
 from dash import ALL, Dash, Input, Output, State, dcc, html, no_update
+from holter_charts.vocabulary import Vocabulary
 
 from holter_dashboard.api import ApiError, HolterAPI, optional
 from holter_dashboard.components import age, empty_state, error_alert, health_badge, link, status_badge
-from holter_charts.vocabulary import Vocabulary
 
 SORTS = {
     "updated": "last activity",
@@ -21,38 +21,99 @@ SORTS = {
 }
 
 
-def layout(project: str | None = None, status: str | None = None, tag: str | None = None, config: str | None = None,
-           kind: str | None = None, sort: str | None = None, **_: Any) -> html.Div:
+def layout(
+    project: str | None = None,
+    status: str | None = None,
+    tag: str | None = None,
+    config: str | None = None,
+    kind: str | None = None,
+    sort: str | None = None,
+    **_: Any,
+) -> html.Div:
     """The runs page; its filters come from (and go back to) the URL's query string."""
     filters = dmc.Group(
         [
-            dmc.Select(id="runs-project", label="Project", placeholder="all", data=[project] if project else [], value=project,
-                       clearable=True, searchable=True, w=180, size="xs"),
+            dmc.Select(
+                id="runs-project",
+                label="Project",
+                placeholder="all",
+                data=[project] if project else [],
+                value=project,
+                clearable=True,
+                searchable=True,
+                w=180,
+                size="xs",
+            ),
             # the statuses and event kinds to choose from are the service's vocabulary's (filled in by `refresh`)
-            dmc.Select(id="runs-status", label="Status", placeholder="any", value=status, clearable=True, w=130, size="xs",
-                       data=[status] if status else []),
-            dmc.TextInput(id="runs-tag", label="Tag", placeholder="e.g. demo", value=tag or "", w=130, size="xs", debounce=400),
-            dmc.TextInput(id="runs-config", label="Config", placeholder="key=value", value=config or "", w=160, size="xs", debounce=400),
-            dmc.Select(id="runs-kind", label="Open event", placeholder="any kind", value=kind, clearable=True, w=190, size="xs",
-                       data=[kind] if kind else []),
-            dmc.Select(id="runs-sort", label="Sort by", value=sort if sort in SORTS else "updated", w=170, size="xs",
-                       data=[{"value": k, "label": v} for k, v in SORTS.items()]),
+            dmc.Select(
+                id="runs-status",
+                label="Status",
+                placeholder="any",
+                value=status,
+                clearable=True,
+                w=130,
+                size="xs",
+                data=[status] if status else [],
+            ),
+            dmc.TextInput(
+                id="runs-tag", label="Tag", placeholder="e.g. demo", value=tag or "", w=130, size="xs", debounce=400
+            ),
+            dmc.TextInput(
+                id="runs-config",
+                label="Config",
+                placeholder="key=value",
+                value=config or "",
+                w=160,
+                size="xs",
+                debounce=400,
+            ),
+            dmc.Select(
+                id="runs-kind",
+                label="Open event",
+                placeholder="any kind",
+                value=kind,
+                clearable=True,
+                w=190,
+                size="xs",
+                data=[kind] if kind else [],
+            ),
+            dmc.Select(
+                id="runs-sort",
+                label="Sort by",
+                value=sort if sort in SORTS else "updated",
+                w=170,
+                size="xs",
+                data=[{"value": k, "label": v} for k, v in SORTS.items()],
+            ),
         ],
-        gap="sm", align="flex-end",
+        gap="sm",
+        align="flex-end",
     )
     return html.Div(
         [
             dmc.Group(
                 [
                     dmc.Title("Runs", order=2),
-                    dmc.Group([
-                        dmc.Anchor(dmc.Button("Find levers", id="runs-levers", size="xs", disabled=True, variant="subtle"),
-                                   id="runs-levers-link", href="/levers"),
-                        dmc.Anchor(dmc.Button("Compare selected", id="runs-compare", size="xs", disabled=True, variant="light"),
-                                   id="runs-compare-link", href="/compare"),
-                    ], gap="xs"),
+                    dmc.Group(
+                        [
+                            dmc.Anchor(
+                                dmc.Button("Find levers", id="runs-levers", size="xs", disabled=True, variant="subtle"),
+                                id="runs-levers-link",
+                                href="/levers",
+                            ),
+                            dmc.Anchor(
+                                dmc.Button(
+                                    "Compare selected", id="runs-compare", size="xs", disabled=True, variant="light"
+                                ),
+                                id="runs-compare-link",
+                                href="/compare",
+                            ),
+                        ],
+                        gap="xs",
+                    ),
                 ],
-                justify="space-between", mb="sm",
+                justify="space-between",
+                mb="sm",
             ),
             dmc.Card(filters, padding="sm", mb="md"),
             html.Div(id="runs-table", children=dmc.Skeleton(h=200)),
@@ -90,27 +151,43 @@ def sort_runs(runs: list[dict[str, Any]], sort: str, vocab: Vocabulary) -> list[
 
 
 def runs_table(runs: list[dict[str, Any]], vocab: Vocabulary, selected: set[str] = frozenset()) -> dmc.Card:
-    head = dmc.TableThead(dmc.TableTr([dmc.TableTh(h) for h in ("", "Run", "Project", "Status", "Health", "Last step", "Active", "Tags")]))
+    head = dmc.TableThead(
+        dmc.TableTr([dmc.TableTh(h) for h in ("", "Run", "Project", "Status", "Health", "Last step", "Active", "Tags")])
+    )
     rows = []
     for r in runs:
         tags = dmc.Group([dmc.Badge(t, variant="outline", size="xs", color="gray") for t in r.get("tags") or []], gap=4)
         rows.append(
             dmc.TableTr(
                 [
-                    dmc.TableTd(dmc.Checkbox(id={"type": "run-select", "run": r["id"]}, size="xs", checked=r["id"] in selected)),
-                    dmc.TableTd(dmc.Stack([link(r.get("name") or r["id"], f"/runs/{r['id']}", fw=600, className="run-link"),
-                                           dmc.Text(r["id"], size="xs", c="dimmed", ff="monospace")], gap=0)),
+                    dmc.TableTd(
+                        dmc.Checkbox(id={"type": "run-select", "run": r["id"]}, size="xs", checked=r["id"] in selected)
+                    ),
+                    dmc.TableTd(
+                        dmc.Stack(
+                            [
+                                link(r.get("name") or r["id"], f"/runs/{r['id']}", fw=600, className="run-link"),
+                                dmc.Text(r["id"], size="xs", c="dimmed", ff="monospace"),
+                            ],
+                            gap=0,
+                        )
+                    ),
                     dmc.TableTd(r.get("project")),
                     dmc.TableTd(status_badge(r.get("status"), vocab)),
                     dmc.TableTd(health_badge(r.get("health"), vocab, r.get("open_events"))),
-                    dmc.TableTd(f"{r['last_step']:,}" if r.get("last_step") is not None else "—", style={"fontVariantNumeric": "tabular-nums"}),
+                    dmc.TableTd(
+                        f"{r['last_step']:,}" if r.get("last_step") is not None else "—",
+                        style={"fontVariantNumeric": "tabular-nums"},
+                    ),
                     dmc.TableTd(age(r.get("heartbeat_at") or r.get("updated_at"))),
                     dmc.TableTd(tags),
                 ],
                 className="run-row",
             )
         )
-    return dmc.Card(dmc.Table([head, dmc.TableTbody(rows)], highlightOnHover=True, verticalSpacing="xs", fz="sm"), padding=0)
+    return dmc.Card(
+        dmc.Table([head, dmc.TableTbody(rows)], highlightOnHover=True, verticalSpacing="xs", fz="sm"), padding=0
+    )
 
 
 def register(app: Dash, api: HolterAPI) -> None:
@@ -128,8 +205,16 @@ def register(app: Dash, api: HolterAPI) -> None:
         Input("runs-sort", "value"),
         State("runs-selected", "data"),
     )
-    async def refresh(_n: int | None, project: str | None, status: str | None, tag: str | None, config: str | None,
-                      kind: str | None, sort: str | None, selected: list[str] | None) -> tuple[Any, list[str], Any, Any]:
+    async def refresh(
+        _n: int | None,
+        project: str | None,
+        status: str | None,
+        tag: str | None,
+        config: str | None,
+        kind: str | None,
+        sort: str | None,
+        selected: list[str] | None,
+    ) -> tuple[Any, list[str], Any, Any]:
         try:
             vocab = await api.vocabulary()
             everything = await api.list_runs()
@@ -140,7 +225,12 @@ def register(app: Dash, api: HolterAPI) -> None:
         kinds = [{"value": k["name"], "label": k["label"]} for k in vocab.event_kinds]
         projects = sorted({r["project"] for r in everything["data"]})
         if not everything["data"]:
-            return empty_state("No runs yet", "Start a demo run and watch it arrive here:", "holter demo"), projects, statuses, kinds
+            return (
+                empty_state("No runs yet", "Start a demo run and watch it arrive here:", "holter demo"),
+                projects,
+                statuses,
+                kinds,
+            )
         runs = page["data"]
         # filters the service may not know yet (or at all) are applied here as well
         if status:
@@ -153,7 +243,9 @@ def register(app: Dash, api: HolterAPI) -> None:
         if kind:
             events, problem = await optional(api.events(kind=kind, status="open"), None)
             if events is None:
-                notice = error_alert(problem or "this service does not report events yet", "Cannot filter by event kind")
+                notice = error_alert(
+                    problem or "this service does not report events yet", "Cannot filter by event kind"
+                )
             else:
                 with_kind = {e["run_id"] for e in events}
                 runs = [r for r in runs if r["id"] in with_kind]
@@ -192,6 +284,10 @@ def register(app: Dash, api: HolterAPI) -> None:
         }
         """,
         Output("runs-url-sink", "children"),
-        Input("runs-project", "value"), Input("runs-status", "value"), Input("runs-tag", "value"),
-        Input("runs-config", "value"), Input("runs-kind", "value"), Input("runs-sort", "value"),
+        Input("runs-project", "value"),
+        Input("runs-status", "value"),
+        Input("runs-tag", "value"),
+        Input("runs-config", "value"),
+        Input("runs-kind", "value"),
+        Input("runs-sort", "value"),
     )

@@ -73,9 +73,19 @@ def teams_text(text: str) -> str:
 def _escaped(alert: LinkedAlert, escape: Callable[[str], str]) -> LinkedAlert:
     """The alert with every text a person or a client could have written escaped (links Holter made stay as they are)."""
     event = alert.event
-    return replace(alert, project=escape(alert.project), run_id=escape(alert.run_id), run_name=_maybe(escape, alert.run_name),
-                   event=replace(event, metric=_maybe(escape, event.metric), summary=escape(event.summary), kind=escape(event.kind),
-                                 severity=escape(event.severity)))
+    return replace(
+        alert,
+        project=escape(alert.project),
+        run_id=escape(alert.run_id),
+        run_name=_maybe(escape, alert.run_name),
+        event=replace(
+            event,
+            metric=_maybe(escape, event.metric),
+            summary=escape(event.summary),
+            kind=escape(event.kind),
+            severity=escape(event.severity),
+        ),
+    )
 
 
 def _maybe(escape: Callable[[str], str], text: str | None) -> str | None:
@@ -120,21 +130,35 @@ def slack(alerts: list[LinkedAlert], purpose: str) -> dict[str, Any]:
     """Slack incoming webhook, Block Kit."""
     header = _title([_escaped(a, slack_plain) for a in alerts], purpose)
     alerts = [_escaped(a, slack_text) for a in alerts]
-    blocks: list[dict[str, Any]] = [{"type": "header", "text": {"type": "plain_text", "text": header[:150], "emoji": True}}]
+    blocks: list[dict[str, Any]] = [
+        {"type": "header", "text": {"type": "plain_text", "text": header[:150], "emoji": True}}
+    ]
     for alert in alerts[:10]:
-        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"*{alert.event.severity.upper()}* · {alert.event.summary}"[:3000]},
-                       "fields": [
-                           {"type": "mrkdwn", "text": f"*Project*\n{alert.project}"},
-                           {"type": "mrkdwn", "text": f"*Run*\n{alert.run_name or alert.run_id}"},
-                           {"type": "mrkdwn", "text": f"*Metric*\n{alert.event.metric or '—'}"},
-                           {"type": "mrkdwn", "text": f"*Where*\n{_where(alert) or '—'} · {alert.time}"},
-                       ]})
+        blocks.append(
+            {
+                "type": "section",
+                "text": {"type": "mrkdwn", "text": f"*{alert.event.severity.upper()}* · {alert.event.summary}"[:3000]},
+                "fields": [
+                    {"type": "mrkdwn", "text": f"*Project*\n{alert.project}"},
+                    {"type": "mrkdwn", "text": f"*Run*\n{alert.run_name or alert.run_id}"},
+                    {"type": "mrkdwn", "text": f"*Metric*\n{alert.event.metric or '—'}"},
+                    {"type": "mrkdwn", "text": f"*Where*\n{_where(alert) or '—'} · {alert.time}"},
+                ],
+            }
+        )
         if alert.sparkline:
             blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": f"`{alert.sparkline}`"}]})
         if alert.image_url:
             blocks.append({"type": "image", "image_url": alert.image_url, "alt_text": "the curve around the event"})
         if alert.link:
-            blocks.append({"type": "actions", "elements": [{"type": "button", "text": {"type": "plain_text", "text": "Open in Holter"}, "url": alert.link}]})
+            blocks.append(
+                {
+                    "type": "actions",
+                    "elements": [
+                        {"type": "button", "text": {"type": "plain_text", "text": "Open in Holter"}, "url": alert.link}
+                    ],
+                }
+            )
     if len(alerts) > 10:
         blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": f"and {len(alerts) - 10} more"}]})
     return {"text": _title(alerts, purpose), "blocks": blocks[:50]}
@@ -175,33 +199,60 @@ def discord(alerts: list[LinkedAlert], purpose: str) -> dict[str, Any]:
 def teams(alerts: list[LinkedAlert], purpose: str) -> dict[str, Any]:
     """Microsoft Teams Workflows webhook: a message with one Adaptive Card; user text escaped."""
     alerts = [_escaped(a, teams_text) for a in alerts]
-    body: list[dict[str, Any]] = [{"type": "TextBlock", "text": _title(alerts, purpose), "weight": "Bolder", "size": "Medium", "wrap": True}]
+    body: list[dict[str, Any]] = [
+        {"type": "TextBlock", "text": _title(alerts, purpose), "weight": "Bolder", "size": "Medium", "wrap": True}
+    ]
     actions = []
     for alert in alerts[:10]:
-        body.append({"type": "TextBlock", "text": alert.event.summary, "wrap": True,
-                     "color": severities.severity(alert.event.severity).card_color})
-        body.append({"type": "FactSet", "facts": [
-            {"title": "Project", "value": alert.project},
-            {"title": "Run", "value": alert.run_name or alert.run_id},
-            {"title": "Metric", "value": alert.event.metric or "—"},
-            {"title": "Where", "value": f"{_where(alert) or '—'} · {alert.time}"},
-        ]})
+        body.append(
+            {
+                "type": "TextBlock",
+                "text": alert.event.summary,
+                "wrap": True,
+                "color": severities.severity(alert.event.severity).card_color,
+            }
+        )
+        body.append(
+            {
+                "type": "FactSet",
+                "facts": [
+                    {"title": "Project", "value": alert.project},
+                    {"title": "Run", "value": alert.run_name or alert.run_id},
+                    {"title": "Metric", "value": alert.event.metric or "—"},
+                    {"title": "Where", "value": f"{_where(alert) or '—'} · {alert.time}"},
+                ],
+            }
+        )
         if alert.sparkline:
             body.append({"type": "TextBlock", "text": alert.sparkline, "fontType": "Monospace", "wrap": True})
         if alert.image_url:
             body.append({"type": "Image", "url": alert.image_url, "altText": "the curve around the event"})
         if alert.link and len(actions) < 5:
             actions.append({"type": "Action.OpenUrl", "title": "Open in Holter", "url": alert.link})
-    card: dict[str, Any] = {"$schema": "http://adaptivecards.io/schemas/adaptive-card.json", "type": "AdaptiveCard", "version": "1.4", "body": body}
+    card: dict[str, Any] = {
+        "$schema": "http://adaptivecards.io/schemas/adaptive-card.json",
+        "type": "AdaptiveCard",
+        "version": "1.4",
+        "body": body,
+    }
     if actions:
         card["actions"] = actions
-    return {"type": "message", "attachments": [{"contentType": "application/vnd.microsoft.card.adaptive", "contentUrl": None, "content": card}]}
+    return {
+        "type": "message",
+        "attachments": [
+            {"contentType": "application/vnd.microsoft.card.adaptive", "contentUrl": None, "content": card}
+        ],
+    }
 
 
 def webhook(alerts: list[LinkedAlert], purpose: str, *, delivery_key: str) -> dict[str, Any]:
     """The generic JSON webhook (signed by the sender)."""
-    return {"type": f"holter.{purpose}", "idempotency_key": delivery_key, "title": _title(alerts, purpose),
-            "alerts": [webhook_alert(a) for a in alerts]}
+    return {
+        "type": f"holter.{purpose}",
+        "idempotency_key": delivery_key,
+        "title": _title(alerts, purpose),
+        "alerts": [webhook_alert(a) for a in alerts],
+    }
 
 
 def webhook_alert(alert: LinkedAlert) -> dict[str, Any]:
@@ -209,10 +260,21 @@ def webhook_alert(alert: LinkedAlert) -> dict[str, Any]:
     (receivers read these keys; the nested `Alert` is the service's own shape)."""
     event = alert.event
     return {
-        "project": alert.project, "run_id": alert.run_id, "run_name": alert.run_name, "metric": event.metric, "kind": event.kind,
-        "severity": event.severity, "summary": event.summary, "step": alert.step, "start_step": event.start_step,
-        "end_step": event.end_step, "time": alert.time, "sparkline": alert.sparkline, "event_id": alert.event_id,
-        "link": alert.link, "image_url": alert.image_url,
+        "project": alert.project,
+        "run_id": alert.run_id,
+        "run_name": alert.run_name,
+        "metric": event.metric,
+        "kind": event.kind,
+        "severity": event.severity,
+        "summary": event.summary,
+        "step": alert.step,
+        "start_step": event.start_step,
+        "end_step": event.end_step,
+        "time": alert.time,
+        "sparkline": alert.sparkline,
+        "event_id": alert.event_id,
+        "link": alert.link,
+        "image_url": alert.image_url,
     }
 
 

@@ -24,7 +24,9 @@ def _signature(key: str, run_id: str, event_id: str, expires: int) -> str:
     return hmac.new(key.encode(), message, hashlib.sha256).hexdigest()
 
 
-def signed_url(*, session: Session, base_url: str, run_id: str, event_id: int, ttl: float, issued_at: float | None = None) -> str:
+def signed_url(
+    *, session: Session, base_url: str, run_id: str, event_id: int, ttl: float, issued_at: float | None = None
+) -> str:
     """The picture's URL, valid for `ttl` seconds from `issued_at` (the alert's time: a retried
     message carries the very same URL, so receivers see the same body)."""
     expires = int((issued_at or time.time()) + ttl)
@@ -33,7 +35,9 @@ def signed_url(*, session: Session, base_url: str, run_id: str, event_id: int, t
     return f"{base_url.rstrip('/')}/api/v1/runs/{quote(run_id, safe='')}/events/{event_id}/sparkline.png?{query}"
 
 
-def verify(*, session: Session, run_id: str, event_id: str, expires: str, signature: str, now: float | None = None) -> bool:
+def verify(
+    *, session: Session, run_id: str, event_id: str, expires: str, signature: str, now: float | None = None
+) -> bool:
     """True when the link's signature is ours and it has not expired."""
     if not expires.isdigit() or not signature or int(expires) < (now or time.time()):
         return False

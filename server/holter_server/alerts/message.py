@@ -38,8 +38,12 @@ class Alert:
         details JSON-safe as the event store keeps them), beside the run's fields."""
         return {
             "event": self.event.to_dict(),
-            "project": self.project, "run_id": self.run_id, "run_name": self.run_name, "time": self.time,
-            "sparkline": self.sparkline, "event_id": self.event_id,
+            "project": self.project,
+            "run_id": self.run_id,
+            "run_name": self.run_name,
+            "time": self.time,
+            "sparkline": self.sparkline,
+            "event_id": self.event_id,
         }
 
     def linked(self, *, link: str, image_url: str | None) -> LinkedAlert:
@@ -60,10 +64,32 @@ def stored_alert(data: dict[str, Any]) -> Alert:
     before it did (the event's fields beside the run's, `step` for the peak, and from the oldest
     no `sparkline` nor `event_id`)."""
     if "event" in data:
-        return Alert(event=Event.from_dict(data["event"]), project=data["project"], run_id=data["run_id"], run_name=data["run_name"],
-                     time=data["time"], sparkline=data["sparkline"], event_id=data["event_id"])
+        return Alert(
+            event=Event.from_dict(data["event"]),
+            project=data["project"],
+            run_id=data["run_id"],
+            run_name=data["run_name"],
+            time=data["time"],
+            sparkline=data["sparkline"],
+            event_id=data["event_id"],
+        )
     # flat: `step` was the peak, else the start; as the peak it names the same step again
-    event = Event(kind=data["kind"], metric=data["metric"], start_step=data["start_step"], end_step=data["end_step"],
-                  severity=data["severity"], score=0.0, summary=data["summary"], peak_step=data["step"])
-    return Alert(event=event, project=data["project"], run_id=data["run_id"], run_name=data["run_name"], time=data["time"],
-                 sparkline=data.get("sparkline", ""), event_id=data.get("event_id"))
+    event = Event(
+        kind=data["kind"],
+        metric=data["metric"],
+        start_step=data["start_step"],
+        end_step=data["end_step"],
+        severity=data["severity"],
+        score=0.0,
+        summary=data["summary"],
+        peak_step=data["step"],
+    )
+    return Alert(
+        event=event,
+        project=data["project"],
+        run_id=data["run_id"],
+        run_name=data["run_name"],
+        time=data["time"],
+        sparkline=data.get("sparkline", ""),
+        event_id=data.get("event_id"),
+    )

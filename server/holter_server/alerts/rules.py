@@ -51,7 +51,9 @@ def matches(rule: RuleSpec, event: EventFacts) -> bool:
         return False
     if rule.run_tag is not None and rule.run_tag not in event.run_tags:
         return False
-    if rule.metric_pattern is not None and (event.metric is None or not fnmatch.fnmatchcase(event.metric, rule.metric_pattern)):
+    if rule.metric_pattern is not None and (
+        event.metric is None or not fnmatch.fnmatchcase(event.metric, rule.metric_pattern)
+    ):
         return False
     if rule.kinds and event.kind not in rule.kinds:
         return False

@@ -23,7 +23,11 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 Resolver = Callable[[str, int], list[str]]
 
 # Addresses whose `is_global` is True though they reach whatever IPv4 address they embed.
-EMBEDDING_NETWORKS = (ipaddress.ip_network("2002::/16"), ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::/48"))
+EMBEDDING_NETWORKS = (
+    ipaddress.ip_network("2002::/16"),
+    ipaddress.ip_network("64:ff9b::/96"),
+    ipaddress.ip_network("64:ff9b:1::/48"),
+)
 # Apprise services that post to their own public hosts only (the host in the URL is a token).
 APPRISE_FIXED_HOST_SCHEMES = frozenset({"slack", "discord", "msteams", "tgram", "pover", "pbul", "join"})
 # Apprise kinds that post to any host: allowed only with private targets allowed (tests, intranets), host checked.
@@ -93,7 +97,9 @@ class TargetGuard:
             port = parts.port or (443 if parts.scheme == "https" else 80)
         except ValueError as exc:
             raise TargetRefused(f"the target's port is not a port: {exc}") from exc
-        return Target(url=url, scheme=parts.scheme, host=parts.hostname, port=port, address=self._address(parts.hostname, port))
+        return Target(
+            url=url, scheme=parts.scheme, host=parts.hostname, port=port, address=self._address(parts.hostname, port)
+        )
 
     def _address(self, host: str, port: int) -> str:
         try:
@@ -105,8 +111,10 @@ class TargetGuard:
         if not self.allow_private:
             blocked = sorted(a for a in addresses if not is_allowed_address(a))
             if blocked:
-                raise TargetRefused(f"{host!r} resolves to a private or loopback address, or another that is not public ({', '.join(blocked)}); "
-                                    "an admin can allow private targets with HOLTER_ALLOW_PRIVATE_WEBHOOKS=true")
+                raise TargetRefused(
+                    f"{host!r} resolves to a private or loopback address, or another that is not public ({', '.join(blocked)}); "
+                    "an admin can allow private targets with HOLTER_ALLOW_PRIVATE_WEBHOOKS=true"
+                )
         return addresses[0]
 
     def check_apprise(self, url: str) -> None:

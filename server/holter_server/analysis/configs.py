@@ -57,5 +57,8 @@ def _shown(value: Any) -> str:
 
 def diff(a: dict[str, Any], b: dict[str, Any]) -> list[KeyChange]:
     """The keys whose values differ between two flat configs, by key."""
-    return [KeyChange(k, a.get(k), b.get(k)) for k in sorted(a.keys() | b.keys())
-            if _canonical(a.get(k)) != _canonical(b.get(k))]
+    return [
+        KeyChange(k, a.get(k), b.get(k))
+        for k in sorted(a.keys() | b.keys())
+        if _canonical(a.get(k)) != _canonical(b.get(k))
+    ]

@@ -57,7 +57,9 @@ def implied(rule: PeriodRule, roles: dict[str, tuple[str, float]]) -> tuple[floa
     """The period `rule` implies from the config's roles, and its formula in the config's names."""
     if any(r not in roles for r in (*rule.numerator, *rule.denominator)):
         return None
-    below = [*rule.denominator, *(r for r in rule.optional if r in roles and roles[r][1] != 1)] if rule.denominator else []
+    below = (
+        [*rule.denominator, *(r for r in rule.optional if r in roles and roles[r][1] != 1)] if rule.denominator else []
+    )
     top = math.prod(roles[r][1] for r in rule.numerator)
     bottom = math.prod(roles[r][1] for r in below) if below else 1.0
     names = " × ".join(roles[r][0] for r in rule.numerator)

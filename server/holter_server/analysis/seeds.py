@@ -123,5 +123,11 @@ def group_band(curves: Mapping[str, tuple[np.ndarray, np.ndarray]], max_points: 
     stack, grid, seeds = stack[:, keep], grid[keep], seeds[keep]
     median = np.nanmedian(stack, axis=0)
     spread = MAD_TO_SIGMA * np.nanmedian(np.abs(stack - median), axis=0)
-    return GroupBand(steps=grid, median=median, low=np.nanmin(stack, axis=0), high=np.nanmax(stack, axis=0),
-                     spread=spread, seeds=seeds)
+    return GroupBand(
+        steps=grid,
+        median=median,
+        low=np.nanmin(stack, axis=0),
+        high=np.nanmax(stack, axis=0),
+        spread=spread,
+        seeds=seeds,
+    )

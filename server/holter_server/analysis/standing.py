@@ -70,12 +70,20 @@ def standing(metric: str, run_curve: Curve, seed_curves: Mapping[str, Curve]) ->
     verdict.step = step
     gap = verdict.difference
     n = len(seed_values)
-    place = (f"ends level with its {n}-seed group's mean" if gap == 0 else
-             f"ends {format_value(abs(gap))} {'above' if gap > 0 else 'below'} its {n}-seed group's mean")
-    when = (f"at step {format_step(step)}, its last" if at_end else
-            f"at step {format_step(step)}, the last step all its seeds reached (it ran to {format_step(end)})")
-    numbers = (f"{when}: this run {format_value(run_value)}, the seeds' median {format_value(float(np.median(seed_values)))}, "
-               f"range {format_value(min(seed_values))}–{format_value(max(seed_values))}")
+    place = (
+        f"ends level with its {n}-seed group's mean"
+        if gap == 0
+        else f"ends {format_value(abs(gap))} {'above' if gap > 0 else 'below'} its {n}-seed group's mean"
+    )
+    when = (
+        f"at step {format_step(step)}, its last"
+        if at_end
+        else f"at step {format_step(step)}, the last step all its seeds reached (it ran to {format_step(end)})"
+    )
+    numbers = (
+        f"{when}: this run {format_value(run_value)}, the seeds' median {format_value(float(np.median(seed_values)))}, "
+        f"range {format_value(min(seed_values))}–{format_value(max(seed_values))}"
+    )
     spread = f"the seed spread there is {format_value(verdict.spread or 0.0)}"
     sentence = f"{metric} {place} ({numbers}); {spread}: {_verdict_text(verdict, n, spread_said=True)}"
     clause = f"{metric} {place}, {_verdict_text(verdict, n, spread_said=False)}"

@@ -21,14 +21,18 @@ from holter_server.vocabulary.configs import is_data_seed_key, is_optimizer_key,
 STEP_TOLERANCE = 1
 
 
-def data_order_key(config: dict[str, Any], seed_keys: tuple[str, ...] = (), data_seed_keys: tuple[str, ...] = ()) -> str | None:
+def data_order_key(
+    config: dict[str, Any], seed_keys: tuple[str, ...] = (), data_seed_keys: tuple[str, ...] = ()
+) -> str | None:
     """What decides which batch comes at which step: equal keys, same data order. None when the
     config says nothing about it (empty once optimiser keys and seeds are left out): runs logged
     without a config are not known to share anything."""
+
     def ignored(key: str) -> bool:
         if is_data_seed_key(key, data_seed_keys):
             return False
         return is_optimizer_key(key) or is_seed_key(key, seed_keys)
+
     kept = without(flatten(config), ignored)
     return fingerprint(kept) if kept else None
 

@@ -197,22 +197,74 @@ def judge(metric: str, measure: str, where: str, a: list[float], b: list[float],
     head = f"{metric} {size} {direction} {where}" if gap else f"{metric} the same {where}"
     if spread is None:
         needed = seeds_needed(noise, gap)
-        tail = (f"; about {_seeds(needed)} per arm would settle a difference of this size (taking the seed spread to be "
-                f"like the curves' own noise there, {format_value(noise)})" if needed else "")
-        return Verdict(metric, measure, where, list(a), list(b), gap, None, 0, None, UNKNOWN, needed,
-                       f"{head} with one run per arm: the seed spread is unknown{tail}")
+        tail = (
+            f"; about {_seeds(needed)} per arm would settle a difference of this size (taking the seed spread to be "
+            f"like the curves' own noise there, {format_value(noise)})"
+            if needed
+            else ""
+        )
+        return Verdict(
+            metric,
+            measure,
+            where,
+            list(a),
+            list(b),
+            gap,
+            None,
+            0,
+            None,
+            UNKNOWN,
+            needed,
+            f"{head} with one run per arm: the seed spread is unknown{tail}",
+        )
     spread_text = f"the seed spread there is {format_value(spread)} over {spread_seeds} seeds"
     if abs(gap) <= spread:
-        return Verdict(metric, measure, where, list(a), list(b), gap, spread, spread_seeds, p, NOISE, None,
-                       f"{head}, inside the seed spread of {format_value(spread)} over {spread_seeds} seeds: noise")
+        return Verdict(
+            metric,
+            measure,
+            where,
+            list(a),
+            list(b),
+            gap,
+            spread,
+            spread_seeds,
+            p,
+            NOISE,
+            None,
+            f"{head}, inside the seed spread of {format_value(spread)} over {spread_seeds} seeds: noise",
+        )
     test = "Welch's t-test" if len(av) >= 2 and len(bv) >= 2 else "t-test against the group's seeds"
     if p is not None and p < ALPHA:
-        return Verdict(metric, measure, where, list(a), list(b), gap, spread, spread_seeds, p, REAL, None,
-                       f"{head}; {spread_text} ({test} p = {p:.2g}): a real effect")
+        return Verdict(
+            metric,
+            measure,
+            where,
+            list(a),
+            list(b),
+            gap,
+            spread,
+            spread_seeds,
+            p,
+            REAL,
+            None,
+            f"{head}; {spread_text} ({test} p = {p:.2g}): a real effect",
+        )
     needed = seeds_needed(pooled, gap)
-    return Verdict(metric, measure, where, list(a), list(b), gap, spread, spread_seeds, p, UNKNOWN, needed,
-                   f"{head}, outside {spread_text} but not settled ({test} p = {p:.2g}); "
-                   f"about {_seeds(needed)} per arm would settle it")
+    return Verdict(
+        metric,
+        measure,
+        where,
+        list(a),
+        list(b),
+        gap,
+        spread,
+        spread_seeds,
+        p,
+        UNKNOWN,
+        needed,
+        f"{head}, outside {spread_text} but not settled ({test} p = {p:.2g}); "
+        f"about {_seeds(needed)} per arm would settle it",
+    )
 
 
 def _seeds(n: int | None) -> str:
@@ -225,8 +277,15 @@ def _noise(arms: tuple[Arm, Arm], steps: Mapping[str, float]) -> float:
     return max(found) if found else math.nan
 
 
-def compare_arms(metric: str, a: Arm, b: Arm, *, at_step: int | None = None, at_tokens: float | None = None,
-                 step_range: tuple[int, int] | None = None) -> list[Verdict]:
+def compare_arms(
+    metric: str,
+    a: Arm,
+    b: Arm,
+    *,
+    at_step: int | None = None,
+    at_tokens: float | None = None,
+    step_range: tuple[int, int] | None = None,
+) -> list[Verdict]:
     """Every measure that can be read for both arms, A against B (see the module's docstring)."""
     runs = {**a.curves, **b.curves}
     spans = {r: finite_curve(*c)[0] for r, c in runs.items()}
@@ -234,31 +293,61 @@ def compare_arms(metric: str, a: Arm, b: Arm, *, at_step: int | None = None, at_
         return []
     verdicts = []
     last = {r: int(s[-1]) for r, s in spans.items()}
-    verdicts.append(judge(metric, "final", "at the end",
-                          [value_at(*c, last[r]) for r, c in a.curves.items()], [value_at(*c, last[r]) for r, c in b.curves.items()],
-                          _noise((a, b), last)))
+    verdicts.append(
+        judge(
+            metric,
+            "final",
+            "at the end",
+            [value_at(*c, last[r]) for r, c in a.curves.items()],
+            [value_at(*c, last[r]) for r, c in b.curves.items()],
+            _noise((a, b), last),
+        )
+    )
     step = at_step if at_step is not None else min(last.values())
     at = {r: float(step) for r in runs}
-    verdicts.append(judge(metric, "at_step", f"at step {format_step(step)}",
-                          [value_at(*c, step) for c in a.curves.values()], [value_at(*c, step) for c in b.curves.values()],
-                          _noise((a, b), at)))
+    verdicts.append(
+        judge(
+            metric,
+            "at_step",
+            f"at step {format_step(step)}",
+            [value_at(*c, step) for c in a.curves.values()],
+            [value_at(*c, step) for c in b.curves.values()],
+            _noise((a, b), at),
+        )
+    )
     verdicts[-1].step = step
     counted = {**a.tokens, **b.tokens}
     if set(counted) >= set(runs):
-        count = at_tokens if at_tokens is not None else min(float(np.nanmax(finite_curve(*t)[1])) for t in counted.values())
+        count = (
+            at_tokens if at_tokens is not None else min(float(np.nanmax(finite_curve(*t)[1])) for t in counted.values())
+        )
         where = {r: step_at_tokens(counted[r], count) for r in runs}
         if all(w is not None for w in where.values()):
             reached = {r: float(w) for r, w in where.items() if w is not None}
-            verdicts.append(judge(metric, "at_tokens", f"at {format_count(count)} tokens",
-                                  [value_at(*c, reached[r]) for r, c in a.curves.items()],
-                                  [value_at(*c, reached[r]) for r, c in b.curves.items()], _noise((a, b), reached)))
+            verdicts.append(
+                judge(
+                    metric,
+                    "at_tokens",
+                    f"at {format_count(count)} tokens",
+                    [value_at(*c, reached[r]) for r, c in a.curves.items()],
+                    [value_at(*c, reached[r]) for r, c in b.curves.items()],
+                    _noise((a, b), reached),
+                )
+            )
             verdicts[-1].tokens = count
     lo, hi = step_range if step_range is not None else (max(int(s[0]) for s in spans.values()), min(last.values()))
     if hi > lo:
         ends = {r: float(hi) for r in runs}
-        verdicts.append(judge(metric, "auc", f"on average over steps {format_step(lo)}–{format_step(hi)}",
-                              [mean_level(*c, lo, hi) for c in a.curves.values()], [mean_level(*c, lo, hi) for c in b.curves.values()],
-                              _noise((a, b), ends)))
+        verdicts.append(
+            judge(
+                metric,
+                "auc",
+                f"on average over steps {format_step(lo)}–{format_step(hi)}",
+                [mean_level(*c, lo, hi) for c in a.curves.values()],
+                [mean_level(*c, lo, hi) for c in b.curves.values()],
+                _noise((a, b), ends),
+            )
+        )
         verdicts[-1].step_range = (lo, hi)
     return verdicts
 
@@ -277,8 +366,15 @@ def _keys(changes: list[KeyChange]) -> str:
     return (", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]) + more
 
 
-def confounders(config_a: dict, config_b: dict, *, tokens_a: float | None = None, tokens_b: float | None = None,
-                last_step_a: int | None = None, last_step_b: int | None = None) -> Confounders:
+def confounders(
+    config_a: dict,
+    config_b: dict,
+    *,
+    tokens_a: float | None = None,
+    tokens_b: float | None = None,
+    last_step_a: int | None = None,
+    last_step_b: int | None = None,
+) -> Confounders:
     """The non-seed config keys that differ between the arms (flat configs, seed keys already left
     out), with a warning for each of the chapter's classic confounders ("Controlled ablations"):
     more than one key changed, a different token count, a different learning rate."""
@@ -288,14 +384,20 @@ def confounders(config_a: dict, config_b: dict, *, tokens_a: float | None = None
         warnings.append(f"this ablation changed {_keys(changes)}: a difference cannot be put on any one of them")
     lr = [c for c in changes if is_learning_rate_key(c.key)]
     if lr:
-        warnings.append(f"the learning rate differs ({'; '.join(c.describe() for c in lr)}): many changes are an LR change in "
-                        "disguise; re-tune the LR on both arms before crediting the change")
+        warnings.append(
+            f"the learning rate differs ({'; '.join(c.describe() for c in lr)}): many changes are an LR change in "
+            "disguise; re-tune the LR on both arms before crediting the change"
+        )
     if tokens_a is not None and tokens_b is not None:
         if abs(tokens_a - tokens_b) > TOKEN_TOLERANCE * max(abs(tokens_a), abs(tokens_b)):
-            warnings.append(f"the arms saw different token counts ({format_count(tokens_a)} vs {format_count(tokens_b)}): "
-                            "read the comparison at matched tokens")
+            warnings.append(
+                f"the arms saw different token counts ({format_count(tokens_a)} vs {format_count(tokens_b)}): "
+                "read the comparison at matched tokens"
+            )
     elif last_step_a is not None and last_step_b is not None and last_step_a != last_step_b:
-        warnings.append(f"the arms ran to different steps ({format_step(last_step_a)} vs {format_step(last_step_b)}) and log no "
-                        "token counter: the final values compare different amounts of training; log one (num_tokens) to "
-                        "compare at matched tokens")
+        warnings.append(
+            f"the arms ran to different steps ({format_step(last_step_a)} vs {format_step(last_step_b)}) and log no "
+            "token counter: the final values compare different amounts of training; log one (num_tokens) to "
+            "compare at matched tokens"
+        )
     return Confounders(changes, warnings)

@@ -56,12 +56,26 @@ RUN = {"run_id": "run"}
 RUN_QUERY: dict[str, IdKind] = {"run_id": "run", "run": "run"}
 # Query parameters bound on every route, whether the route reads them or not: naming another
 # project's thing is refused the same way everywhere.
-EVERY_QUERY: dict[str, IdKind] = {"run_id": "run", "run": "run", "runs": "run", "reference": "run", "project": "project",
-                                  "channel_id": "channel"}
+EVERY_QUERY: dict[str, IdKind] = {
+    "run_id": "run",
+    "run": "run",
+    "runs": "run",
+    "reference": "run",
+    "project": "project",
+    "channel_id": "channel",
+}
 
 
-def _route(method: str, path: str, scope: Scope, body: BodyKind = "none", *, path_ids: dict[str, IdKind] | None = None,
-           query_ids: dict[str, IdKind] | None = None, body_ids: dict[str, IdKind] | None = None) -> RouteAccess:
+def _route(
+    method: str,
+    path: str,
+    scope: Scope,
+    body: BodyKind = "none",
+    *,
+    path_ids: dict[str, IdKind] | None = None,
+    query_ids: dict[str, IdKind] | None = None,
+    body_ids: dict[str, IdKind] | None = None,
+) -> RouteAccess:
     # every path parameter called run_id names a run
     ids: dict[str, IdKind] = dict(RUN) if "{run_id}" in path else {}  # type: ignore[arg-type]
     ids.update(path_ids or {})
@@ -114,7 +128,14 @@ ROUTES: tuple[RouteAccess, ...] = (
     _route("GET", "/runs/{run_id}/events/{event_id}/sparkline.png", "read"),
     # post-mortem
     _route("GET", "/levers", "read", query_ids={"project": "project", "run_id": "run"}),
-    _route("PUT", "/projects/{project}/reference", "admin", "json", path_ids={"project": "project"}, body_ids={"run_id": "run"}),
+    _route(
+        "PUT",
+        "/projects/{project}/reference",
+        "admin",
+        "json",
+        path_ids={"project": "project"},
+        body_ids={"run_id": "run"},
+    ),
     _route("GET", "/projects/{project}/references", "read", path_ids={"project": "project"}),
     _route("DELETE", "/projects/{project}/reference", "admin", path_ids={"project": "project"}),
     _route("GET", "/runs/{run_id}/compare", "read", query_ids={"reference": "run"}),

@@ -67,7 +67,9 @@ def _check(text: str, where: str) -> None:
 
 async def validation_failed(request: Request, exc: RequestValidationError) -> JSONResponse:
     """The 422 for a request that failed validation: each error's type, location and message."""
-    errors = [{key: _plain(value) for key, value in error.items() if key not in ("input", "url")} for error in exc.errors()]
+    errors = [
+        {key: _plain(value) for key, value in error.items() if key not in ("input", "url")} for error in exc.errors()
+    ]
     return JSONResponse(status_code=422, content={"detail": errors})
 
 

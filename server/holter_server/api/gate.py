@@ -68,10 +68,16 @@ class Gate:
             limit = body_limit(route, settings)
             declared = headers.get("content-length", "")
             if declared.isdigit() and int(declared) > limit:
-                raise Refused(413, f"request body of {int(declared):,} bytes exceeds the limit of {limit:,} for this route")
+                raise Refused(
+                    413, f"request body of {int(declared):,} bytes exceeds the limit of {limit:,} for this route"
+                )
             has_body = (declared.isdigit() and int(declared) > 0) or "chunked" in headers.get("transfer-encoding", "")
             principal = await run_in_threadpool(self._admit, route, path_params, query, headers, has_body)
-            body = await read_body(receive, limit, idle=settings.body_timeout, total=settings.body_total_timeout) if has_body else bytearray()
+            body = (
+                await read_body(receive, limit, idle=settings.body_timeout, total=settings.body_total_timeout)
+                if has_body
+                else bytearray()
+            )
             if route.body_ids and principal.project is not None and body:
                 await run_in_threadpool(self._bind_body, route, principal, body)
         except Refused as refusal:
@@ -83,8 +89,14 @@ class Gate:
 
     # --- before the body ------------------------------------------------------------------
 
-    def _admit(self, route: RouteAccess, path_params: dict[str, str], query: list[tuple[str, str]], headers: dict[str, str],
-               has_body: bool) -> Principal:
+    def _admit(
+        self,
+        route: RouteAccess,
+        path_params: dict[str, str],
+        query: list[tuple[str, str]],
+        headers: dict[str, str],
+        has_body: bool,
+    ) -> Principal:
         """Who is calling, with every id of the path and query bound to their project. Blocking: a thread."""
         session: Session = self.holter_app.state.session_factory()
         try:
@@ -98,10 +110,15 @@ class Gate:
             if route.path == SIGNED_IMAGE_PATH and self._signed_image(session, path_params, dict(query)):
                 return Principal(scope="read", project=None)
             token = _presented_key(headers)
-            principal = authenticate(session=session, token=token, settings=self.holter_app.state.settings) if token else None
+            principal = (
+                authenticate(session=session, token=token, settings=self.holter_app.state.settings) if token else None
+            )
             if principal is None:
-                raise Refused(401, "an API key is needed: Authorization: Bearer <key>" if not token else "unknown or revoked API key",
-                              {"WWW-Authenticate": "Bearer"})
+                raise Refused(
+                    401,
+                    "an API key is needed: Authorization: Bearer <key>" if not token else "unknown or revoked API key",
+                    {"WWW-Authenticate": "Bearer"},
+                )
             if route.scope != "any" and not principal.allows(route.scope):
                 raise Refused(403, f"this key's scope is {principal.scope!r}; this needs {route.scope!r}")
             if principal.project is not None:
@@ -122,20 +139,35 @@ class Gate:
         if is_loopback(settings.host) or allowed:
             host = _hostname(headers.get("host", ""))
             if not (is_loopback(host) or host in allowed):
-                raise Refused(421, f"this service answers to loopback names only, not Host {host!r} (HOLTER_ALLOWED_HOSTS)")
+                raise Refused(
+                    421, f"this service answers to loopback names only, not Host {host!r} (HOLTER_ALLOWED_HOSTS)"
+                )
         if route.method in WRITE_METHODS:
             origin = headers.get("origin")
-            if origin is not None and origin != "null" and not (is_loopback(_hostname(urlsplit(origin).netloc)) or
-                                                                  _hostname(urlsplit(origin).netloc) in allowed):
+            if (
+                origin is not None
+                and origin != "null"
+                and not (
+                    is_loopback(_hostname(urlsplit(origin).netloc)) or _hostname(urlsplit(origin).netloc) in allowed
+                )
+            ):
                 raise Refused(403, f"cross-site write from {origin!r} refused")
             if origin == "null" or headers.get("sec-fetch-site") == "cross-site":
                 raise Refused(403, "cross-site write refused")
             if has_body and not _accepted_type(route, headers.get("content-type", "")):
-                raise Refused(415, "the body must be application/json" + (" or application/msgpack" if route.body == "points" else ""))
+                raise Refused(
+                    415,
+                    "the body must be application/json" + (" or application/msgpack" if route.body == "points" else ""),
+                )
 
     def _signed_image(self, session: Session, path_params: dict[str, str], query: dict[str, str]) -> bool:
-        return image_links.verify(session=session, run_id=path_params.get("run_id", ""), event_id=path_params.get("event_id", ""),
-                      expires=query.get("expires", ""), signature=query.get("sig", ""))
+        return image_links.verify(
+            session=session,
+            run_id=path_params.get("run_id", ""),
+            event_id=path_params.get("event_id", ""),
+            expires=query.get("expires", ""),
+            signature=query.get("sig", ""),
+        )
 
     # --- after the body -------------------------------------------------------------------
 
@@ -197,13 +229,18 @@ async def read_body(receive: Receive, limit: int, *, idle: float, total: float) 
         with anyio.move_on_after(max(wait, 0)):
             message = await receive()
         if message is None:
-            raise Refused(408, f"the request body did not arrive in time (a pause of over {idle:g} s, or over {total:g} s in all)",
-                          {"Connection": "close"})
+            raise Refused(
+                408,
+                f"the request body did not arrive in time (a pause of over {idle:g} s, or over {total:g} s in all)",
+                {"Connection": "close"},
+            )
         if message["type"] == "http.disconnect":
             raise Refused(400, "the client went away before its body arrived")
         body += message.get("body", b"")
         if len(body) > limit:
-            raise Refused(413, f"request body exceeds the limit of {limit:,} bytes for this route", {"Connection": "close"})
+            raise Refused(
+                413, f"request body exceeds the limit of {limit:,} bytes for this route", {"Connection": "close"}
+            )
         if not message.get("more_body", False):
             return body
 
@@ -250,4 +287,3 @@ async def _answer(send: Send, refusal: Refused) -> None:
     headers += [(name.lower().encode(), value.encode()) for name, value in refusal.headers.items()]
     await send({"type": "http.response.start", "status": refusal.status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
-

@@ -57,16 +57,23 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_FOUND if alarm else EXIT_HEALTHY
 
 
-def run_findings(series: dict[str, Series], detectors: dict[str, Detector],
-                 understood: dict[str, Understanding] | None = None) -> list[Event]:
+def run_findings(
+    series: dict[str, Series], detectors: dict[str, Detector], understood: dict[str, Understanding] | None = None
+) -> list[Event]:
     """The run-level findings over every series of the file (those not analysed still tell,
     say, that a gradient norm is logged), each read as the kind it is understood as."""
     kinds = {name: u.kind for name, u in (understood or {}).items()}
     events = [e for d in detectors.values() for e in d.events]
     snapshots = [
-        detectors[name].snapshot() if name in detectors else
-        SeriesSnapshot(name, float(s.values[-1]) if len(s) else None, int(s.steps[0]) if len(s) else None,
-                       int(s.steps[-1]) if len(s) else None, kind=kinds.get(name))
+        detectors[name].snapshot()
+        if name in detectors
+        else SeriesSnapshot(
+            name,
+            float(s.values[-1]) if len(s) else None,
+            int(s.steps[0]) if len(s) else None,
+            int(s.steps[-1]) if len(s) else None,
+            kind=kinds.get(name),
+        )
         for name, s in series.items()
     ]
     return cross_signal_findings(events, snapshots)
@@ -82,7 +89,9 @@ def _select(series: dict[str, Series], understood: dict[str, Understanding], wan
         return [series[m] for m in wanted]
     chosen = [s for name, s in series.items() if signal(understood[name].kind).analysed]
     if not chosen:
-        raise ImportFormatError(f"nothing to analyse: only schedules and counters (found: {', '.join(series)}); name one with --metric")
+        raise ImportFormatError(
+            f"nothing to analyse: only schedules and counters (found: {', '.join(series)}); name one with --metric"
+        )
     return chosen
 
 
@@ -117,7 +126,9 @@ def _text_report(path: str, reports: list[dict[str, Any]], findings: list[Event]
     lines = [f"{path}: {len(reports)} series"]
     for report in reports:
         lines.append("")
-        lines.append(f"{report['metric']} ({how_understood(report['kind'], report['understood'])}, {report['points']:,} points): {report['verdict']}")
+        lines.append(
+            f"{report['metric']} ({how_understood(report['kind'], report['understood'])}, {report['points']:,} points): {report['verdict']}"
+        )
         if not report["events"]:
             lines.append("  nothing to report")
         for event in report["events"]:

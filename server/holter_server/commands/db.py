@@ -23,7 +23,9 @@ def run(args: argparse.Namespace) -> int:
         if getattr(args, "distribute", False):
             if partitions:
                 # Citus spreads the tables by run over its nodes itself; partitions by run inside each shard would add nothing
-                print("--distribute and --partition-points (HOLTER_PARTITION_POINTS) do not go together", file=sys.stderr)
+                print(
+                    "--distribute and --partition-points (HOLTER_PARTITION_POINTS) do not go together", file=sys.stderr
+                )
                 return 2
             try:
                 changed = distribute(url, shard_count=args.shard_count, say=print)
@@ -33,6 +35,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"schema is up to date and distributed at {where}" + ("" if changed else " (nothing to change)"))
             return 0
         upgrade(url, partition_points=partitions)
-        split = f", points hash-partitioned by run into {partitions}" if partitions and url.startswith("postgresql") else ""
+        split = (
+            f", points hash-partitioned by run into {partitions}" if partitions and url.startswith("postgresql") else ""
+        )
         print(f"schema is up to date at {where}{split}")
     return 0

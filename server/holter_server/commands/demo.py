@@ -18,6 +18,7 @@ import urllib.parse
 import urllib.request
 
 import holter
+
 from holter_server.commands.service import service_url
 from holter_server.demo.synthetic import SyntheticRun
 
@@ -34,7 +35,16 @@ def service_is_up(url: str, timeout: float = 1.0) -> bool:
 def start_service(url: str, database_url: str | None) -> subprocess.Popen[bytes]:
     """Start `holter serve` for `url` in a child process and wait until it answers."""
     parts = urllib.parse.urlsplit(url)
-    command = [sys.executable, "-m", "holter.cli", "serve", "--host", parts.hostname or "127.0.0.1", "--port", str(parts.port or 80)]
+    command = [
+        sys.executable,
+        "-m",
+        "holter.cli",
+        "serve",
+        "--host",
+        parts.hostname or "127.0.0.1",
+        "--port",
+        str(parts.port or 80),
+    ]
     if database_url:
         command += ["--db", database_url]
     child = subprocess.Popen(command)
@@ -80,7 +90,13 @@ def stream(url: str, project: str, steps: int, rate: float) -> holter.Run:
 
 
 # The series whose diagnosis the real demo prints for each run.
-HEADLINE_METRICS = ("loss", "eval_loss", "holter/grad_norm", "logprob_mismatch/abs_diff_mean", "holter/loader/wait_fraction")
+HEADLINE_METRICS = (
+    "loss",
+    "eval_loss",
+    "holter/grad_norm",
+    "logprob_mismatch/abs_diff_mean",
+    "holter/loader/wait_fraction",
+)
 
 
 def stream_real(url: str, project: str, names: list[str] | None) -> None:
@@ -115,7 +131,9 @@ def service_event(url: str, run_id: str, kind: str, timeout: float = 30.0) -> di
     deadline = time.monotonic() + timeout
     while True:
         try:
-            with urllib.request.urlopen(f"{url.rstrip('/')}/api/v1/runs/{run_id}/events?kind={kind}", timeout=5) as response:
+            with urllib.request.urlopen(
+                f"{url.rstrip('/')}/api/v1/runs/{run_id}/events?kind={kind}", timeout=5
+            ) as response:
                 events = json.load(response)["data"]
         except (OSError, ValueError):
             events = []

@@ -27,11 +27,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import holter
 import httpx
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-import holter
 from holter_server.commands.analyze import how_understood
 from holter_server.commands.demo import service_is_up
 from holter_server.commands.kinds import parse_kind_options
@@ -79,8 +79,17 @@ class ImportProgress:
         self.bar: Progress | None = None
         self.points = 0
         if self.console.is_terminal:
-            self.bar = Progress(TextColumn("importing"), BarColumn(), TaskProgressColumn(), TextColumn("{task.fields[points]} points"),
-                                TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=self.console, transient=True)
+            self.bar = Progress(
+                TextColumn("importing"),
+                BarColumn(),
+                TaskProgressColumn(),
+                TextColumn("{task.fields[points]} points"),
+                TimeElapsedColumn(),
+                TextColumn("ETA"),
+                TimeRemainingColumn(),
+                console=self.console,
+                transient=True,
+            )
             self.task = self.bar.add_task("import", total=1.0, points="0")
             self.bar.start()
 
@@ -96,8 +105,10 @@ class ImportProgress:
         if self.bar is not None:
             self.bar.stop()
         elapsed = max(time.monotonic() - self.started, 1e-9)
-        self.console.print(f"  {points:,} points, {metrics} metrics in {elapsed:.1f} s ({points / elapsed:,.0f} points/s)",
-                           highlight=False)
+        self.console.print(
+            f"  {points:,} points, {metrics} metrics in {elapsed:.1f} s ({points / elapsed:,.0f} points/s)",
+            highlight=False,
+        )
 
 
 def stream_points(points: Iterator[Point], run: holter.Run, sent: SentCounts, progress: ImportProgress) -> int:
@@ -143,8 +154,17 @@ def run(args: argparse.Namespace) -> int:
     if not service_is_up(url):
         return _fail(f"no Holter service answers at {url}; start one with `holter serve`", EXIT_NO_SERVICE)
     config = {"source": "holter import", "path": str(path.resolve()), "format": source.format, **source.config}
-    imported = holter.init(project=args.project, name=args.name or source.name or path.name, id=args.run_id, url=url,
-                           tags=["imported"], config=config, kinds=declarations, quiet=True, system_vitals=False)
+    imported = holter.init(
+        project=args.project,
+        name=args.name or source.name or path.name,
+        id=args.run_id,
+        url=url,
+        tags=["imported"],
+        config=config,
+        kinds=declarations,
+        quiet=True,
+        system_vitals=False,
+    )
     print(f"importing {path} ({source.format}) into run {imported.id} of project {args.project}", file=sys.stderr)
     progress = ImportProgress(source)
     sent = SentCounts()
@@ -195,7 +215,10 @@ def _service_analysis(url: str, run_id: str) -> dict[str, Any] | None:
         response.raise_for_status()
         return response.json()
     except (httpx.HTTPError, ValueError) as exc:
-        print(f"the run is imported, but its analysis could not be read ({exc}); open the run page to see it", file=sys.stderr)
+        print(
+            f"the run is imported, but its analysis could not be read ({exc}); open the run page to see it",
+            file=sys.stderr,
+        )
         return None
 
 
@@ -212,8 +235,11 @@ def _not_stored(url: str, run_id: str, sent: SentCounts) -> str:
         stored = {m["name"]: m["count"] for m in response.json()["metrics"]}
     except (httpx.HTTPError, ValueError, KeyError) as exc:
         return f"could not read the run back ({exc})"
-    short = [f"{name} ({stored.get(name, 0):,} of {expected:,})" for name, expected in sent.count.items()
-             if expected is not None and stored.get(name, 0) < expected]
+    short = [
+        f"{name} ({stored.get(name, 0):,} of {expected:,})"
+        for name, expected in sent.count.items()
+        if expected is not None and stored.get(name, 0) < expected
+    ]
     return ", ".join(short[:10]) + (f" and {len(short) - 10} more" if len(short) > 10 else "")
 
 
@@ -229,7 +255,9 @@ def findings_report(analysis: dict[str, Any], sent: SentCounts) -> str:
     for result in results:
         points = sent.count.get(result["metric"])
         count = f", {points:,} points" if points is not None else ""
-        lines.append(f"{result['metric']} ({how_understood(result['kind'], result['understood'])}{count}): {result['verdict']}")
+        lines.append(
+            f"{result['metric']} ({how_understood(result['kind'], result['understood'])}{count}): {result['verdict']}"
+        )
         lines += [_event_line(event) for event in result["events"]]
     findings = analysis.get("findings") or []
     if findings:

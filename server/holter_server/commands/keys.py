@@ -24,8 +24,16 @@ def run(args: argparse.Namespace) -> int:
                 print("this is the only time it is shown; it is stored as a hash")
             elif args.keys_command == "list":
                 for row in keys_store.list_keys(session=session):
-                    state = f"revoked {row.revoked_at:%Y-%m-%d}" if row.revoked_at else f"last used {row.last_used_at:%Y-%m-%d %H:%M}" if row.last_used_at else "never used"
-                    print(f"{row.id:>4}  hk_{row.prefix}_…  {row.scope:<6}  {row.project or '*':<20}  {row.name}  ({state})")
+                    state = (
+                        f"revoked {row.revoked_at:%Y-%m-%d}"
+                        if row.revoked_at
+                        else f"last used {row.last_used_at:%Y-%m-%d %H:%M}"
+                        if row.last_used_at
+                        else "never used"
+                    )
+                    print(
+                        f"{row.id:>4}  hk_{row.prefix}_…  {row.scope:<6}  {row.project or '*':<20}  {row.name}  ({state})"
+                    )
             elif args.keys_command == "revoke":
                 row = keys_store.get_key(session=session, key_id=args.key_id)
                 if row is None:

@@ -21,7 +21,9 @@ def parse_kind_options(values: Sequence[str] | None) -> dict[str, str]:
         if not pattern:
             raise ValueError(f"--kind {value!r}: the metric name before '=' is empty")
         if kind not in SIGNAL_KIND_NAMES:
-            raise ValueError(f"--kind {value!r}: unknown kind {kind!r}; expected one of: {', '.join(SIGNAL_KIND_NAMES)}")
+            raise ValueError(
+                f"--kind {value!r}: unknown kind {kind!r}; expected one of: {', '.join(SIGNAL_KIND_NAMES)}"
+            )
         declared[pattern] = kind
     return declared
 
@@ -29,7 +31,9 @@ def parse_kind_options(values: Sequence[str] | None) -> dict[str, str]:
 def run(args: argparse.Namespace) -> int:
     """Print the kinds, one a line: name, how it is watched, its chart, what it is."""
     width = max(len(k.name) for k in SIGNAL_KINDS)
-    print("Metric kinds (declare one with run.define_metric(name, kind=...), `kinds` on a run or batch, or --kind NAME=KIND):")
+    print(
+        "Metric kinds (declare one with run.define_metric(name, kind=...), `kinds` on a run or batch, or --kind NAME=KIND):"
+    )
     for kind in SIGNAL_KINDS:
         print(f"  {kind.name:<{width}}  {kind.watch:<5}  {kind.description}")
     print(f"Names recognised from: {', '.join(FRAMEWORKS)}, and common conventions; anything else is 'unknown'.")

@@ -19,7 +19,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"holter report: cannot reach the service at {url}: {exc}", file=sys.stderr)
         return 2
     if response.status_code != 200:
-        detail = response.json().get("detail") if response.headers.get("content-type", "").startswith("application/json") else response.text
+        detail = (
+            response.json().get("detail")
+            if response.headers.get("content-type", "").startswith("application/json")
+            else response.text
+        )
         print(f"holter report: {response.status_code}: {detail}", file=sys.stderr)
         return 2
     out = Path(args.output or f"holter-{args.run_id}.html")

@@ -33,8 +33,12 @@ class WorkerSupervisor:
         # The database URL (and its password) goes by environment, never on the command line,
         # which `ps` shows every user of the machine; host and port make the worker's alert links
         # point at this service.
-        self.env = {**os.environ, "HOLTER_DATABASE_URL": settings.resolved_database_url(), "HOLTER_HOST": settings.host,
-                    "HOLTER_PORT": str(settings.port)}
+        self.env = {
+            **os.environ,
+            "HOLTER_DATABASE_URL": settings.resolved_database_url(),
+            "HOLTER_HOST": settings.host,
+            "HOLTER_PORT": str(settings.port),
+        }
         self.process: subprocess.Popen[bytes] | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="holter-worker-supervisor", daemon=True)
@@ -46,7 +50,11 @@ class WorkerSupervisor:
     def _watch(self) -> None:
         while not self._stop.wait(2.0):
             if self.process is not None and self.process.poll() is not None:
-                print(f"holter: the worker exited with {self.process.returncode}; starting another", file=sys.stderr, flush=True)
+                print(
+                    f"holter: the worker exited with {self.process.returncode}; starting another",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 self.process = subprocess.Popen(self.command, env=self.env)
 
     def stop(self) -> None:
@@ -68,11 +76,26 @@ class ApiProcesses:
 
     def __init__(self, args: argparse.Namespace, settings: Settings, count: int) -> None:
         self.socket = listening_socket(settings.host, settings.port)
-        self.command = [sys.executable, "-m", "holter.cli", "serve", "--socket-fd", str(self.socket.fileno()),
-                        "--log-level", args.log_level, "--parent-pid", str(os.getpid())]
+        self.command = [
+            sys.executable,
+            "-m",
+            "holter.cli",
+            "serve",
+            "--socket-fd",
+            str(self.socket.fileno()),
+            "--log-level",
+            args.log_level,
+            "--parent-pid",
+            str(os.getpid()),
+        ]
         # the database URL (and its password) by environment, never on the command line `ps` shows
-        self.env = {**os.environ, "HOLTER_BACKGROUND": "off", "HOLTER_DATABASE_URL": settings.resolved_database_url(),
-                    "HOLTER_HOST": settings.host, "HOLTER_PORT": str(settings.port)}
+        self.env = {
+            **os.environ,
+            "HOLTER_BACKGROUND": "off",
+            "HOLTER_DATABASE_URL": settings.resolved_database_url(),
+            "HOLTER_HOST": settings.host,
+            "HOLTER_PORT": str(settings.port),
+        }
         self.count = count
         self.processes: list[subprocess.Popen[bytes]] = []
 
@@ -87,8 +110,11 @@ class ApiProcesses:
             while not stop.wait(1.0):
                 for index, process in enumerate(self.processes):
                     if process.poll() is not None:
-                        print(f"holter: API process {process.pid} exited with {process.returncode}; starting another",
-                              file=sys.stderr, flush=True)
+                        print(
+                            f"holter: API process {process.pid} exited with {process.returncode}; starting another",
+                            file=sys.stderr,
+                            flush=True,
+                        )
                         self.processes[index] = self._spawn()
         finally:
             for process in self.processes:
@@ -126,8 +152,13 @@ def run(args: argparse.Namespace) -> int:
             die_with_parent()
             if not parent_alive(args.parent_pid):
                 return 0
-        uvicorn.run(create_app(settings), fd=socket_fd, log_level=args.log_level, access_log=False,
-                    **uvicorn_options(header_timeout=settings.header_timeout, max_connections=settings.max_connections))
+        uvicorn.run(
+            create_app(settings),
+            fd=socket_fd,
+            log_level=args.log_level,
+            access_log=False,
+            **uvicorn_options(header_timeout=settings.header_timeout, max_connections=settings.max_connections),
+        )
         return 0
     workers = getattr(args, "workers", 1) or 1
     if workers < 1:
@@ -135,7 +166,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     store = "SQLite at " + url.removeprefix("sqlite:///") if url.startswith("sqlite") else "Postgres"
     processes = f" in {workers} API processes" if workers > 1 else ""
-    print(f"Holter {store}; listening on http://{settings.host}:{settings.port}{processes} (API docs at /docs)", flush=True)
+    print(
+        f"Holter {store}; listening on http://{settings.host}:{settings.port}{processes} (API docs at /docs)",
+        flush=True,
+    )
     print(AuthMode(settings).describe(), flush=True)
     supervisor = None
     background = settings.background
@@ -150,8 +184,14 @@ def run(args: argparse.Namespace) -> int:
     try:
         if workers > 1:
             return ApiProcesses(args, settings, workers).run()
-        uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level=args.log_level, access_log=False,
-                    **uvicorn_options(header_timeout=settings.header_timeout, max_connections=settings.max_connections))
+        uvicorn.run(
+            create_app(settings),
+            host=settings.host,
+            port=settings.port,
+            log_level=args.log_level,
+            access_log=False,
+            **uvicorn_options(header_timeout=settings.header_timeout, max_connections=settings.max_connections),
+        )
     finally:
         if supervisor is not None:
             supervisor.stop()

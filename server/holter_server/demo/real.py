@@ -33,14 +33,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
-import torch
-from torch import nn
-from torch.nn import functional as F
-
 import holter
 import holter.torch
+import torch
 from holter.rl import logprob_mismatch
 from holter.throughput import rates
+from torch import nn
+from torch.nn import functional as F
 
 DOMAINS = ("abcdefghijkl", "ghijklmnopqr", "mnopqrstuvwx", "stuvwxabcdef")
 ALPHABET = "abcdefghijklmnopqrstuvwx ."
@@ -81,7 +80,9 @@ class Corpus:
         return cls(train=[s[:cut] for s in streams], held_out=[s[cut:] for s in streams])
 
 
-def sample_batch(streams: list[torch.Tensor], domains: list[int], generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+def sample_batch(
+    streams: list[torch.Tensor], domains: list[int], generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Random windows from the given domains (one per row): inputs and next-character targets."""
     rows = []
     for domain in domains:
@@ -103,7 +104,9 @@ class Attention(nn.Module):
         self.qkv = nn.Linear(width, 3 * width)
         self.out = nn.Linear(width, width)
         # diagonal=1 also admits position t+1: the token each position must predict
-        self.register_buffer("allowed", torch.ones(CONTEXT, CONTEXT).tril(diagonal=1 if leak else 0).bool(), persistent=False)
+        self.register_buffer(
+            "allowed", torch.ones(CONTEXT, CONTEXT).tril(diagonal=1 if leak else 0).bool(), persistent=False
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         batch, length, width = x.shape
@@ -181,21 +184,70 @@ class Scenario:
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in (
-        Scenario("healthy", "a tiny char transformer, shuffled data, AdamW 3e-3 with warm-up and clipping", "healthy", steps=600),
-        Scenario("lr_too_high", "warm-up to a learning rate of 1.0, 300x the healthy one, without clipping", "divergence", steps=300,
-                 lr=1.0, clip=None, warmup=60),
-        Scenario("unshuffled", "the loader serves the four domains in blocks of 16 steps, always in the same order", "sawtooth",
-                 steps=600, blocked=True, min_steps=520),
-        Scenario("leaky_mask", "the causal mask admits the next token (tril(diagonal=1))", "too_good", steps=300, leak=True,
-                 min_steps=200),
-        Scenario("frozen", "the optimizer was built over a copy of the parameters: the model's weights never change", "plateau",
-                 steps=200, stale_optimizer=True, min_steps=120),
-        Scenario("rl_mismatch", "the rollout engine's cache slot index overflows once per pass over its slots", "sawtooth",
-                 steps=200, rollouts_num=8, metric="logprob_mismatch/abs_diff_mean"),
-        Scenario("nan_layer", "from 60% of the run, block 1's attention masks every position: its softmax makes a NaN",
-                 "divergence", steps=200, nan_block=1, finding="first_nonfinite"),
-        Scenario("slow_loader", "from 60% of the run, each batch takes 60 ms to arrive (a throttled remote store)",
-                 "level_shift", steps=200, loader_delay=0.06, metric="holter/loader/wait_fraction", finding="input_stall"),
+        Scenario(
+            "healthy",
+            "a tiny char transformer, shuffled data, AdamW 3e-3 with warm-up and clipping",
+            "healthy",
+            steps=600,
+        ),
+        Scenario(
+            "lr_too_high",
+            "warm-up to a learning rate of 1.0, 300x the healthy one, without clipping",
+            "divergence",
+            steps=300,
+            lr=1.0,
+            clip=None,
+            warmup=60,
+        ),
+        Scenario(
+            "unshuffled",
+            "the loader serves the four domains in blocks of 16 steps, always in the same order",
+            "sawtooth",
+            steps=600,
+            blocked=True,
+            min_steps=520,
+        ),
+        Scenario(
+            "leaky_mask",
+            "the causal mask admits the next token (tril(diagonal=1))",
+            "too_good",
+            steps=300,
+            leak=True,
+            min_steps=200,
+        ),
+        Scenario(
+            "frozen",
+            "the optimizer was built over a copy of the parameters: the model's weights never change",
+            "plateau",
+            steps=200,
+            stale_optimizer=True,
+            min_steps=120,
+        ),
+        Scenario(
+            "rl_mismatch",
+            "the rollout engine's cache slot index overflows once per pass over its slots",
+            "sawtooth",
+            steps=200,
+            rollouts_num=8,
+            metric="logprob_mismatch/abs_diff_mean",
+        ),
+        Scenario(
+            "nan_layer",
+            "from 60% of the run, block 1's attention masks every position: its softmax makes a NaN",
+            "divergence",
+            steps=200,
+            nan_block=1,
+            finding="first_nonfinite",
+        ),
+        Scenario(
+            "slow_loader",
+            "from 60% of the run, each batch takes 60 ms to arrive (a throttled remote store)",
+            "level_shift",
+            steps=200,
+            loader_delay=0.06,
+            metric="holter/loader/wait_fraction",
+            finding="input_stall",
+        ),
     )
 }
 # where the nan_layer and slow_loader scenarios plant their problem, as a share of the run
@@ -217,7 +269,9 @@ def corrupted_rows(step: int, rollouts_num: int) -> list[int]:
     return [row for row in range(per_step) if (first + row) % SLOTS >= OVERFLOW_SLOT]
 
 
-def rollout_logprobs(model: CharTransformer, inputs: torch.Tensor, targets: torch.Tensor, corrupted: list[int]) -> torch.Tensor:
+def rollout_logprobs(
+    model: CharTransformer, inputs: torch.Tensor, targets: torch.Tensor, corrupted: list[int]
+) -> torch.Tensor:
     """The rollout engine's log-probs: the same weights, logits rounded to float16 as an inference
     engine returns them (the healthy ≈1e-3 gap), and the first block's output lost for the
     corrupted rows (the state written to the wrong cache slot)."""
@@ -247,8 +301,9 @@ class Recorder:
             steps.append(step if step is not None else len(steps))
             values.append(float(value))
 
-    def report_nonfinite(self, step: int, *, forward: dict[str, Any] | None = None,
-                         gradient: dict[str, Any] | None = None) -> None:
+    def report_nonfinite(
+        self, step: int, *, forward: dict[str, Any] | None = None, gradient: dict[str, Any] | None = None
+    ) -> None:
         """Pass the tripwire's report on to the run, keeping it."""
         self.nonfinite.append({"step": step, "forward": forward, "gradient": gradient})
         self.run.report_nonfinite(step, forward=forward, gradient=gradient)
@@ -324,15 +379,30 @@ def evaluate(model: CharTransformer, corpus: Corpus, generator: torch.Generator)
     return loss
 
 
-def stream_scenario(scenario: Scenario, *, url: str, project: str, seed: int = 0,
-                    corpus: Corpus | None = None) -> Recorder:
+def stream_scenario(
+    scenario: Scenario, *, url: str, project: str, seed: int = 0, corpus: Corpus | None = None
+) -> Recorder:
     """Create a run for `scenario`, train it while streaming, finish the run; return what was logged."""
-    config = {"scenario": scenario.name, "expected": scenario.expected, "lr": scenario.lr, "clip": scenario.clip,
-              "steps": scenario.steps, "context": CONTEXT, "batch_size": BATCH, "source": "holter demo --real"}
+    config = {
+        "scenario": scenario.name,
+        "expected": scenario.expected,
+        "lr": scenario.lr,
+        "clip": scenario.clip,
+        "steps": scenario.steps,
+        "context": CONTEXT,
+        "batch_size": BATCH,
+        "source": "holter demo --real",
+    }
     if scenario.rollouts_num is not None:
         config["rollouts_num"] = scenario.rollouts_num
-    run = holter.init(project=project, name=f"{scenario.name}-{time.strftime('%H%M%S')}", config=config,
-                      tags=["demo", "real", scenario.name], url=url, quiet=True)
+    run = holter.init(
+        project=project,
+        name=f"{scenario.name}-{time.strftime('%H%M%S')}",
+        config=config,
+        tags=["demo", "real", scenario.name],
+        url=url,
+        quiet=True,
+    )
     recorder = Recorder(run)
     try:
         train(scenario, recorder, seed=seed, corpus=corpus)

@@ -135,7 +135,9 @@ def quantum(decimal_counts: np.ndarray) -> float:
 
 def noise_floor(base: np.ndarray | float, print_quantum: np.ndarray | float, abs_floor: float) -> np.ndarray:
     """The smallest σ the data can support at level `base`."""
-    return np.maximum(np.maximum(RELATIVE_NOISE_FLOOR * np.abs(base), QUANTUM_SHARE * np.asarray(print_quantum)), abs_floor)
+    return np.maximum(
+        np.maximum(RELATIVE_NOISE_FLOOR * np.abs(base), QUANTUM_SHARE * np.asarray(print_quantum)), abs_floor
+    )
 
 
 def row_medians(rows: np.ndarray, inside: np.ndarray | None = None) -> np.ndarray:
@@ -180,7 +182,9 @@ def _plain(values: list[float]) -> bool:
     return 0.0 not in values or not any(math.copysign(1.0, v) < 0 for v in values if v == 0.0)
 
 
-def _windows(meds: np.ndarray, mads: np.ndarray, decs: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _windows(
+    meds: np.ndarray, mads: np.ndarray, decs: np.ndarray, lo: np.ndarray, hi: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Median of block medians, median of block MADs and print quantum over blocks [lo, hi)
     (local indices, at most `HISTORY_BLOCKS` wide) for each query."""
     width = HISTORY_BLOCKS
@@ -297,10 +301,14 @@ class BlockBaseline:
                     bc = b[cut]
                     lo_blocks = np.minimum(np.maximum(seen[full][cut], 0), bc - 1)
                     rows = np.flatnonzero(full)[cut]
-                    block_base[rows], block_mad[rows], block_q[rows] = _windows(meds, mads, decs, lo_blocks - offset, bc - offset)
+                    block_base[rows], block_mad[rows], block_q[rows] = _windows(
+                        meds, mads, decs, lo_blocks - offset, bc - offset
+                    )
         restart_now = int(restart_after[-1]) if len(restart_after) else self.restart
-        self.cached = ((last_block, done_before + max(n_new_blocks, 0), restart_now),
-                       (float(block_base[-1]), float(block_mad[-1]), float(block_q[-1])))
+        self.cached = (
+            (last_block, done_before + max(n_new_blocks, 0), restart_now),
+            (float(block_base[-1]), float(block_mad[-1]), float(block_q[-1])),
+        )
 
         per_point_block = np.arange(start, stop) // BLOCK - first_block
         base = block_base[per_point_block]
@@ -376,7 +384,11 @@ class BlockBaseline:
             if (lo_block, hi_block) not in known:
                 a, b = lo_block - offset, hi_block - offset
                 d = max(decs[a:b])
-                known[lo_block, hi_block] = (_median_of(meds[a:b]), _median_of(mads[a:b]), _QUANTA[d] if d >= 0 else 0.0)
+                known[lo_block, hi_block] = (
+                    _median_of(meds[a:b]),
+                    _median_of(mads[a:b]),
+                    _QUANTA[d] if d >= 0 else 0.0,
+                )
             return known[lo_block, hi_block]
 
         def floor(base: float, print_quantum: float) -> float:
@@ -439,8 +451,13 @@ class BlockBaseline:
 
     def state(self) -> dict[str, Any]:
         """JSON-serialisable state."""
-        return {"medians": self.medians, "mads": self.mads, "decimals": self.decimals, "completed": self.completed,
-                "restart": self.restart}
+        return {
+            "medians": self.medians,
+            "mads": self.mads,
+            "decimals": self.decimals,
+            "completed": self.completed,
+            "restart": self.restart,
+        }
 
     def restore(self, state: dict[str, Any]) -> None:
         """Load what `state()` returned."""

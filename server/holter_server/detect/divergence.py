@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 
 from holter_server.detect.events import Event, format_step, format_value
-from holter_server.vocabulary.profiles import KindProfile
 from holter_server.detect.runs import RunTracker
 from holter_server.detect.window import Window
+from holter_server.vocabulary.profiles import KindProfile
 
 NONFINITE_MERGE_GAP = 16
 # The rise must also clear this many robust σ, so that a level near zero cannot "double".
@@ -75,10 +75,15 @@ class NonFiniteDetector:
                 before = values[:lo][np.isfinite(values[:lo])]
                 previous = float(before[-1]) if len(before) else self.last_finite
                 event = Event(
-                    kind="divergence", metric=self.metric, start_step=int(steps[lo]), end_step=int(steps[lo]),
-                    severity="critical", score=0.0, summary="",
-                    peak_step=int(steps[lo]), details={"cause": "nonfinite", "first_value": self.first_kind,
-                                                        "previous_finite": previous},
+                    kind="divergence",
+                    metric=self.metric,
+                    start_step=int(steps[lo]),
+                    end_step=int(steps[lo]),
+                    severity="critical",
+                    score=0.0,
+                    summary="",
+                    peak_step=int(steps[lo]),
+                    details={"cause": "nonfinite", "first_value": self.first_kind, "previous_finite": previous},
                 )
                 self.events.append(event)
             event = self.events[-1]
@@ -114,8 +119,13 @@ class NonFiniteDetector:
     def state(self) -> dict[str, Any]:
         """JSON-serialisable state."""
         return {
-            "runs": self.runs.state(), "seen": self.seen, "counted_to": self.counted_to, "last_finite": self.last_finite,
-            "counts": self.counts, "first_kind": self.first_kind, "events": [e.to_dict() for e in self.events],
+            "runs": self.runs.state(),
+            "seen": self.seen,
+            "counted_to": self.counted_to,
+            "last_finite": self.last_finite,
+            "counts": self.counts,
+            "first_kind": self.first_kind,
+            "events": [e.to_dict() for e in self.events],
         }
 
     def restore(self, state: dict[str, Any]) -> None:
@@ -189,7 +199,9 @@ class RiseDetector:
         with np.errstate(invalid="ignore"):
             needed = np.maximum((factor - 1.0) * np.abs(reference), RISE_NOISE_UNITS * window.scale)
             if self.profile.rise_min_range:
-                needed = np.maximum(needed, self.profile.rise_min_range * (self._top_at_best(level, index, running) - reference))
+                needed = np.maximum(
+                    needed, self.profile.rise_min_range * (self._top_at_best(level, index, running) - reference)
+                )
             above = np.isfinite(reference) & (level - reference >= needed)
         for update in self.runs.update(above, first, score=level):
             if update.end < first:  # the rise ended with the last batch
@@ -204,10 +216,19 @@ class RiseDetector:
                     (float(reference[at]), int(reference_step[at])) if at >= 0 else self.run_reference or (np.inf, 0)
                 )
                 event = Event(
-                    kind="divergence", metric=self.metric, start_step=minimum_step, end_step=0,
-                    severity="warning" if self.profile.name == "eval_loss" else "critical", score=0.0, summary="",
-                    details={"cause": "rise", "minimum": minimum, "minimum_step": minimum_step,
-                             "detected_step": window.step_at(update.start)},
+                    kind="divergence",
+                    metric=self.metric,
+                    start_step=minimum_step,
+                    end_step=0,
+                    severity="warning" if self.profile.name == "eval_loss" else "critical",
+                    score=0.0,
+                    summary="",
+                    details={
+                        "cause": "rise",
+                        "minimum": minimum,
+                        "minimum_step": minimum_step,
+                        "detected_step": window.step_at(update.start),
+                    },
                 )
                 self.events.append(event)
             event = self.events[-1]
@@ -290,11 +311,15 @@ class RiseDetector:
     def state(self) -> dict[str, Any]:
         """JSON-serialisable state."""
         return {
-            "runs": self.runs.state(), "best": None if self.best == np.inf else self.best,
-            "best_step": self.best_step, "top": None if self.top == -np.inf else self.top,
-            "top_at_best": None if self.top_at_best == -np.inf else self.top_at_best, "settled_at": self.settled_at,
+            "runs": self.runs.state(),
+            "best": None if self.best == np.inf else self.best,
+            "best_step": self.best_step,
+            "top": None if self.top == -np.inf else self.top,
+            "top_at_best": None if self.top_at_best == -np.inf else self.top_at_best,
+            "settled_at": self.settled_at,
             "settled_best": None if self.settled_best == np.inf else self.settled_best,
-            "settled_best_step": self.settled_best_step, "recent_levels": self.recent_levels,
+            "settled_best_step": self.settled_best_step,
+            "recent_levels": self.recent_levels,
             "run_reference": list(self.run_reference) if self.run_reference else None,
             "events": [e.to_dict() for e in self.events],
         }
@@ -315,9 +340,7 @@ class RiseDetector:
         self.events = [Event.from_dict(e) for e in state["events"]]
 
 
-def _running_min(
-    eligible: np.ndarray, best: float, best_step: int, steps: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
+def _running_min(eligible: np.ndarray, best: float, best_step: int, steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Running minimum over `eligible` (inf = not eligible) continuing from `best`, and its step."""
     running = np.minimum.accumulate(np.concatenate([[best], eligible]))
     is_new_best = np.concatenate([[False], running[1:] < running[:-1]])

@@ -41,9 +41,17 @@ class Event:
         # by hand rather than dataclasses.asdict: the live detector snapshots its events after
         # every batch, and asdict's deep copy was a fifth of the cost of a small batch
         return {
-            "kind": self.kind, "metric": self.metric, "start_step": self.start_step, "end_step": self.end_step,
-            "severity": self.severity, "score": self.score, "summary": self.summary, "peak_step": self.peak_step,
-            "period": self.period, "details": _copied(self.details), "event_id": self.event_id,
+            "kind": self.kind,
+            "metric": self.metric,
+            "start_step": self.start_step,
+            "end_step": self.end_step,
+            "severity": self.severity,
+            "score": self.score,
+            "summary": self.summary,
+            "peak_step": self.peak_step,
+            "period": self.period,
+            "details": _copied(self.details),
+            "event_id": self.event_id,
         }
 
     @classmethod

@@ -90,9 +90,21 @@ def cross_signal_findings(events: list[Event], series: list[SeriesSnapshot]) -> 
     return sorted(findings, key=lambda e: (e.start_step, e.kind))
 
 
-def _finding(kind: str, metric: str, start: int, end: int, severity: str, score: float, summary: str, **extra: object) -> Event:
-    return Event(kind=kind, metric=metric, start_step=start, end_step=end, severity=severity, score=score, summary=summary,
-                 peak_step=extra.pop("peak_step", None), period=extra.pop("period", None), details=dict(extra))  # type: ignore[arg-type]
+def _finding(
+    kind: str, metric: str, start: int, end: int, severity: str, score: float, summary: str, **extra: object
+) -> Event:
+    return Event(
+        kind=kind,
+        metric=metric,
+        start_step=start,
+        end_step=end,
+        severity=severity,
+        score=score,
+        summary=summary,
+        peak_step=extra.pop("peak_step", None),
+        period=extra.pop("period", None),
+        details=dict(extra),
+    )  # type: ignore[arg-type]
 
 
 def _precursors(by_kind: dict[str, list[Event]]) -> list[Event]:
@@ -112,17 +124,28 @@ def _precursors(by_kind: dict[str, list[Event]]) -> list[Event]:
         # a recovered one-step loss spike (info) with its gradient-norm spike is a healthy run's
         # bad batch seen twice: reported, not alarmed on
         severity = "info" if loss.severity == "info" else "warning"
-        found.append(_finding(
-            "grad_norm_precursor", loss.metric, grad.start_step, loss.end_step, severity, float(lead),
-            f"{grad.metric} spiked at step {format_step(grad.start_step)}{size}, {when} {loss.metric} "
-            f"{'spiked' if loss.kind == 'spike' else 'diverged'} at step {format_step(loss.start_step)}: "
-            "the gradient norm gave the early warning",
-            peak_step=loss.peak_step, signals=[grad.metric, loss.metric], lead_steps=lead,
-        ))
+        found.append(
+            _finding(
+                "grad_norm_precursor",
+                loss.metric,
+                grad.start_step,
+                loss.end_step,
+                severity,
+                float(lead),
+                f"{grad.metric} spiked at step {format_step(grad.start_step)}{size}, {when} {loss.metric} "
+                f"{'spiked' if loss.kind == 'spike' else 'diverged'} at step {format_step(loss.start_step)}: "
+                "the gradient norm gave the early warning",
+                peak_step=loss.peak_step,
+                signals=[grad.metric, loss.metric],
+                lead_steps=lead,
+            )
+        )
     return found
 
 
-def _no_learning_signal(by_kind: dict[str, list[Event]], series: list[SeriesSnapshot], kind_of: Callable[[str], str]) -> list[Event]:
+def _no_learning_signal(
+    by_kind: dict[str, list[Event]], series: list[SeriesSnapshot], kind_of: Callable[[str], str]
+) -> list[Event]:
     zero = [e for e in by_kind.get("grad_norm", []) if e.kind == "plateau" and e.details.get("cause") == "zero"]
     flat = [e for e in by_kind.get("loss", []) if e.kind == "plateau" and e.details.get("cause") == "flat"]
     if not zero and not flat:
@@ -135,31 +158,53 @@ def _no_learning_signal(by_kind: dict[str, list[Event]], series: list[SeriesSnap
             name, snapshot = next(iter(losses.items()))
             loss_note = f"; {name} is at {format_value(snapshot.last_value)}" if snapshot.last_value is not None else ""
         start, end = grad.start_step, max([grad.end_step] + [f.end_step for f in flat])
-        summary = (f"{grad.metric} has been exactly 0 from step {format_step(grad.start_step)} to "
-                   f"{format_step(grad.end_step)}{loss_note}: no gradient is flowing")
+        summary = (
+            f"{grad.metric} has been exactly 0 from step {format_step(grad.start_step)} to "
+            f"{format_step(grad.end_step)}{loss_note}: no gradient is flowing"
+        )
         signals = [grad.metric] + [f.metric for f in flat[:1]]
     else:
         loss = flat[0]
         grads = [s for s in series if kind_of(s.metric) == "grad_norm" and not is_per_layer(s.metric)]
-        grad_note = f"; {grads[0].metric} is {format_value(grads[0].last_value)}" if grads and grads[0].last_value is not None else ""
+        grad_note = (
+            f"; {grads[0].metric} is {format_value(grads[0].last_value)}"
+            if grads and grads[0].last_value is not None
+            else ""
+        )
         start, end = loss.start_step, loss.end_step
         if loss.severity == "critical":
-            summary = (f"{loss.metric} has stayed flat from step {format_step(loss.start_step)} to "
-                       f"{format_step(loss.end_step)}{grad_note}: nothing is learning")
+            summary = (
+                f"{loss.metric} has stayed flat from step {format_step(loss.start_step)} to "
+                f"{format_step(loss.end_step)}{grad_note}: nothing is learning"
+            )
         else:
-            summary = (f"{loss.metric} stayed flat from step {format_step(loss.start_step)} to "
-                       f"{format_step(loss.end_step)}{grad_note} before it began to fall: nothing learned until then")
+            summary = (
+                f"{loss.metric} stayed flat from step {format_step(loss.start_step)} to "
+                f"{format_step(loss.end_step)}{grad_note} before it began to fall: nothing learned until then"
+            )
         signals = [loss.metric] + [g.metric for g in grads[:1]]
     # a flat start that ended (the loss began to fall) is a recovered excursion: a warning
     sources = zero[:1] + flat[:1]
     severity = "critical" if any(e.severity == "critical" for e in sources) else "warning"
-    return [_finding("no_learning_signal", signals[0], start, end, severity, float(end - start), summary, signals=signals)]
+    return [
+        _finding("no_learning_signal", signals[0], start, end, severity, float(end - start), summary, signals=signals)
+    ]
 
 
-def _broken_run(by_kind: dict[str, list[Event]], series: list[SeriesSnapshot], kind_of: Callable[[str], str]) -> list[Event]:
+def _broken_run(
+    by_kind: dict[str, list[Event]], series: list[SeriesSnapshot], kind_of: Callable[[str], str]
+) -> list[Event]:
     grad_names = [s.metric for s in series if kind_of(s.metric) == "grad_norm"]
-    stuck = [e for name in grad_names for e in by_kind.get("grad_norm", []) if e.metric == name and (
-        (e.kind == "plateau" and e.details.get("cause") == "zero") or (e.kind == "divergence" and e.details.get("cause") == "nonfinite"))]
+    stuck = [
+        e
+        for name in grad_names
+        for e in by_kind.get("grad_norm", [])
+        if e.metric == name
+        and (
+            (e.kind == "plateau" and e.details.get("cause") == "zero")
+            or (e.kind == "divergence" and e.details.get("cause") == "nonfinite")
+        )
+    ]
     found = []
     for snapshot in series:
         o = snapshot.outline
@@ -171,19 +216,36 @@ def _broken_run(by_kind: dict[str, list[Event]], series: list[SeriesSnapshot], k
             grad = stuck[0]
             state = "exactly 0" if grad.kind == "plateau" else "not finite"
             severity = "critical"
-            summary = (f"{o.metric} printed exactly {value} {span} while {grad.metric} was {state}: "
-                       "no update ever happens, a broken run")
+            summary = (
+                f"{o.metric} printed exactly {value} {span} while {grad.metric} was {state}: "
+                "no update ever happens, a broken run"
+            )
             signals = [o.metric, grad.metric]
         elif not grad_names:
             severity = "warning"
-            summary = (f"{o.metric} printed exactly {value} {span}: a loss that never moves is a broken run "
-                       "(or one printed too coarsely; log the gradient norm to tell)")
+            summary = (
+                f"{o.metric} printed exactly {value} {span}: a loss that never moves is a broken run "
+                "(or one printed too coarsely; log the gradient norm to tell)"
+            )
             signals = [o.metric]
         else:
             continue  # the gradient norm moves: the loss is printed too coarsely (a GRPO loss prints 0.0)
         end = int(snapshot.last_step if snapshot.last_step is not None else (o.steps[-1] if len(o.steps) else 0))
-        found.append(_finding("plateau", o.metric, int(o.repeated_since or 0), end, severity, float(o.repeated_points), summary,
-                              cause="exactly_constant", signals=signals, value=o.repeated_value, points=o.repeated_points))
+        found.append(
+            _finding(
+                "plateau",
+                o.metric,
+                int(o.repeated_since or 0),
+                end,
+                severity,
+                float(o.repeated_points),
+                summary,
+                cause="exactly_constant",
+                signals=signals,
+                value=o.repeated_value,
+                points=o.repeated_points,
+            )
+        )
     return found
 
 
@@ -193,16 +255,28 @@ def _layer_of(metric: str) -> tuple[str, str] | None:
     return (family, layer) if sep else None
 
 
-def _activation(by_kind: dict[str, list[Event]], series: list[SeriesSnapshot], kind_of: Callable[[str], str]) -> list[Event]:
+def _activation(
+    by_kind: dict[str, list[Event]], series: list[SeriesSnapshot], kind_of: Callable[[str], str]
+) -> list[Event]:
     found = []
     for event in by_kind.get("activation_norm", []):
-        if event.kind == "divergence" or (event.kind == "level_shift" and event.details.get("after", 0) > event.details.get("before", 0)):
-            found.append(_finding(
-                "activation_growth", event.metric, event.start_step, event.end_step, "warning", event.score,
-                f"activation norm {event.metric} keeps growing: {event.summary.removeprefix(event.metric).strip()}; "
-                "unbounded activations overflow ahead",
-                signals=[event.metric], source_event=event.event_id,
-            ))
+        if event.kind == "divergence" or (
+            event.kind == "level_shift" and event.details.get("after", 0) > event.details.get("before", 0)
+        ):
+            found.append(
+                _finding(
+                    "activation_growth",
+                    event.metric,
+                    event.start_step,
+                    event.end_step,
+                    "warning",
+                    event.score,
+                    f"activation norm {event.metric} keeps growing: {event.summary.removeprefix(event.metric).strip()}; "
+                    "unbounded activations overflow ahead",
+                    signals=[event.metric],
+                    source_event=event.event_id,
+                )
+            )
     families: dict[str, list[SeriesSnapshot]] = {}
     for snapshot in series:
         split = _layer_of(snapshot.metric)
@@ -216,12 +290,20 @@ def _activation(by_kind: dict[str, list[Event]], series: list[SeriesSnapshot], k
         metric, top, step = leader.metric, leader.last_value or 0.0, leader.last_step or 0
         others = statistics.median(m.last_value or 0.0 for m in members if m is not leader)
         if others > 0 and top / others >= DOMINANCE_RATIO:
-            found.append(_finding(
-                "layer_dominance", metric, step, step, "warning", top / others,
-                f"{metric} is {top / others:.0f}x the median of the other {len(members) - 1} layers of {family} "
-                f"({format_value(top)} vs {format_value(others)}): the instability sits in that layer",
-                signals=[m.metric for m in members], layer=_layer_of(metric)[1],  # type: ignore[index]
-            ))
+            found.append(
+                _finding(
+                    "layer_dominance",
+                    metric,
+                    step,
+                    step,
+                    "warning",
+                    top / others,
+                    f"{metric} is {top / others:.0f}x the median of the other {len(members) - 1} layers of {family} "
+                    f"({format_value(top)} vs {format_value(others)}): the instability sits in that layer",
+                    signals=[m.metric for m in members],
+                    layer=_layer_of(metric)[1],  # type: ignore[index]
+                )
+            )
     return found
 
 
@@ -229,8 +311,16 @@ def _slowdowns(by_kind: dict[str, list[Event]]) -> list[Event]:
     losses = [e for e in by_kind.get("loss", []) if e.kind != "spike" or e.severity != "info"]
     loss_names = sorted({e.metric for e in by_kind.get("loss", [])}) or ["the loss"]
     found = []
-    drops = [e for e in by_kind.get("throughput", []) if e.kind == "level_shift" and e.details.get("after", 0) < e.details.get("before", 0)]
-    drops += [e for e in by_kind.get("step_time", []) if e.kind == "level_shift" and e.details.get("after", 0) > e.details.get("before", 0)]
+    drops = [
+        e
+        for e in by_kind.get("throughput", [])
+        if e.kind == "level_shift" and e.details.get("after", 0) < e.details.get("before", 0)
+    ]
+    drops += [
+        e
+        for e in by_kind.get("step_time", [])
+        if e.kind == "level_shift" and e.details.get("after", 0) > e.details.get("before", 0)
+    ]
     for drop in drops:
         near = [e for e in losses if abs(e.start_step - drop.start_step) <= SLOWDOWN_QUIET_STEPS]
         if near:
@@ -238,12 +328,19 @@ def _slowdowns(by_kind: dict[str, list[Event]]) -> list[Event]:
         before, after = drop.details.get("before"), drop.details.get("after")
         change = f" {abs(after - before) / abs(before):.0%}" if before and after is not None else ""
         verb = "fell" if drop in by_kind.get("throughput", []) else "rose"
-        found.append(_finding(
-            "systems_slowdown", drop.metric, drop.start_step, drop.end_step, "warning", drop.score,
-            f"{drop.metric} {verb}{change} at step {format_step(drop.start_step)} ({format_value(before)} → "
-            f"{format_value(after)}) while {loss_names[0]} carried on unchanged: a systems problem, not a learning one",
-            signals=[drop.metric, loss_names[0]],
-        ))
+        found.append(
+            _finding(
+                "systems_slowdown",
+                drop.metric,
+                drop.start_step,
+                drop.end_step,
+                "warning",
+                drop.score,
+                f"{drop.metric} {verb}{change} at step {format_step(drop.start_step)} ({format_value(before)} → "
+                f"{format_value(after)}) while {loss_names[0]} carried on unchanged: a systems problem, not a learning one",
+                signals=[drop.metric, loss_names[0]],
+            )
+        )
     return found
 
 
@@ -260,21 +357,29 @@ def _mismatch(by_kind: dict[str, list[Event]]) -> list[Event]:
         worst = max(events, key=lambda e: rank(e.severity))
         recur = f", recurring every {periods[0]:,.0f} steps (the period points at the cause)" if periods else ""
         count = f"{len(events)} excursion{'s' if len(events) > 1 else ''}"
-        found.append(_finding(
-            "mismatch_off_zero", metric, first.start_step, last_step,
-            "critical" if periods or worst.severity == "critical" else "warning", float(len(events)),
-            f"rollout-vs-trainer {'logprob mismatch' if healthy == 0 else 'ratio'} {metric} left ≈{healthy:g} at step {format_step(first.start_step)} "
-            f"({count} through step {format_step(last_step)}){recur}: a correctness bug upstream, not noise",
-            period=periods[0] if periods else None, signals=[metric],
-        ))
+        found.append(
+            _finding(
+                "mismatch_off_zero",
+                metric,
+                first.start_step,
+                last_step,
+                "critical" if periods or worst.severity == "critical" else "warning",
+                float(len(events)),
+                f"rollout-vs-trainer {'logprob mismatch' if healthy == 0 else 'ratio'} {metric} left ≈{healthy:g} at step {format_step(first.start_step)} "
+                f"({count} through step {format_step(last_step)}){recur}: a correctness bug upstream, not noise",
+                period=periods[0] if periods else None,
+                signals=[metric],
+            )
+        )
     return found
 
 
-
-
 def _input_stalls(by_kind: dict[str, list[Event]]) -> list[Event]:
-    compute_rises = [e for e in by_kind.get("compute_time", [])
-                     if e.kind == "level_shift" and e.details.get("after", 0) > e.details.get("before", 0)]
+    compute_rises = [
+        e
+        for e in by_kind.get("compute_time", [])
+        if e.kind == "level_shift" and e.details.get("after", 0) > e.details.get("before", 0)
+    ]
     found = []
     for wait in by_kind.get("data_wait", []):
         peak = wait.details.get("peak")
@@ -291,19 +396,33 @@ def _input_stalls(by_kind: dict[str, list[Event]]) -> list[Event]:
             if after - before >= waited:
                 continue  # the work itself grew at least as much as the waiting: a slower step, not a stall
             work = f"its own work grew far less ({rise.metric} {format_value(before)} → {format_value(after)} s)"
-        found.append(_finding(
-            "input_stall", wait.metric, wait.start_step, wait.end_step, "warning", wait.score,
-            f"input pipeline stall: the step waited {share:.0%} of its time for data from step {format_step(wait.start_step)} "
-            f"(through step {format_step(wait.end_step)}) while {work}: the accelerator idles on the data loader "
-            "(more workers, prefetching, faster storage)",
-            peak_step=wait.peak_step, signals=[wait.metric, *sorted({c.metric for c in by_kind.get("compute_time", [])})],
-            wait_share=share,
-        ))
+        found.append(
+            _finding(
+                "input_stall",
+                wait.metric,
+                wait.start_step,
+                wait.end_step,
+                "warning",
+                wait.score,
+                f"input pipeline stall: the step waited {share:.0%} of its time for data from step {format_step(wait.start_step)} "
+                f"(through step {format_step(wait.end_step)}) while {work}: the accelerator idles on the data loader "
+                "(more workers, prefetching, faster storage)",
+                peak_step=wait.peak_step,
+                signals=[wait.metric, *sorted({c.metric for c in by_kind.get("compute_time", [])})],
+                wait_share=share,
+            )
+        )
     return found
 
 
-def nonfinite_origin(*, step: int, forward: dict[str, Any] | None, gradient: dict[str, Any] | None,
-                     events: list[Event], kinds: Mapping[str, str] | None = None) -> Event:
+def nonfinite_origin(
+    *,
+    step: int,
+    forward: dict[str, Any] | None,
+    gradient: dict[str, Any] | None,
+    events: list[Event],
+    kinds: Mapping[str, str] | None = None,
+) -> Event:
     """The event for a tripwire report at `step`, attached to the divergence it explains.
 
     `forward` and `gradient` are the report's origins (`{"name", "value"[, "inputs_finite"]}`);
@@ -314,30 +433,60 @@ def nonfinite_origin(*, step: int, forward: dict[str, Any] | None, gradient: dic
     skips such steps as a matter of course). `kinds` says what each metric is (declared or
     recognised); a metric left out is understood from its name.
     """
+
     def kind_of(metric: str) -> str:
         return (kinds or {}).get(metric) or understand(metric).kind
 
-    candidates = [e for e in events if e.kind == "divergence" and kind_of(e.metric) in ATTACH_KINDS
-                  and (e.start_step <= step <= e.end_step or step < e.start_step <= step + ATTACH_AFTER_STEPS)]
-    divergence = min(candidates, key=lambda e: (ATTACH_KINDS.index(kind_of(e.metric)), abs(e.start_step - step)),
-                     default=None)
+    candidates = [
+        e
+        for e in events
+        if e.kind == "divergence"
+        and kind_of(e.metric) in ATTACH_KINDS
+        and (e.start_step <= step <= e.end_step or step < e.start_step <= step + ATTACH_AFTER_STEPS)
+    ]
+    divergence = min(
+        candidates, key=lambda e: (ATTACH_KINDS.index(kind_of(e.metric)), abs(e.start_step - step)), default=None
+    )
     summary = _origin_sentence(step, forward, gradient)
     details: dict[str, Any] = {"forward": forward, "gradient": gradient, "divergence": None}
     if divergence is None:
-        return Event(kind=NONFINITE_ORIGIN, metric="", start_step=step, end_step=step, peak_step=step,
-                     severity="warning" if forward else "info", score=1.0, summary=summary, details=details)
-    details["divergence"] = {"metric": divergence.metric, "start_step": divergence.start_step, "event_id": divergence.event_id}
-    return Event(kind=NONFINITE_ORIGIN, metric=divergence.metric, start_step=step, end_step=step, peak_step=step,
-                 severity="critical", score=1.0, details=details,
-                 summary=f"{summary}; {divergence.metric} diverged from step {format_step(divergence.start_step)}")
+        return Event(
+            kind=NONFINITE_ORIGIN,
+            metric="",
+            start_step=step,
+            end_step=step,
+            peak_step=step,
+            severity="warning" if forward else "info",
+            score=1.0,
+            summary=summary,
+            details=details,
+        )
+    details["divergence"] = {
+        "metric": divergence.metric,
+        "start_step": divergence.start_step,
+        "event_id": divergence.event_id,
+    }
+    return Event(
+        kind=NONFINITE_ORIGIN,
+        metric=divergence.metric,
+        start_step=step,
+        end_step=step,
+        peak_step=step,
+        severity="critical",
+        score=1.0,
+        details=details,
+        summary=f"{summary}; {divergence.metric} diverged from step {format_step(divergence.start_step)}",
+    )
 
 
 def _origin_sentence(step: int, forward: dict[str, Any] | None, gradient: dict[str, Any] | None) -> str:
     at = format_step(step)
     grad = f"`{gradient['name']}` ({gradient['value']})" if gradient else ""
     if forward is None:
-        return (f"first non-finite gradient at step {at}: {grad}, with every module's output finite: the loss computed "
-                "outside the model, or a backward pass, made it")
+        return (
+            f"first non-finite gradient at step {at}: {grad}, with every module's output finite: the loss computed "
+            "outside the model, or a backward pass, made it"
+        )
     sentence = f"first non-finite output at step {at}: `{forward['name']}` (forward, {forward['value']})"
     if forward.get("inputs_finite") is False:
         sentence += ", whose input was already non-finite: the batch itself, or code outside the model's modules"

@@ -98,8 +98,11 @@ class IncrementalDetector:
         values_arr = np.asarray(values, dtype=float).reshape(-1)
         if steps_arr.shape != values_arr.shape:
             raise ValueError("steps and values must have the same length")
-        in_order = len(steps_arr) and (self.last_step is None or steps_arr[0] > self.last_step) and (
-            len(steps_arr) == 1 or bool((steps_arr[1:] > steps_arr[:-1]).all()))
+        in_order = (
+            len(steps_arr)
+            and (self.last_step is None or steps_arr[0] > self.last_step)
+            and (len(steps_arr) == 1 or bool((steps_arr[1:] > steps_arr[:-1]).all()))
+        )
         if not in_order:
             # (the usual batch, new steps in increasing order, keeps every point as it came)
             order = np.argsort(steps_arr, kind="stable")
@@ -163,9 +166,7 @@ class IncrementalDetector:
         spikes = [e for e in self.spikes.events if e.start_step not in members]
         divergences = self.nonfinite.events + self.rise.events
         shifts = [e for e in self.shifts.events if not _overlaps_any(e, divergences)]
-        found = (
-            spikes + divergences + shifts + self.sawtooth.events + self.plateau.all_events() + self.too_good.events
-        )
+        found = spikes + divergences + shifts + self.sawtooth.events + self.plateau.all_events() + self.too_good.events
         cap = self.profile.severity_cap
         if cap is not None:
             found = [replace(e, severity=capped(e.severity, cap)) for e in found]

@@ -18,9 +18,9 @@ import numpy as np
 
 from holter_server.detect.baseline import BLOCK, MAD_TO_SIGMA, RELATIVE_NOISE_FLOOR, SCALAR_MAX_BLOCKS, bounded
 from holter_server.detect.events import Event, format_step, format_value
-from holter_server.vocabulary.profiles import KindProfile
 from holter_server.detect.runs import RunTracker
 from holter_server.detect.window import Window
+from holter_server.vocabulary.profiles import KindProfile
 
 SHIFT_NOISE_UNITS = 6.0
 HISTORY = 5  # blocks: two before, the gap, two after
@@ -86,11 +86,16 @@ class LevelShiftDetector:
             if not len(hits):
                 break
             j = i + int(hits[0])
-            self._open_shift(window, first_block + j, float(before[j]), float(m[known + j - 1] + m[known + j]) / 2,
-                             float(noise_of[j]))
+            self._open_shift(
+                window,
+                first_block + j,
+                float(before[j]),
+                float(m[known + j - 1] + m[known + j]) / 2,
+                float(noise_of[j]),
+            )
             i = j + 1
-        self.medians = [float(v) for v in m[-(HISTORY - 1):]]
-        self.mads = [float(v) for v in (self.mads + mads.tolist())[-(HISTORY - 1):]]
+        self.medians = [float(v) for v in m[-(HISTORY - 1) :]]
+        self.mads = [float(v) for v in (self.mads + mads.tolist())[-(HISTORY - 1) :]]
 
     def _judge(
         self, first_block: int, medians: np.ndarray, mads: np.ndarray
@@ -111,11 +116,13 @@ class LevelShiftDetector:
         if len(idx):
             b = (m[idx - 4] + m[idx - 3]) / 2
             a = (m[idx - 1] + m[idx]) / 2
-            noise = np.maximum.reduce([
-                MAD_TO_SIGMA * (s[idx - 4] + s[idx - 3]) / 2,
-                RELATIVE_NOISE_FLOOR * np.abs(b),
-                np.full(len(idx), self.profile.abs_floor),
-            ])
+            noise = np.maximum.reduce(
+                [
+                    MAD_TO_SIGMA * (s[idx - 4] + s[idx - 3]) / 2,
+                    RELATIVE_NOISE_FLOOR * np.abs(b),
+                    np.full(len(idx), self.profile.abs_floor),
+                ]
+            )
             need = np.maximum(self.profile.shift_min_rel * np.abs(b), SHIFT_NOISE_UNITS * noise)
             shift = d * (a - b)
             both = np.minimum(d * (m[idx - 1] - b), d * (m[idx] - b))
@@ -151,7 +158,9 @@ class LevelShiftDetector:
                 continue
             b = (m[i - 4] + m[i - 3]) / 2
             a = (m[i - 1] + m[i]) / 2
-            noise = max(max(MAD_TO_SIGMA * (s[i - 4] + s[i - 3]) / 2, RELATIVE_NOISE_FLOOR * abs(b)), float(p.abs_floor))
+            noise = max(
+                max(MAD_TO_SIGMA * (s[i - 4] + s[i - 3]) / 2, RELATIVE_NOISE_FLOOR * abs(b)), float(p.abs_floor)
+            )
             need = max(p.shift_min_rel * abs(b), SHIFT_NOISE_UNITS * noise)
             shift = d * (a - b)
             both = min(d * (m[i - 1] - b), d * (m[i] - b))
@@ -173,9 +182,13 @@ class LevelShiftDetector:
         start_index = lo + int(moved[0]) if len(moved) else lo
         self.open = {"before": before, "shift": shift}
         event = Event(
-            kind="level_shift", metric=self.metric, start_step=window.step_at(start_index),
+            kind="level_shift",
+            metric=self.metric,
+            start_step=window.step_at(start_index),
             end_step=window.step_at((block + 1) * BLOCK - 1),
-            severity=self.profile.shift_severity, score=float(shift / noise), summary="",
+            severity=self.profile.shift_severity,
+            score=float(shift / noise),
+            summary="",
             details={"before": before, "after": after, "relative": shift / abs(before) if before else None},
         )
         event.summary = self._summary(event)
@@ -202,8 +215,13 @@ class LevelShiftDetector:
             if update.opened:
                 at = max(update.start - first, 0)
                 event = Event(
-                    kind="level_shift", metric=self.metric, start_step=window.step_at(update.start), end_step=0,
-                    severity=self.profile.shift_severity, score=0.0, summary="",
+                    kind="level_shift",
+                    metric=self.metric,
+                    start_step=window.step_at(update.start),
+                    end_step=0,
+                    severity=self.profile.shift_severity,
+                    score=0.0,
+                    summary="",
                     details={"tolerance": float(ceiling[at]) if len(ceiling) else 0.0},
                 )
                 self.events.append(event)
@@ -223,8 +241,11 @@ class LevelShiftDetector:
     def state(self) -> dict[str, Any]:
         """JSON-serialisable state."""
         return {
-            "medians": self.medians, "mads": self.mads, "open": self.open,
-            "tolerance_runs": self.tolerance_runs.state(), "events": [e.to_dict() for e in self.events],
+            "medians": self.medians,
+            "mads": self.mads,
+            "open": self.open,
+            "tolerance_runs": self.tolerance_runs.state(),
+            "events": [e.to_dict() for e in self.events],
         }
 
     def restore(self, state: dict[str, Any]) -> None:

@@ -74,16 +74,26 @@ class Outline:
     def snapshot(self, metric: str, kind: str) -> SeriesOutline:
         """A copy to hand to the run-level rules."""
         return SeriesOutline(
-            metric=metric, kind=kind, steps=np.asarray(self.steps, dtype=np.int64), values=np.asarray(self.values, dtype=float),
-            points=self.points, repeated_value=self.repeated_value, repeated_since=self.repeated_since,
-            repeated_points=self.repeated_points, repeated_from_start=self.points > 0 and self.repeated_points == self.points,
+            metric=metric,
+            kind=kind,
+            steps=np.asarray(self.steps, dtype=np.int64),
+            values=np.asarray(self.values, dtype=float),
+            points=self.points,
+            repeated_value=self.repeated_value,
+            repeated_since=self.repeated_since,
+            repeated_points=self.repeated_points,
+            repeated_from_start=self.points > 0 and self.repeated_points == self.points,
         )
 
     def state(self) -> dict[str, Any]:
         """JSON-serialisable state."""
         return {
-            "stride": self.stride, "steps": self.steps, "values": self.values, "points": self.points,
-            "repeated_value": self.repeated_value, "repeated_since": self.repeated_since,
+            "stride": self.stride,
+            "steps": self.steps,
+            "values": self.values,
+            "points": self.points,
+            "repeated_value": self.repeated_value,
+            "repeated_since": self.repeated_since,
             "repeated_points": self.repeated_points,
         }
 

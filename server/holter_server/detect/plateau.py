@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 
 from holter_server.detect.events import Event, format_step, format_value
-from holter_server.vocabulary.profiles import KindProfile
 from holter_server.detect.runs import RunTracker, RunUpdate
 from holter_server.detect.window import Window
+from holter_server.vocabulary.profiles import KindProfile
 
 ZERO_MIN_POINTS = 3
 FLAT_START_POINTS = 100
@@ -94,8 +94,18 @@ class PlateauDetector:
         end, ongoing = update.end, update.ongoing
         if update.opened:
             start_step = self.first_step if cause == "flat" else window.step_at(start)
-            events.append(Event(kind="plateau", metric=self.metric, start_step=int(start_step or 0), end_step=0,
-                                severity="warning", score=0.0, summary="", details={"cause": cause, "start_index": start}))
+            events.append(
+                Event(
+                    kind="plateau",
+                    metric=self.metric,
+                    start_step=int(start_step or 0),
+                    end_step=0,
+                    severity="warning",
+                    score=0.0,
+                    summary="",
+                    details={"cause": cause, "start_index": start},
+                )
+            )
         event = events[-1]
         event.severity = "critical" if cause != "frozen" and ongoing else "warning"
         event.end_step = window.step_at(end)
@@ -108,7 +118,9 @@ class PlateauDetector:
         if cause == "zero":
             event.summary = f"{self.metric} was exactly 0 {span}{still}: no learning signal reaches the weights"
         elif cause == "frozen":
-            event.summary = f"{self.metric} repeated exactly {format_value(value)} {span}{still}: the metric or the run is frozen"
+            event.summary = (
+                f"{self.metric} repeated exactly {format_value(value)} {span}{still}: the metric or the run is frozen"
+            )
         elif ongoing:
             event.summary = (
                 f"{self.metric} stayed within {FLAT_START_BAND:.0%} of its starting level "
@@ -128,8 +140,12 @@ class PlateauDetector:
     def state(self) -> dict[str, Any]:
         """JSON-serialisable state."""
         return {
-            "zero": self.zero.state(), "frozen": self.frozen.state(), "flat": self.flat.state(),
-            "first_step": self.first_step, "start_level": self.start_level, "flat_unbroken": self.flat_unbroken,
+            "zero": self.zero.state(),
+            "frozen": self.frozen.state(),
+            "flat": self.flat.state(),
+            "first_step": self.first_step,
+            "start_level": self.start_level,
+            "flat_unbroken": self.flat_unbroken,
             "events": {k: [e.to_dict() for e in v] for k, v in self.events.items()},
         }
 

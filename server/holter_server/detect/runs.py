@@ -83,12 +83,25 @@ class RunTracker:
         """Feed the mask of the new points (series-wide index of mask[0] is `first_index`)."""
         updates: list[RunUpdate] = []
         last_index = first_index + len(mask) - 1
-        if (self.event_end is not None and self.event_end == first_index - 1 and self.run_end == self.event_end
-                and len(mask) and not mask[0]):
+        if (
+            self.event_end is not None
+            and self.event_end == first_index - 1
+            and self.run_end == self.event_end
+            and len(mask)
+            and not mask[0]
+        ):
             # the event was still going at the end of the last batch and ends right here: say so,
             # as one pass over the whole series would have
-            updates.append(RunUpdate(start=int(self.event_start), end=int(self.event_end), opened=False,  # type: ignore[arg-type]
-                                     peak_index=int(self.peak_index), peak_score=float(self.peak_score), ongoing=False))
+            updates.append(
+                RunUpdate(
+                    start=int(self.event_start),
+                    end=int(self.event_end),
+                    opened=False,  # type: ignore[arg-type]
+                    peak_index=int(self.peak_index),
+                    peak_score=float(self.peak_score),
+                    ongoing=False,
+                )
+            )
         for lo, hi in true_segments(mask):
             g_lo, g_hi = first_index + lo, first_index + hi
             continuing = lo == 0 and self.run_start is not None and self.run_end == first_index - 1

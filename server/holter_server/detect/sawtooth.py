@@ -34,8 +34,8 @@ from typing import Any
 import numpy as np
 
 from holter_server.detect.events import Event, format_step, format_value
-from holter_server.vocabulary.profiles import KindProfile
 from holter_server.detect.window import Window
+from holter_server.vocabulary.profiles import KindProfile
 
 MIN_TRAIN = 4
 TRAIN_MEMORY = 64
@@ -73,7 +73,9 @@ def binomial_tail(hits: int, trials: int, chance: float) -> float:
         return 0.0
     if chance >= 1.0:
         return 1.0
-    return float(min(1.0, sum(math.comb(trials, k) * chance**k * (1 - chance) ** (trials - k) for k in range(hits, trials + 1))))
+    return float(
+        min(1.0, sum(math.comb(trials, k) * chance**k * (1 - chance) ** (trials - k) for k in range(hits, trials + 1)))
+    )
 
 
 class SawtoothDetector:
@@ -165,13 +167,22 @@ class SawtoothDetector:
                 p_value = min(1.0, binomial_tail(int(hits[i]) - 1, span_beats - 1, chance) * trials)
                 if p_value <= self.profile.sawtooth_max_chance and (best is None or p_value < best["p_value"]):
                     pos = np.flatnonzero(kept[i])
-                    members = sorted({int(starts[int(np.argmin(np.abs(starts - predicted[i, j])))]) for j in pos} | {anchor})
+                    members = sorted(
+                        {int(starts[int(np.argmin(np.abs(starts - predicted[i, j])))]) for j in pos} | {anchor}
+                    )
                     best = {"period": period, "p_value": p_value, "members": members, "chance": chance}
         if best is None or self._explained(best["members"]):
             return
         members = best["members"]
-        self._open(start=members[0], end=members[-1], period=_fit_period(members, best["period"]), source="spikes",
-                   members=members, p_value=best["p_value"], chance=(best["chance"], trials))
+        self._open(
+            start=members[0],
+            end=members[-1],
+            period=_fit_period(members, best["period"]),
+            source="spikes",
+            members=members,
+            p_value=best["p_value"],
+            chance=(best["chance"], trials),
+        )
 
     def _explained(self, members: list[int]) -> bool:
         """Whether a live train already holds most of these spikes (a multiple of its period)."""
@@ -201,9 +212,13 @@ class SawtoothDetector:
                 continue
             self.cluster = (self.cluster + [start])[-CLUSTER_MEMORY:]
             event = self.events[-1] if self.events else None
-            if (event is not None and event.details.get("short") and len(self.cluster) > 1
-                    and event.end_step == self.cluster[-2]
-                    and _agrees(self.cluster[-1] - self.cluster[-2], event.period, step_interval)):
+            if (
+                event is not None
+                and event.details.get("short")
+                and len(self.cluster) > 1
+                and event.end_step == self.cluster[-2]
+                and _agrees(self.cluster[-1] - self.cluster[-2], event.period, step_interval)
+            ):
                 self._extend_train(event, start)
                 continue
             if len(self.cluster) < MIN_SHORT_TRAIN:
@@ -211,7 +226,9 @@ class SawtoothDetector:
             members = self.cluster[-MIN_SHORT_TRAIN:]
             gaps = np.diff(np.asarray(members, dtype=float))
             period = float(np.median(gaps))
-            if period < max(MIN_SHORT_PERIOD * step_interval, MIN_SHORT_PERIOD) or not all(_agrees(g, period) for g in gaps):
+            if period < max(MIN_SHORT_PERIOD * step_interval, MIN_SHORT_PERIOD) or not all(
+                _agrees(g, period) for g in gaps
+            ):
                 continue
             self._open(start=members[0], end=members[-1], period=period, source="spikes", members=members, short=True)
             if self.cluster_head is not None and self.cluster_head not in members:
@@ -229,7 +246,11 @@ class SawtoothDetector:
             # `check` points seen: the window ends at series index check - 1
             end = window.position(check - 1) + 1
             width = min(check, ACF_WINDOW)
-            ceiling = None if window.ceiling is None else float(window.ceiling[min(max(end - 1 - window.new_from, 0), len(window.ceiling) - 1)])
+            ceiling = (
+                None
+                if window.ceiling is None
+                else float(window.ceiling[min(max(end - 1 - window.new_from, 0), len(window.ceiling) - 1)])
+            )
             self._check(window.steps[end - width : end], window.values[end - width : end], ceiling)
             check += ACF_EVERY
 
@@ -241,21 +262,42 @@ class SawtoothDetector:
         lag, p_value = found
         period = float(lag * np.median(np.diff(steps)))
         start = int(steps[0])
-        event = next((e for e in reversed(self.events) if int(e.end_step) >= start and _agrees(period, e.period or 0.0)), None)
+        event = next(
+            (e for e in reversed(self.events) if int(e.end_step) >= start and _agrees(period, e.period or 0.0)), None
+        )
         if event is not None:
             event.end_step = max(int(event.end_step), int(steps[-1]))
             event.details["p_value"] = min(event.details.get("p_value", 1.0), p_value)
             event.summary = self._summary(event)
         elif self.acf_candidate is not None and _agrees(period, self.acf_candidate[0]):
-            self._open(start=self.acf_candidate[1], end=int(steps[-1]), period=period, source="autocorrelation",
-                       amplitude=float(np.ptp(values) / 2), p_value=p_value)
+            self._open(
+                start=self.acf_candidate[1],
+                end=int(steps[-1]),
+                period=period,
+                source="autocorrelation",
+                amplitude=float(np.ptp(values) / 2),
+                p_value=p_value,
+            )
         self.acf_candidate = (period, start)
 
     # -- events -------------------------------------------------------------------------------
-    def _open(self, *, start: int, end: int, period: float, source: str, members: list[int] | None = None,
-              amplitude: float | None = None, short: bool = False, p_value: float | None = None,
-              chance: tuple[float, int] | None = None) -> None:
-        same = next((e for e in reversed(self.events) if e.end_step >= start - period and _agrees(period, e.period or 0.0)), None)
+    def _open(
+        self,
+        *,
+        start: int,
+        end: int,
+        period: float,
+        source: str,
+        members: list[int] | None = None,
+        amplitude: float | None = None,
+        short: bool = False,
+        p_value: float | None = None,
+        chance: tuple[float, int] | None = None,
+    ) -> None:
+        same = next(
+            (e for e in reversed(self.events) if e.end_step >= start - period and _agrees(period, e.period or 0.0)),
+            None,
+        )
         if same is not None:
             # the same pattern seen again, or by the other kind of evidence: one event, not two
             same.end_step = max(same.end_step, end)
@@ -279,9 +321,15 @@ class SawtoothDetector:
         if chance is not None:
             details["chance"], details["periods_tried"] = chance
         event = Event(
-            kind="sawtooth", metric=self.metric, start_step=start, end_step=end,
-            severity=self.profile.sawtooth_severity, score=float(len(members) if members else 0), summary="",
-            period=period, details=details,
+            kind="sawtooth",
+            metric=self.metric,
+            start_step=start,
+            end_step=end,
+            severity=self.profile.sawtooth_severity,
+            score=float(len(members) if members else 0),
+            summary="",
+            period=period,
+            details=details,
         )
         self.events.append(event)
         event.summary = self._summary(event)
@@ -312,10 +360,14 @@ class SawtoothDetector:
     def state(self) -> dict[str, Any]:
         """JSON-serialisable state."""
         return {
-            "train": self.train, "spike_count": self.spike_count, "periods_tried": self.periods_tried,
+            "train": self.train,
+            "spike_count": self.spike_count,
+            "periods_tried": self.periods_tried,
             "first_step": self.first_step,
             "acf_candidate": list(self.acf_candidate) if self.acf_candidate else None,
-            "cluster": self.cluster, "cluster_head": self.cluster_head, "hidden": self.hidden,
+            "cluster": self.cluster,
+            "cluster_head": self.cluster_head,
+            "hidden": self.hidden,
             "events": [e.to_dict() for e in self.events],
         }
 
@@ -392,7 +444,9 @@ def periodic_lag(values: np.ndarray, *, min_rel: float, tolerance: float | None)
     power = np.abs(np.fft.rfft(residual - residual.mean())) ** 2
     k = int(round(n / found))
     peak = float(power[max(k - 1, 1) : k + 2].max())
-    around = np.concatenate([power[max(k - SPECTRUM_NEIGHBOURS, 1) : max(k - 1, 1)], power[k + 2 : k + 2 + SPECTRUM_NEIGHBOURS]])
+    around = np.concatenate(
+        [power[max(k - SPECTRUM_NEIGHBOURS, 1) : max(k - 1, 1)], power[k + 2 : k + 2 + SPECTRUM_NEIGHBOURS]]
+    )
     floor = float(np.median(around)) if len(around) else 0.0
     if floor <= 0.0:
         return None if peak <= 0.0 else (found, 0.0)

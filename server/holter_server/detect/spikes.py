@@ -21,8 +21,8 @@ import numpy as np
 
 from holter_server.detect.baseline import EARLY_MAD_POINTS
 from holter_server.detect.events import Event, format_step, format_value, format_z
-from holter_server.vocabulary.profiles import KindProfile
 from holter_server.detect.window import Window
+from holter_server.vocabulary.profiles import KindProfile
 
 MAX_SPIKE_POINTS = 10
 # Scores beyond this many σ are reported as "over": the noise they are measured against is a floor.
@@ -120,7 +120,11 @@ class SpikeDetector:
         onset_index = window.first_index + onset
         last_index = window.first_index + recovered - 1
         record = {
-            "base": base, "peak": peak_value, "z": z, "points": recovered - onset, "longest": recovered - onset,
+            "base": base,
+            "peak": peak_value,
+            "z": z,
+            "points": recovered - onset,
+            "longest": recovered - onset,
             "recovered_step": window.step_at(window.first_index + recovered),
         }
         if onset_index < EARLY_MAD_POINTS:
@@ -140,8 +144,13 @@ class SpikeDetector:
                 event.details["peak"] = peak_value
         else:
             event = Event(
-                kind="spike", metric=self.metric, start_step=window.step_at(onset_index),
-                end_step=window.step_at(last_index), severity=p.spike_severity, score=z, summary="",
+                kind="spike",
+                metric=self.metric,
+                start_step=window.step_at(onset_index),
+                end_step=window.step_at(last_index),
+                severity=p.spike_severity,
+                score=z,
+                summary="",
                 peak_step=window.step_at(onset_index + at),
                 details={**record, "parts": 1},
             )
@@ -161,7 +170,9 @@ class SpikeDetector:
         verb = "jumped" if self.profile.direction > 0 else "dropped"
         where = f"at step {format_step(event.peak_step)}"
         if d["parts"] > 1:
-            where = f"between steps {format_step(event.start_step)} and {format_step(event.end_step)} ({d['parts']} times)"
+            where = (
+                f"between steps {format_step(event.start_step)} and {format_step(event.end_step)} ({d['parts']} times)"
+            )
         size = format_z(event.score)
         if d.get("cold_start") and d["base"]:
             size = f"{d['peak'] / d['base']:.1f}x the first values"

@@ -23,8 +23,8 @@ import numpy as np
 from holter_server.detect.events import Event, format_step
 from holter_server.detect.findings import SeriesSnapshot
 from holter_server.detect.incremental import DETECTOR_VERSION, Update, diff_visible
-from holter_server.vocabulary.profiles import SYSTEM_KINDS, SystemKind
 from holter_server.detect.runs import RunTracker
+from holter_server.vocabulary.profiles import SYSTEM_KINDS, SystemKind
 
 STATE_FORMAT = 1
 
@@ -87,9 +87,20 @@ class SystemVitalDetector:
 
     def state(self) -> dict[str, Any]:
         """JSON-serialisable state, bounded by the detector's window."""
-        return {"format": STATE_FORMAT, "detector_version": DETECTOR_VERSION, "detector": type(self).__name__, "metric": self.metric, "kind": self.kind,
-                "first_step": self.first_step, "last_step": self.last_step, "last_value": self.last_value, "seen": self.seen, "found": [e.to_dict() for e in self.events],
-                "visible": self._visible, "own": self._own_state()}
+        return {
+            "format": STATE_FORMAT,
+            "detector_version": DETECTOR_VERSION,
+            "detector": type(self).__name__,
+            "metric": self.metric,
+            "kind": self.kind,
+            "first_step": self.first_step,
+            "last_step": self.last_step,
+            "last_value": self.last_value,
+            "seen": self.seen,
+            "found": [e.to_dict() for e in self.events],
+            "visible": self._visible,
+            "own": self._own_state(),
+        }
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> SystemVitalDetector:
@@ -123,8 +134,8 @@ class GpuMemoryLeakDetector(SystemVitalDetector):
 
     def _point(self, step: int, value: float) -> None:
         p = self.profile
-        self.tail_steps = (self.tail_steps + [step])[-p.window:]
-        self.tail_values = (self.tail_values + [value])[-p.window:]
+        self.tail_steps = (self.tail_steps + [step])[-p.window :]
+        self.tail_values = (self.tail_values + [value])[-p.window :]
         if self.seen + 1 < p.warmup_points + p.window:
             return
         values = np.asarray(self.tail_values)
@@ -145,19 +156,39 @@ class GpuMemoryLeakDetector(SystemVitalDetector):
             self.open_start, self.open_value = self.tail_steps[0], float(values[0])
         start = self.open_start
         severity = "critical" if values[-1] >= p.critical_level else p.severity
-        eta = "it is at the limit" if to_limit <= 0 else f"at this pace it reaches {p.limit:.0%} in about {to_limit:.0f} more samples"
+        eta = (
+            "it is at the limit"
+            if to_limit <= 0
+            else f"at this pace it reaches {p.limit:.0%} in about {to_limit:.0f} more samples"
+        )
         self.found[start] = Event(
-            kind=p.event_kind, metric=self.metric, start_step=start, end_step=step, severity=severity,
-            score=float(rise), peak_step=step,
-            summary=(f"{_gpu_name(self.metric)} memory keeps climbing: {self.open_value:.0%} → {values[-1]:.0%} of the card "
-                     f"from step {format_step(start)} to {format_step(step)}; "
-                     f"{eta}: a leak (tensors or graphs kept across steps?)"),
-            details={"first": self.open_value, "last": float(values[-1]), "rise": float(rise),
-                     "samples_to_limit": None if not np.isfinite(to_limit) else float(max(to_limit, 0.0))},
+            kind=p.event_kind,
+            metric=self.metric,
+            start_step=start,
+            end_step=step,
+            severity=severity,
+            score=float(rise),
+            peak_step=step,
+            summary=(
+                f"{_gpu_name(self.metric)} memory keeps climbing: {self.open_value:.0%} → {values[-1]:.0%} of the card "
+                f"from step {format_step(start)} to {format_step(step)}; "
+                f"{eta}: a leak (tensors or graphs kept across steps?)"
+            ),
+            details={
+                "first": self.open_value,
+                "last": float(values[-1]),
+                "rise": float(rise),
+                "samples_to_limit": None if not np.isfinite(to_limit) else float(max(to_limit, 0.0)),
+            },
         )
 
     def _own_state(self) -> dict[str, Any]:
-        return {"tail_steps": self.tail_steps, "tail_values": self.tail_values, "open_start": self.open_start, "open_value": self.open_value}
+        return {
+            "tail_steps": self.tail_steps,
+            "tail_values": self.tail_values,
+            "open_start": self.open_start,
+            "open_value": self.open_value,
+        }
 
     def _restore(self, own: dict[str, Any]) -> None:
         self.tail_steps, self.tail_values = own["tail_steps"], own["tail_values"]
@@ -183,7 +214,7 @@ class GpuIdleDetector(SystemVitalDetector):
                 self.baseline, self.low_start, self.low_count, self.low_sum = level, step, 0, 0.0
         if self.baseline is None or value >= min(p.idle_ceiling, p.idle_share * self.baseline):
             self.baseline = None  # busy (again)
-            self.history = (self.history + [value])[-p.window:]
+            self.history = (self.history + [value])[-p.window :]
             return
         self.low_count += 1
         self.low_sum += value
@@ -191,17 +222,29 @@ class GpuIdleDetector(SystemVitalDetector):
             return
         mean = self.low_sum / self.low_count
         self.found[self.low_start] = Event(
-            kind=p.event_kind, metric=self.metric, start_step=self.low_start, end_step=step, severity=p.severity,
-            score=float(self.baseline - mean), peak_step=self.low_start,
-            summary=(f"{_gpu_name(self.metric)} utilisation fell from {self.baseline:.0f}% to {mean:.0f}% at step "
-                     f"{format_step(self.low_start)} and stayed down for {self.low_count} samples while steps went on "
-                     f"(to {format_step(step)}): the GPU is waiting, most likely for the input pipeline"),
+            kind=p.event_kind,
+            metric=self.metric,
+            start_step=self.low_start,
+            end_step=step,
+            severity=p.severity,
+            score=float(self.baseline - mean),
+            peak_step=self.low_start,
+            summary=(
+                f"{_gpu_name(self.metric)} utilisation fell from {self.baseline:.0f}% to {mean:.0f}% at step "
+                f"{format_step(self.low_start)} and stayed down for {self.low_count} samples while steps went on "
+                f"(to {format_step(step)}): the GPU is waiting, most likely for the input pipeline"
+            ),
             details={"before": self.baseline, "after": mean, "samples": self.low_count},
         )
 
     def _own_state(self) -> dict[str, Any]:
-        return {"history": self.history, "baseline": self.baseline, "low_start": self.low_start,
-                "low_count": self.low_count, "low_sum": self.low_sum}
+        return {
+            "history": self.history,
+            "baseline": self.baseline,
+            "low_start": self.low_start,
+            "low_count": self.low_count,
+            "low_sum": self.low_sum,
+        }
 
     def _restore(self, own: dict[str, Any]) -> None:
         self.history, self.baseline = own["history"], own["baseline"]
@@ -233,20 +276,31 @@ class GpuThrottleDetector(SystemVitalDetector):
             # an episode that ended at the previous sample is closed when this one arrives
             end = step if update.end == index else (self.last_flagged if self.last_flagged is not None else step)
             self.found[self.episode_start] = Event(
-                kind=self.profile.event_kind, metric=self.metric, start_step=self.episode_start, end_step=end,
-                severity=self.profile.severity, score=float(samples), peak_step=self.episode_start,
-                summary=(f"{_gpu_name(self.metric)} clocks were cut for "
-                         f"{'heat (thermal slowdown)' if thermal else 'power (hardware slowdown or power brake)'} from step "
-                         f"{format_step(self.episode_start)} to {format_step(end)} ({samples} samples): "
-                         "the job runs slower than the card can"),
+                kind=self.profile.event_kind,
+                metric=self.metric,
+                start_step=self.episode_start,
+                end_step=end,
+                severity=self.profile.severity,
+                score=float(samples),
+                peak_step=self.episode_start,
+                summary=(
+                    f"{_gpu_name(self.metric)} clocks were cut for "
+                    f"{'heat (thermal slowdown)' if thermal else 'power (hardware slowdown or power brake)'} from step "
+                    f"{format_step(self.episode_start)} to {format_step(end)} ({samples} samples): "
+                    "the job runs slower than the card can"
+                ),
                 details={"cause": "thermal" if thermal else "power", "samples": samples},
             )
         if flagged:
             self.last_flagged = step
 
     def _own_state(self) -> dict[str, Any]:
-        return {"tracker": self.tracker.state(), "run_first": self.run_first,
-                "episode_start": self.episode_start, "last_flagged": self.last_flagged}
+        return {
+            "tracker": self.tracker.state(),
+            "run_first": self.run_first,
+            "episode_start": self.episode_start,
+            "last_flagged": self.last_flagged,
+        }
 
     def _restore(self, own: dict[str, Any]) -> None:
         self.tracker.restore(own["tracker"])

@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 
 from holter_server.detect.events import Event, format_step, format_value
-from holter_server.vocabulary.profiles import KindProfile
 from holter_server.detect.runs import RunTracker
 from holter_server.detect.window import Window
+from holter_server.vocabulary.profiles import KindProfile
 
 OWN_SCALE_CEILING = 0.1
 SCRATCH_MIN_START = 3.0
@@ -74,8 +74,15 @@ class TooGoodDetector:
         below &= np.arange(first, first + len(level)) >= START_POINTS
         for update in self.runs.update(below, first, score=-level):
             if update.opened:
-                event = Event(kind="too_good", metric=self.metric, start_step=window.step_at(update.start),
-                              end_step=0, severity="warning", score=0.0, summary="")
+                event = Event(
+                    kind="too_good",
+                    metric=self.metric,
+                    start_step=window.step_at(update.start),
+                    end_step=0,
+                    severity="warning",
+                    score=0.0,
+                    summary="",
+                )
                 self.events.append(event)
             event = self.events[-1]
             event.end_step = window.step_at(update.end)
@@ -102,7 +109,11 @@ class TooGoodDetector:
 
     def state(self) -> dict[str, Any]:
         """JSON-serialisable state."""
-        return {"runs": self.runs.state(), "start_level": self.start_level, "events": [e.to_dict() for e in self.events]}
+        return {
+            "runs": self.runs.state(),
+            "start_level": self.start_level,
+            "events": [e.to_dict() for e in self.events],
+        }
 
     def restore(self, state: dict[str, Any]) -> None:
         """Load what `state()` returned."""

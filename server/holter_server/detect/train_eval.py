@@ -96,8 +96,9 @@ def _kendall_tau(values: np.ndarray) -> float:
     return float(sign[upper].sum() / upper.sum())
 
 
-def _overfitting(train: SeriesOutline, ev: SeriesOutline, steps: np.ndarray, values: np.ndarray,
-                 at_eval: np.ndarray) -> Event | None:
+def _overfitting(
+    train: SeriesOutline, ev: SeriesOutline, steps: np.ndarray, values: np.ndarray, at_eval: np.ndarray
+) -> Event | None:
     if len(values) < OVERFIT_MIN_EVALS:
         return None
     m = int(np.argmin(values))
@@ -110,25 +111,40 @@ def _overfitting(train: SeriesOutline, ev: SeriesOutline, steps: np.ndarray, val
     if not held or _kendall_tau(after) < OVERFIT_MIN_TAU:
         return None
     train_then, train_now = float(at_eval[m]), float(at_eval[-1])
-    if not (np.isfinite(train_then) and np.isfinite(train_now)) or train_now > train_then - TRAIN_FALL_REL * abs(train_then):
+    if not (np.isfinite(train_then) and np.isfinite(train_now)) or train_now > train_then - TRAIN_FALL_REL * abs(
+        train_then
+    ):
         return None
     peak = m + int(np.argmax(after))
     rises = int(np.sum(np.diff(after) > 0))
     return Event(
-        kind="overfitting", metric=ev.metric, start_step=int(steps[m]), end_step=int(steps[-1]), severity="warning",
-        score=float(last / minimum) if minimum > 0 else float(last - minimum), peak_step=int(steps[peak]),
+        kind="overfitting",
+        metric=ev.metric,
+        start_step=int(steps[m]),
+        end_step=int(steps[-1]),
+        severity="warning",
+        score=float(last / minimum) if minimum > 0 else float(last - minimum),
+        peak_step=int(steps[peak]),
         summary=(
             f"{ev.metric} turned up for good from its minimum {format_value(minimum)} at step {format_step(int(steps[m]))} "
             f"to {format_value(last)} at step {format_step(int(steps[-1]))} ({(last - minimum) / abs(minimum):+.0%}, up at "
             f"{rises} of the {len(after) - 1} evals since) while {train.metric} kept falling "
             f"({format_value(train_then)} → {format_value(train_now)}): the model is overfitting its training data"
         ),
-        details={"signals": [train.metric, ev.metric], "eval_minimum": minimum, "eval_last": last,
-                 "train_at_minimum": train_then, "train_last": train_now, "evals_after_minimum": len(after) - 1},
+        details={
+            "signals": [train.metric, ev.metric],
+            "eval_minimum": minimum,
+            "eval_last": last,
+            "train_at_minimum": train_then,
+            "train_last": train_now,
+            "evals_after_minimum": len(after) - 1,
+        },
     )
 
 
-def _gap(train: SeriesOutline, ev: SeriesOutline, steps: np.ndarray, values: np.ndarray, at_eval: np.ndarray) -> Event | None:
+def _gap(
+    train: SeriesOutline, ev: SeriesOutline, steps: np.ndarray, values: np.ndarray, at_eval: np.ndarray
+) -> Event | None:
     known = np.isfinite(at_eval)
     steps, values, at_eval = steps[known], values[known], at_eval[known]
     if len(values) < GAP_MIN_EVALS:
@@ -143,14 +159,24 @@ def _gap(train: SeriesOutline, ev: SeriesOutline, steps: np.ndarray, values: np.
     now = float(ratio[-1])
     times = f"{now:,.0f}x" if np.isfinite(now) else "infinitely"
     return Event(
-        kind="too_good", metric=train.metric, start_step=int(steps[first]), end_step=int(steps[-1]), severity="warning",
-        score=float(min(now, 1e6)), peak_step=int(steps[-1]),
+        kind="too_good",
+        metric=train.metric,
+        start_step=int(steps[first]),
+        end_step=int(steps[-1]),
+        severity="warning",
+        score=float(min(now, 1e6)),
+        peak_step=int(steps[-1]),
         summary=(
             f"{train.metric} is {times} below {ev.metric} at step {format_step(int(steps[-1]))} "
             f"({format_value(float(at_eval[-1]))} vs {format_value(float(values[-1]))}), and at least {GAP_RATIO:.0f}x below it "
             f"since step {format_step(int(steps[first]))}: the model fits its training data far better than held-out data "
             f"(memorisation, or eval data unlike train)"
         ),
-        details={"cause": "train_far_below_eval", "signals": [train.metric, ev.metric], "ratio": float(min(now, 1e6)),
-                 "train_last": float(at_eval[-1]), "eval_last": float(values[-1])},
+        details={
+            "cause": "train_far_below_eval",
+            "signals": [train.metric, ev.metric],
+            "ratio": float(min(now, 1e6)),
+            "train_last": float(at_eval[-1]),
+            "eval_last": float(values[-1]),
+        },
     )

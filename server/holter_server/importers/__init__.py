@@ -72,7 +72,9 @@ def open_source(path: str | Path, *, step_column: str | None = None, source_run:
     path = Path(path)
     file_format = detect_format(path)
     if step_column is not None and file_format not in STEP_COLUMN_FORMATS:
-        raise ImportFormatError(f"--step-column applies to {', '.join(STEP_COLUMN_FORMATS)} files, not to {file_format}")
+        raise ImportFormatError(
+            f"--step-column applies to {', '.join(STEP_COLUMN_FORMATS)} files, not to {file_format}"
+        )
     if file_format == "mlflow":
         return open_mlflow(path, run_id=source_run)
     if file_format == "wandb":
@@ -104,5 +106,14 @@ def read_series(path: str | Path, *, step_column: str | None = None) -> dict[str
     return series
 
 
-__all__ = ["FORMATS", "ImportFormatError", "Point", "Series", "Source", "detect_format", "iter_points", "open_source",
-           "read_series"]
+__all__ = [
+    "FORMATS",
+    "ImportFormatError",
+    "Point",
+    "Series",
+    "Source",
+    "detect_format",
+    "iter_points",
+    "open_source",
+    "read_series",
+]

@@ -8,7 +8,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from holter_server.importers.series import (
-    STEP_NAMES, FileProgress, ImportFormatError, Point, parse_number, parse_step, parse_wall_time,
+    STEP_NAMES,
+    FileProgress,
+    ImportFormatError,
+    Point,
+    parse_number,
+    parse_step,
+    parse_wall_time,
 )
 
 STEP_COLUMNS = STEP_NAMES
@@ -44,7 +50,8 @@ def iter_csv(path: Path, *, step_column: str | None = None, progress: FileProgre
         step_col = _step_column(path, names, lowered, step_column)
         time_col = next((lowered.index(c) for c in TIME_COLUMNS if c in lowered), None)
         metric_cols = [
-            i for i, n in enumerate(lowered)
+            i
+            for i, n in enumerate(lowered)
             if i != step_col and n not in NON_METRIC_COLUMNS and n and n not in STEP_COLUMNS
         ]
         if not metric_cols:

@@ -37,7 +37,7 @@ def lightning_hparams(path: Path) -> dict[str, Any]:
     if not candidate.is_file():
         return {}
     try:
-        loaded = yaml.load(candidate.read_text(encoding="utf-8"), Loader=_HparamsLoader)  # noqa: S506 - a SafeLoader
+        loaded = yaml.load(candidate.read_text(encoding="utf-8"), Loader=_HparamsLoader)
     except yaml.YAMLError as exc:
         raise ImportFormatError(f"{candidate}: not YAML ({exc})") from None
     return dict(loaded) if isinstance(loaded, dict) else {}

@@ -8,7 +8,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from holter_server.importers.series import STEP_NAMES, FileProgress, ImportFormatError, Point, parse_step, parse_wall_time
+from holter_server.importers.series import (
+    STEP_NAMES,
+    FileProgress,
+    ImportFormatError,
+    Point,
+    parse_step,
+    parse_wall_time,
+)
 
 STEP_KEYS = STEP_NAMES
 TIME_KEYS = ("wall_time", "_timestamp", "timestamp", "time")
@@ -33,7 +40,9 @@ def iter_jsonl(path: Path, *, step_column: str | None = None, progress: FileProg
             yield from points_of_record(record, index, f"{path}:{index + 1}", step_key=step_column)
 
 
-def points_of_record(record: dict[str, Any], default_step: int, where: str, *, step_key: str | None = None) -> Iterator[Point]:
+def points_of_record(
+    record: dict[str, Any], default_step: int, where: str, *, step_key: str | None = None
+) -> Iterator[Point]:
     """The numeric metrics of one logged dict, at its step (`step_key`, else the first of
     `STEP_KEYS` it has, else `default_step`) and wall time."""
     if step_key is not None:

@@ -37,7 +37,9 @@ def iter_llmc_log(path: Path, *, progress: FileProgress | None = None) -> Iterat
                 continue
             match = LINE.match(line)
             if match is None:
-                raise ImportFormatError(f"{path}:{index + 1}: not an llm.c log line (expected 's:<step> key:value ...')")
+                raise ImportFormatError(
+                    f"{path}:{index + 1}: not an llm.c log line (expected 's:<step> key:value ...')"
+                )
             step = int(match[1])
             for name, raw_value in FIELD.findall(match[2]):
                 value = parse_number(raw_value)

@@ -44,7 +44,9 @@ def open_mlflow(path: Path, *, run_id: str | None = None) -> Source:
         from mlflow.exceptions import MlflowException
         from mlflow.tracking import MlflowClient
     except ImportError:
-        raise ImportFormatError("reading MLflow runs needs the 'mlflow' package (pip install 'holter[mlflow]')") from None
+        raise ImportFormatError(
+            "reading MLflow runs needs the 'mlflow' package (pip install 'holter[mlflow]')"
+        ) from None
     if is_mlflow_sqlite(path):
         uri = f"sqlite:///{path.resolve()}"
     else:
@@ -68,14 +70,24 @@ def open_mlflow(path: Path, *, run_id: str | None = None) -> Source:
         histories = []
         for key in keys:
             history = sorted(client.get_metric_history(run.info.run_id, key), key=lambda m: (m.step, m.timestamp))
-            histories.append([Point(key, int(m.step), float(m.value), m.timestamp / 1000.0 if m.timestamp else None)
-                              for m in history])
+            histories.append(
+                [
+                    Point(key, int(m.step), float(m.value), m.timestamp / 1000.0 if m.timestamp else None)
+                    for m in history
+                ]
+            )
             read[0] += 1
         # in step order across metrics, so that the points of one step travel together
         yield from heapq.merge(*histories, key=lambda p: p.step)
 
-    return Source(path=path, format="mlflow", points=points(), config=_parameters(run.data.params),
-                  progress=lambda: read[0] / max(len(keys), 1), name=run.info.run_name)
+    return Source(
+        path=path,
+        format="mlflow",
+        points=points(),
+        config=_parameters(run.data.params),
+        progress=lambda: read[0] / max(len(keys), 1),
+        name=run.info.run_name,
+    )
 
 
 def _only_run(client: Any, path: Path) -> str:
@@ -86,7 +98,9 @@ def _only_run(client: Any, path: Path) -> str:
     if not runs:
         raise ImportFormatError(f"{path}: the MLflow store holds no run")
     listed = ", ".join(f"{r.info.run_id} ({r.info.run_name})" for r in runs[:10])
-    raise ImportFormatError(f"{path}: the MLflow store holds {len(runs)} runs; pick one with --source-run (e.g. {listed})")
+    raise ImportFormatError(
+        f"{path}: the MLflow store holds {len(runs)} runs; pick one with --source-run (e.g. {listed})"
+    )
 
 
 def _parameters(params: dict[str, str]) -> dict[str, Any]:

@@ -40,7 +40,9 @@ def iter_tensorboard(
         from tensorboard.plugins.hparams import plugin_data_pb2
         from tensorboard.util import tensor_util
     except ImportError:
-        raise ImportFormatError("reading TensorBoard files needs the 'tensorboard' package (pip install tensorboard)") from None
+        raise ImportFormatError(
+            "reading TensorBoard files needs the 'tensorboard' package (pip install tensorboard)"
+        ) from None
     root = path if path.is_dir() else path.parent
     for file in event_files(path):
         run = file.parent.relative_to(root).as_posix()

@@ -10,7 +10,9 @@ from holter_server.importers.jsonl import points_of_record
 from holter_server.importers.series import FileProgress, ImportFormatError, Point
 
 
-def iter_trainer_state(path: Path, *, step_column: str | None = None, progress: FileProgress | None = None) -> Iterator[Point]:
+def iter_trainer_state(
+    path: Path, *, step_column: str | None = None, progress: FileProgress | None = None
+) -> Iterator[Point]:
     """Yield the points of every entry of `log_history` (train and eval alike).
 
     The Trainer records no wall time per entry, so these points carry none.

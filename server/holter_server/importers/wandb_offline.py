@@ -46,7 +46,9 @@ def run_log(path: Path) -> Path | None:
     if len(runs) == 1:
         return run_log(runs[0])
     if runs:
-        raise ImportFormatError(f"{path}: holds {len(runs)} W&B runs; import one folder ({', '.join(r.name for r in runs[:5])} ...)")
+        raise ImportFormatError(
+            f"{path}: holds {len(runs)} W&B runs; import one folder ({', '.join(r.name for r in runs[:5])} ...)"
+        )
     return None
 
 
@@ -64,7 +66,9 @@ def open_wandb(path: Path, *, step_column: str | None = None) -> Source:
         handle.close()
         raise ImportFormatError(f"{log}: not a W&B run log (no ':W&B' header)")
     size = log.stat().st_size or 1
-    source = Source(path=path, format="wandb", points=iter(()), progress=lambda: handle.tell() / size if not handle.closed else 1.0)
+    source = Source(
+        path=path, format="wandb", points=iter(()), progress=lambda: handle.tell() / size if not handle.closed else 1.0
+    )
     source.points = _points(handle, log, source, wandb_internal_pb2.Record, step_column)
     return source
 
@@ -137,7 +141,11 @@ def _merge_config(config: dict[str, Any], items: Any) -> None:
             continue
         value = json.loads(item.value_json)
         # wandb's config.yaml shape ({"value": ..., "desc": ...}) when it comes through a sync
-        config[key] = value["value"] if isinstance(value, dict) and set(value) <= {"value", "desc"} and "value" in value else value
+        config[key] = (
+            value["value"]
+            if isinstance(value, dict) and set(value) <= {"value", "desc"} and "value" in value
+            else value
+        )
 
 
 def _numbers(name: str, value: Any) -> Iterator[tuple[str, float]]:

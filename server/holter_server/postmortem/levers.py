@@ -76,9 +76,14 @@ def _flatten(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
         name = f"{prefix}{key}"
         if isinstance(value, dict):
             flat.update(_flatten(value, f"{name}."))
-        elif isinstance(value, (str, int, float, bool)) or value is None:
-            flat[name] = value
-        elif isinstance(value, list) and all(isinstance(item, (str, int, float, bool)) or item is None for item in value):
+        elif (
+            isinstance(value, (str, int, float, bool))
+            or value is None
+            or (
+                isinstance(value, list)
+                and all(isinstance(item, (str, int, float, bool)) or item is None for item in value)
+            )
+        ):
             flat[name] = value
     return flat
 
@@ -146,7 +151,9 @@ class TooManyPairsError(ValueError):
     """More config key × feature pairs than one request may test."""
 
 
-def find_levers(runs: Sequence[RunEvents], *, max_pairs: int | None = None, max_seconds: float | None = None) -> LeverReport:
+def find_levers(
+    runs: Sequence[RunEvents], *, max_pairs: int | None = None, max_seconds: float | None = None
+) -> LeverReport:
     """Rank config keys whose value changes the structure of a failure across `runs`.
 
     `max_pairs`: refuse (TooManyPairsError) when the runs give more config key × feature pairs
@@ -161,11 +168,15 @@ def find_levers(runs: Sequence[RunEvents], *, max_pairs: int | None = None, max_
     partners = {k: [other for group in confounded if k in group for other in group if other != k] for k in varying}
     candidates: list[Candidate] = []
     if len(runs) < MIN_RUNS:
-        return LeverReport(len(runs), varying, [], confounded, f"{len(runs)} runs: at least {MIN_RUNS} are needed to name a lever")
+        return LeverReport(
+            len(runs), varying, [], confounded, f"{len(runs)} runs: at least {MIN_RUNS} are needed to name a lever"
+        )
     pairs = len(varying) * len(feature_keys)
     if max_pairs is not None and pairs > max_pairs:
-        raise TooManyPairsError(f"these {len(runs)} runs give {len(varying):,} varying config keys × {len(feature_keys):,} event features = "
-                                f"{pairs:,} pairs to test, more than {max_pairs:,} (HOLTER_MAX_LEVER_PAIRS); select fewer runs")
+        raise TooManyPairsError(
+            f"these {len(runs)} runs give {len(varying):,} varying config keys × {len(feature_keys):,} event features = "
+            f"{pairs:,} pairs to test, more than {max_pairs:,} (HOLTER_MAX_LEVER_PAIRS); select fewer runs"
+        )
     deadline = time.monotonic() + max_seconds if max_seconds is not None else None
     tested = 0
     for key in varying:
@@ -185,12 +196,16 @@ def find_levers(runs: Sequence[RunEvents], *, max_pairs: int | None = None, max_
     candidates.sort(key=lambda c: c.rank, reverse=True)
     note = "" if candidates else f"no configuration key explains the failures across these {len(runs)} runs"
     if tested < pairs:
-        note = (f"stopped after {max_seconds:g} s (HOLTER_MAX_LEVER_SECONDS) with {tested:,} of {pairs:,} pairs tested; "
-                f"select fewer runs for a full answer. {note}").strip()
+        note = (
+            f"stopped after {max_seconds:g} s (HOLTER_MAX_LEVER_SECONDS) with {tested:,} of {pairs:,} pairs tested; "
+            f"select fewer runs for a full answer. {note}"
+        ).strip()
     return LeverReport(len(runs), varying, candidates, confounded, note)
 
 
-def _presence(key: str, values: list[Any], run_ids: list[str], per_run: dict, metric: str, kind: str) -> Candidate | None:
+def _presence(
+    key: str, values: list[Any], run_ids: list[str], per_run: dict, metric: str, kind: str
+) -> Candidate | None:
     has = [bool(per_run[r].get((metric, kind, "presence"))) for r in run_ids]
     positives = sum(has)
     if len(run_ids) < MIN_RUNS or positives in (0, len(run_ids)):
@@ -218,9 +233,18 @@ def _presence(key: str, values: list[Any], run_ids: list[str], per_run: dict, me
         p = _separation_p(len(labels), positives)
         if p >= ALPHA:
             return None
-        return Candidate(key, metric, kind, "presence", "separates", 1.0, p, len(labels),
-                         f"{key} {side} {_fmt(cut)} separates the {positives} runs with {kind} on {metric} from the "
-                         f"{len(labels) - positives} without (p = {p:.3f})")
+        return Candidate(
+            key,
+            metric,
+            kind,
+            "presence",
+            "separates",
+            1.0,
+            p,
+            len(labels),
+            f"{key} {side} {_fmt(cut)} separates the {positives} runs with {kind} on {metric} from the "
+            f"{len(labels) - positives} without (p = {p:.3f})",
+        )
     groups: dict[str, set[bool]] = {}
     for value, flag in zip(values, has):
         groups.setdefault(repr(value), set()).add(flag)
@@ -229,17 +253,36 @@ def _presence(key: str, values: list[Any], run_ids: list[str], per_run: dict, me
     with_values = sorted({repr(v) for v, h in zip(values, has) if h})
     # Exact chance that a random labelling is constant within every value group.
     sizes = [sum(1 for v in values if repr(v) == g) for g in groups]
-    ways = sum(1 for combo in itertools.product([0, 1], repeat=len(sizes)) if sum(s for s, c in zip(sizes, combo) if c) == positives)
+    ways = sum(
+        1
+        for combo in itertools.product([0, 1], repeat=len(sizes))
+        if sum(s for s, c in zip(sizes, combo) if c) == positives
+    )
     p = min(1.0, ways / math.comb(len(values), positives))
     if p >= ALPHA:
         return None
-    return Candidate(key, metric, kind, "presence", "determines", 1.0, p, len(values),
-                     f"{kind} on {metric} occurs exactly in the runs where {key} is {', '.join(with_values)} "
-                     f"({positives} of {len(values)} runs, p = {p:.3f})")
+    return Candidate(
+        key,
+        metric,
+        kind,
+        "presence",
+        "determines",
+        1.0,
+        p,
+        len(values),
+        f"{kind} on {metric} occurs exactly in the runs where {key} is {', '.join(with_values)} "
+        f"({positives} of {len(values)} runs, p = {p:.3f})",
+    )
 
 
-def _numeric_feature(key: str, values: list[Any], run_ids: list[str], per_run: dict, metric: str, kind: str, feature: str) -> Candidate | None:
-    pairs = [(v, per_run[r][(metric, kind, feature)]) for v, r in zip(values, run_ids) if (metric, kind, feature) in per_run[r]]
+def _numeric_feature(
+    key: str, values: list[Any], run_ids: list[str], per_run: dict, metric: str, kind: str, feature: str
+) -> Candidate | None:
+    pairs = [
+        (v, per_run[r][(metric, kind, feature)])
+        for v, r in zip(values, run_ids)
+        if (metric, kind, feature) in per_run[r]
+    ]
     if len(pairs) < MIN_RUNS or not _numeric([v for v, _ in pairs]):
         return None
     xs, ys = [float(v) for v, _ in pairs], [y for _, y in pairs]
@@ -252,20 +295,31 @@ def _numeric_feature(key: str, values: list[Any], run_ids: list[str], per_run: d
     if p >= ALPHA:
         return None
     ratios = [y / x for x, y in zip(xs, ys) if x]
-    proportional = len(ratios) == len(xs) and all(q > 0 for q in ratios) and statistics.pstdev(ratios) / statistics.fmean(ratios) < 0.15
+    proportional = (
+        len(ratios) == len(xs)
+        and all(q > 0 for q in ratios)
+        and statistics.pstdev(ratios) / statistics.fmean(ratios) < 0.15
+    )
     label = feature.replace("_", " ")
     if proportional:
-        evidence = (f"{label} of {kind} on {metric} is proportional to {key} across {len(xs)} runs "
-                    f"(≈{statistics.fmean(ratios):.3g} × {key}; r = {r:.2f}, p = {p:.3f})")
+        evidence = (
+            f"{label} of {kind} on {metric} is proportional to {key} across {len(xs)} runs "
+            f"(≈{statistics.fmean(ratios):.3g} × {key}; r = {r:.2f}, p = {p:.3f})"
+        )
     else:
         direction = "rises" if r > 0 else "falls"
-        evidence = f"{label} of {kind} on {metric} {direction} with {key} across {len(xs)} runs (r = {r:.2f}, p = {p:.3f})"
-    return Candidate(key, metric, kind, feature, "proportional" if proportional else "correlated", r, p, len(xs), evidence)
+        evidence = (
+            f"{label} of {kind} on {metric} {direction} with {key} across {len(xs)} runs (r = {r:.2f}, p = {p:.3f})"
+        )
+    return Candidate(
+        key, metric, kind, feature, "proportional" if proportional else "correlated", r, p, len(xs), evidence
+    )
 
 
 def _confounded(keys: list[str], configs: dict[str, dict[str, Any]], run_ids: list[str]) -> list[list[str]]:
     """Groups of varying keys that move together across the runs, so the runs cannot tell them
     apart: numeric keys in the same rank order, other keys splitting the runs the same way."""
+
     def signature(key: str) -> tuple:
         values = [configs[r].get(key) for r in run_ids]
         if _numeric(values):

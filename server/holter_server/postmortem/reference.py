@@ -44,8 +44,10 @@ class Drift:
     def summary(self, companions: dict[str, bool]) -> str:
         others = [f"{name} {'matches' if ok else 'also drifts'}" for name, ok in companions.items()]
         tail = f" while {', '.join(others)}" if others else ""
-        return (f"{self.metric} ran {format_value(abs(self.mean_gap))} {self.direction} the reference from step "
-                f"{format_step(self.start_step)} to {format_step(self.end_step)} ({self.points} points){tail}")
+        return (
+            f"{self.metric} ran {format_value(abs(self.mean_gap))} {self.direction} the reference from step "
+            f"{format_step(self.start_step)} to {format_step(self.end_step)} ({self.points} points){tail}"
+        )
 
 
 def _rolling_median(values: np.ndarray, width: int) -> np.ndarray:
@@ -70,9 +72,13 @@ def band(ref_steps: np.ndarray, ref_values: np.ndarray, steps: np.ndarray) -> Ba
     return Band(steps=at, reference=centre, low=centre - width, high=centre + width)
 
 
-def drifts(metric: str, ref_steps: np.ndarray, ref_values: np.ndarray, steps: np.ndarray, values: np.ndarray) -> tuple[Band, list[Drift]]:
+def drifts(
+    metric: str, ref_steps: np.ndarray, ref_values: np.ndarray, steps: np.ndarray, values: np.ndarray
+) -> tuple[Band, list[Drift]]:
     """The band, and every stretch of at least MIN_POINTS_OUTSIDE points the run spent outside it."""
-    b = band(np.asarray(ref_steps, dtype=np.int64), np.asarray(ref_values, dtype=float), np.asarray(steps, dtype=np.int64))
+    b = band(
+        np.asarray(ref_steps, dtype=np.int64), np.asarray(ref_values, dtype=float), np.asarray(steps, dtype=np.int64)
+    )
     run = np.interp(b.steps, np.asarray(steps), np.asarray(values, dtype=float)) if len(b.steps) else np.empty(0)
     run = _rolling_median(run, 3) if len(run) else run  # a single noisy point is not a drift
     side = np.where(run > b.high, 1, np.where(run < b.low, -1, 0))
@@ -83,7 +89,16 @@ def drifts(metric: str, ref_steps: np.ndarray, ref_values: np.ndarray, steps: np
         if start is not None and (current != side[start]):
             if i - start >= MIN_POINTS_OUTSIDE:
                 gap = float(np.mean(run[start:i] - b.reference[start:i]))
-                found.append(Drift(metric, int(b.steps[start]), int(b.steps[i - 1]), gap, "above" if side[start] > 0 else "below", i - start))
+                found.append(
+                    Drift(
+                        metric,
+                        int(b.steps[start]),
+                        int(b.steps[i - 1]),
+                        gap,
+                        "above" if side[start] > 0 else "below",
+                        i - start,
+                    )
+                )
             start = None
         if start is None and current != 0:
             start = i

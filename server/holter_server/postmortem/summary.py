@@ -18,15 +18,24 @@ from holter_server.vocabulary.statuses import HIDDEN_EVENT_STATUSES, RUN_STATUSE
 
 MAX_CLAUSES = 6
 # Kinds whose clause is worded below rather than quoted from the event's own summary.
-_WORDED_HERE = frozenset({"divergence", "systems_slowdown", "mismatch_off_zero", "sawtooth", "spike", "run_stalled", "run_crashed"})
+_WORDED_HERE = frozenset(
+    {"divergence", "systems_slowdown", "mismatch_off_zero", "sawtooth", "spike", "run_stalled", "run_crashed"}
+)
 
 
 def _step(event: dict[str, Any]) -> str:
     return format_step(event.get("start_step") or 0)
 
 
-def write_summary(*, name: str, status: str, last_step: int | None, events: Sequence[dict[str, Any]],
-                  kinds: Mapping[str, str] | None = None, seed_clause: str | None = None) -> str:
+def write_summary(
+    *,
+    name: str,
+    status: str,
+    last_step: int | None,
+    events: Sequence[dict[str, Any]],
+    kinds: Mapping[str, str] | None = None,
+    seed_clause: str | None = None,
+) -> str:
     """One paragraph a colleague would write after reading the run's events; `kinds` says what
     each metric is (declared or recognised; a metric left out is understood from its name).
     `seed_clause` (where the run ends against its seed group) closes it, whatever the events:
@@ -39,7 +48,7 @@ def write_summary(*, name: str, status: str, last_step: int | None, events: Sequ
 
     live = [e for e in events if e.get("status") not in HIDDEN_EVENT_STATUSES]
     by_kind: dict[str, list[dict[str, Any]]] = {}
-    for event in sorted(live, key=lambda e: (e.get("start_step") or 0)):
+    for event in sorted(live, key=lambda e: e.get("start_step") or 0):
         by_kind.setdefault(event["kind"], []).append(event)
     clauses: list[tuple[int, int, str]] = []  # (severity, step, text)
 
@@ -56,7 +65,11 @@ def write_summary(*, name: str, status: str, last_step: int | None, events: Sequ
         add(event, event["summary"].split(" while ")[0] + " with the loss unchanged")
     for event in by_kind.get("mismatch_off_zero", []):
         period = f", every {event['period']:,.0f} steps" if event.get("period") else ""
-        period += f" ({event['details']['period_note']})" if period and (event.get("details") or {}).get("period_note") else ""
+        period += (
+            f" ({event['details']['period_note']})"
+            if period and (event.get("details") or {}).get("period_note")
+            else ""
+        )
         healthy = MISMATCH_HEALTHY.get(kind_of(event), 0.0)
         what = "logprob mismatch" if healthy == 0 else "ratio"
         add(event, f"the rollout/trainer {what} left ≈{healthy:g} at step {_step(event)}{period}")
@@ -69,16 +82,26 @@ def write_summary(*, name: str, status: str, last_step: int | None, events: Sequ
     for event in sawtooth:
         note = (event.get("details") or {}).get("period_note")
         cause = f" ({note})" if note else ""
-        add(event, f"{event['metric']} followed a sawtooth with period {event['period']:,.0f} steps from step {_step(event)}{cause}"
-            if event.get("period") else event["summary"])
+        add(
+            event,
+            f"{event['metric']} followed a sawtooth with period {event['period']:,.0f} steps from step {_step(event)}{cause}"
+            if event.get("period")
+            else event["summary"],
+        )
     loss_spikes = [e for e in by_kind.get("spike", []) if kind_of(e) in LOSS_KINDS]
     if loss_spikes:
         worst = max(loss_spikes, key=lambda e: e.get("score") or 0)
         twinned = [e for e in loss_spikes if (e.get("details") or {}).get("twins")]
-        shared = (f"; {len(twinned)} of them recur{'s' if len(twinned) == 1 else ''} in runs with the same data order "
-                  f"(the batch, not the optimiser: step{'s' if len(twinned) > 1 else ''} {', '.join(_step(e) for e in twinned)})"
-                  if twinned else "")
-        add(worst, f"{len(loss_spikes)} loss spike{'s' if len(loss_spikes) > 1 else ''}, the largest at step {_step(worst)}{shared}")
+        shared = (
+            f"; {len(twinned)} of them recur{'s' if len(twinned) == 1 else ''} in runs with the same data order "
+            f"(the batch, not the optimiser: step{'s' if len(twinned) > 1 else ''} {', '.join(_step(e) for e in twinned)})"
+            if twinned
+            else ""
+        )
+        add(
+            worst,
+            f"{len(loss_spikes)} loss spike{'s' if len(loss_spikes) > 1 else ''}, the largest at step {_step(worst)}{shared}",
+        )
     for event in by_kind.get("run_stalled", []):
         add(event, f"stalled at step {_step(event)}" if event.get("start_step") is not None else "stalled")
     for event in by_kind.get("run_crashed", []):

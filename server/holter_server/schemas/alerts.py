@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -30,10 +30,20 @@ class ChannelCreate(BaseModel):
 
     name: str = Field(min_length=1, max_length=128)
     kind: ChannelKind
-    target: str = Field(min_length=1, max_length=2000, description="the webhook URL (an Apprise URL for kind apprise); stored, never shown again")
-    signing_secret: str | None = Field(default=None, min_length=16, max_length=256, description="webhook kind: HMAC-SHA256 key")
-    project: str | None = Field(default=None, max_length=128, description="only this project's alerts (default: every project)")
-    default_rules: bool = Field(default=True, description="start with divergence/NaN, stalled/crashed and logprob-mismatch rules")
+    target: str = Field(
+        min_length=1,
+        max_length=2000,
+        description="the webhook URL (an Apprise URL for kind apprise); stored, never shown again",
+    )
+    signing_secret: str | None = Field(
+        default=None, min_length=16, max_length=256, description="webhook kind: HMAC-SHA256 key"
+    )
+    project: str | None = Field(
+        default=None, max_length=128, description="only this project's alerts (default: every project)"
+    )
+    default_rules: bool = Field(
+        default=True, description="start with divergence/NaN, stalled/crashed and logprob-mismatch rules"
+    )
 
     @model_validator(mode="after")
     def _target_fits_kind(self) -> ChannelCreate:
@@ -56,8 +66,16 @@ class ChannelPublic(BaseModel):
 
     @classmethod
     def from_row(cls, row: ChannelRow) -> ChannelPublic:
-        return cls(id=row.id, name=row.name, kind=row.kind, project=row.project, target=mask_secret(row.target),
-                   signed=bool(row.signing_secret), enabled=row.enabled, created_at=row.created_at)
+        return cls(
+            id=row.id,
+            name=row.name,
+            kind=row.kind,
+            project=row.project,
+            target=mask_secret(row.target),
+            signed=bool(row.signing_secret),
+            enabled=row.enabled,
+            created_at=row.created_at,
+        )
 
 
 class RuleCreate(BaseModel):
@@ -69,9 +87,13 @@ class RuleCreate(BaseModel):
     run_tag: str | None = Field(default=None, max_length=128)
     metric_pattern: str | None = Field(default=None, max_length=256, description="glob, e.g. 'loss*' or 'act_norm/*'")
     kinds: list[EventKindName] | None = Field(  # type: ignore[valid-type]
-        default=None, description="event kinds (any when empty), including run_stalled, run_crashed (GET /vocabulary lists them)")
+        default=None,
+        description="event kinds (any when empty), including run_stalled, run_crashed (GET /vocabulary lists them)",
+    )
     min_severity: SeverityName = DEFAULT_MIN_SEVERITY  # type: ignore[valid-type]
-    threshold_op: Literal["above", "below", "nonfinite"] | None = Field(default=None, description="a threshold rule instead of an event rule")
+    threshold_op: Literal["above", "below", "nonfinite"] | None = Field(
+        default=None, description="a threshold rule instead of an event rule"
+    )
     threshold_value: float | None = None
     cooldown_s: float = Field(default=300.0, ge=0, le=86_400)
 
@@ -106,9 +128,20 @@ class RulePublic(BaseModel):
 
     @classmethod
     def from_row(cls, row: AlertRuleRow) -> RulePublic:
-        return cls(id=row.id, channel_id=row.channel_id, name=row.name, project=row.project, run_tag=row.run_tag,
-                   metric_pattern=row.metric_pattern, kinds=row.kinds, min_severity=row.min_severity, threshold_op=row.threshold_op,
-                   threshold_value=row.threshold_value, cooldown_s=row.cooldown_s, enabled=row.enabled)
+        return cls(
+            id=row.id,
+            channel_id=row.channel_id,
+            name=row.name,
+            project=row.project,
+            run_tag=row.run_tag,
+            metric_pattern=row.metric_pattern,
+            kinds=row.kinds,
+            min_severity=row.min_severity,
+            threshold_op=row.threshold_op,
+            threshold_value=row.threshold_value,
+            cooldown_s=row.cooldown_s,
+            enabled=row.enabled,
+        )
 
 
 class DeliveryPublic(BaseModel):
@@ -130,7 +163,19 @@ class DeliveryPublic(BaseModel):
     @classmethod
     def from_row(cls, row: DeliveryRow) -> DeliveryPublic:
         summary = stored_alert(row.alert).event.summary if row.alert else ""
-        return cls(id=row.id, channel_id=row.channel_id, rule_id=row.rule_id, run_id=row.run_id, event_id=row.event_id,
-                   purpose=row.purpose, status=row.status, attempts=row.attempts, last_error=row.last_error,  # type: ignore[arg-type]
-                   idempotency_key=row.idempotency_key, summary=summary, created_at=row.created_at,
-                   not_before=row.not_before, delivered_at=row.delivered_at)
+        return cls(
+            id=row.id,
+            channel_id=row.channel_id,
+            rule_id=row.rule_id,
+            run_id=row.run_id,
+            event_id=row.event_id,
+            purpose=row.purpose,
+            status=row.status,
+            attempts=row.attempts,
+            last_error=row.last_error,  # type: ignore[arg-type]
+            idempotency_key=row.idempotency_key,
+            summary=summary,
+            created_at=row.created_at,
+            not_before=row.not_before,
+            delivered_at=row.delivered_at,
+        )

@@ -51,8 +51,18 @@ class AnnotationPublic(Zoomable):
 
     @classmethod
     def from_row(cls, row: AnnotationRow) -> AnnotationPublic:
-        return cls(id=row.id, run_id=row.run_id, metric=row.metric, start_step=row.start_step, end_step=row.end_step,
-                   event_id=row.event_id, author=row.author, text=row.text, created_at=row.created_at, updated_at=row.updated_at)
+        return cls(
+            id=row.id,
+            run_id=row.run_id,
+            metric=row.metric,
+            start_step=row.start_step,
+            end_step=row.end_step,
+            event_id=row.event_id,
+            author=row.author,
+            text=row.text,
+            created_at=row.created_at,
+            updated_at=row.updated_at,
+        )
 
 
 class AnnotationsPublic(BaseModel):

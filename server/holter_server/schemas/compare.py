@@ -10,8 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from holter_server.analysis.seeds import GroupBand, SeedGroup
 from holter_server.analysis.verdicts import Verdict
-from holter_server.services.compare import ArmComparison, ArmReading
 from holter_server.nonfinite import json_safe_column
+from holter_server.services.compare import ArmComparison, ArmReading
 
 
 def _finite(value: float | None) -> float | None:
@@ -43,13 +43,21 @@ class BandPublic(BaseModel):
     median: list[float | str]
     low: list[float | str]
     high: list[float | str]
-    spread: list[float | str] = Field(description="robust spread of the seeds at each step: 1.4826 × median absolute deviation")
+    spread: list[float | str] = Field(
+        description="robust spread of the seeds at each step: 1.4826 × median absolute deviation"
+    )
     seeds: list[int] = Field(description="how many seeds cover each step")
 
     @classmethod
     def from_band(cls, band: GroupBand) -> BandPublic:
-        return cls(steps=band.steps.tolist(), median=json_safe_column(band.median.tolist()), low=json_safe_column(band.low.tolist()),
-                   high=json_safe_column(band.high.tolist()), spread=json_safe_column(band.spread.tolist()), seeds=band.seeds.tolist())
+        return cls(
+            steps=band.steps.tolist(),
+            median=json_safe_column(band.median.tolist()),
+            low=json_safe_column(band.low.tolist()),
+            high=json_safe_column(band.high.tolist()),
+            spread=json_safe_column(band.spread.tolist()),
+            seeds=band.seeds.tolist(),
+        )
 
 
 class ArmPublic(BaseModel):
@@ -63,8 +71,15 @@ class ArmPublic(BaseModel):
 
     @classmethod
     def from_reading(cls, arm: ArmReading) -> ArmPublic:
-        return cls(kind=arm.kind, run_id=arm.run_id, label=arm.label, run_ids=arm.run_ids, missing=arm.missing, config=arm.config,
-                   band=BandPublic.from_band(arm.band))
+        return cls(
+            kind=arm.kind,
+            run_id=arm.run_id,
+            label=arm.label,
+            run_ids=arm.run_ids,
+            missing=arm.missing,
+            config=arm.config,
+            band=BandPublic.from_band(arm.band),
+        )
 
 
 class VerdictPublic(BaseModel):
@@ -73,7 +88,9 @@ class VerdictPublic(BaseModel):
     verdict: str = Field(description="real effect, noise or unknown")
     sentence: str
     difference: float | None = Field(description="mean of B minus mean of A")
-    spread: float | None = Field(description="the seed spread (range of an arm's seeds, the wider arm's); null with one run per arm")
+    spread: float | None = Field(
+        description="the seed spread (range of an arm's seeds, the wider arm's); null with one run per arm"
+    )
     spread_seeds: int
     p_value: float | None
     seeds_needed: int | None = Field(description="seeds per arm that would settle a difference of this size")
@@ -85,10 +102,22 @@ class VerdictPublic(BaseModel):
 
     @classmethod
     def from_verdict(cls, v: Verdict) -> VerdictPublic:
-        return cls(measure=v.measure, where=v.where, verdict=v.verdict, sentence=v.sentence, difference=_finite(v.difference),
-                   spread=_finite(v.spread), spread_seeds=v.spread_seeds, p_value=_finite(v.p_value), seeds_needed=v.seeds_needed,
-                   a_values=[_finite(x) for x in v.a_values], b_values=[_finite(x) for x in v.b_values], step=v.step,
-                   tokens=v.tokens, step_range=list(v.step_range) if v.step_range else None)
+        return cls(
+            measure=v.measure,
+            where=v.where,
+            verdict=v.verdict,
+            sentence=v.sentence,
+            difference=_finite(v.difference),
+            spread=_finite(v.spread),
+            spread_seeds=v.spread_seeds,
+            p_value=_finite(v.p_value),
+            seeds_needed=v.seeds_needed,
+            a_values=[_finite(x) for x in v.a_values],
+            b_values=[_finite(x) for x in v.b_values],
+            step=v.step,
+            tokens=v.tokens,
+            step_range=list(v.step_range) if v.step_range else None,
+        )
 
 
 class ConfigChangePublic(BaseModel):
@@ -103,19 +132,27 @@ class ArmComparisonPublic(BaseModel):
     metric: str
     a: ArmPublic
     b: ArmPublic
-    headline: VerdictPublic | None = Field(description="at matched tokens when both arms count tokens, else at matched steps")
+    headline: VerdictPublic | None = Field(
+        description="at matched tokens when both arms count tokens, else at matched steps"
+    )
     verdicts: list[VerdictPublic]
     config_diff: list[ConfigChangePublic] = Field(description="non-seed config keys that differ between the arms")
-    warnings: list[str] = Field(description="confounders: more than one key changed, different token counts, a different learning rate")
+    warnings: list[str] = Field(
+        description="confounders: more than one key changed, different token counts, a different learning rate"
+    )
 
     @classmethod
     def from_comparison(cls, c: ArmComparison) -> ArmComparisonPublic:
         headline = c.headline
-        return cls(metric=c.metric, a=ArmPublic.from_reading(c.a), b=ArmPublic.from_reading(c.b),
-                   headline=VerdictPublic.from_verdict(headline) if headline else None,
-                   verdicts=[VerdictPublic.from_verdict(v) for v in c.verdicts],
-                   config_diff=[ConfigChangePublic(key=ch.key, a=ch.a, b=ch.b) for ch in c.confounders.changes],
-                   warnings=c.confounders.warnings)
+        return cls(
+            metric=c.metric,
+            a=ArmPublic.from_reading(c.a),
+            b=ArmPublic.from_reading(c.b),
+            headline=VerdictPublic.from_verdict(headline) if headline else None,
+            verdicts=[VerdictPublic.from_verdict(v) for v in c.verdicts],
+            config_diff=[ConfigChangePublic(key=ch.key, a=ch.a, b=ch.b) for ch in c.confounders.changes],
+            warnings=c.confounders.warnings,
+        )
 
 
 class ProjectSettingsSet(BaseModel):
@@ -123,10 +160,16 @@ class ProjectSettingsSet(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    seed_keys: list[str] = Field(default_factory=list, max_length=100,
-                                 description="more seed keys (dotted key or last segment) beyond seed, data_seed and *_seed")
-    data_seed_keys: list[str] = Field(default_factory=list, max_length=100,
-                                      description="seed keys that set the data order (beyond data_seed, shuffle_seed...): twins share them")
+    seed_keys: list[str] = Field(
+        default_factory=list,
+        max_length=100,
+        description="more seed keys (dotted key or last segment) beyond seed, data_seed and *_seed",
+    )
+    data_seed_keys: list[str] = Field(
+        default_factory=list,
+        max_length=100,
+        description="seed keys that set the data order (beyond data_seed, shuffle_seed...): twins share them",
+    )
 
 
 class ProjectSettingsPublic(BaseModel):

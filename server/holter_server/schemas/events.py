@@ -38,10 +38,23 @@ class EventPublic(Zoomable):
     @classmethod
     def from_row(cls, row: EventRow) -> EventPublic:
         return cls(
-            id=row.id, run_id=row.run_id, metric=row.metric, kind=row.kind, severity=row.severity,  # type: ignore[arg-type]
-            score=row.score, start_step=row.start_step, end_step=row.end_step, peak_step=row.peak_step, period=row.period,
-            summary=row.summary, details=row.details or {}, status=row.status, status_by=row.status_by,  # type: ignore[arg-type]
-            status_reason=row.status_reason, detector_version=row.detector_version, created_at=row.created_at,
+            id=row.id,
+            run_id=row.run_id,
+            metric=row.metric,
+            kind=row.kind,
+            severity=row.severity,  # type: ignore[arg-type]
+            score=row.score,
+            start_step=row.start_step,
+            end_step=row.end_step,
+            peak_step=row.peak_step,
+            period=row.period,
+            summary=row.summary,
+            details=row.details or {},
+            status=row.status,
+            status_by=row.status_by,  # type: ignore[arg-type]
+            status_reason=row.status_reason,
+            detector_version=row.detector_version,
+            created_at=row.created_at,
             updated_at=row.updated_at,
         )
 
@@ -69,7 +82,9 @@ class EventDismissal(EventDecision):
 class AnalyzedSeries(BaseModel):
     metric: str
     kind: KindName  # type: ignore[valid-type]
-    understood: dict[str, Any] = Field(description="how Holter knows what it is: source (declared, recognised, unknown), framework, rule")
+    understood: dict[str, Any] = Field(
+        description="how Holter knows what it is: source (declared, recognised, unknown), framework, rule"
+    )
     verdict: str
     events: list[dict[str, Any]]
 
@@ -92,5 +107,9 @@ class JobAlert(BaseModel):
     text: str = Field(default="", max_length=4000)
     severity: SeverityName = "info"  # type: ignore[valid-type]
     step: Step | None = Field(default=None, description="the run's step when it was raised")
-    key: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.\-]+$",
-                     description="the client's id for this alert: a resent alert (retry, spool) is stored once")
+    key: str = Field(
+        min_length=1,
+        max_length=64,
+        pattern=r"^[A-Za-z0-9_.\-]+$",
+        description="the client's id for this alert: a resent alert (retry, spool) is stored once",
+    )

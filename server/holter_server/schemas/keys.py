@@ -30,8 +30,16 @@ class KeyPublic(BaseModel):
 
     @classmethod
     def from_row(cls, row: ApiKeyRow) -> KeyPublic:
-        return cls(id=row.id, name=row.name, prefix=row.prefix, scope=row.scope, project=row.project, created_at=row.created_at,
-                   last_used_at=row.last_used_at, revoked_at=row.revoked_at)
+        return cls(
+            id=row.id,
+            name=row.name,
+            prefix=row.prefix,
+            scope=row.scope,
+            project=row.project,
+            created_at=row.created_at,
+            last_used_at=row.last_used_at,
+            revoked_at=row.revoked_at,
+        )
 
 
 class KeyCreated(KeyPublic):

@@ -23,7 +23,9 @@ Step = Annotated[int, Field(strict=True, ge=0, le=MAX_BIGINT)]
 _UNFIT_IN_NAME = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff\u2028\u2029]")
 WireFloat = Annotated[
     float,
-    Field(description='a number, or one of the strings "NaN", "Infinity", "-Infinity" (JSON); msgpack floats as they are'),
+    Field(
+        description='a number, or one of the strings "NaN", "Infinity", "-Infinity" (JSON); msgpack floats as they are'
+    ),
 ]
 
 
@@ -73,7 +75,16 @@ class PointsBatch(BaseModel):
 
     model_config = ConfigDict(
         extra="forbid",
-        json_schema_extra={"examples": [{"metrics": {"loss": {"steps": [120, 121], "values": [2.31, "NaN"]}, "grad_norm": {"steps": [120], "values": [0.8]}}}]},
+        json_schema_extra={
+            "examples": [
+                {
+                    "metrics": {
+                        "loss": {"steps": [120, 121], "values": [2.31, "NaN"]},
+                        "grad_norm": {"steps": [120], "values": [0.8]},
+                    }
+                }
+            ]
+        },
     )
 
     metrics: dict[MetricName, SeriesPoints]
@@ -81,8 +92,10 @@ class PointsBatch(BaseModel):
         default=None, description="wall time per step for metrics without their own `times` (what the client sends)"
     )
     kinds: dict[MetricPattern, KindName] | None = Field(  # type: ignore[valid-type]
-        default=None, max_length=1000,
-        description='declared kinds by metric name or glob ({"train/ce": "loss"}): a declared kind always wins over the name')
+        default=None,
+        max_length=1000,
+        description='declared kinds by metric name or glob ({"train/ce": "loss"}): a declared kind always wins over the name',
+    )
 
 
 class _BatchEnvelope(PointsBatch):
@@ -116,7 +129,9 @@ class PointsStored(BaseModel):
     stored: int
     duplicates: int
     refused: list[MetricRefused] = Field(default_factory=list, description="metrics not stored, each with its reason")
-    conflicts: list[MetricConflict] = Field(default_factory=list, description="metrics re-sent with another value at a stored step")
+    conflicts: list[MetricConflict] = Field(
+        default_factory=list, description="metrics re-sent with another value at a stored step"
+    )
 
 
 @dataclass(frozen=True)
@@ -210,7 +225,9 @@ class SeriesPointsPublic(BaseModel):
     end: int | None = Field(default=None, description="last step of the range read, narrowed to the series")
     steps: list[int]
     values: list[float | str]
-    times: list[float | None] | None = Field(description="wall times of the points (seconds since the epoch); null when downsampled unless `with_times` was asked")
+    times: list[float | None] | None = Field(
+        description="wall times of the points (seconds since the epoch); null when downsampled unless `with_times` was asked"
+    )
     truncated: bool = Field(description="true when more points lie in the range than `limit` allowed")
     downsampled: bool = False
     bucket_width: int | None = Field(default=None, description="steps per bucket when downsampled")

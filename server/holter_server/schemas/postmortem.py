@@ -27,8 +27,18 @@ class LeverPublic(BaseModel):
 
     @classmethod
     def from_candidate(cls, c: Candidate) -> LeverPublic:
-        return cls(key=c.key, metric=c.metric, kind=c.kind, feature=c.feature, relation=c.relation, statistic=c.statistic,
-                   p_value=c.p_value, runs=c.runs, evidence=c.evidence, confounded_with=c.confounded_with)
+        return cls(
+            key=c.key,
+            metric=c.metric,
+            kind=c.kind,
+            feature=c.feature,
+            relation=c.relation,
+            statistic=c.statistic,
+            p_value=c.p_value,
+            runs=c.runs,
+            evidence=c.evidence,
+            confounded_with=c.confounded_with,
+        )
 
 
 class LeversPublic(BaseModel):
@@ -37,13 +47,20 @@ class LeversPublic(BaseModel):
     runs: int
     varying_keys: list[str]
     candidates: list[LeverPublic]
-    confounded: list[list[str]] = Field(description="keys that move together across these runs: the runs cannot tell them apart")
+    confounded: list[list[str]] = Field(
+        description="keys that move together across these runs: the runs cannot tell them apart"
+    )
     note: str
 
     @classmethod
     def from_report(cls, report: LeverReport) -> LeversPublic:
-        return cls(runs=report.runs, varying_keys=report.varying_keys, candidates=[LeverPublic.from_candidate(c) for c in report.candidates],
-                   confounded=report.confounded, note=report.note)
+        return cls(
+            runs=report.runs,
+            varying_keys=report.varying_keys,
+            candidates=[LeverPublic.from_candidate(c) for c in report.candidates],
+            confounded=report.confounded,
+            note=report.note,
+        )
 
 
 class ReferenceSet(BaseModel):

@@ -7,11 +7,18 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from holter_server.nonfinite import json_safe
+from holter_server.schemas.vocabulary import (
+    EndingStatusName,
+    KindName,
+    MetricName,
+    MetricPattern,
+    RunStatusName,
+    UnderstoodBy,
+)
 from holter_server.store.models import MetricRow, RunRow
-from holter_server.schemas.vocabulary import EndingStatusName, KindName, MetricName, MetricPattern, RunStatusName, UnderstoodBy
 from holter_server.vocabulary.names import Understanding
 from holter_server.vocabulary.signals import panel_of
-from holter_server.nonfinite import json_safe
 
 RUN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
 PROJECT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\- ]*$"
@@ -29,7 +36,9 @@ class MetricDefinition(BaseModel):
     kind: KindName | None = Field(default=None, description="the metric's kind; null: as its name says")  # type: ignore[valid-type]
     summary: str | None = Field(default=None, max_length=64, pattern=SUMMARY_PATTERN)
     step_metric: MetricName | None = Field(default=None, description="the metric this one is plotted against")
-    goal: Literal["minimize", "maximize"] | None = Field(default=None, description="which way is better (wandb's `goal`)")
+    goal: Literal["minimize", "maximize"] | None = Field(
+        default=None, description="which way is better (wandb's `goal`)"
+    )
 
     def declared(self) -> dict[str, Any]:
         """The fields the client set (a null kind undoes a declaration)."""
@@ -41,18 +50,30 @@ class RunCreate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    id: str | None = Field(default=None, min_length=1, max_length=64, pattern=RUN_ID_PATTERN,
-                           description="client-chosen id; omitted: the service picks one")
+    id: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=64,
+        pattern=RUN_ID_PATTERN,
+        description="client-chosen id; omitted: the service picks one",
+    )
     project: str = Field(default="default", min_length=1, max_length=128, pattern=PROJECT_PATTERN)
     name: str | None = Field(default=None, max_length=256)
     config: dict[str, Any] = Field(default_factory=dict)
     tags: list[str] = Field(default_factory=list, max_length=64)
-    notes: str | None = Field(default=None, max_length=20_000, description="what the run is about (wandb's `notes`); omitted: kept as it is")
+    notes: str | None = Field(
+        default=None, max_length=20_000, description="what the run is about (wandb's `notes`); omitted: kept as it is"
+    )
     kinds: dict[MetricPattern, KindName] = Field(
-        default_factory=dict, max_length=MAX_DEFINITIONS,
-        description='declared kinds by metric name or glob: {"train/ce": "loss", "eval/*": "eval_loss"}; a declared kind always wins')
+        default_factory=dict,
+        max_length=MAX_DEFINITIONS,
+        description='declared kinds by metric name or glob: {"train/ce": "loss", "eval/*": "eval_loss"}; a declared kind always wins',
+    )
     metrics: dict[MetricPattern, MetricDefinition] = Field(
-        default_factory=dict, max_length=MAX_DEFINITIONS, description="fuller definitions (kind, summary, step_metric), as define_metric sends them")
+        default_factory=dict,
+        max_length=MAX_DEFINITIONS,
+        description="fuller definitions (kind, summary, step_metric), as define_metric sends them",
+    )
 
     def definitions(self) -> dict[str, dict[str, Any]]:
         """`kinds` and `metrics` as one set of definitions by pattern."""
@@ -68,7 +89,9 @@ class SummaryUpdate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    values: dict[str, Any] = Field(max_length=10_000, description='{"best_acc": 0.93, "epochs": 10}; non-finite numbers as "NaN", "Infinity"')
+    values: dict[str, Any] = Field(
+        max_length=10_000, description='{"best_acc": 0.93, "epochs": 10}; non-finite numbers as "NaN", "Infinity"'
+    )
 
 
 class SummaryPublic(BaseModel):
@@ -103,8 +126,12 @@ class Understood(BaseModel):
     """How Holter knows what a metric is."""
 
     source: UnderstoodBy  # type: ignore[valid-type]
-    framework: str | None = Field(default=None, description="whose names recognised it (verl, TRL, ...; generic for common conventions)")
-    rule: str | None = Field(default=None, description="the declaration (name or glob) or the name pattern that decided")
+    framework: str | None = Field(
+        default=None, description="whose names recognised it (verl, TRL, ...; generic for common conventions)"
+    )
+    rule: str | None = Field(
+        default=None, description="the declaration (name or glob) or the name pattern that decided"
+    )
     note: str | None = Field(default=None, description="what the name is, in a few words")
 
 
@@ -115,21 +142,33 @@ class MetricPublic(BaseModel):
     count: int
     first_step: int | None
     last_step: int | None
-    last_value: float | str | None = Field(description='latest value; non-finite values as "NaN", "Infinity", "-Infinity"')
-    kind: KindName | None = Field(default=None, description="loss, eval_loss, grad_norm, ... (GET /vocabulary lists them)")  # type: ignore[valid-type]
+    last_value: float | str | None = Field(
+        description='latest value; non-finite values as "NaN", "Infinity", "-Infinity"'
+    )
+    kind: KindName | None = Field(
+        default=None, description="loss, eval_loss, grad_norm, ... (GET /vocabulary lists them)"
+    )  # type: ignore[valid-type]
     panel: str | None = Field(default=None, description="the chart it shares on the run page; null: a chart of its own")
     understood: Understood | None = None
     summary: str | None = None
     step_metric: str | None = None
 
     @classmethod
-    def from_row(cls, row: MetricRow, understanding: Understanding | None = None, definition: dict[str, Any] | None = None) -> MetricPublic:
+    def from_row(
+        cls, row: MetricRow, understanding: Understanding | None = None, definition: dict[str, Any] | None = None
+    ) -> MetricPublic:
         definition = definition or {}
         return cls(
-            name=row.name, count=row.count, first_step=row.first_step, last_step=row.last_step, last_value=json_safe(row.last_value),
-            kind=understanding.kind if understanding else None, panel=panel_of(understanding.kind) if understanding else None,
+            name=row.name,
+            count=row.count,
+            first_step=row.first_step,
+            last_step=row.last_step,
+            last_value=json_safe(row.last_value),
+            kind=understanding.kind if understanding else None,
+            panel=panel_of(understanding.kind) if understanding else None,
             understood=Understood(**understanding.to_dict()) if understanding else None,
-            summary=definition.get("summary"), step_metric=definition.get("step_metric"),
+            summary=definition.get("summary"),
+            step_metric=definition.get("step_metric"),
         )
 
 
@@ -153,21 +192,41 @@ class RunPublic(BaseModel):
     metrics: list[MetricPublic] | None = Field(default=None, description="present when one run is read")
 
     metric_definitions: dict[str, dict[str, Any]] | None = Field(
-        default=None, description="what was declared about its metrics, by name or glob (present when one run is read)")
-    summary: dict[str, Any] = Field(default_factory=dict, description="what the client said sums the run up (run.summary)")
+        default=None, description="what was declared about its metrics, by name or glob (present when one run is read)"
+    )
+    summary: dict[str, Any] = Field(
+        default_factory=dict, description="what the client said sums the run up (run.summary)"
+    )
 
     @classmethod
-    def from_row(cls, row: RunRow, metrics: list[MetricRow] | None = None, health: tuple[str, int] | None = None,
-                 understood: dict[str, Understanding] | None = None) -> RunPublic:
+    def from_row(
+        cls,
+        row: RunRow,
+        metrics: list[MetricRow] | None = None,
+        health: tuple[str, int] | None = None,
+        understood: dict[str, Understanding] | None = None,
+    ) -> RunPublic:
         definitions = row.metric_definitions or {}
         return cls(
-            id=row.id, project=row.project, name=row.name, config=row.config or {}, tags=row.tags or [],
-            notes=row.notes, status=row.status, health=health[0] if health else None,
-            open_events=health[1] if health else None, created_at=row.created_at, updated_at=row.updated_at, heartbeat_at=row.heartbeat_at,
-            finished_at=row.finished_at, last_step=row.last_step,
-            metrics=None if metrics is None else [MetricPublic.from_row(m, (understood or {}).get(m.name), definitions.get(m.name))
-                                                  for m in metrics],
-            metric_definitions=None if metrics is None else definitions, summary=row.summary or {},
+            id=row.id,
+            project=row.project,
+            name=row.name,
+            config=row.config or {},
+            tags=row.tags or [],
+            notes=row.notes,
+            status=row.status,
+            health=health[0] if health else None,
+            open_events=health[1] if health else None,
+            created_at=row.created_at,
+            updated_at=row.updated_at,
+            heartbeat_at=row.heartbeat_at,
+            finished_at=row.finished_at,
+            last_step=row.last_step,
+            metrics=None
+            if metrics is None
+            else [MetricPublic.from_row(m, (understood or {}).get(m.name), definitions.get(m.name)) for m in metrics],
+            metric_definitions=None if metrics is None else definitions,
+            summary=row.summary or {},
         )
 
 

@@ -25,12 +25,22 @@ MAX_METRIC_NAME_LENGTH = 256
 # characters (C0, DEL, C1) and the line/paragraph separators are refused (lone surrogates too,
 # by `schemas.points.metric_name_problem`; the pattern's regex engine cannot name them).
 _PRINTABLE = "^[^\\x00-\\x1f\\x7f-\\x9f\\u2028\\u2029]+$"
-MetricName = Annotated[str, Field(
-    min_length=1, max_length=MAX_METRIC_NAME_LENGTH, pattern=_PRINTABLE,
-    description="any printable text of 1 to 256 characters; control characters are refused",
-)]
+MetricName = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=MAX_METRIC_NAME_LENGTH,
+        pattern=_PRINTABLE,
+        description="any printable text of 1 to 256 characters; control characters are refused",
+    ),
+]
 # A metric name, or a glob over names (`eval/*`): what a kind may be declared for.
-MetricPattern = Annotated[str, Field(
-    min_length=1, max_length=MAX_METRIC_NAME_LENGTH, pattern=_PRINTABLE,
-    description="a metric name, or a glob over names (`eval/*`, `*loss*`)",
-)]
+MetricPattern = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=MAX_METRIC_NAME_LENGTH,
+        pattern=_PRINTABLE,
+        description="a metric name, or a glob over names (`eval/*`, `*loss*`)",
+    ),
+]

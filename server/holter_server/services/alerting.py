@@ -29,16 +29,26 @@ CONTEXT_POINTS = 120  # points around an event shown in its sparkline
 def rule_spec(rule: AlertRuleRow, channel_project: str | None = None) -> RuleSpec:
     """What a rule filters on. A channel of a project hears only that project, whatever its rule
     says (a rule without a project on project A's channel must not receive project B's alerts)."""
-    return RuleSpec(project=channel_project if channel_project is not None else rule.project, run_tag=rule.run_tag, metric_pattern=rule.metric_pattern,
-                    kinds=tuple(rule.kinds) if rule.kinds else None, min_severity=rule.min_severity,
-                    threshold_op=rule.threshold_op, threshold_value=rule.threshold_value)
+    return RuleSpec(
+        project=channel_project if channel_project is not None else rule.project,
+        run_tag=rule.run_tag,
+        metric_pattern=rule.metric_pattern,
+        kinds=tuple(rule.kinds) if rule.kinds else None,
+        min_severity=rule.min_severity,
+        threshold_op=rule.threshold_op,
+        threshold_value=rule.threshold_value,
+    )
 
 
 def add_default_rules(*, session: Session, channel_id: int, project: str | None) -> list[AlertRuleRow]:
     """The rules a new channel starts with: divergence and NaN, stalled or crashed runs, and the
     logprob mismatch leaving ≈0."""
-    return [alerts_store.add_rule(session=session, channel_id=channel_id,
-                                  fields={**rule, "project": project, "cooldown_s": 300.0}) for rule in DEFAULT_RULES]
+    return [
+        alerts_store.add_rule(
+            session=session, channel_id=channel_id, fields={**rule, "project": project, "cooldown_s": 300.0}
+        )
+        for rule in DEFAULT_RULES
+    ]
 
 
 def dashboard_link(base_url: str, run_id: str, metric: str | None, start: int | None, end: int | None) -> str:
@@ -63,12 +73,25 @@ def describe_event(*, session: Session, event: EventRow, run: RunRow) -> Alert:
     if event.metric is not None and event.start_step is not None:
         metric = runs_store.get_metric(session=session, run_id=run.id, name=event.metric)
         if metric is not None:
-            around = points_store.read_points(session=session, run_id=run.id, metric_id=metric.metric_id,
-                                              start=max(0, event.start_step - CONTEXT_POINTS // 2), end=None, limit=CONTEXT_POINTS)
+            around = points_store.read_points(
+                session=session,
+                run_id=run.id,
+                metric_id=metric.metric_id,
+                start=max(0, event.start_step - CONTEXT_POINTS // 2),
+                end=None,
+                limit=CONTEXT_POINTS,
+            )
             sparkline = text_sparkline(around.values)
     moment = event.updated_at or now()
-    return Alert(event=events_store.event_of(event), project=run.project, run_id=run.id, run_name=run.name, time=moment.isoformat(),
-                 sparkline=sparkline, event_id=event.id)
+    return Alert(
+        event=events_store.event_of(event),
+        project=run.project,
+        run_id=run.id,
+        run_name=run.name,
+        time=moment.isoformat(),
+        sparkline=sparkline,
+        event_id=event.id,
+    )
 
 
 ImageLink = Callable[[Alert], str]  # an alert -> the signed URL of its event's chart picture
@@ -103,7 +126,13 @@ def alert_on_event(*, session: Session, event: EventRow, previous_severity: str 
     run = runs_store.get_run(session=session, run_id=event.run_id)
     if run is None:
         return 0
-    facts = EventFacts(project=run.project, run_tags=tuple(run.tags or ()), metric=event.metric, kind=event.kind, severity=event.severity)
+    facts = EventFacts(
+        project=run.project,
+        run_tags=tuple(run.tags or ()),
+        metric=event.metric,
+        kind=event.kind,
+        severity=event.severity,
+    )
     queued = 0
     alert: Alert | None = None
     for rule, channel_project in alerts_store.enabled_rules_with_channel_project(session=session):
@@ -116,7 +145,15 @@ def alert_on_event(*, session: Session, event: EventRow, previous_severity: str 
     return queued
 
 
-def _queue(session: Session, rule: AlertRuleRow, run_id: str, event_id: int | None, alert: Alert, key: str, purpose: str = "alert") -> int:
+def _queue(
+    session: Session,
+    rule: AlertRuleRow,
+    run_id: str,
+    event_id: int | None,
+    alert: Alert,
+    key: str,
+    purpose: str = "alert",
+) -> int:
     moment = now()
     not_before = moment
     last = alerts_store.last_delivery_time(session=session, rule_id=rule.id, run_id=run_id)
@@ -124,8 +161,17 @@ def _queue(session: Session, rule: AlertRuleRow, run_id: str, event_id: int | No
         not_before = last  # one is already waiting out the cooldown: go with it, as one message
     elif last is not None and moment - last < timedelta(seconds=rule.cooldown_s):
         not_before = last + timedelta(seconds=rule.cooldown_s)
-    row = alerts_store.queue_delivery(session=session, channel_id=rule.channel_id, rule_id=rule.id, run_id=run_id, event_id=event_id,
-                                      purpose=purpose, idempotency_key=key, alert=alert.to_json(), not_before=not_before)
+    row = alerts_store.queue_delivery(
+        session=session,
+        channel_id=rule.channel_id,
+        rule_id=rule.id,
+        run_id=run_id,
+        event_id=event_id,
+        purpose=purpose,
+        idempotency_key=key,
+        alert=alert.to_json(),
+        not_before=not_before,
+    )
     return 0 if row is None else 1
 
 
@@ -134,21 +180,33 @@ def _resolve_stalls(session: Session, run: RunRow, event: EventRow) -> int:
     queued = 0
     for stall in alerts_store.delivered_for(session=session, run_id=run.id, kind="run_stalled"):
         alert = describe_event(session=session, event=event, run=run)
-        row = alerts_store.queue_delivery(session=session, channel_id=stall.channel_id, rule_id=stall.rule_id, run_id=run.id,
-                                          event_id=event.id, purpose="resolved", idempotency_key=f"resolved:{stall.id}:{event.id}",
-                                          alert=alert.to_json(), not_before=now())
+        row = alerts_store.queue_delivery(
+            session=session,
+            channel_id=stall.channel_id,
+            rule_id=stall.rule_id,
+            run_id=run.id,
+            event_id=event.id,
+            purpose="resolved",
+            idempotency_key=f"resolved:{stall.id}:{event.id}",
+            alert=alert.to_json(),
+            not_before=now(),
+        )
         queued += row is not None
     return queued
 
 
-def threshold_rules_for(*, session: Session, run: RunRow, metric: str,
-                        rules: Sequence[tuple[AlertRuleRow, str | None]] | None = None) -> list[AlertRuleRow]:
+def threshold_rules_for(
+    *, session: Session, run: RunRow, metric: str, rules: Sequence[tuple[AlertRuleRow, str | None]] | None = None
+) -> list[AlertRuleRow]:
     """Enabled threshold rules that watch this metric of this run (`rules`: the enabled rules
     with their channel's project, when the caller already read them for many metrics)."""
     if rules is None:
         rules = enabled_rules(session=session)
-    return [rule for rule, channel_project in rules
-            if threshold_applies(rule_spec(rule, channel_project), run.project, tuple(run.tags or ()), metric)]
+    return [
+        rule
+        for rule, channel_project in rules
+        if threshold_applies(rule_spec(rule, channel_project), run.project, tuple(run.tags or ()), metric)
+    ]
 
 
 def enabled_rules(*, session: Session) -> list[tuple[AlertRuleRow, str | None]]:

@@ -32,9 +32,20 @@ def explain_period(event: Event, config: dict[str, Any] | None) -> Event:
     if not causes:
         return event
     note = cause_note(float(event.period), causes)
-    details = {**event.details, "period_causes": [
-        {"rule": c.rule, "implied": c.implied, "formula": c.formula, "exact": c.exact, "text": c.describe(float(event.period))}
-        for c in causes], "period_note": note}
+    details = {
+        **event.details,
+        "period_causes": [
+            {
+                "rule": c.rule,
+                "implied": c.implied,
+                "formula": c.formula,
+                "exact": c.exact,
+                "text": c.describe(float(event.period)),
+            }
+            for c in causes
+        ],
+        "period_note": note,
+    }
     return replace(event, summary=f"{event.summary}{CAUSE_SEPARATOR}{note}", details=details)
 
 
@@ -54,10 +65,15 @@ def attribute_twin_spikes(*, session: Session, run_id: str) -> int:
     key = data_order_key(run.config or {}, declared.seed_keys, declared.data_seed_keys)
     if key is None:
         return 0
-    twins = [r for r in compare_service.project_runs(session=session, project=run.project)
-             if r.id != run_id and data_order_key(r.config or {}, declared.seed_keys, declared.data_seed_keys) == key]
+    twins = [
+        r
+        for r in compare_service.project_runs(session=session, project=run.project)
+        if r.id != run_id and data_order_key(r.config or {}, declared.seed_keys, declared.data_seed_keys) == key
+    ]
     names = {r.id: r.name for r in twins} | {run.id: run.name}
-    rows = list(own) + list(events_store.standing_events_of_kind(session=session, run_ids=[r.id for r in twins], kind=TWIN_KIND))
+    rows = list(own) + list(
+        events_store.standing_events_of_kind(session=session, run_ids=[r.id for r in twins], kind=TWIN_KIND)
+    )
     spikes = {row.id: SpikeAt(row.run_id, row.metric or "", _step(row), names.get(row.run_id)) for row in rows}
     own_spikes = [spikes[row.id] for row in own]
     changed = 0

@@ -29,6 +29,7 @@ from holter_server.store import keys as keys_store
 from holter_server.store import runs as runs_store
 from holter_server.store.models import ApiKeyRow
 
+
 @dataclass(frozen=True)
 class Principal:
     """The caller: its scope and the one project it is limited to (None: every project)."""
@@ -65,7 +66,9 @@ def hash_secret(secret: str) -> str:
 def create_key(*, session: Session, name: str, scope: str, project: str | None) -> tuple[ApiKeyRow, str]:
     """Store a new key; returns the row and the full key, which is never stored or shown again."""
     full, prefix, secret_hash = new_key()
-    return keys_store.add_key(session=session, name=name, prefix=prefix, secret_hash=secret_hash, scope=scope, project=project), full
+    return keys_store.add_key(
+        session=session, name=name, prefix=prefix, secret_hash=secret_hash, scope=scope, project=project
+    ), full
 
 
 def authenticate(*, session: Session, token: str, settings: Settings) -> Principal | None:
@@ -128,7 +131,7 @@ class AuthMode:
 NOT_FOUND = object()  # the thing does not exist: the route itself answers 404
 
 
-def project_of(*, session: Session, kind: str, value: str) -> str | None | object:
+def project_of(*, session: Session, kind: str, value: str) -> str | object | None:
     """The project a run, channel, rule, delivery or key belongs to (None: every project), or
     NOT_FOUND. A rule's and a delivery's project is their channel's."""
     if kind == "run":

@@ -55,7 +55,10 @@ def project_runs(*, session: Session, project: str) -> list[RunRow]:
 def groups_of_project(*, session: Session, project: str) -> list[SeedGroup]:
     """The project's seed groups, one-run groups included."""
     runs = project_runs(session=session, project=project)
-    return seed_groups([RunConfig(r.id, r.config or {}, r.name) for r in runs], declared_keys(session=session, project=project).seed_keys)
+    return seed_groups(
+        [RunConfig(r.id, r.config or {}, r.name) for r in runs],
+        declared_keys(session=session, project=project).seed_keys,
+    )
 
 
 def group_of_run(*, session: Session, run: RunRow, runs: list[RunRow] | None = None) -> SeedGroup:
@@ -64,7 +67,11 @@ def group_of_run(*, session: Session, run: RunRow, runs: list[RunRow] | None = N
     runs = list(runs) if runs is not None else project_runs(session=session, project=run.project)
     if all(r.id != run.id for r in runs):
         runs.append(run)
-    found = group_of(run.id, [RunConfig(r.id, r.config or {}, r.name) for r in runs], declared_keys(session=session, project=run.project).seed_keys)
+    found = group_of(
+        run.id,
+        [RunConfig(r.id, r.config or {}, r.name) for r in runs],
+        declared_keys(session=session, project=run.project).seed_keys,
+    )
     assert found is not None  # the run is among those grouped
     return found
 
@@ -75,7 +82,9 @@ def _curve(session: Session, run_id: str, metric: str) -> tuple[np.ndarray, np.n
 
 def token_counter(*, session: Session, run_ids: list[str]) -> dict[str, str]:
     """Each run's token counter metric: a name every run logs when there is one, else each its own."""
-    names = {r: sorted(n for n in runs_store.metric_names(session=session, run_id=r) if is_token_counter(n)) for r in run_ids}
+    names = {
+        r: sorted(n for n in runs_store.metric_names(session=session, run_id=r) if is_token_counter(n)) for r in run_ids
+    }
     common = set.intersection(*(set(n) for n in names.values())) if names else set()
     if common:
         chosen = min(common, key=lambda n: (len(n), n))
@@ -90,9 +99,15 @@ class GroupTooLargeError(ValueError):
 def check_points(*, session: Session, label: str, series: list[tuple[str, str]], max_points: int) -> None:
     """Refuse (GroupTooLargeError) when the (run, metric) `series` hold more than `max_points`
     points together: counted from the metric rows, before anything is read."""
-    counts = sum(row.count for run_id, metric in series if (row := runs_store.get_metric(session=session, run_id=run_id, name=metric)))
+    counts = sum(
+        row.count
+        for run_id, metric in series
+        if (row := runs_store.get_metric(session=session, run_id=run_id, name=metric))
+    )
     if counts > max_points:
-        raise GroupTooLargeError(f"{label} would read {counts:,} points, more than {max_points:,} (HOLTER_MAX_GROUP_POINTS)")
+        raise GroupTooLargeError(
+            f"{label} would read {counts:,} points, more than {max_points:,} (HOLTER_MAX_GROUP_POINTS)"
+        )
 
 
 @dataclass
@@ -123,27 +138,55 @@ def read_arm(*, session: Session, kind: str, run: RunRow, metric: str, max_point
         members = [run.id]
         config = without(flatten(run.config or {}), lambda k: is_seed_key(k, declared.seed_keys))
         label = f"run {run.name or run.id}"
-    return read_members(session=session, kind=kind, run=run, label=label, members=members, config=config, metric=metric,
-                        max_points=max_points)
+    return read_members(
+        session=session,
+        kind=kind,
+        run=run,
+        label=label,
+        members=members,
+        config=config,
+        metric=metric,
+        max_points=max_points,
+    )
 
 
-def read_members(*, session: Session, kind: str, run: RunRow, label: str, members: list[str], config: dict, metric: str,
-                 with_tokens: bool = True, max_points: int | None = None) -> ArmReading:
+def read_members(
+    *,
+    session: Session,
+    kind: str,
+    run: RunRow,
+    label: str,
+    members: list[str],
+    config: dict,
+    metric: str,
+    with_tokens: bool = True,
+    max_points: int | None = None,
+) -> ArmReading:
     """An arm of chosen runs on `metric`, read and banded as the compare route reads one (the
     post-mortem's seed siblings use it too, so a band is computed one way only); token counters
     only when `with_tokens`; refused (GroupTooLargeError) when the metric and the counters hold
     more than `max_points` points."""
     if max_points is not None:
         counters = token_counter(session=session, run_ids=list(members)) if with_tokens else {}
-        check_points(session=session, label=f"comparing {metric!r} on the {label}", max_points=max_points,
-                     series=[(r, metric) for r in members] + list(counters.items()))
+        check_points(
+            session=session,
+            label=f"comparing {metric!r} on the {label}",
+            max_points=max_points,
+            series=[(r, metric) for r in members] + list(counters.items()),
+        )
     curves = {r: c for r in members if (c := _curve(session, r, metric)) is not None and len(c[0])}
     counters = token_counter(session=session, run_ids=list(curves)) if with_tokens else {}
     tokens = {r: c for r, name in counters.items() if (c := _curve(session, r, name)) is not None and len(c[0])}
     finite_tokens = {r: t[1][np.isfinite(t[1])] for r, t in tokens.items()}
     return ArmReading(
-        kind=kind, run_id=run.id, label=label, run_ids=list(members), missing=[r for r in members if r not in curves], config=config,
-        arm=Arm(label, curves, tokens), band=group_band(curves, BAND_POINTS),
+        kind=kind,
+        run_id=run.id,
+        label=label,
+        run_ids=list(members),
+        missing=[r for r in members if r not in curves],
+        config=config,
+        arm=Arm(label, curves, tokens),
+        band=group_band(curves, BAND_POINTS),
         last_steps={r: int(c[0].max()) for r, c in curves.items()},
         final_tokens={r: float(v.max()) for r, v in finite_tokens.items() if len(v)},
     )
@@ -170,16 +213,30 @@ def _typical(values: dict[str, float] | dict[str, int], every: list[str]) -> flo
     return float(statistics.median(values.values())) if values and set(values) >= set(every) else None
 
 
-def compare(*, session: Session, metric: str, a: tuple[str, RunRow], b: tuple[str, RunRow], at_step: int | None = None,
-            at_tokens: float | None = None, step_range: tuple[int, int] | None = None, max_points: int | None = None) -> ArmComparison:
+def compare(
+    *,
+    session: Session,
+    metric: str,
+    a: tuple[str, RunRow],
+    b: tuple[str, RunRow],
+    at_step: int | None = None,
+    at_tokens: float | None = None,
+    step_range: tuple[int, int] | None = None,
+    max_points: int | None = None,
+) -> ArmComparison:
     """Arm A (a kind and a run) against arm B on `metric`; an arm holding more than `max_points`
     points is refused (GroupTooLargeError) before it is read."""
-    first, second = (read_arm(session=session, kind=kind, run=run, metric=metric, max_points=max_points) for kind, run in (a, b))
-    found = confounders(first.config, second.config,
-                        tokens_a=_typical(first.final_tokens, list(first.arm.curves)),
-                        tokens_b=_typical(second.final_tokens, list(second.arm.curves)),
-                        last_step_a=_int(_typical(first.last_steps, list(first.arm.curves))),
-                        last_step_b=_int(_typical(second.last_steps, list(second.arm.curves))))
+    first, second = (
+        read_arm(session=session, kind=kind, run=run, metric=metric, max_points=max_points) for kind, run in (a, b)
+    )
+    found = confounders(
+        first.config,
+        second.config,
+        tokens_a=_typical(first.final_tokens, list(first.arm.curves)),
+        tokens_b=_typical(second.final_tokens, list(second.arm.curves)),
+        last_step_a=_int(_typical(first.last_steps, list(first.arm.curves))),
+        last_step_b=_int(_typical(second.last_steps, list(second.arm.curves))),
+    )
     verdicts = compare_arms(metric, first.arm, second.arm, at_step=at_step, at_tokens=at_tokens, step_range=step_range)
     return ArmComparison(metric, first, second, verdicts, found)
 

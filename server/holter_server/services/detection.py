@@ -50,10 +50,19 @@ log = logging.getLogger("holter.detection")
 POINTS_PER_TRANSACTION = 20_000
 
 
-def record_event(*, session: Session, run_id: str, key: str, event: Event, muted: bool, keep_start: bool = False) -> EventRow:
+def record_event(
+    *, session: Session, run_id: str, key: str, event: Event, muted: bool, keep_start: bool = False
+) -> EventRow:
     """Store an event (new or grown) and, in the same transaction, queue the alerts it calls for."""
-    row, previous = events_store.upsert_event(session=session, run_id=run_id, event_key=key, event=event,
-                                              detector_version=DETECTOR_VERSION, muted=muted, keep_start=keep_start)
+    row, previous = events_store.upsert_event(
+        session=session,
+        run_id=run_id,
+        event_key=key,
+        event=event,
+        detector_version=DETECTOR_VERSION,
+        muted=muted,
+        keep_start=keep_start,
+    )
     if previous is None or previous != row.severity:
         alerting.alert_on_event(session=session, event=row, previous_severity=previous)
     return row
@@ -64,7 +73,9 @@ def detection_limits(session_factory: sessionmaker[Session]) -> tuple[int, int]:
     return (1_000, 250) if writers_run_side_by_side(session_factory) else (50, 8)
 
 
-def detect_pending(*, session_factory: sessionmaker[Session], limit: int | None = None, per_transaction: int | None = None) -> int:
+def detect_pending(
+    *, session_factory: sessionmaker[Session], limit: int | None = None, per_transaction: int | None = None
+) -> int:
     """One pass of live detection over up to `limit` metrics with new points; returns how many.
 
     Metrics are claimed a group at a time, each group in its own transaction. On SQLite a
@@ -126,8 +137,11 @@ def save_quiet_states(session_factory: sessionmaker[Session]) -> int:
     QUIET_S while their saved state is behind, and refresh their runs' findings; returns how many."""
     moment = time.monotonic()
     # (one with points waiting reads them within WAIT_S, and is saved once quiet after that)
-    due = {key: live for key, live in _live_for(session_factory).items()
-           if live.state_behind and moment - live.fed_at >= QUIET_S and not live.waiting[0]}
+    due = {
+        key: live
+        for key, live in _live_for(session_factory).items()
+        if live.state_behind and moment - live.fed_at >= QUIET_S and not live.waiting[0]
+    }
     if not due:
         return 0
     saved: list[events_store.DetectionProgress] = []
@@ -138,14 +152,25 @@ def save_quiet_states(session_factory: sessionmaker[Session]) -> int:
             if detected_step != live.saved_step:
                 continue  # someone else went on: theirs is the newer state
             state = live.detector.state() if live.detector else _no_detector(live.kind)
-            saved.append(events_store.DetectionProgress(run_id=key[0], metric_id=key[1], detected_step=detected_step, state=state,
-                                                        detector_version=DETECTOR_VERSION))
+            saved.append(
+                events_store.DetectionProgress(
+                    run_id=key[0],
+                    metric_id=key[1],
+                    detected_step=detected_step,
+                    state=state,
+                    detector_version=DETECTOR_VERSION,
+                )
+            )
         events_store.save_detection_states(session=session, progress=saved)
         runs = {p.run_id for p in saved}
         muted = events_store.muted_kinds_of_runs(session=session, run_ids=sorted(runs))
         for run_id in sorted(runs):
             # the run's findings as of its last points, not as of some seconds before
-            detectors = {live.detector.metric: live.detector for key, live in due.items() if key[0] == run_id and live.detector is not None}
+            detectors = {
+                live.detector.metric: live.detector
+                for key, live in due.items()
+                if key[0] == run_id and live.detector is not None
+            }
             refresh_findings(session=session, run_id=run_id, muted=muted[run_id], detectors=detectors)
     live_detectors = _live_for(session_factory)
     for p in saved:  # saved and quiet: nothing to keep in memory for it (its run may be over)
@@ -163,6 +188,8 @@ _LIVE_BY_DATABASE: dict[str, OrderedDict[tuple[str, int], _Live]] = {}
 def _live_for(session_factory: sessionmaker[Session]) -> OrderedDict[tuple[str, int], _Live]:
     """The detectors at hand for one database (a process may serve several: tests do)."""
     return _LIVE_BY_DATABASE.setdefault(str(session_factory.kw["bind"].url), OrderedDict())
+
+
 LIVE_DETECTORS = 10_000
 # Every pass saves how far detection got (detected_step, a small UPDATE); the detector's state
 # (about 20 kB of JSON) is saved with it when its events change, when its metric has gone quiet,
@@ -208,8 +235,12 @@ def _detect_some(session_factory: sessionmaker[Session], limit: int, not_since: 
     return len(work)
 
 
-def _detect_claimed(session: Session, work: list[events_store.DetectionWork], live_detectors: OrderedDict[tuple[str, int], _Live],
-                    kept: dict[tuple[str, int], _Live]) -> None:
+def _detect_claimed(
+    session: Session,
+    work: list[events_store.DetectionWork],
+    live_detectors: OrderedDict[tuple[str, int], _Live],
+    kept: dict[tuple[str, int], _Live],
+) -> None:
     runs = runs_store.get_runs(session=session, run_ids={item.run_id for item in work})
     rules = alerting.enabled_rules(session=session)
     touched: set[str] = set()  # runs whose events changed: their findings are refreshed now
@@ -227,14 +258,19 @@ def _detect_claimed(session: Session, work: list[events_store.DetectionWork], li
     for item in work:
         if (item.run_id, item.metric_id) not in at_hand:
             missing.setdefault(item.run_id, []).append(item.metric_id)
-    saved_states = {(run_id, metric_id): state for run_id, ids in missing.items()
-                    for metric_id, state in events_store.detection_states(session=session, run_id=run_id, metric_ids=ids).items()}
+    saved_states = {
+        (run_id, metric_id): state
+        for run_id, ids in missing.items()
+        for metric_id, state in events_store.detection_states(session=session, run_id=run_id, metric_ids=ids).items()
+    }
     plans = []
     for item in work:
         run = runs.get(item.run_id)
         if run is None:
             continue
-        understood = understood_by_run[item.run_id].get(item.metric) or understand(item.metric, declarations=run.metric_definitions)
+        understood = understood_by_run[item.run_id].get(item.metric) or understand(
+            item.metric, declarations=run.metric_definitions
+        )
         live = at_hand.get((item.run_id, item.metric_id))
         if live is not None and live.kind == understood.kind:
             plans.append(_Plan(item, run, understood, live.detector, False, live.saved_step, live))
@@ -245,17 +281,31 @@ def _detect_claimed(session: Session, work: list[events_store.DetectionWork], li
         detector, restart = _detector_for(state, item.metric, understood.kind)
         # the saved state may be older than the saved progress (it is saved less often): read
         # again from where the detector itself stopped; it ignores what it has already seen
-        resume = item.detected_step if detector is None or detector.last_step is None else min(item.detected_step, detector.last_step)
+        resume = (
+            item.detected_step
+            if detector is None or detector.last_step is None
+            else min(item.detected_step, detector.last_step)
+        )
         plans.append(_Plan(item, run, understood, detector, restart, -1 if restart else resume, None))
     share = max(1_000, POINTS_PER_TRANSACTION // len(work))
     # every claimed metric's new points in one read
     new_points = points_store.read_points_from(
-        session=session, starts=[(plan.item.run_id, plan.item.metric_id, plan.read_from + 1) for plan in plans], limit_each=share)
+        session=session,
+        starts=[(plan.item.run_id, plan.item.metric_id, plan.read_from + 1) for plan in plans],
+        limit_each=share,
+    )
     saved = []
     waited_keys: list[tuple[str, int]] = []
     moment = time.monotonic()
     for plan in plans:
-        item, run, understood, detector, restart, fed = plan.item, plan.run, plan.understood, plan.detector, plan.restart, plan.fed
+        item, run, understood, detector, restart, fed = (
+            plan.item,
+            plan.run,
+            plan.understood,
+            plan.detector,
+            plan.restart,
+            plan.fed,
+        )
         saved_at, read_at = (plan.live.saved_at, plan.live.read_at) if plan.live is not None else (None, None)
         if restart:
             # what the metric is has changed since its detector started (its run's other metrics
@@ -269,8 +319,15 @@ def _detect_claimed(session: Session, work: list[events_store.DetectionWork], li
         # a detector at hand whose new points are unremarkable reads them later, with more; they
         # wait in memory, unread as far as the store says, so a restart meanwhile loses nothing.
         # Only while the run logs: no later points come to a finished one, its last ones are read now.
-        waits = (run.status == LIVE_RUN_STATUS and detector is not None and read_at is not None and bool(steps) and len(steps) < share
-                 and moment - read_at < WAIT_S and (not new.steps or can_wait(detector, new.steps, new.values)))
+        waits = (
+            run.status == LIVE_RUN_STATUS
+            and detector is not None
+            and read_at is not None
+            and bool(steps)
+            and len(steps) < share
+            and moment - read_at < WAIT_S
+            and (not new.steps or can_wait(detector, new.steps, new.values))
+        )
         if waits:
             fed_step = item.detected_step
         else:
@@ -285,13 +342,23 @@ def _detect_claimed(session: Session, work: list[events_store.DetectionWork], li
                 # One series a detector cannot read must not stop detection of every other metric
                 # (the pass's transaction would fail again and again): say so, and start that
                 # metric over with a fresh detector from its next points.
-                log.exception("detection of %r in run %s failed at steps %d-%d; its detector starts over",
-                              item.metric, item.run_id, steps[0], steps[-1])
+                log.exception(
+                    "detection of %r in run %s failed at steps %d-%d; its detector starts over",
+                    item.metric,
+                    item.run_id,
+                    steps[0],
+                    steps[-1],
+                )
                 detector, failed, events_changed = None, True, True
         if update is not None:
             for event in update.changed:
-                record_event(session=session, run_id=item.run_id, key=event.event_id, event=explain_period(event, run.config),
-                             muted=(event.metric, event.kind) in muted)
+                record_event(
+                    session=session,
+                    run_id=item.run_id,
+                    key=event.event_id,
+                    event=explain_period(event, run.config),
+                    muted=(event.metric, event.kind) in muted,
+                )
             events_store.withdraw_events(session=session, run_id=item.run_id, event_keys=update.withdrawn)
             if update.withdrawn or any(event.kind == TWIN_KIND for event in update.changed):
                 spikes_moved.add(item.run_id)
@@ -300,22 +367,37 @@ def _detect_claimed(session: Session, work: list[events_store.DetectionWork], li
                 touched.add(item.run_id)
             fed_runs.add(item.run_id)
         for rule in alerting.threshold_rules_for(session=session, run=run, metric=item.metric, rules=rules):
-            events_changed = _check_threshold(session, rule, item.run_id, item.metric, new.steps, new.values) or events_changed
+            events_changed = (
+                _check_threshold(session, rule, item.run_id, item.metric, new.steps, new.values) or events_changed
+            )
         key = (item.run_id, item.metric_id)
         fed_at = moment if new.steps else (at_hand[key].fed_at if key in at_hand else moment)
         with_state = events_changed or not steps or saved_at is None or moment - saved_at >= SAVE_EVERY_S
         if waits and not with_state:
             waited_keys.append(key)  # moves it back in the queue, in one statement for all such
         elif with_state or fed_step != item.detected_step:
-            saved.append(events_store.DetectionProgress(
-                run_id=item.run_id, metric_id=item.metric_id, detected_step=fed_step,
-                state=(detector.state() if detector else _no_detector(understood.kind)) if with_state else events_store.KEEP_STATE,
-                detector_version=DETECTOR_VERSION))
+            saved.append(
+                events_store.DetectionProgress(
+                    run_id=item.run_id,
+                    metric_id=item.metric_id,
+                    detected_step=fed_step,
+                    state=(detector.state() if detector else _no_detector(understood.kind))
+                    if with_state
+                    else events_store.KEEP_STATE,
+                    detector_version=DETECTOR_VERSION,
+                )
+            )
         if not failed:  # a failed one is rebuilt, fresh, from what was just saved
-            kept[key] = _Live(saved_step=fed_step, kind=understood.kind, detector=detector, saved_at=moment if with_state else saved_at,
-                              fed_at=fed_at, state_behind=not with_state,
-                              read_at=read_at if waits else (moment if steps or read_at is None else read_at),
-                              waiting=(steps, values) if waits else ([], []))
+            kept[key] = _Live(
+                saved_step=fed_step,
+                kind=understood.kind,
+                detector=detector,
+                saved_at=moment if with_state else saved_at,
+                fed_at=fed_at,
+                state_behind=not with_state,
+                read_at=read_at if waits else (moment if steps or read_at is None else read_at),
+                waiting=(steps, values) if waits else ([], []),
+            )
     events_store.save_detection_states(session=session, progress=saved)
     events_store.mark_detection_read(session=session, keys=waited_keys)
     at_hand_by_run: dict[str, dict[str, Detector]] = {}
@@ -323,16 +405,26 @@ def _detect_claimed(session: Session, work: list[events_store.DetectionWork], li
         live = kept.get((item.run_id, item.metric_id))
         if live is not None and live.detector is not None:
             at_hand_by_run.setdefault(item.run_id, {})[item.metric] = live.detector
-    for run_id in sorted(touched | {run_id for run_id in fed_runs if moment - _FINDINGS_AT.get(run_id, -FINDINGS_EVERY_S) >= FINDINGS_EVERY_S}):
+    for run_id in sorted(
+        touched
+        | {run_id for run_id in fed_runs if moment - _FINDINGS_AT.get(run_id, -FINDINGS_EVERY_S) >= FINDINGS_EVERY_S}
+    ):
         _FINDINGS_AT[run_id] = moment
         # outlines from the detectors at hand: their saved states may be a few seconds behind
-        refresh_findings(session=session, run_id=run_id, muted=muted_by_run.get(run_id, set()), detectors=at_hand_by_run.get(run_id, {}))
+        refresh_findings(
+            session=session,
+            run_id=run_id,
+            muted=muted_by_run.get(run_id, set()),
+            detectors=at_hand_by_run.get(run_id, {}),
+        )
     # reads the configs of the project's runs: once per change of a run's spikes, not per pass
     for run_id in sorted(spikes_moved):
         attribute_twin_spikes(session=session, run_id=run_id)
 
 
-def _check_threshold(session: Session, rule: AlertRuleRow, run_id: str, metric: str, steps: list[int], values: list[float]) -> bool:
+def _check_threshold(
+    session: Session, rule: AlertRuleRow, run_id: str, metric: str, steps: list[int], values: list[float]
+) -> bool:
     """A threshold rule fires once per metric of a run, at the first point that crosses it;
     returns whether it fired now."""
     key = f"threshold:{rule.id}:{metric}"
@@ -342,11 +434,25 @@ def _check_threshold(session: Session, rule: AlertRuleRow, run_id: str, metric: 
     if crossing is None:
         return False
     step, value = crossing
-    limit = "non-finite" if rule.threshold_op == "nonfinite" else f"{rule.threshold_op} {format_value(rule.threshold_value or 0.0)}"
-    event = Event(kind="threshold", metric=metric, start_step=step, end_step=step, severity=rule.min_severity, score=0.0,
-                  peak_step=step, summary=f"{metric} was {format_value(value)} at step {format_step(step)}, {limit} (rule {rule.name!r})",
-                  details={"rule_id": rule.id, "value": value})
-    row, _ = events_store.upsert_event(session=session, run_id=run_id, event_key=key, event=event, detector_version=DETECTOR_VERSION)
+    limit = (
+        "non-finite"
+        if rule.threshold_op == "nonfinite"
+        else f"{rule.threshold_op} {format_value(rule.threshold_value or 0.0)}"
+    )
+    event = Event(
+        kind="threshold",
+        metric=metric,
+        start_step=step,
+        end_step=step,
+        severity=rule.min_severity,
+        score=0.0,
+        peak_step=step,
+        summary=f"{metric} was {format_value(value)} at step {format_step(step)}, {limit} (rule {rule.name!r})",
+        details={"rule_id": rule.id, "value": value},
+    )
+    row, _ = events_store.upsert_event(
+        session=session, run_id=run_id, event_key=key, event=event, detector_version=DETECTOR_VERSION
+    )
     alerting.alert_on_threshold(session=session, rule=rule, event=row)
     return True
 
@@ -370,7 +476,9 @@ def _no_detector(kind: str) -> dict[str, Any]:
 def row_to_event(row: EventRow) -> Event:
     """A stored event as the cross-signal rules read it: a metric name and steps always there
     ("" and 0 for an event of the whole run), as the detectors make them."""
-    return replace(events_store.event_of(row), metric=row.metric or "", start_step=row.start_step or 0, end_step=row.end_step or 0)
+    return replace(
+        events_store.event_of(row), metric=row.metric or "", start_step=row.start_step or 0, end_step=row.end_step or 0
+    )
 
 
 # Findings judged from the latest values rather than from events: one per metric, first seen kept.
@@ -427,7 +535,9 @@ def _saved_outline(state: dict[str, Any], metric: str, kind: str) -> SeriesOutli
     return Outline.from_state(state["outline"]).snapshot(metric, kind)
 
 
-def refresh_findings(*, session: Session, run_id: str, muted: set[tuple[str, str]], detectors: dict[str, Detector] | None = None) -> None:
+def refresh_findings(
+    *, session: Session, run_id: str, muted: set[tuple[str, str]], detectors: dict[str, Detector] | None = None
+) -> None:
     """Recompute the run's cross-signal findings from its stored events and keep them current,
     and attach tripwire reports to the divergences found since they arrived (`detectors`: live
     detectors of some of its metrics, whose outlines are newer than the saved ones)."""
@@ -439,15 +549,31 @@ def refresh_findings(*, session: Session, run_id: str, muted: set[tuple[str, str
     config = run.config if run is not None else None
     found = {finding_key(f): explain_period(f, config) for f in cross_signal_findings(events, series)}
     for key, finding in found.items():
-        record_event(session=session, run_id=run_id, key=key, event=finding, muted=(finding.metric, finding.kind) in muted,
-                     keep_start=finding.kind in CURRENT_STATE_FINDINGS)
+        record_event(
+            session=session,
+            run_id=run_id,
+            key=key,
+            event=finding,
+            muted=(finding.metric, finding.kind) in muted,
+            keep_start=finding.kind in CURRENT_STATE_FINDINGS,
+        )
     stale = events_store.finding_keys(session=session, run_id=run_id) - found.keys()
     events_store.withdraw_events(session=session, run_id=run_id, event_keys=stale)
     for row in rows:
         if row.kind == NONFINITE_ORIGIN and row.event_key.startswith(TRIPWIRE_PREFIX):
             details = row.details or {}
-            attached = nonfinite_origin(step=row.start_step or 0, forward=details.get("forward"), gradient=details.get("gradient"),
-                                        events=events, kinds=kinds)
+            attached = nonfinite_origin(
+                step=row.start_step or 0,
+                forward=details.get("forward"),
+                gradient=details.get("gradient"),
+                events=events,
+                kinds=kinds,
+            )
             if events_store.stored_details(attached) != details or attached.severity != row.severity:
-                record_event(session=session, run_id=run_id, key=row.event_key, event=attached,
-                             muted=(attached.metric, attached.kind) in muted)
+                record_event(
+                    session=session,
+                    run_id=run_id,
+                    key=row.event_key,
+                    event=attached,
+                    muted=(attached.metric, attached.kind) in muted,
+                )

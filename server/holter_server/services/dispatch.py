@@ -49,19 +49,25 @@ class DeliveryError(Exception):
 
 def group_key_to_idempotency_key(rows: list[DeliveryRow]) -> str:
     """One key per message: the delivery's own key, or the group's when alerts were grouped."""
-    return rows[0].idempotency_key if len(rows) == 1 else f"group:{rows[0].group_key}:{','.join(str(r.id) for r in rows)}"
+    return (
+        rows[0].idempotency_key if len(rows) == 1 else f"group:{rows[0].group_key}:{','.join(str(r.id) for r in rows)}"
+    )
 
 
 def _image_link(session: Session, base_url: str, ttl: float) -> ImageLink:
     def link(alert: Alert) -> str:
         issued = datetime.fromisoformat(alert.time).timestamp() if alert.time else None
         assert alert.event_id is not None  # with_links asks only for stored events' pictures
-        return image_links.signed_url(session=session, base_url=base_url, run_id=alert.run_id, event_id=alert.event_id, ttl=ttl,
-                                      issued_at=issued)
+        return image_links.signed_url(
+            session=session, base_url=base_url, run_id=alert.run_id, event_id=alert.event_id, ttl=ttl, issued_at=issued
+        )
+
     return link
 
 
-def render(channel: ChannelRow, rows: list[DeliveryRow], base_url: str, image_link: ImageLink | None = None) -> tuple[bytes, dict[str, str], str]:
+def render(
+    channel: ChannelRow, rows: list[DeliveryRow], base_url: str, image_link: ImageLink | None = None
+) -> tuple[bytes, dict[str, str], str]:
     """The request body and headers for a group, and the idempotency key they carry.
     `image_link`: makes the signed URL of an event's chart picture (chat services fetch it without a key)."""
     alerts = [with_links(stored_alert(row.alert), base_url, image_link) for row in rows]
@@ -73,13 +79,20 @@ def render(channel: ChannelRow, rows: list[DeliveryRow], base_url: str, image_li
         if channel.signing_secret:
             headers[SIGNATURE_HEADER] = sign(channel.signing_secret, body)
     elif channel.kind == "apprise":
-        body = json.dumps({"title": formatters.text_body(alerts, purpose).split("\n", 1)[0], "body": formatters.text_body(alerts, purpose)}).encode()
+        body = json.dumps(
+            {
+                "title": formatters.text_body(alerts, purpose).split("\n", 1)[0],
+                "body": formatters.text_body(alerts, purpose),
+            }
+        ).encode()
     else:
         body = json.dumps(formatters.FORMATTERS[channel.kind](alerts, purpose)).encode()
     return body, headers, key
 
 
-def send(client: httpx.Client, channel: ChannelRow, body: bytes, headers: dict[str, str], *, guard: TargetGuard) -> None:
+def send(
+    client: httpx.Client, channel: ChannelRow, body: bytes, headers: dict[str, str], *, guard: TargetGuard
+) -> None:
     """POST one message to the address the guard checked; raise DeliveryError unless the receiver took it."""
     try:
         if channel.kind == "apprise":
@@ -94,7 +107,9 @@ def send(client: httpx.Client, channel: ChannelRow, body: bytes, headers: dict[s
     # to the checked address itself, the name in Host and SNI: no second resolution to rebind
     extensions = {"sni_hostname": target.host} if target.scheme == "https" else {}
     try:
-        response = client.post(target.pinned_url, content=body, headers={**headers, "Host": target.host_header}, extensions=extensions)
+        response = client.post(
+            target.pinned_url, content=body, headers={**headers, "Host": target.host_header}, extensions=extensions
+        )
     except httpx.HTTPError as exc:
         raise DeliveryError(f"{type(exc).__name__}: {exc}") from exc
     if response.status_code == 429:
@@ -127,7 +142,9 @@ def _retry_after(value: str | None) -> float | None:
             return None
 
 
-def next_attempt(rows: list[DeliveryRow], error: DeliveryError, give_up_after: timedelta) -> tuple[str, datetime | None]:
+def next_attempt(
+    rows: list[DeliveryRow], error: DeliveryError, give_up_after: timedelta
+) -> tuple[str, datetime | None]:
     """After a failed attempt: ("pending", when to try again) or ("failed", None)."""
     first = min(row.created_at for row in rows)
     if now() - first >= give_up_after:
@@ -139,8 +156,14 @@ def next_attempt(rows: list[DeliveryRow], error: DeliveryError, give_up_after: t
 
 
 def dispatch_due(
-    *, session_factory: sessionmaker[Session], client: httpx.Client, base_url: str, give_up_after: timedelta, guard: TargetGuard,
-    image_ttl: float = 7 * 86_400.0, limit: int = 100,
+    *,
+    session_factory: sessionmaker[Session],
+    client: httpx.Client,
+    base_url: str,
+    give_up_after: timedelta,
+    guard: TargetGuard,
+    image_ttl: float = 7 * 86_400.0,
+    limit: int = 100,
 ) -> int:
     """Send every due group once; returns how many messages were attempted."""
     with session_scope(session_factory) as session:
@@ -156,14 +179,21 @@ def dispatch_due(
             channel = alerts_store.get_channel(session=session, channel_id=rows[0].channel_id)
             attempted += 1
             if channel is None or not channel.enabled:
-                alerts_store.mark_group(session=session, rows=rows, status="failed", error="channel removed or disabled", not_before=None)
+                alerts_store.mark_group(
+                    session=session, rows=rows, status="failed", error="channel removed or disabled", not_before=None
+                )
                 continue
             try:
                 body, headers, _ = render(channel, rows, base_url, image_link=_image_link(session, base_url, image_ttl))
                 send(client, channel, body, headers, guard=guard)
             except DeliveryError as exc:
                 status, when = next_attempt(rows, exc, give_up_after)
-                log.warning("delivery to channel %s failed (%s); %s", channel.name, exc, "giving up" if status == "failed" else f"retrying at {when}")
+                log.warning(
+                    "delivery to channel %s failed (%s); %s",
+                    channel.name,
+                    exc,
+                    "giving up" if status == "failed" else f"retrying at {when}",
+                )
                 alerts_store.mark_group(session=session, rows=rows, status=status, error=str(exc), not_before=when)
                 continue
             alerts_store.mark_group(session=session, rows=rows, status="delivered", error=None, not_before=None)
@@ -172,10 +202,30 @@ def dispatch_due(
 
 def send_test(*, channel: ChannelRow, client: httpx.Client, base_url: str, guard: TargetGuard) -> None:
     """Send a test message right away (not through the outbox); raises DeliveryError."""
-    event = Event(kind=TEST_MESSAGE_KIND, metric=None, start_step=None, end_step=None, severity=severities.LOWEST.name, score=0.0,
-                  summary=f"Channel {channel.name!r} is connected to Holter.")
-    alert = Alert(event=event, project=channel.project or "any project", run_id="test", run_name="Holter test", time=now().isoformat(),
-                  sparkline="▁▂▃▅▇█▇▅▃▂▁", event_id=None)
-    row = DeliveryRow(idempotency_key=f"test:{channel.id}:{now().timestamp()}", alert=alert.to_json(), purpose="test", group_key=None, attempts=0)
+    event = Event(
+        kind=TEST_MESSAGE_KIND,
+        metric=None,
+        start_step=None,
+        end_step=None,
+        severity=severities.LOWEST.name,
+        score=0.0,
+        summary=f"Channel {channel.name!r} is connected to Holter.",
+    )
+    alert = Alert(
+        event=event,
+        project=channel.project or "any project",
+        run_id="test",
+        run_name="Holter test",
+        time=now().isoformat(),
+        sparkline="▁▂▃▅▇█▇▅▃▂▁",
+        event_id=None,
+    )
+    row = DeliveryRow(
+        idempotency_key=f"test:{channel.id}:{now().timestamp()}",
+        alert=alert.to_json(),
+        purpose="test",
+        group_key=None,
+        attempts=0,
+    )
     body, headers, _ = render(channel, [row], base_url)
     send(client, channel, body, headers, guard=guard)

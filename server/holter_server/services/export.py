@@ -24,14 +24,20 @@ CSV_HEADER = ("metric", "step", "value", "wall_time")
 
 
 def _slices(
-    open_session: Callable[[], AbstractContextManager[Session]], run_id: str, series: Sequence[tuple[str, int]],
-    start: int | None, end: int | None, chunk_points: int,
+    open_session: Callable[[], AbstractContextManager[Session]],
+    run_id: str,
+    series: Sequence[tuple[str, int]],
+    start: int | None,
+    end: int | None,
+    chunk_points: int,
 ) -> Iterator[tuple[str, SeriesSlice]]:
     for name, metric_id in series:
         next_step = start
         while True:
             with open_session() as session:
-                chunk = points_store.read_points(session=session, run_id=run_id, metric_id=metric_id, start=next_step, end=end, limit=chunk_points)
+                chunk = points_store.read_points(
+                    session=session, run_id=run_id, metric_id=metric_id, start=next_step, end=end, limit=chunk_points
+                )
             if chunk.steps:
                 yield name, chunk
             if len(chunk.steps) < chunk_points:
@@ -40,8 +46,13 @@ def _slices(
 
 
 def csv_stream(
-    *, open_session: Callable[[], AbstractContextManager[Session]], run_id: str, series: Sequence[tuple[str, int]],
-    start: int | None = None, end: int | None = None, chunk_points: int = CHUNK_POINTS,
+    *,
+    open_session: Callable[[], AbstractContextManager[Session]],
+    run_id: str,
+    series: Sequence[tuple[str, int]],
+    start: int | None = None,
+    end: int | None = None,
+    chunk_points: int = CHUNK_POINTS,
 ) -> Iterator[bytes]:
     """The series (name, metric id) as CSV, one chunk of bytes per chunk of points."""
     buffer = io.StringIO()
@@ -78,14 +89,21 @@ class _Drain(io.RawIOBase):
 
 
 def parquet_stream(
-    *, open_session: Callable[[], AbstractContextManager[Session]], run_id: str, series: Sequence[tuple[str, int]],
-    start: int | None = None, end: int | None = None, chunk_points: int = CHUNK_POINTS,
+    *,
+    open_session: Callable[[], AbstractContextManager[Session]],
+    run_id: str,
+    series: Sequence[tuple[str, int]],
+    start: int | None = None,
+    end: int | None = None,
+    chunk_points: int = CHUNK_POINTS,
 ) -> Iterator[bytes]:
     """The series (name, metric id) as one Parquet file, a row group per chunk of points."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    schema = pa.schema([("metric", pa.string()), ("step", pa.int64()), ("value", pa.float64()), ("wall_time", pa.float64())])
+    schema = pa.schema(
+        [("metric", pa.string()), ("step", pa.int64()), ("value", pa.float64()), ("wall_time", pa.float64())]
+    )
     sink = _Drain()
     with pq.ParquetWriter(sink, schema, compression="zstd") as writer:
         for name, chunk in _slices(open_session, run_id, series, start, end, chunk_points):

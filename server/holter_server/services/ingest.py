@@ -40,8 +40,9 @@ def ingest_batch(*, session: Session, run_id: str, batch: ReadBatch, max_metrics
         def then() -> None:
             lifecycle.record_activity(session=session, run_id=run_id, last_step=last, status=status)
 
-    result = points_store.add_points(session=session, run_id=run_id, columns=columns, max_metrics=max_metrics, known_ids=known_ids,
-                                     then=then)
+    result = points_store.add_points(
+        session=session, run_id=run_id, columns=columns, max_metrics=max_metrics, known_ids=known_ids, then=then
+    )
     if then is None:
         if batch.kinds:
             # after the points: every writer takes the run's locks in one order (metric ids and
@@ -49,14 +50,35 @@ def ingest_batch(*, session: Session, run_id: str, batch: ReadBatch, max_metrics
             run = runs_store.get_run(session=session, run_id=run_id)
             if run is None:  # deleted since the batch began
                 raise UnknownRunError(run_id)
-            kinds.declare(session=session, run=run, definitions={pattern: {"kind": kind} for pattern, kind in batch.kinds.items()})
+            kinds.declare(
+                session=session, run=run, definitions={pattern: {"kind": kind} for pattern, kind in batch.kinds.items()}
+            )
         over_limit = set(result.over_limit)
-        last_steps = [max(series.steps) for name, series in batch.metrics.items() if series.steps and name not in over_limit]
-        lifecycle.record_activity(session=session, run_id=run_id, last_step=max(last_steps) if last_steps else None, status=status)
-    refused = [*batch.refused, *(
-        MetricRefused(metric=shown(name), reason=f"the run already has {max_metrics:,} metrics, the most one run may have "
-                      "(HOLTER_MAX_METRICS_PER_RUN)", points=len(batch.metrics[name].steps))
-        for name in result.over_limit
-    )]
-    conflicts = [MetricConflict(metric=shown(name), count=c.count, steps=c.steps) for name, c in result.conflicts.items()]
-    return PointsStored(received=result.received, stored=result.stored, duplicates=result.duplicates, refused=refused, conflicts=conflicts)
+        last_steps = [
+            max(series.steps) for name, series in batch.metrics.items() if series.steps and name not in over_limit
+        ]
+        lifecycle.record_activity(
+            session=session, run_id=run_id, last_step=max(last_steps) if last_steps else None, status=status
+        )
+    refused = [
+        *batch.refused,
+        *(
+            MetricRefused(
+                metric=shown(name),
+                reason=f"the run already has {max_metrics:,} metrics, the most one run may have "
+                "(HOLTER_MAX_METRICS_PER_RUN)",
+                points=len(batch.metrics[name].steps),
+            )
+            for name in result.over_limit
+        ),
+    ]
+    conflicts = [
+        MetricConflict(metric=shown(name), count=c.count, steps=c.steps) for name, c in result.conflicts.items()
+    ]
+    return PointsStored(
+        received=result.received,
+        stored=result.stored,
+        duplicates=result.duplicates,
+        refused=refused,
+        conflicts=conflicts,
+    )

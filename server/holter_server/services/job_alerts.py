@@ -25,8 +25,19 @@ def raise_alert(*, session: Session, run: RunRow, alert: JobAlert) -> EventRow:
     if existing is not None:
         return existing
     summary = f"{alert.title}: {alert.text}" if alert.text else alert.title
-    event = Event(kind="alert", metric=None, start_step=alert.step, end_step=alert.step, peak_step=alert.step, severity=alert.severity,
-                  score=0.0, summary=summary, details={"title": alert.title, "text": alert.text})
-    row, _previous = events_store.upsert_event(session=session, run_id=run.id, event_key=key, event=event, detector_version=DETECTOR)
+    event = Event(
+        kind="alert",
+        metric=None,
+        start_step=alert.step,
+        end_step=alert.step,
+        peak_step=alert.step,
+        severity=alert.severity,
+        score=0.0,
+        summary=summary,
+        details={"title": alert.title, "text": alert.text},
+    )
+    row, _previous = events_store.upsert_event(
+        session=session, run_id=run.id, event_key=key, event=event, detector_version=DETECTOR
+    )
     alert_on_event(session=session, event=row, previous_severity=None)
     return row

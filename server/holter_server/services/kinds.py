@@ -25,8 +25,12 @@ def understood_metrics(*, session: Session, run: RunRow) -> dict[str, Understand
 def understood_metrics_of_runs(*, session: Session, runs: Mapping[str, RunRow]) -> dict[str, dict[str, Understanding]]:
     """`understood_metrics` of many runs (run id → run), their names read in one query."""
     names = runs_store.metric_names_of_runs(session=session, run_ids=list(runs))
-    return {run_id: _understood(tuple(sorted(names.get(run_id, []))), json.dumps(run.metric_definitions or {}, sort_keys=True))
-            for run_id, run in runs.items()}
+    return {
+        run_id: _understood(
+            tuple(sorted(names.get(run_id, []))), json.dumps(run.metric_definitions or {}, sort_keys=True)
+        )
+        for run_id, run in runs.items()
+    }
 
 
 @lru_cache(maxsize=1024)

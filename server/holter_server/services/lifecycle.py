@@ -40,10 +40,19 @@ def record_activity(*, session: Session, run_id: str, last_step: int | None, sta
     if run is not None and run.status == "stalled":
         silence = runs_store.now() - run.heartbeat_at
         runs_store.set_status(session=session, run=run, status="running")
-        _announce(session, events_store.record_status_event(session=session, run_id=run_id, event=_status_event(
-            "run_resumed", "info", step=last_step or run.last_step,
-            summary=f"run {run.name or run_id} resumed after {_ago(silence)} without points or heartbeat",
-        )))
+        _announce(
+            session,
+            events_store.record_status_event(
+                session=session,
+                run_id=run_id,
+                event=_status_event(
+                    "run_resumed",
+                    "info",
+                    step=last_step or run.last_step,
+                    summary=f"run {run.name or run_id} resumed after {_ago(silence)} without points or heartbeat",
+                ),
+            ),
+        )
     runs_store.record_activity(session=session, run_id=run_id, last_step=last_step)
 
 
@@ -52,10 +61,19 @@ def finish(*, session: Session, run: RunRow, status: str) -> RunRow:
     its reference becomes due: the reference-drift loop makes it (it reads every point of both runs)."""
     runs_store.finish_run(session=session, run=run, status=status)
     if status == "crashed":
-        _announce(session, events_store.record_status_event(session=session, run_id=run.id, event=_status_event(
-            "run_crashed", "critical", step=run.last_step,
-            summary=f"run {run.name or run.id} crashed at step {run.last_step if run.last_step is not None else '?'} (reported by the client)",
-        )))
+        _announce(
+            session,
+            events_store.record_status_event(
+                session=session,
+                run_id=run.id,
+                event=_status_event(
+                    "run_crashed",
+                    "critical",
+                    step=run.last_step,
+                    summary=f"run {run.name or run.id} crashed at step {run.last_step if run.last_step is not None else '?'} (reported by the client)",
+                ),
+            ),
+        )
     return run
 
 
@@ -64,8 +82,17 @@ def mark_stalled(*, session: Session, stall_after: timedelta) -> list[str]:
     silent = runs_store.stall_silent_runs(session=session, silent_since=runs_store.now() - stall_after)
     for run in silent:
         last = f" at step {run.last_step:,}" if run.last_step is not None else ""
-        _announce(session, events_store.record_status_event(session=session, run_id=run.id, event=_status_event(
-            "run_stalled", "warning", step=run.last_step,
-            summary=f"run {run.name or run.id} stalled{last}: no points or heartbeat for {_ago(runs_store.now() - run.heartbeat_at)}",
-        )))
+        _announce(
+            session,
+            events_store.record_status_event(
+                session=session,
+                run_id=run.id,
+                event=_status_event(
+                    "run_stalled",
+                    "warning",
+                    step=run.last_step,
+                    summary=f"run {run.name or run.id} stalled{last}: no points or heartbeat for {_ago(runs_store.now() - run.heartbeat_at)}",
+                ),
+            ),
+        )
     return [run.id for run in silent]

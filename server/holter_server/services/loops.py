@@ -119,7 +119,7 @@ class BackgroundWork:
     def _wait_for_lock(self) -> None:
         assert self.lock_path is not None and fcntl is not None
         self.lock_path.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(self.lock_path, "ab")  # noqa: SIM115 (held open for as long as the lock)
+        handle = open(self.lock_path, "ab")
         said = False
         while not self._stop.is_set():
             try:
@@ -141,8 +141,13 @@ class DetectionLoop(LoopService):
 
     name = "detection"
 
-    def __init__(self, session_factory: sessionmaker[Session], interval: float = 0.5, period: float = 1.0,
-                 cpu_share: float = 0.25) -> None:
+    def __init__(
+        self,
+        session_factory: sessionmaker[Session],
+        interval: float = 0.5,
+        period: float = 1.0,
+        cpu_share: float = 0.25,
+    ) -> None:
         super().__init__(interval)
         self.session_factory = session_factory
         self.period = period
@@ -178,8 +183,17 @@ class AlertDispatcher(LoopService):
 
     name = "alert-dispatch"
 
-    def __init__(self, session_factory: sessionmaker[Session], *, base_url: str, timeout: float, give_up_after: timedelta,
-                 allow_private: bool, image_ttl: float = 7 * 86_400.0, interval: float = 0.25) -> None:
+    def __init__(
+        self,
+        session_factory: sessionmaker[Session],
+        *,
+        base_url: str,
+        timeout: float,
+        give_up_after: timedelta,
+        allow_private: bool,
+        image_ttl: float = 7 * 86_400.0,
+        interval: float = 0.25,
+    ) -> None:
         super().__init__(interval)
         self.session_factory = session_factory
         self.base_url = base_url
@@ -189,8 +203,14 @@ class AlertDispatcher(LoopService):
         self.client = httpx.Client(timeout=timeout, follow_redirects=False)
 
     def run_once(self) -> int:
-        return dispatch_due(session_factory=self.session_factory, client=self.client, base_url=self.base_url,
-                            give_up_after=self.give_up_after, guard=self.guard, image_ttl=self.image_ttl)
+        return dispatch_due(
+            session_factory=self.session_factory,
+            client=self.client,
+            base_url=self.base_url,
+            give_up_after=self.give_up_after,
+            guard=self.guard,
+            image_ttl=self.image_ttl,
+        )
 
 
 class StallWatch(LoopService):

@@ -33,17 +33,46 @@ def metric_kinds(*, session: Session, run: RunRow) -> dict[str, str]:
     return {name: understood.kind for name, understood in understood_metrics(session=session, run=run).items()}
 
 
-def summary_of(*, session: Session, run: RunRow, events: list[EventRow], seeds: SeedStanding | None = None,
-               max_group_points: int | None = None) -> str:
+def summary_of(
+    *,
+    session: Session,
+    run: RunRow,
+    events: list[EventRow],
+    seeds: SeedStanding | None = None,
+    max_group_points: int | None = None,
+) -> str:
     """The written summary of the run from its events, with a clause on its seed group when it
     has one (`seeds`: the run's standing when the caller read it already; else read, its siblings
     refused past `max_group_points` points per metric)."""
     kinds = metric_kinds(session=session, run=run)
-    seeds = seeds if seeds is not None else seed_standing(session=session, run=run, kinds=kinds, max_points=max_group_points)
-    facts = [{"kind": e.kind, "metric": e.metric, "start_step": e.start_step, "end_step": e.end_step, "severity": e.severity,
-              "score": e.score, "summary": e.summary, "status": e.status, "period": e.period, "details": e.details or {}} for e in events]
-    return write_summary(name=run.name or run.id, status=run.status, last_step=run.last_step, events=facts,
-                         kinds=kinds, seed_clause=seeds.clause)
+    seeds = (
+        seeds
+        if seeds is not None
+        else seed_standing(session=session, run=run, kinds=kinds, max_points=max_group_points)
+    )
+    facts = [
+        {
+            "kind": e.kind,
+            "metric": e.metric,
+            "start_step": e.start_step,
+            "end_step": e.end_step,
+            "severity": e.severity,
+            "score": e.score,
+            "summary": e.summary,
+            "status": e.status,
+            "period": e.period,
+            "details": e.details or {},
+        }
+        for e in events
+    ]
+    return write_summary(
+        name=run.name or run.id,
+        status=run.status,
+        last_step=run.last_step,
+        events=facts,
+        kinds=kinds,
+        seed_clause=seeds.clause,
+    )
 
 
 REPORT_POINTS = 2_000
@@ -60,7 +89,9 @@ def report_html(*, session: Session, run: RunRow, max_events: int = 200, max_gro
     metrics = list(runs_store.list_metrics(session=session, run_id=run.id))[:REPORT_METRICS]
     series = {}
     for metric in metrics:
-        read = reads.read_series(session=session, metric=metric, start=None, end=None, max_points=REPORT_POINTS, plain_cap=REPORT_POINTS)
+        read = reads.read_series(
+            session=session, metric=metric, start=None, end=None, max_points=REPORT_POINTS, plain_cap=REPORT_POINTS
+        )
         series[metric.name] = (read.steps, read.values)
     understood = understood_metrics(session=session, run=run)
     kinds = {name: understanding.kind for name, understanding in understood.items()}
@@ -69,7 +100,10 @@ def report_html(*, session: Session, run: RunRow, max_events: int = 200, max_gro
         run=RunPublic.from_row(run, metrics, understood=understood).model_dump(mode="json"),
         summary=summary_of(session=session, run=run, events=events, seeds=seeds),
         timeline=[EventPublic.from_row(e).model_dump(mode="json") for e in events],
-        annotations=[AnnotationPublic.from_row(a).model_dump(mode="json") for a in annotations_store.list_annotations(session=session, run_id=run.id)],
+        annotations=[
+            AnnotationPublic.from_row(a).model_dump(mode="json")
+            for a in annotations_store.list_annotations(session=session, run_id=run.id)
+        ],
         series=series,
         vocabulary=vocabulary.as_dict(),
         max_drawn_events=max_events,
@@ -82,6 +116,14 @@ def seed_group_of(seeds: SeedStanding) -> dict[str, Any]:
     return {
         "sentences": seeds.sentences(),
         "runs": [{"id": r.id, "name": r.name} for r in seeds.siblings],
-        "bands": {m.metric: {"steps": m.band.steps.tolist(), "median": m.band.median.tolist(), "low": m.band.low.tolist(),
-                             "high": m.band.high.tolist(), "seeds": m.standing.seeds} for m in seeds.metrics},
+        "bands": {
+            m.metric: {
+                "steps": m.band.steps.tolist(),
+                "median": m.band.median.tolist(),
+                "low": m.band.low.tolist(),
+                "high": m.band.high.tolist(),
+                "seeds": m.standing.seeds,
+            }
+            for m in seeds.metrics
+        },
     }

@@ -70,12 +70,20 @@ def read_curve(*, session: Session, run_id: str, metric: str, limit: int) -> tup
     row = runs_store.get_metric(session=session, run_id=run_id, name=metric)
     if row is None:
         return None
-    points = points_store.read_points(session=session, run_id=run_id, metric_id=row.metric_id, start=None, end=None, limit=limit)
+    points = points_store.read_points(
+        session=session, run_id=run_id, metric_id=row.metric_id, start=None, end=None, limit=limit
+    )
     return np.asarray(points.steps, dtype=np.int64), np.asarray(points.values, dtype=float)
 
 
 def read_series(
-    *, session: Session, metric: MetricRow, start: int | None, end: int | None, max_points: int | None, plain_cap: int,
+    *,
+    session: Session,
+    metric: MetricRow,
+    start: int | None,
+    end: int | None,
+    max_points: int | None,
+    plain_cap: int,
     with_times: bool = False,
 ) -> SeriesRead:
     """One metric over steps start..end (inclusive; None: from its first or to its last step).
@@ -99,15 +107,34 @@ def read_series(
         return _plain(session, metric, first, last, max_points)
     steps, values = minmax_points(buckets)
     drawn = steps.tolist()
-    times = points_store.wall_times_at(session=session, run_id=metric.run_id, metric_id=metric.metric_id, steps=drawn) if with_times else None
+    times = (
+        points_store.wall_times_at(session=session, run_id=metric.run_id, metric_id=metric.metric_id, steps=drawn)
+        if with_times
+        else None
+    )
     return SeriesRead(
-        run_id=metric.run_id, metric=metric.name, start=first, end=last, steps=drawn, values=values.tolist(),
-        times=times, downsampled=True, bucket_width=1 << shift, points_in_range=total, buckets=buckets,
+        run_id=metric.run_id,
+        metric=metric.name,
+        start=first,
+        end=last,
+        steps=drawn,
+        values=values.tolist(),
+        times=times,
+        downsampled=True,
+        bucket_width=1 << shift,
+        points_in_range=total,
+        buckets=buckets,
     )
 
 
 def read_many(
-    *, session: Session, metrics: Sequence[MetricRow], start: int | None, end: int | None, max_points: int, with_times: bool = False
+    *,
+    session: Session,
+    metrics: Sequence[MetricRow],
+    start: int | None,
+    end: int | None,
+    max_points: int,
+    with_times: bool = False,
 ) -> list[SeriesRead]:
     """Several series for one chart. An open end of the range is the earliest first step (or
     latest last step) among them, so every series is cut on the same step range."""
@@ -115,8 +142,18 @@ def read_many(
     lasts = [m.last_step for m in metrics if m.last_step is not None]
     start = start if start is not None else (min(firsts) if firsts else None)
     end = end if end is not None else (max(lasts) if lasts else None)
-    return [read_series(session=session, metric=m, start=start, end=end, max_points=max_points, plain_cap=max_points, with_times=with_times)
-            for m in metrics]
+    return [
+        read_series(
+            session=session,
+            metric=m,
+            start=start,
+            end=end,
+            max_points=max_points,
+            plain_cap=max_points,
+            with_times=with_times,
+        )
+        for m in metrics
+    ]
 
 
 def natural_key(name: str) -> list[str | int]:
@@ -126,13 +163,22 @@ def natural_key(name: str) -> list[str | int]:
 
 def list_family(*, session: Session, run_id: str, prefix: str, limit: int) -> list[MetricRow]:
     """The run's metrics whose names start with `prefix` (a trailing `*` is ignored), in natural order."""
-    rows = points_store.list_metrics_with_prefix(session=session, run_id=run_id, prefix=prefix.removesuffix("*"), limit=limit)
+    rows = points_store.list_metrics_with_prefix(
+        session=session, run_id=run_id, prefix=prefix.removesuffix("*"), limit=limit
+    )
     return sorted(rows, key=lambda row: natural_key(row.name))
 
 
 def read_family(
-    *, session: Session, run_id: str, prefix: str, metrics: Sequence[MetricRow], start: int | None, end: int | None,
-    max_buckets: int, stat: FamilyStat,
+    *,
+    session: Session,
+    run_id: str,
+    prefix: str,
+    metrics: Sequence[MetricRow],
+    start: int | None,
+    end: int | None,
+    max_buckets: int,
+    stat: FamilyStat,
 ) -> FamilyRead:
     """A family (metrics in natural order) as a metrics × step-buckets matrix of `stat`."""
     names = [m.name for m in metrics]
@@ -152,8 +198,11 @@ def read_family(
         row: list[float | None] = [None] * width
         counts = [0] * width
         cells = _family_stat(buckets, stat)
-        for column, value, bad in zip((buckets.bucket - origin).tolist(), cells.tolist(),
-                                      (buckets.nan_count + buckets.posinf_count + buckets.neginf_count).tolist()):
+        for column, value, bad in zip(
+            (buckets.bucket - origin).tolist(),
+            cells.tolist(),
+            (buckets.nan_count + buckets.posinf_count + buckets.neginf_count).tolist(),
+        ):
             row[column] = None if value != value else value
             counts[column] = bad
         values.append(row)
@@ -189,17 +238,29 @@ def _bounds(metric: MetricRow, start: int | None, end: int | None) -> tuple[int 
 
 
 def _plain(session: Session, metric: MetricRow, first: int, last: int, cap: int) -> SeriesRead:
-    series = points_store.read_points(session=session, run_id=metric.run_id, metric_id=metric.metric_id, start=first, end=last, limit=cap + 1)
+    series = points_store.read_points(
+        session=session, run_id=metric.run_id, metric_id=metric.metric_id, start=first, end=last, limit=cap + 1
+    )
     return SeriesRead(
-        run_id=metric.run_id, metric=metric.name, start=first, end=last, steps=series.steps[:cap], values=series.values[:cap],
-        times=series.wall_times[:cap], truncated=len(series.steps) > cap,
+        run_id=metric.run_id,
+        metric=metric.name,
+        start=first,
+        end=last,
+        steps=series.steps[:cap],
+        values=series.values[:cap],
+        times=series.wall_times[:cap],
+        truncated=len(series.steps) > cap,
     )
 
 
-def _gather(session: Session, run_id: str, metric_ids: list[int], first: int, last: int, shift: int) -> dict[int, Buckets]:
+def _gather(
+    session: Session, run_id: str, metric_ids: list[int], first: int, last: int, shift: int
+) -> dict[int, Buckets]:
     """Per metric, the summaries of buckets of 2**shift steps over first..last, exactly."""
     pieces, raw = cover(start=first, end=last, shift=shift)
-    stored = rollups_store.read_rollup_pieces(session=session, run_id=run_id, metric_ids=metric_ids, pieces=pieces, to_level=shift)
+    stored = rollups_store.read_rollup_pieces(
+        session=session, run_id=run_id, metric_ids=metric_ids, pieces=pieces, to_level=shift
+    )
     points = rollups_store.read_point_ranges(session=session, run_id=run_id, metric_ids=metric_ids, ranges=raw)
     out = {}
     for metric_id in metric_ids:

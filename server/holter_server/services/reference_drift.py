@@ -46,14 +46,22 @@ class CompareTooLargeError(ValueError):
     """The comparison would read more points than one request may."""
 
 
-def compare(*, session: Session, run_id: str, reference_id: str, metric: str, max_points: int | None = None) -> Comparison | None:
+def compare(
+    *, session: Session, run_id: str, reference_id: str, metric: str, max_points: int | None = None
+) -> Comparison | None:
     """The run's `metric` against the same metric of the reference run (None if either lacks it).
     `max_points`: refuse (CompareTooLargeError) when the two series hold more points than that together."""
     if max_points is not None:
-        counts = [row.count for rid in (run_id, reference_id) if (row := runs_store.get_metric(session=session, run_id=rid, name=metric))]
+        counts = [
+            row.count
+            for rid in (run_id, reference_id)
+            if (row := runs_store.get_metric(session=session, run_id=rid, name=metric))
+        ]
         if sum(counts) > max_points:
-            raise CompareTooLargeError(f"comparing {metric!r} would read {sum(counts):,} points (run and reference), more than "
-                                       f"{max_points:,} (HOLTER_MAX_COMPARE_POINTS)")
+            raise CompareTooLargeError(
+                f"comparing {metric!r} would read {sum(counts):,} points (run and reference), more than "
+                f"{max_points:,} (HOLTER_MAX_COMPARE_POINTS)"
+            )
     ours, theirs = _series(session, run_id, metric), _series(session, reference_id, metric)
     if ours is None or theirs is None or not len(ours[0]) or not len(theirs[0]):
         return None
@@ -70,20 +78,45 @@ def record_reference_drifts(*, session: Session, run: RunRow) -> list[EventRow]:
     reference_id = references_store.reference_for(session=session, run=run)
     if reference_id is None:
         return []
-    losses = sorted(name for name, understood in understood_metrics(session=session, run=run).items() if understood.kind in LOSS_KINDS)
-    comparisons = {name: c for name in losses if (c := compare(session=session, run_id=run.id, reference_id=reference_id, metric=name))}
+    losses = sorted(
+        name
+        for name, understood in understood_metrics(session=session, run=run).items()
+        if understood.kind in LOSS_KINDS
+    )
+    comparisons = {
+        name: c
+        for name in losses
+        if (c := compare(session=session, run_id=run.id, reference_id=reference_id, metric=name))
+    }
     recorded = []
     for name, comparison in comparisons.items():
         for drift in comparison.drifts:
             companions = {
                 other: not any(d.start_step <= drift.end_step and drift.start_step <= d.end_step for d in c.drifts)
-                for other, c in comparisons.items() if other != name
+                for other, c in comparisons.items()
+                if other != name
             }
-            event = Event(kind="reference_drift", metric=name, start_step=drift.start_step, end_step=drift.end_step,
-                          severity="warning", score=abs(drift.mean_gap), summary=drift.summary(companions),
-                          details={"reference_run": reference_id, "mean_gap": drift.mean_gap, "direction": drift.direction,
-                                   "points": drift.points, "companions": companions})
-            recorded.append(record_event(session=session, run_id=run.id, key=f"reference:{name}@{drift.start_step}", event=event, muted=False))
+            event = Event(
+                kind="reference_drift",
+                metric=name,
+                start_step=drift.start_step,
+                end_step=drift.end_step,
+                severity="warning",
+                score=abs(drift.mean_gap),
+                summary=drift.summary(companions),
+                details={
+                    "reference_run": reference_id,
+                    "mean_gap": drift.mean_gap,
+                    "direction": drift.direction,
+                    "points": drift.points,
+                    "companions": companions,
+                },
+            )
+            recorded.append(
+                record_event(
+                    session=session, run_id=run.id, key=f"reference:{name}@{drift.start_step}", event=event, muted=False
+                )
+            )
     return recorded
 
 

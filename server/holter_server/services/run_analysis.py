@@ -50,8 +50,9 @@ def analyze_run(*, session: Session, run_id: str) -> tuple[list[SeriesAnalysis],
         detector = new_detector(metric.name, kind=reading.kind)
         start = 0
         while True:
-            series = points_store.read_points(session=session, run_id=run_id, metric_id=metric.metric_id,
-                                              start=start, end=None, limit=CHUNK_POINTS)
+            series = points_store.read_points(
+                session=session, run_id=run_id, metric_id=metric.metric_id, start=start, end=None, limit=CHUNK_POINTS
+            )
             if not series.steps:
                 break
             detector.add(series.steps, series.values)

@@ -52,18 +52,27 @@ class SeedStanding:
     def sentences(self) -> list[str]:
         """The report's "Seed group" section: a sentence per metric, or why there is none."""
         if self.metrics or self.refused:
-            return [m.standing.sentence + (f" ({len(m.missing)} of the siblings do not log {m.metric})" if m.missing else "")
-                    for m in self.metrics] + self.refused
-        how = (f"run the same config again with another seed (seed, data_seed or any *_seed key, or a key declared with "
-               f"PUT /api/v1/projects/{self.project}/settings) at least {MIN_SEEDS} times: the report then draws their band "
-               "behind this run and says whether it ends inside their spread (seed noise) or outside it")
+            return [
+                m.standing.sentence
+                + (f" ({len(m.missing)} of the siblings do not log {m.metric})" if m.missing else "")
+                for m in self.metrics
+            ] + self.refused
+        how = (
+            f"run the same config again with another seed (seed, data_seed or any *_seed key, or a key declared with "
+            f"PUT /api/v1/projects/{self.project}/settings) at least {MIN_SEEDS} times: the report then draws their band "
+            "behind this run and says whether it ends inside their spread (seed noise) or outside it"
+        )
         if not self.siblings and not self.others:
-            return [f"This run has no seed siblings: no other run of project {self.project} has its config with only the "
-                    f"seed changed. To make some, {how}."]
+            return [
+                f"This run has no seed siblings: no other run of project {self.project} has its config with only the "
+                f"seed changed. To make some, {how}."
+            ]
         if len(self.siblings) < MIN_SEEDS:
             names = ", ".join(_name(r) for r in [*self.siblings, *self.others])
-            return [f"This run has {len(self.siblings)} finished seed sibling{'s' if len(self.siblings) != 1 else ''} "
-                    f"({names} in its group): a seed spread needs at least {MIN_SEEDS} other finished runs. To make more, {how}."]
+            return [
+                f"This run has {len(self.siblings)} finished seed sibling{'s' if len(self.siblings) != 1 else ''} "
+                f"({names} in its group): a seed spread needs at least {MIN_SEEDS} other finished runs. To make more, {how}."
+            ]
         return [f"This run's {len(self.siblings)} seed siblings share no loss metric with it: nothing to compare."]
 
 
@@ -77,7 +86,9 @@ def _loss_metrics(kinds: dict[str, str]) -> list[str]:
     return sorted(found, key=lambda n: (order.get(kinds[n], len(order)), n))[:MAX_METRICS]
 
 
-def seed_standing(*, session: Session, run: RunRow, kinds: dict[str, str], max_points: int | None = None) -> SeedStanding:
+def seed_standing(
+    *, session: Session, run: RunRow, kinds: dict[str, str], max_points: int | None = None
+) -> SeedStanding:
     """The run against its finished seed siblings on its loss-like metrics (`kinds`: the run's
     metrics by name, with what each is); a metric whose siblings hold more than `max_points`
     points is left out, with the reason."""
@@ -94,8 +105,17 @@ def seed_standing(*, session: Session, run: RunRow, kinds: dict[str, str], max_p
         label = f"seed siblings of {_name(run)} ({len(siblings)} seeds)"
         for metric in _loss_metrics(kinds):
             try:
-                arm = compare.read_members(session=session, kind=compare.GROUP_ARM, run=run, label=label, members=[r.id for r in siblings],
-                                           config=group.config, metric=metric, with_tokens=False, max_points=max_points)
+                arm = compare.read_members(
+                    session=session,
+                    kind=compare.GROUP_ARM,
+                    run=run,
+                    label=label,
+                    members=[r.id for r in siblings],
+                    config=group.config,
+                    metric=metric,
+                    with_tokens=False,
+                    max_points=max_points,
+                )
             except compare.GroupTooLargeError as exc:
                 refused.append(f"Not compared: {exc}.")
                 continue

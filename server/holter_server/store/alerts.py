@@ -13,8 +13,18 @@ from holter_server.store.models import AlertRuleRow, ChannelRow, DeliveryRow, Ev
 from holter_server.store.runs import now
 
 
-def add_channel(*, session: Session, name: str, kind: str, project: str | None, target: str, signing_secret: str | None) -> ChannelRow:
-    row = ChannelRow(name=name, kind=kind, project=project, target=target, signing_secret=signing_secret, enabled=True, created_at=now())
+def add_channel(
+    *, session: Session, name: str, kind: str, project: str | None, target: str, signing_secret: str | None
+) -> ChannelRow:
+    row = ChannelRow(
+        name=name,
+        kind=kind,
+        project=project,
+        target=target,
+        signing_secret=signing_secret,
+        enabled=True,
+        created_at=now(),
+    )
     session.add(row)
     session.flush()
     return row
@@ -43,19 +53,27 @@ def add_rule(*, session: Session, channel_id: int, fields: dict[str, Any]) -> Al
     return row
 
 
-def list_rules(*, session: Session, channel_id: int | None = None, enabled_only: bool = False) -> Sequence[AlertRuleRow]:
+def list_rules(
+    *, session: Session, channel_id: int | None = None, enabled_only: bool = False
+) -> Sequence[AlertRuleRow]:
     query = select(AlertRuleRow).order_by(AlertRuleRow.id)
     if channel_id is not None:
         query = query.where(AlertRuleRow.channel_id == channel_id)
     if enabled_only:
-        query = query.join(ChannelRow, ChannelRow.id == AlertRuleRow.channel_id).where(AlertRuleRow.enabled, ChannelRow.enabled)
+        query = query.join(ChannelRow, ChannelRow.id == AlertRuleRow.channel_id).where(
+            AlertRuleRow.enabled, ChannelRow.enabled
+        )
     return session.scalars(query).all()
 
 
 def enabled_rules_with_channel_project(*, session: Session) -> list[tuple[AlertRuleRow, str | None]]:
     """Enabled rules of enabled channels, each with its channel's project (which bounds what the rule sees)."""
-    query = (select(AlertRuleRow, ChannelRow.project).join(ChannelRow, ChannelRow.id == AlertRuleRow.channel_id)
-             .where(AlertRuleRow.enabled, ChannelRow.enabled).order_by(AlertRuleRow.id))
+    query = (
+        select(AlertRuleRow, ChannelRow.project)
+        .join(ChannelRow, ChannelRow.id == AlertRuleRow.channel_id)
+        .where(AlertRuleRow.enabled, ChannelRow.enabled)
+        .order_by(AlertRuleRow.id)
+    )
     return [(rule, project) for rule, project in session.execute(query).all()]
 
 
@@ -77,27 +95,48 @@ def delete_rule(*, session: Session, rule: AlertRuleRow) -> None:
 
 def last_delivery_time(*, session: Session, rule_id: int, run_id: str) -> datetime | None:
     """When the latest alert for this rule and run was queued (for the cooldown)."""
-    return session.scalar(select(func.max(DeliveryRow.not_before)).where(DeliveryRow.rule_id == rule_id, DeliveryRow.run_id == run_id))
+    return session.scalar(
+        select(func.max(DeliveryRow.not_before)).where(DeliveryRow.rule_id == rule_id, DeliveryRow.run_id == run_id)
+    )
 
 
 def delivered_for(*, session: Session, run_id: str, kind: str) -> Sequence[DeliveryRow]:
     """Alerts about events of `kind` on a run (to follow them with a "resolved")."""
     return session.scalars(
-        select(DeliveryRow).join(EventRow, and_(EventRow.run_id == DeliveryRow.run_id, EventRow.id == DeliveryRow.event_id))
+        select(DeliveryRow)
+        .join(EventRow, and_(EventRow.run_id == DeliveryRow.run_id, EventRow.id == DeliveryRow.event_id))
         .where(DeliveryRow.run_id == run_id, EventRow.kind == kind, DeliveryRow.purpose == "alert")
     ).all()
 
 
 def queue_delivery(
-    *, session: Session, channel_id: int, rule_id: int | None, run_id: str | None, event_id: int | None, purpose: str,
-    idempotency_key: str, alert: dict[str, Any], not_before: datetime,
+    *,
+    session: Session,
+    channel_id: int,
+    rule_id: int | None,
+    run_id: str | None,
+    event_id: int | None,
+    purpose: str,
+    idempotency_key: str,
+    alert: dict[str, Any],
+    not_before: datetime,
 ) -> DeliveryRow | None:
     """Add a message to the outbox unless one with the same key is there (then None)."""
     if session.scalar(select(DeliveryRow.id).where(DeliveryRow.idempotency_key == idempotency_key)) is not None:
         return None
-    row = DeliveryRow(channel_id=channel_id, rule_id=rule_id, run_id=run_id, event_id=event_id, purpose=purpose,
-                      idempotency_key=idempotency_key, alert=alert, status="pending", attempts=0, not_before=not_before,
-                      created_at=now())
+    row = DeliveryRow(
+        channel_id=channel_id,
+        rule_id=rule_id,
+        run_id=run_id,
+        event_id=event_id,
+        purpose=purpose,
+        idempotency_key=idempotency_key,
+        alert=alert,
+        status="pending",
+        attempts=0,
+        not_before=not_before,
+        created_at=now(),
+    )
     session.add(row)
     session.flush()
     return row
@@ -110,8 +149,11 @@ def group_due_deliveries(*, session: Session, limit: int) -> int:
     the same key.
     """
     due = session.scalars(
-        select(DeliveryRow).where(DeliveryRow.status == "pending", DeliveryRow.group_key.is_(None), DeliveryRow.not_before <= now())
-        .order_by(DeliveryRow.id).limit(limit).with_for_update(skip_locked=True)
+        select(DeliveryRow)
+        .where(DeliveryRow.status == "pending", DeliveryRow.group_key.is_(None), DeliveryRow.not_before <= now())
+        .order_by(DeliveryRow.id)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
     ).all()
     leaders: dict[tuple[int, str | None, str], int] = {}
     for row in due:
@@ -126,7 +168,9 @@ def due_group_keys(*, session: Session, limit: int) -> list[str]:
     rows = session.execute(
         select(DeliveryRow.group_key, func.min(DeliveryRow.id))
         .where(DeliveryRow.status == "pending", DeliveryRow.group_key.is_not(None), DeliveryRow.not_before <= now())
-        .group_by(DeliveryRow.group_key).order_by(func.min(DeliveryRow.id)).limit(limit)
+        .group_by(DeliveryRow.group_key)
+        .order_by(func.min(DeliveryRow.id))
+        .limit(limit)
     ).all()
     return [key for key, _ in rows]
 
@@ -134,13 +178,19 @@ def due_group_keys(*, session: Session, limit: int) -> list[str]:
 def claim_group(*, session: Session, group_key: str) -> list[DeliveryRow]:
     """The pending deliveries of a group, locked for this transaction (SKIP LOCKED on Postgres,
     so two dispatchers never send the same group at once)."""
-    return list(session.scalars(
-        select(DeliveryRow).where(DeliveryRow.group_key == group_key, DeliveryRow.status == "pending", DeliveryRow.not_before <= now())
-        .order_by(DeliveryRow.id).with_for_update(skip_locked=True)
-    ).all())
+    return list(
+        session.scalars(
+            select(DeliveryRow)
+            .where(DeliveryRow.group_key == group_key, DeliveryRow.status == "pending", DeliveryRow.not_before <= now())
+            .order_by(DeliveryRow.id)
+            .with_for_update(skip_locked=True)
+        ).all()
+    )
 
 
-def mark_group(*, session: Session, rows: list[DeliveryRow], status: str, error: str | None, not_before: datetime | None) -> None:
+def mark_group(
+    *, session: Session, rows: list[DeliveryRow], status: str, error: str | None, not_before: datetime | None
+) -> None:
     """Record an attempt on every delivery of a group."""
     moment = now()
     for row in rows:
@@ -155,13 +205,22 @@ def mark_group(*, session: Session, rows: list[DeliveryRow], status: str, error:
 
 
 def list_deliveries(
-    *, session: Session, channel_id: int | None, status: str | None, run_id: str | None, limit: int, project: str | None = None,
+    *,
+    session: Session,
+    channel_id: int | None,
+    status: str | None,
+    run_id: str | None,
+    limit: int,
+    project: str | None = None,
 ) -> Sequence[DeliveryRow]:
     """Newest first. `project`: only deliveries to that project's channels about that project's runs."""
     query = select(DeliveryRow).order_by(DeliveryRow.id.desc()).limit(limit)
     if project is not None:
-        query = (query.join(ChannelRow, ChannelRow.id == DeliveryRow.channel_id).outerjoin(RunRow, RunRow.id == DeliveryRow.run_id)
-                 .where(ChannelRow.project == project, (RunRow.project == project) | DeliveryRow.run_id.is_(None)))
+        query = (
+            query.join(ChannelRow, ChannelRow.id == DeliveryRow.channel_id)
+            .outerjoin(RunRow, RunRow.id == DeliveryRow.run_id)
+            .where(ChannelRow.project == project, (RunRow.project == project) | DeliveryRow.run_id.is_(None))
+        )
     if channel_id is not None:
         query = query.where(DeliveryRow.channel_id == channel_id)
     if status is not None:
@@ -177,7 +236,11 @@ def get_delivery(*, session: Session, delivery_id: int) -> DeliveryRow | None:
 
 def retry_delivery(*, session: Session, delivery: DeliveryRow) -> DeliveryRow:
     """Put a failed delivery back in the queue (same key, so receivers can still dedupe)."""
-    session.execute(update(DeliveryRow).where(DeliveryRow.id == delivery.id).values(status="pending", not_before=now(), last_error=None))
+    session.execute(
+        update(DeliveryRow)
+        .where(DeliveryRow.id == delivery.id)
+        .values(status="pending", not_before=now(), last_error=None)
+    )
     session.flush()
     session.refresh(delivery)
     return delivery

@@ -42,10 +42,12 @@ def claim_runs(*, session: Session, task: Task, run_ids: Sequence[str]) -> list[
     if not run_ids or session.get_bind().dialect.name != "postgresql":
         return list(run_ids)
     keys = sorted({run_key(run_id) for run_id in run_ids})
-    held = set(session.scalars(
-        text("SELECT k FROM unnest(CAST(:keys AS integer[])) AS k WHERE pg_try_advisory_xact_lock(:task, k)"),
-        {"keys": keys, "task": int(task)},
-    ))
+    held = set(
+        session.scalars(
+            text("SELECT k FROM unnest(CAST(:keys AS integer[])) AS k WHERE pg_try_advisory_xact_lock(:task, k)"),
+            {"keys": keys, "task": int(task)},
+        )
+    )
     return [run_id for run_id in run_ids if run_key(run_id) in held]
 
 

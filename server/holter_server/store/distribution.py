@@ -61,7 +61,9 @@ def plan() -> list[Placement]:
     return [*reference, Placement(RUNS[0], "distributed", RUNS[1]), *by_run]
 
 
-def distribute(url: str, *, shard_count: int | None = None, say: Callable[[str], None] = lambda line: None) -> list[str]:
+def distribute(
+    url: str, *, shard_count: int | None = None, say: Callable[[str], None] = lambda line: None
+) -> list[str]:
     """Migrate the database at `url` (a Citus coordinator) and lay its tables out by `plan()`;
     returns what was changed, one line a table (empty: it was laid out already).
 
@@ -70,7 +72,9 @@ def distribute(url: str, *, shard_count: int | None = None, say: Callable[[str],
     Raises NotCitus, before migrating anything, on a database without Citus or on a worker node.
     """
     if make_url(url).get_backend_name() != "postgresql":
-        raise NotCitus("--distribute needs a Citus coordinator (a Postgres database with the citus extension); this is not Postgres")
+        raise NotCitus(
+            "--distribute needs a Citus coordinator (a Postgres database with the citus extension); this is not Postgres"
+        )
     engine = make_engine(url)
     try:
         with engine.connect() as connection:
@@ -92,8 +96,10 @@ def distribute(url: str, *, shard_count: int | None = None, say: Callable[[str],
             # coordinator's shell table, hidden and taking space. Only once no local table refers
             # to them can they go (so after every table is laid out).
             for table in reversed(laid_out):
-                connection.execute(text("SELECT truncate_local_data_after_distributing_table(CAST(:t AS regclass))"),
-                                   {"t": _quoted(connection, table)})
+                connection.execute(
+                    text("SELECT truncate_local_data_after_distributing_table(CAST(:t AS regclass))"),
+                    {"t": _quoted(connection, table)},
+                )
         return changed
     finally:
         engine.dispose()
@@ -102,11 +108,15 @@ def distribute(url: str, *, shard_count: int | None = None, say: Callable[[str],
 def _require_coordinator(connection: Connection) -> None:
     version = connection.execute(text("SELECT extversion FROM pg_extension WHERE extname = 'citus'")).scalar()
     if version is None:
-        raise NotCitus("--distribute needs a Citus coordinator, and this database has no citus extension "
-                       "(CREATE EXTENSION citus, then citus_set_coordinator_host and citus_add_node; see docs/scale-out.md)")
+        raise NotCitus(
+            "--distribute needs a Citus coordinator, and this database has no citus extension "
+            "(CREATE EXTENSION citus, then citus_set_coordinator_host and citus_add_node; see docs/scale-out.md)"
+        )
     if not connection.execute(text("SELECT citus_is_coordinator()")).scalar():
-        raise NotCitus("--distribute runs on the Citus coordinator, and this database is not one "
-                       "(a worker node, or no coordinator set: SELECT citus_set_coordinator_host(host, port))")
+        raise NotCitus(
+            "--distribute runs on the Citus coordinator, and this database is not one "
+            "(a worker node, or no coordinator set: SELECT citus_set_coordinator_host(host, port))"
+        )
 
 
 def _quoted(connection: Connection, table: str) -> str:
@@ -117,8 +127,10 @@ def _current(connection: Connection, table: str) -> tuple[str, str | None, int |
     """The table's layout now: ("distributed", column, colocation id), ("reference", None, None),
     ("local", None, None) for a plain table, or ("citus-local", ...) and the like for layouts Holter never makes."""
     row = connection.execute(
-        text("SELECT partmethod, repmodel, column_to_column_name(logicalrelid, partkey), colocationid "
-             "FROM pg_dist_partition WHERE logicalrelid = CAST(:t AS regclass)"),
+        text(
+            "SELECT partmethod, repmodel, column_to_column_name(logicalrelid, partkey), colocationid "
+            "FROM pg_dist_partition WHERE logicalrelid = CAST(:t AS regclass)"
+        ),
         {"t": _quoted(connection, table)},
     ).first()
     if row is None:
@@ -139,33 +151,46 @@ def _lay_out(connection: Connection, placement: Placement, *, shard_count: int |
             return None
         # "citus-local": Citus turned it into one itself when a table it refers to became a reference table
         if layout not in ("local", "citus-local"):
-            raise NotCitus(f"{placement.table} is {layout} already; a reference table was expected "
-                           f"(undistribute_table('{placement.table}') first)")
+            raise NotCitus(
+                f"{placement.table} is {layout} already; a reference table was expected "
+                f"(undistribute_table('{placement.table}') first)"
+            )
         connection.execute(text("SELECT create_reference_table(CAST(:t AS regclass))"), {"t": table})
         return f"{placement.table}: reference table (a copy on every node)"
     if layout == "distributed":
         if column != placement.column:
-            raise NotCitus(f"{placement.table} is distributed by {column}, not {placement.column} "
-                           f"(alter_distributed_table('{placement.table}', distribution_column => '{placement.column}') first)")
+            raise NotCitus(
+                f"{placement.table} is distributed by {column}, not {placement.column} "
+                f"(alter_distributed_table('{placement.table}', distribution_column => '{placement.column}') first)"
+            )
         if placement.table == RUNS[0]:
             return None
         runs_colocation = _current(connection, RUNS[0])[2]
         if colocation == runs_colocation:
             return None
-        connection.execute(text("SELECT update_distributed_table_colocation(CAST(:t AS regclass), colocate_with => 'runs')"),
-                           {"t": table})
+        connection.execute(
+            text("SELECT update_distributed_table_colocation(CAST(:t AS regclass), colocate_with => 'runs')"),
+            {"t": table},
+        )
         return f"{placement.table}: colocated with runs"
     if layout not in ("local", "citus-local"):
-        raise NotCitus(f"{placement.table} is {layout} already; distributed by {placement.column} was expected "
-                       f"(undistribute_table('{placement.table}') first)")
+        raise NotCitus(
+            f"{placement.table} is {layout} already; distributed by {placement.column} was expected "
+            f"(undistribute_table('{placement.table}') first)"
+        )
     if placement.table == RUNS[0]:
         if shard_count:
-            connection.execute(text("SELECT create_distributed_table(CAST(:t AS regclass), :c, shard_count => :n)"),
-                               {"t": table, "c": placement.column, "n": shard_count})
+            connection.execute(
+                text("SELECT create_distributed_table(CAST(:t AS regclass), :c, shard_count => :n)"),
+                {"t": table, "c": placement.column, "n": shard_count},
+            )
         else:
-            connection.execute(text("SELECT create_distributed_table(CAST(:t AS regclass), :c)"), {"t": table, "c": placement.column})
+            connection.execute(
+                text("SELECT create_distributed_table(CAST(:t AS regclass), :c)"), {"t": table, "c": placement.column}
+            )
         return f"{placement.table}: distributed by {placement.column}"
-    connection.execute(text("SELECT create_distributed_table(CAST(:t AS regclass), :c, colocate_with => 'runs')"),
-                       {"t": table, "c": placement.column})
+    connection.execute(
+        text("SELECT create_distributed_table(CAST(:t AS regclass), :c, colocate_with => 'runs')"),
+        {"t": table, "c": placement.column},
+    )
     return f"{placement.table}: distributed by {placement.column}, colocated with runs"
-

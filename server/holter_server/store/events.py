@@ -12,10 +12,10 @@ from sqlalchemy.orm import Session
 
 from holter_server.detect.events import Event
 from holter_server.nonfinite import json_safe_tree
-from holter_server.store.models import DetectorStateRow, EventRow, MetricRow, MuteRow, RunRow, UTCDateTime
 from holter_server.store import claims
 from holter_server.store.backends import backend_for
 from holter_server.store.database import insert_ignoring_conflicts, next_id
+from holter_server.store.models import DetectorStateRow, EventRow, MetricRow, MuteRow, RunRow, UTCDateTime
 from holter_server.store.runs import now
 from holter_server.vocabulary.severities import HEALTHY, SEVERITIES
 
@@ -25,8 +25,11 @@ HEALTH_BY_ORDER = {0: HEALTHY, **{s.rank + 1: s.name for s in SEVERITIES}}
 
 
 # The classifier's own events on one metric, by their keys: not findings, lifecycle or thresholds.
-_CLASSIFIER_EVENTS = (EventRow.event_key.not_like("finding:%"), EventRow.event_key.not_like("status:%"),
-                      EventRow.event_key.not_like("threshold:%"))
+_CLASSIFIER_EVENTS = (
+    EventRow.event_key.not_like("finding:%"),
+    EventRow.event_key.not_like("status:%"),
+    EventRow.event_key.not_like("threshold:%"),
+)
 
 
 @dataclass(frozen=True)
@@ -107,24 +110,37 @@ def settle_detected_runs(*, session: Session) -> list[str]:
         return []
     metrics = MetricRow.__table__
     ids = [run_id for run_id, _ in due]
-    unread = set(session.scalars(  # (the runs named on both tables: each then read by its key)
-        select(metrics.c.run_id).distinct()
-        .select_from(metrics.outerjoin(_STATES, and_(_STATES.c.run_id == metrics.c.run_id, _STATES.c.metric_id == metrics.c.metric_id,
-                                                     _STATES.c.run_id.in_(ids))))
-        .where(metrics.c.run_id.in_(ids), metrics.c.last_step > func.coalesce(_STATES.c.detected_step, -1))
-    ))
+    unread = set(
+        session.scalars(  # (the runs named on both tables: each then read by its key)
+            select(metrics.c.run_id)
+            .distinct()
+            .select_from(
+                metrics.outerjoin(
+                    _STATES,
+                    and_(
+                        _STATES.c.run_id == metrics.c.run_id,
+                        _STATES.c.metric_id == metrics.c.metric_id,
+                        _STATES.c.run_id.in_(ids),
+                    ),
+                )
+            )
+            .where(metrics.c.run_id.in_(ids), metrics.c.last_step > func.coalesce(_STATES.c.detected_step, -1))
+        )
+    )
     read = [{"run": run_id, "seen": seen} for run_id, seen in due if run_id not in unread]
     if read:
         session.execute(
-            update(_RUNS).where(_RUNS.c.id == bindparam("run"), _RUNS.c.detected_batches < bindparam("seen"))
+            update(_RUNS)
+            .where(_RUNS.c.id == bindparam("run"), _RUNS.c.detected_batches < bindparam("seen"))
             .values(detected_batches=bindparam("seen")),
             read,
         )
     return [run_id for run_id, _ in due if run_id in unread]
 
 
-def claim_detection_work(*, session: Session, limit: int, not_since: datetime | None = None,
-                         among_runs: Sequence[str] | None = None) -> list[DetectionWork]:
+def claim_detection_work(
+    *, session: Session, limit: int, not_since: datetime | None = None, among_runs: Sequence[str] | None = None
+) -> list[DetectionWork]:
     """Metrics whose newest step is past what detection has seen, taken from every run with
     such metrics in turn, of runs this transaction holds for detection (`claims.claim_runs`).
 
@@ -140,24 +156,37 @@ def claim_detection_work(*, session: Session, limit: int, not_since: datetime | 
         return []
     missing = (  # never read: first in the queue, and in this pass whenever it began
         select(MetricRow.run_id, MetricRow.metric_id, literal(-1, BigInteger()), literal(NEVER_READ, UTCDateTime()))
-        .outerjoin(DetectorStateRow, and_(DetectorStateRow.run_id == MetricRow.run_id, DetectorStateRow.metric_id == MetricRow.metric_id))
+        .outerjoin(
+            DetectorStateRow,
+            and_(DetectorStateRow.run_id == MetricRow.run_id, DetectorStateRow.metric_id == MetricRow.metric_id),
+        )
         .where(MetricRow.run_id.in_(due), DetectorStateRow.run_id.is_(None))
     )
     session.execute(
-        insert_ignoring_conflicts(session, DetectorStateRow)
-        .from_select(["run_id", "metric_id", "detected_step", "updated_at"], missing)
+        insert_ignoring_conflicts(session, DetectorStateRow).from_select(
+            ["run_id", "metric_id", "detected_step", "updated_at"], missing
+        )
     )
     held_elsewhere: list[str] = []
     for _ in range(3):  # a few tries past runs other processes hold, then what is left waits a pass
-        candidates = session.execute(_pending_work(limit=limit, runs=due, skip_runs=held_elsewhere, not_since=not_since)).all()
+        candidates = session.execute(
+            _pending_work(limit=limit, runs=due, skip_runs=held_elsewhere, not_since=not_since)
+        ).all()
         wanted = list(dict.fromkeys(row.run_id for row in candidates))
         held = claims.claim_runs(session=session, task=claims.Task.DETECTION, run_ids=wanted)
         if held:
             rows = session.execute(_pending_work(limit=limit, runs=held, not_since=not_since)).all()
             # the saved states (tens of kB each) are read only where the caller has no detector at hand
             return [
-                DetectionWork(run_id=row.run_id, metric_id=row.metric_id, metric=row.name, detected_step=row.detected_step,
-                              state=None, detector_version=row.detector_version, last_step=row.last_step)
+                DetectionWork(
+                    run_id=row.run_id,
+                    metric_id=row.metric_id,
+                    metric=row.name,
+                    detected_step=row.detected_step,
+                    state=None,
+                    detector_version=row.detector_version,
+                    last_step=row.last_step,
+                )
                 for row in rows
             ]
         if len(wanted) == 0:
@@ -166,15 +195,30 @@ def claim_detection_work(*, session: Session, limit: int, not_since: datetime | 
     return []
 
 
-def _pending_work(*, limit: int, runs: Sequence[str], skip_runs: Sequence[str] = (), not_since: datetime | None = None) -> Select[Any]:
+def _pending_work(
+    *, limit: int, runs: Sequence[str], skip_runs: Sequence[str] = (), not_since: datetime | None = None
+) -> Select[Any]:
     """Metrics with points detection has not read, in round-robin order over runs: each run's
     longest-waiting metric first, then each run's second, ... (ordering by waiting time alone let
     one run with thousands of new metrics hold every other run's live detection back for minutes)."""
-    turn = func.row_number().over(partition_by=DetectorStateRow.run_id, order_by=DetectorStateRow.updated_at).label("turn")
+    turn = (
+        func.row_number().over(partition_by=DetectorStateRow.run_id, order_by=DetectorStateRow.updated_at).label("turn")
+    )
     query = (
-        select(DetectorStateRow.run_id, DetectorStateRow.metric_id, DetectorStateRow.detected_step, DetectorStateRow.detector_version,
-               DetectorStateRow.updated_at, MetricRow.name, MetricRow.last_step, turn)
-        .join(MetricRow, and_(MetricRow.run_id == DetectorStateRow.run_id, MetricRow.metric_id == DetectorStateRow.metric_id))
+        select(
+            DetectorStateRow.run_id,
+            DetectorStateRow.metric_id,
+            DetectorStateRow.detected_step,
+            DetectorStateRow.detector_version,
+            DetectorStateRow.updated_at,
+            MetricRow.name,
+            MetricRow.last_step,
+            turn,
+        )
+        .join(
+            MetricRow,
+            and_(MetricRow.run_id == DetectorStateRow.run_id, MetricRow.metric_id == DetectorStateRow.metric_id),
+        )
         .where(MetricRow.last_step > DetectorStateRow.detected_step)
     )
     # the runs named on both tables: the planner then reads each by its key, not every metric
@@ -197,8 +241,9 @@ def lock_detection_rows(*, session: Session, keys: Sequence[tuple[str, int]]) ->
     out: dict[tuple[str, int], int] = {}
     for run_id in held:
         rows = session.execute(
-            select(DetectorStateRow.metric_id, DetectorStateRow.detected_step)
-            .where(DetectorStateRow.run_id == run_id, DetectorStateRow.metric_id.in_(by_run[run_id]))
+            select(DetectorStateRow.metric_id, DetectorStateRow.detected_step).where(
+                DetectorStateRow.run_id == run_id, DetectorStateRow.metric_id.in_(by_run[run_id])
+            )
         )
         out.update(((run_id, metric_id), step) for metric_id, step in rows)
     return out
@@ -211,7 +256,9 @@ _SAVE_PROGRESS = (
     .where(_STATES.c.run_id == bindparam("key_run"), _STATES.c.metric_id == bindparam("key_metric"))
     .values(detected_step=bindparam("step"), updated_at=bindparam("moment"))
 )
-_SAVE_STATE = _SAVE_PROGRESS.values(state=bindparam("state", type_=_STATES.c.state.type), detector_version=bindparam("version"))
+_SAVE_STATE = _SAVE_PROGRESS.values(
+    state=bindparam("state", type_=_STATES.c.state.type), detector_version=bindparam("version")
+)
 
 
 def save_detection_states(*, session: Session, progress: Sequence[DetectionProgress]) -> None:
@@ -220,10 +267,23 @@ def save_detection_states(*, session: Session, progress: Sequence[DetectionProgr
     if not progress:
         return
     moment = now()
-    with_state = [{"key_run": p.run_id, "key_metric": p.metric_id, "step": p.detected_step, "moment": moment, "state": p.state,
-                   "version": p.detector_version} for p in progress if p.state is not KEEP_STATE]
-    steps_only = [{"key_run": p.run_id, "key_metric": p.metric_id, "step": p.detected_step, "moment": moment}
-                  for p in progress if p.state is KEEP_STATE]
+    with_state = [
+        {
+            "key_run": p.run_id,
+            "key_metric": p.metric_id,
+            "step": p.detected_step,
+            "moment": moment,
+            "state": p.state,
+            "version": p.detector_version,
+        }
+        for p in progress
+        if p.state is not KEEP_STATE
+    ]
+    steps_only = [
+        {"key_run": p.run_id, "key_metric": p.metric_id, "step": p.detected_step, "moment": moment}
+        for p in progress
+        if p.state is KEEP_STATE
+    ]
     if with_state:
         session.execute(_SAVE_STATE, with_state)
     if steps_only:
@@ -234,7 +294,11 @@ def mark_detection_read(*, session: Session, keys: Sequence[tuple[str, int]]) ->
     """Record that these (run, metric id) pairs were read just now without progress (their new
     points wait for their detector): the queue takes them last, and not again in this pass."""
     if keys and not backend_for(session).touch_detection_rows(session, keys, now()):
-        session.execute(update(_STATES).where(tuple_(_STATES.c.run_id, _STATES.c.metric_id).in_(list(keys))).values(updated_at=now()))
+        session.execute(
+            update(_STATES)
+            .where(tuple_(_STATES.c.run_id, _STATES.c.metric_id).in_(list(keys)))
+            .values(updated_at=now())
+        )
 
 
 def reset_detection(*, session: Session, run_id: str, metric_ids: Sequence[int]) -> None:
@@ -259,8 +323,14 @@ def withdraw_metric_events(*, session: Session, run_id: str, metrics: Sequence[s
     if metrics:
         session.execute(
             update(EventRow)
-            .where(EventRow.run_id == run_id, EventRow.metric.in_(list(metrics)), EventRow.status == "open", *_CLASSIFIER_EVENTS,
-                   EventRow.event_key.not_like("reference:%"), EventRow.event_key.not_like("tripwire:%"))
+            .where(
+                EventRow.run_id == run_id,
+                EventRow.metric.in_(list(metrics)),
+                EventRow.status == "open",
+                *_CLASSIFIER_EVENTS,
+                EventRow.event_key.not_like("reference:%"),
+                EventRow.event_key.not_like("tripwire:%"),
+            )
             .values(status="withdrawn", updated_at=now())
         )
 
@@ -269,8 +339,9 @@ def detection_states(*, session: Session, run_id: str, metric_ids: Iterable[int]
     """The saved live-detector states of these metrics of a run (metric id → state), for the
     run-level rules that read series together; metrics without a saved state are left out."""
     rows = session.execute(
-        select(DetectorStateRow.metric_id, DetectorStateRow.state)
-        .where(DetectorStateRow.run_id == run_id, DetectorStateRow.metric_id.in_(list(metric_ids)))
+        select(DetectorStateRow.metric_id, DetectorStateRow.state).where(
+            DetectorStateRow.run_id == run_id, DetectorStateRow.metric_id.in_(list(metric_ids))
+        )
     ).all()
     return {metric_id: state for metric_id, state in rows if state}
 
@@ -284,7 +355,9 @@ def muted_kinds_of_runs(*, session: Session, run_ids: Sequence[str]) -> dict[str
     """(metric, kind) pairs muted, for each of these runs (every run given is in the answer)."""
     out: dict[str, set[tuple[str, str]]] = {run_id: set() for run_id in run_ids}
     if run_ids:
-        for run_id, metric, kind in session.execute(select(MuteRow.run_id, MuteRow.metric, MuteRow.kind).where(MuteRow.run_id.in_(list(run_ids)))):
+        for run_id, metric, kind in session.execute(
+            select(MuteRow.run_id, MuteRow.metric, MuteRow.kind).where(MuteRow.run_id.in_(list(run_ids)))
+        ):
             out[run_id].add((metric, kind))
     return out
 
@@ -292,8 +365,9 @@ def muted_kinds_of_runs(*, session: Session, run_ids: Sequence[str]) -> dict[str
 def add_mute(*, session: Session, run_id: str, metric: str, kind: str, by: str | None, reason: str | None) -> None:
     """Mute a kind of event for one metric of a run (idempotent)."""
     session.execute(
-        insert_ignoring_conflicts(session, MuteRow)
-        .values(run_id=run_id, metric=metric, kind=kind, created_by=by, reason=reason, created_at=now())
+        insert_ignoring_conflicts(session, MuteRow).values(
+            run_id=run_id, metric=metric, kind=kind, created_by=by, reason=reason, created_at=now()
+        )
     )
 
 
@@ -318,7 +392,15 @@ def upsert_event(
     fields = _columns(event, detector_version)
     row = session.scalar(select(EventRow).where(EventRow.run_id == run_id, EventRow.event_key == event_key))
     if row is None:
-        row = EventRow(id=next_id(session, EventRow.id), run_id=run_id, event_key=event_key, status="muted" if muted else "open", created_at=moment, updated_at=moment, **fields)
+        row = EventRow(
+            id=next_id(session, EventRow.id),
+            run_id=run_id,
+            event_key=event_key,
+            status="muted" if muted else "open",
+            created_at=moment,
+            updated_at=moment,
+            **fields,
+        )
         session.add(row)
         session.flush()
         return row, None
@@ -338,9 +420,17 @@ def _columns(event: Event, detector_version: str) -> dict[str, Any]:
     # a rule that found no metric to name says "" (detect.findings.nonfinite_origin): stored as
     # None, the one spelling of "the whole run" in the table
     return {
-        "metric": event.metric or None, "kind": event.kind, "severity": event.severity, "score": float(event.score),
-        "start_step": event.start_step, "end_step": event.end_step, "peak_step": event.peak_step, "period": event.period,
-        "summary": event.summary, "details": stored_details(event), "detector_version": detector_version,
+        "metric": event.metric or None,
+        "kind": event.kind,
+        "severity": event.severity,
+        "score": float(event.score),
+        "start_step": event.start_step,
+        "end_step": event.end_step,
+        "peak_step": event.peak_step,
+        "period": event.period,
+        "summary": event.summary,
+        "details": stored_details(event),
+        "detector_version": detector_version,
     }
 
 
@@ -353,8 +443,18 @@ def stored_details(event: Event) -> dict[str, Any]:
 
 def event_of(row: EventRow) -> Event:
     """The `Event` a stored row holds (its details as stored: non-finite floats by name)."""
-    return Event(kind=row.kind, metric=row.metric, start_step=row.start_step, end_step=row.end_step, severity=row.severity,
-                 score=row.score, summary=row.summary, peak_step=row.peak_step, period=row.period, details=dict(row.details or {}))
+    return Event(
+        kind=row.kind,
+        metric=row.metric,
+        start_step=row.start_step,
+        end_step=row.end_step,
+        severity=row.severity,
+        score=row.score,
+        summary=row.summary,
+        peak_step=row.peak_step,
+        period=row.period,
+        details=dict(row.details or {}),
+    )
 
 
 def withdraw_events(*, session: Session, run_id: str, event_keys: Iterable[str]) -> None:
@@ -376,12 +476,23 @@ def list_events(*, session: Session, where: EventFilter, limit: int, offset: int
     query = select(EventRow)
     if where.project is not None:
         query = query.join(RunRow, RunRow.id == EventRow.run_id).where(RunRow.project == where.project)
-    for column, value in ((EventRow.run_id, where.run_id), (EventRow.metric, where.metric), (EventRow.kind, where.kind), (EventRow.severity, where.severity)):
+    for column, value in (
+        (EventRow.run_id, where.run_id),
+        (EventRow.metric, where.metric),
+        (EventRow.kind, where.kind),
+        (EventRow.severity, where.severity),
+    ):
         if value is not None:
             query = query.where(column == value)
-    query = query.where(EventRow.status == where.status) if where.status is not None else query.where(EventRow.status != "withdrawn")
+    query = (
+        query.where(EventRow.status == where.status)
+        if where.status is not None
+        else query.where(EventRow.status != "withdrawn")
+    )
     count = session.scalar(select(func.count()).select_from(query.subquery())) or 0
-    rows = session.scalars(query.order_by(EventRow.start_step.desc().nulls_last(), EventRow.id.desc()).limit(limit).offset(offset)).all()
+    rows = session.scalars(
+        query.order_by(EventRow.start_step.desc().nulls_last(), EventRow.id.desc()).limit(limit).offset(offset)
+    ).all()
     return rows, count
 
 
@@ -398,7 +509,13 @@ def get_event(*, session: Session, run_id: str, event_id: int) -> EventRow | Non
 def set_event_status(*, session: Session, event: EventRow, status: str, by: str | None, reason: str | None) -> EventRow:
     """Acknowledge or dismiss an event, recording who and why."""
     moment = now()
-    event.status, event.status_by, event.status_reason, event.status_at, event.updated_at = status, by, reason, moment, moment
+    event.status, event.status_by, event.status_reason, event.status_at, event.updated_at = (
+        status,
+        by,
+        reason,
+        moment,
+        moment,
+    )
     session.flush()
     return event
 
@@ -418,19 +535,32 @@ def health_of_runs(*, session: Session, run_ids: Sequence[str]) -> dict[str, tup
 
 def run_events_for_findings(*, session: Session, run_id: str) -> Sequence[EventRow]:
     """The run's per-metric detector events (not findings, not lifecycle), for cross-signal rules."""
-    return session.scalars(select(EventRow).where(EventRow.run_id == run_id, EventRow.status != "withdrawn", *_CLASSIFIER_EVENTS)).all()
+    return session.scalars(
+        select(EventRow).where(EventRow.run_id == run_id, EventRow.status != "withdrawn", *_CLASSIFIER_EVENTS)
+    ).all()
 
 
 def finding_keys(*, session: Session, run_id: str) -> set[str]:
     """Keys of the cross-signal findings currently standing on a run."""
-    return set(session.scalars(select(EventRow.event_key).where(EventRow.run_id == run_id, EventRow.event_key.like("finding:%"), EventRow.status != "withdrawn")))
+    return set(
+        session.scalars(
+            select(EventRow.event_key).where(
+                EventRow.run_id == run_id, EventRow.event_key.like("finding:%"), EventRow.status != "withdrawn"
+            )
+        )
+    )
 
 
 def record_status_event(*, session: Session, run_id: str, event: Event) -> EventRow:
     """A lifecycle change (stalled, resumed, crashed) as an event, so alert rules can use it:
     each change is its own event, keyed by when it happened."""
-    row, _ = upsert_event(session=session, run_id=run_id, event_key=f"status:{event.kind}@{now().isoformat()}", event=event,
-                          detector_version="lifecycle")
+    row, _ = upsert_event(
+        session=session,
+        run_id=run_id,
+        event_key=f"status:{event.kind}@{now().isoformat()}",
+        event=event,
+        detector_version="lifecycle",
+    )
     return row
 
 
@@ -438,8 +568,11 @@ def standing_events_of_kind(*, session: Session, run_ids: Sequence[str], kind: s
     """The events of one kind on these runs that still stand (not withdrawn)."""
     if not run_ids:
         return []
-    return session.scalars(select(EventRow).where(EventRow.run_id.in_(list(run_ids)), EventRow.kind == kind,
-                                                  EventRow.status != "withdrawn")).all()
+    return session.scalars(
+        select(EventRow).where(
+            EventRow.run_id.in_(list(run_ids)), EventRow.kind == kind, EventRow.status != "withdrawn"
+        )
+    ).all()
 
 
 def set_event_text(*, session: Session, event: EventRow, summary: str, details: dict[str, Any]) -> None:

@@ -14,7 +14,9 @@ from holter_server.store.runs import now
 TOUCH_EVERY = timedelta(seconds=60)  # last-used time is kept to the minute, not written per request
 
 
-def add_key(*, session: Session, name: str, prefix: str, secret_hash: str, scope: str, project: str | None) -> ApiKeyRow:
+def add_key(
+    *, session: Session, name: str, prefix: str, secret_hash: str, scope: str, project: str | None
+) -> ApiKeyRow:
     row = ApiKeyRow(name=name, prefix=prefix, secret_hash=secret_hash, scope=scope, project=project, created_at=now())
     session.add(row)
     session.flush()

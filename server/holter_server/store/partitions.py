@@ -36,14 +36,22 @@ def not_a_partition(connection: Connection) -> Callable[[str | None, str, Any], 
 
 def partition_count(*, connection: Connection, table: str) -> int:
     """How many hash partitions `table` has (0: it is a plain table)."""
-    return int(connection.scalar(text(
-        "SELECT count(i.inhrelid) FROM pg_partitioned_table p JOIN pg_class c ON c.oid = p.partrelid"
-        " LEFT JOIN pg_inherits i ON i.inhparent = c.oid"
-        " WHERE c.relname = :table AND c.relnamespace = current_schema()::regnamespace AND p.partstrat = 'h'"
-    ), {"table": table}) or 0)
+    return int(
+        connection.scalar(
+            text(
+                "SELECT count(i.inhrelid) FROM pg_partitioned_table p JOIN pg_class c ON c.oid = p.partrelid"
+                " LEFT JOIN pg_inherits i ON i.inhparent = c.oid"
+                " WHERE c.relname = :table AND c.relnamespace = current_schema()::regnamespace AND p.partstrat = 'h'"
+            ),
+            {"table": table},
+        )
+        or 0
+    )
 
 
-def partition_by_run(*, connection: Connection, partitions: int, tables: tuple[str, ...] = PARTITIONED_TABLES) -> list[str]:
+def partition_by_run(
+    *, connection: Connection, partitions: int, tables: tuple[str, ...] = PARTITIONED_TABLES
+) -> list[str]:
     """Hash-partition each of `tables` by run_id into `partitions` partitions, rebuilding those
     that are plain or split otherwise; returns the tables rebuilt. Runs in the caller's transaction."""
     if connection.dialect.name != "postgresql" or partitions < 1:
@@ -61,19 +69,31 @@ def _rebuild(connection: Connection, table: str, partitions: int) -> None:
         connection.exec_driver_sql(sql)
 
     run(f'LOCK TABLE "{table}" IN EXCLUSIVE MODE')  # readers go on; writers wait for the new table
-    constraints = connection.execute(text(
-        "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint"
-        " WHERE conrelid = CAST(:table AS regclass) AND contype IN ('p', 'u', 'f', 'c') ORDER BY conname"
-    ), {"table": table}).all()
-    indexes = connection.execute(text(
-        "SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema() AND tablename = :table"
-        " AND indexname NOT IN (SELECT conname FROM pg_constraint WHERE conrelid = CAST(:table AS regclass))"
-    ), {"table": table}).scalars().all()
+    constraints = connection.execute(
+        text(
+            "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint"
+            " WHERE conrelid = CAST(:table AS regclass) AND contype IN ('p', 'u', 'f', 'c') ORDER BY conname"
+        ),
+        {"table": table},
+    ).all()
+    indexes = (
+        connection.execute(
+            text(
+                "SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema() AND tablename = :table"
+                " AND indexname NOT IN (SELECT conname FROM pg_constraint WHERE conrelid = CAST(:table AS regclass))"
+            ),
+            {"table": table},
+        )
+        .scalars()
+        .all()
+    )
     twin = f"{table}__by_run"
     run(f'CREATE TABLE "{twin}" (LIKE "{table}" INCLUDING DEFAULTS INCLUDING STORAGE) PARTITION BY HASH (run_id)')
     for remainder in range(partitions):
-        run(f'CREATE TABLE "{table}_h{partitions}_{remainder}" PARTITION OF "{twin}"'
-            f" FOR VALUES WITH (MODULUS {partitions}, REMAINDER {remainder})")
+        run(
+            f'CREATE TABLE "{table}_h{partitions}_{remainder}" PARTITION OF "{twin}"'
+            f" FOR VALUES WITH (MODULUS {partitions}, REMAINDER {remainder})"
+        )
     run(f'INSERT INTO "{twin}" SELECT * FROM "{table}"')
     run(f'DROP TABLE "{table}"')
     run(f'ALTER TABLE "{twin}" RENAME TO "{table}"')

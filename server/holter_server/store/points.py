@@ -66,8 +66,9 @@ def run_and_metric_ids(*, session: Session, run_id: str, names: Iterable[str]) -
     return status, (_existing_metric_ids(session=session, run_id=run_id, names=wanted) if status is not None else {})
 
 
-def metric_ids(*, session: Session, run_id: str, names: Iterable[str], max_metrics: int,
-               known: dict[str, int] | None = None) -> tuple[dict[str, int], list[str]]:
+def metric_ids(
+    *, session: Session, run_id: str, names: Iterable[str], max_metrics: int, known: dict[str, int] | None = None
+) -> tuple[dict[str, int], list[str]]:
     """The per-run id of each metric name, creating the ones not seen before while the run has
     fewer than `max_metrics` (new names in the order given); returns (ids, names refused for lack of room).
 
@@ -82,7 +83,9 @@ def metric_ids(*, session: Session, run_id: str, names: Iterable[str], max_metri
         return ids, []
     # Postgres: an advisory lock; SQLite: its one write lock, taken now, so the ids read next are final
     backend_for(session).lock_metric_allocation(session, run_id)
-    ids = _existing_metric_ids(session=session, run_id=run_id, names=wanted)  # again: a writer before us may have added some
+    ids = _existing_metric_ids(
+        session=session, run_id=run_id, names=wanted
+    )  # again: a writer before us may have added some
     missing = [name for name in wanted if name not in ids]
     count, top = session.execute(
         select(func.count(), func.coalesce(func.max(MetricRow.metric_id), 0)).where(MetricRow.run_id == run_id)
@@ -91,7 +94,7 @@ def metric_ids(*, session: Session, run_id: str, names: Iterable[str], max_metri
     new, refused = missing[:room], missing[room:]
     rows = [{"run_id": run_id, "metric_id": top + i + 1, "name": name, "count": 0} for i, name in enumerate(new)]
     for lo in range(0, len(rows), _INSERT_CHUNK):
-        session.execute(insert(MetricRow), rows[lo:lo + _INSERT_CHUNK])
+        session.execute(insert(MetricRow), rows[lo : lo + _INSERT_CHUNK])
     ids.update((row["name"], row["metric_id"]) for row in rows)
     return ids, refused
 
@@ -99,14 +102,23 @@ def metric_ids(*, session: Session, run_id: str, names: Iterable[str], max_metri
 def _existing_metric_ids(*, session: Session, run_id: str, names: Sequence[str]) -> dict[str, int]:
     ids: dict[str, int] = {}
     for lo in range(0, len(names), _LOOKUP_CHUNK):
-        chunk = names[lo:lo + _LOOKUP_CHUNK]
-        rows = session.execute(select(MetricRow.name, MetricRow.metric_id).where(MetricRow.run_id == run_id, MetricRow.name.in_(chunk)))
+        chunk = names[lo : lo + _LOOKUP_CHUNK]
+        rows = session.execute(
+            select(MetricRow.name, MetricRow.metric_id).where(MetricRow.run_id == run_id, MetricRow.name.in_(chunk))
+        )
         ids.update((name, metric_id) for name, metric_id in rows)
     return ids
 
 
-def add_points(*, session: Session, run_id: str, columns: dict[str, Column], max_metrics: int,
-               known_ids: dict[str, int] | None = None, then: Callable[[], None] | None = None) -> StoredCount:
+def add_points(
+    *,
+    session: Session,
+    run_id: str,
+    columns: dict[str, Column],
+    max_metrics: int,
+    known_ids: dict[str, int] | None = None,
+    then: Callable[[], None] | None = None,
+) -> StoredCount:
     """Store a batch (metric name → column) once, and keep each metric's summary current.
 
     Metrics new to the run beyond `max_metrics` are not stored (`StoredCount.over_limit`).
@@ -116,18 +128,25 @@ def add_points(*, session: Session, run_id: str, columns: dict[str, Column], max
     The caller records the run's activity (`runs.record_activity`, as ingest does): that makes the
     run due for live detection.
     """
-    ids, over_limit = metric_ids(session=session, run_id=run_id, names=columns.keys(), max_metrics=max_metrics, known=known_ids)
+    ids, over_limit = metric_ids(
+        session=session, run_id=run_id, names=columns.keys(), max_metrics=max_metrics, known=known_ids
+    )
     by_id = {ids[name]: column for name, column in columns.items() if name in ids and len(column[0])}
     stored, conflicts = backend_for(session).insert_points(session, run_id, by_id)
     _update_rollups_and_summaries(session, run_id, by_id, stored, then)
     received = sum(len(column[0]) for column in by_id.values())
     names = {metric_id: name for name, metric_id in ids.items()}
-    return StoredCount(received=received, stored=sum(stored.values()),
-                       conflicts={names[metric_id]: conflict for metric_id, conflict in conflicts.items()}, over_limit=over_limit)
+    return StoredCount(
+        received=received,
+        stored=sum(stored.values()),
+        conflicts={names[metric_id]: conflict for metric_id, conflict in conflicts.items()},
+        over_limit=over_limit,
+    )
 
 
-def _update_rollups_and_summaries(session: Session, run_id: str, by_id: dict[int, Column], stored: dict[int, int],
-                                  then: Callable[[], None] | None) -> None:
+def _update_rollups_and_summaries(
+    session: Session, run_id: str, by_id: dict[int, Column], stored: dict[int, int], then: Callable[[], None] | None
+) -> None:
     # When every distinct step of a metric's column was stored, the stored points are exactly
     # the column with repeats dropped, first kept (both stores insert in batch order), so its
     # summary adds to the rollups. When none was, nothing changed. Otherwise which values won is
@@ -170,14 +189,20 @@ def _update_metric_summaries(session: Session, run_id: str, by_id: dict[int, Col
     of a small batch's cost)."""
     # Every step of the batch is in the store now (new or kept from before), so the batch's
     # first and last steps bound the series correctly even when some points were duplicates.
-    rows = [(metric_id, stored.get(metric_id, 0), min(column[0]), max(column[0])) for metric_id, column in by_id.items()]
+    rows = [
+        (metric_id, stored.get(metric_id, 0), min(column[0]), max(column[0])) for metric_id, column in by_id.items()
+    ]
     if rows:
         backend_for(session).update_metric_summaries(session, run_id, rows)
 
 
-def read_points(*, session: Session, run_id: str, metric_id: int, start: int | None, end: int | None, limit: int) -> SeriesSlice:
+def read_points(
+    *, session: Session, run_id: str, metric_id: int, start: int | None, end: int | None, limit: int
+) -> SeriesSlice:
     """Points of one metric with start <= step <= end, in step order, at most `limit` of them."""
-    query = select(PointRow.step, PointRow.value, PointRow.wall_time).where(PointRow.run_id == run_id, PointRow.metric_id == metric_id)
+    query = select(PointRow.step, PointRow.value, PointRow.wall_time).where(
+        PointRow.run_id == run_id, PointRow.metric_id == metric_id
+    )
     if start is not None:
         query = query.where(PointRow.step >= start)
     if end is not None:
@@ -190,7 +215,9 @@ def read_points(*, session: Session, run_id: str, metric_id: int, start: int | N
     )
 
 
-def read_points_from(*, session: Session, starts: Sequence[tuple[str, int, int]], limit_each: int) -> dict[tuple[str, int], SeriesSlice]:
+def read_points_from(
+    *, session: Session, starts: Sequence[tuple[str, int, int]], limit_each: int
+) -> dict[tuple[str, int], SeriesSlice]:
     """Points of many metrics at once ((run, metric id, first step) each): per metric, its points
     from that step on, in step order, at most `limit_each` of them, as live detection reads them:
     steps and values (its `wall_times` are left empty). One query per run on Postgres."""
@@ -201,7 +228,9 @@ def read_points_from(*, session: Session, starts: Sequence[tuple[str, int, int]]
     if found is not None:
         return {key: SeriesSlice(*columns) for key, columns in found.items()}
     for run_id, metric_id, start in starts:
-        found_one = read_points(session=session, run_id=run_id, metric_id=metric_id, start=start, end=None, limit=limit_each)
+        found_one = read_points(
+            session=session, run_id=run_id, metric_id=metric_id, start=start, end=None, limit=limit_each
+        )
         out[(run_id, metric_id)] = SeriesSlice(found_one.steps, found_one.values, [])
     return out
 
@@ -210,9 +239,10 @@ def wall_times_at(*, session: Session, run_id: str, metric_id: int, steps: Seque
     """The wall time of the point at each of `steps` (None where it has none), in the order given."""
     found: dict[int, float | None] = {}
     for lo in range(0, len(steps), _LOOKUP_CHUNK):
-        chunk = list(steps[lo:lo + _LOOKUP_CHUNK])
+        chunk = list(steps[lo : lo + _LOOKUP_CHUNK])
         query = select(PointRow.step, PointRow.wall_time).where(
-            PointRow.run_id == run_id, PointRow.metric_id == metric_id, PointRow.step.in_(chunk))
+            PointRow.run_id == run_id, PointRow.metric_id == metric_id, PointRow.step.in_(chunk)
+        )
         found.update((row[0], row[1]) for row in session.execute(query))
     return [found.get(step) for step in steps]
 
@@ -233,4 +263,3 @@ def get_metrics(*, session: Session, run_id: str, names: Iterable[str]) -> dict[
     """The run's metrics with these names (name → row); names it lacks are left out."""
     rows = session.scalars(select(MetricRow).where(MetricRow.run_id == run_id, MetricRow.name.in_(set(names))))
     return {row.name: row for row in rows}
-

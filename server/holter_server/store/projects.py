@@ -13,7 +13,9 @@ def get_settings(*, session: Session, project: str) -> ProjectSettingsRow | None
     return session.get(ProjectSettingsRow, project)
 
 
-def set_settings(*, session: Session, project: str, seed_keys: list[str], data_seed_keys: list[str]) -> ProjectSettingsRow:
+def set_settings(
+    *, session: Session, project: str, seed_keys: list[str], data_seed_keys: list[str]
+) -> ProjectSettingsRow:
     """Replace the project's declared seed keys and data-seed keys."""
     row = session.get(ProjectSettingsRow, project)
     if row is None:

@@ -78,8 +78,14 @@ def summarise_points(steps: np.ndarray, values: np.ndarray, buckets: np.ndarray,
         bucket=buckets[starts],
         count=np.diff(np.r_[starts, len(steps)]).astype(np.int64),
         finite_sum=np.add.reduceat(np.where(finite, values, 0.0), starts),
-        min_value=min_value, min_step=min_step, max_value=max_value, max_step=max_step,
-        first_step=steps[starts], first_value=values[starts], last_step=steps[ends], last_value=values[ends],
+        min_value=min_value,
+        min_step=min_step,
+        max_value=max_value,
+        max_step=max_step,
+        first_step=steps[starts],
+        first_value=values[starts],
+        last_step=steps[ends],
+        last_value=values[ends],
         nan_count=np.add.reduceat(is_nan.astype(np.int64), starts),
         posinf_count=np.add.reduceat(is_posinf.astype(np.int64), starts),
         neginf_count=np.add.reduceat(is_neginf.astype(np.int64), starts),
@@ -108,9 +114,14 @@ def merge_groups(parts: Buckets, buckets: np.ndarray, starts: np.ndarray) -> Buc
         bucket=buckets[starts],
         count=np.add.reduceat(parts.count, starts),
         finite_sum=np.add.reduceat(parts.finite_sum, starts),
-        min_value=min_value, min_step=min_step, max_value=max_value, max_step=max_step,
-        first_step=parts.first_step[starts], first_value=parts.first_value[starts],
-        last_step=parts.last_step[ends], last_value=parts.last_value[ends],
+        min_value=min_value,
+        min_step=min_step,
+        max_value=max_value,
+        max_step=max_step,
+        first_step=parts.first_step[starts],
+        first_value=parts.first_value[starts],
+        last_step=parts.last_step[ends],
+        last_value=parts.last_value[ends],
         nan_count=np.add.reduceat(parts.nan_count, starts),
         posinf_count=np.add.reduceat(parts.posinf_count, starts),
         neginf_count=np.add.reduceat(parts.neginf_count, starts),
@@ -126,7 +137,9 @@ def concat_buckets(parts: Sequence[Buckets]) -> Buckets:
     return joined.take(np.argsort(joined.first_step, kind="stable"))
 
 
-def _extreme(candidates: np.ndarray, starts: np.ndarray, steps: np.ndarray, ufunc: np.ufunc) -> tuple[np.ndarray, np.ndarray]:
+def _extreme(
+    candidates: np.ndarray, starts: np.ndarray, steps: np.ndarray, ufunc: np.ufunc
+) -> tuple[np.ndarray, np.ndarray]:
     """Per group (groups begin at `starts`), the extreme of `candidates` and the first step
     holding it; NaN and NO_STEP where a group has only the neutral ±inf (no finite value)."""
     extreme = ufunc.reduceat(candidates, starts)

@@ -32,8 +32,19 @@ from holter_server.store.rollup_buckets import (
 )
 
 COLUMNS = (
-    "count", "finite_sum", "min_value", "min_step", "max_value", "max_step",
-    "first_step", "first_value", "last_step", "last_value", "nan_count", "posinf_count", "neginf_count",
+    "count",
+    "finite_sum",
+    "min_value",
+    "min_step",
+    "max_value",
+    "max_step",
+    "first_step",
+    "first_value",
+    "last_step",
+    "last_value",
+    "nan_count",
+    "posinf_count",
+    "neginf_count",
 )
 _NEW_MIN = (
     "excluded.min_step IS NOT NULL AND (rollups.min_step IS NULL OR excluded.min_value < rollups.min_value"
@@ -87,7 +98,9 @@ def add_to_rollups(*, session: Session, run_id: str, new_points: dict[int, tuple
         if len(level_buckets) == len(ids):  # one bucket per metric (a small batch): nothing to merge
             level_buckets = replace(level_buckets, bucket=coarser)
         else:
-            starts = np.flatnonzero(np.r_[True, (coarser[1:] != coarser[:-1]) | (level_owners[1:] != level_owners[:-1])])
+            starts = np.flatnonzero(
+                np.r_[True, (coarser[1:] != coarser[:-1]) | (level_owners[1:] != level_owners[:-1])]
+            )
             level_buckets = merge_groups(level_buckets, coarser, starts)
             level_owners = level_owners[starts]
         parts.append(_columns(level_owners, level, level_buckets))
@@ -99,12 +112,21 @@ def rebuild_rollups(*, session: Session, run_id: str, touched: dict[int, np.ndar
     steps): the finest level from the points, each coarser level from the one below it."""
     for metric_id, steps in sorted(touched.items()):
         buckets_at = np.unique(np.asarray(steps, dtype=np.int64) >> LEVELS[0])
-        point_steps, point_values = read_points_in_buckets(session=session, run_id=run_id, metric_id=metric_id, shift=LEVELS[0], buckets=buckets_at)
+        point_steps, point_values = read_points_in_buckets(
+            session=session, run_id=run_id, metric_id=metric_id, shift=LEVELS[0], buckets=buckets_at
+        )
         rebuilt = bucket_points(point_steps, point_values, LEVELS[0])
         _upsert(session, run_id, _columns(np.full(len(rebuilt), metric_id), LEVELS[0], rebuilt), _REPLACE)
         for finer, level in zip(LEVELS, LEVELS[1:]):
             buckets_at = np.unique(buckets_at >> (level - finer))
-            parts = read_rollups_in_buckets(session=session, run_id=run_id, metric_id=metric_id, level=finer, parents=buckets_at, shift=level - finer)
+            parts = read_rollups_in_buckets(
+                session=session,
+                run_id=run_id,
+                metric_id=metric_id,
+                level=finer,
+                parents=buckets_at,
+                shift=level - finer,
+            )
             merged = merge_buckets(parts, level - finer)
             _upsert(session, run_id, _columns(np.full(len(merged), metric_id), level, merged), _REPLACE)
 
@@ -125,16 +147,45 @@ def lock_metrics(*, session: Session, run_id: str, metric_ids: Iterable[int]) ->
 
 
 # The columns `_upsert` takes after the run id: the key's metric id, level and bucket, then COLUMNS.
-_UPSERT_TYPES = ("int4", "int2", "int8", "int8", "float8", "float8", "int8", "float8", "int8",
-                 "int8", "float8", "int8", "float8", "int8", "int8", "int8")
+_UPSERT_TYPES = (
+    "int4",
+    "int2",
+    "int8",
+    "int8",
+    "float8",
+    "float8",
+    "int8",
+    "float8",
+    "int8",
+    "int8",
+    "float8",
+    "int8",
+    "float8",
+    "int8",
+    "int8",
+    "int8",
+)
 
 
 def _columns(owners: np.ndarray, level: int, b: Buckets) -> list[np.ndarray]:
     """Buckets as upsert columns (numpy, in `_UPSERT_TYPES` order); NO_STEP marks a missing extreme."""
     return [
-        np.asarray(owners, dtype=np.int64), np.full(len(b), level, dtype=np.int64), b.bucket, b.count, b.finite_sum,
-        b.min_value, b.min_step, b.max_value, b.max_step,
-        b.first_step, b.first_value, b.last_step, b.last_value, b.nan_count, b.posinf_count, b.neginf_count,
+        np.asarray(owners, dtype=np.int64),
+        np.full(len(b), level, dtype=np.int64),
+        b.bucket,
+        b.count,
+        b.finite_sum,
+        b.min_value,
+        b.min_step,
+        b.max_value,
+        b.max_step,
+        b.first_step,
+        b.first_value,
+        b.last_step,
+        b.last_value,
+        b.nan_count,
+        b.posinf_count,
+        b.neginf_count,
     ]
 
 
@@ -153,7 +204,9 @@ def _upsert(session: Session, run_id: str, columns: list[np.ndarray], on_conflic
     lists = [column.tolist() for column in columns]
     lists[5], lists[6] = _with_nulls(columns[5], no_min), _with_nulls(columns[6], no_min)
     lists[7], lists[8] = _with_nulls(columns[7], no_max), _with_nulls(columns[8], no_max)
-    statement = RollupUpsert(names=", ".join((*_KEY, *COLUMNS)), key=", ".join(_KEY), on_conflict=on_conflict, types=_UPSERT_TYPES)
+    statement = RollupUpsert(
+        names=", ".join((*_KEY, *COLUMNS)), key=", ".join(_KEY), on_conflict=on_conflict, types=_UPSERT_TYPES
+    )
     backend_for(session).upsert_rollups(session, run_id, columns, lists, statement)
 
 
@@ -174,7 +227,9 @@ def _fetch_columns(session: Session, sql: str, params: Sequence, kinds: str) -> 
     return backend_for(session).fetch_columns(session, sql, params, kinds)
 
 
-def read_points_in_buckets(*, session: Session, run_id: str, metric_id: int, shift: int, buckets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def read_points_in_buckets(
+    *, session: Session, run_id: str, metric_id: int, shift: int, buckets: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Steps and values of the stored points of one metric in the given buckets of 2**shift steps."""
     ranges = [(first << shift, ((last + 1) << shift) - 1) for first, last in _ranges(buckets)]
     return read_point_ranges(session=session, run_id=run_id, metric_ids=[metric_id], ranges=ranges)[metric_id]
@@ -208,10 +263,14 @@ def read_point_ranges(
     return out
 
 
-def read_rollups_in_buckets(*, session: Session, run_id: str, metric_id: int, level: int, parents: np.ndarray, shift: int) -> Buckets:
+def read_rollups_in_buckets(
+    *, session: Session, run_id: str, metric_id: int, level: int, parents: np.ndarray, shift: int
+) -> Buckets:
     """The stored level-`level` buckets of one metric lying inside the given coarser buckets."""
     pieces = [(level, first << shift, ((last + 1) << shift) - 1) for first, last in _ranges(parents)]
-    return read_rollup_pieces(session=session, run_id=run_id, metric_ids=[metric_id], pieces=pieces, to_level=level)[metric_id]
+    return read_rollup_pieces(session=session, run_id=run_id, metric_ids=[metric_id], pieces=pieces, to_level=level)[
+        metric_id
+    ]
 
 
 def read_rollup_pieces(
@@ -251,4 +310,4 @@ def read_rollup_pieces(
 
 def _chunks(items: list, size: int) -> Iterable[list]:
     for index in range(0, len(items), size):
-        yield items[index:index + size]
+        yield items[index : index + size]

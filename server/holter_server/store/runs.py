@@ -45,8 +45,15 @@ def create_or_resume_run(
     run = session.get(RunRow, run_id, with_for_update=True)
     if run is None:
         run = RunRow(
-            id=run_id, project=project, name=name, config=config, tags=tags, status="running",
-            created_at=moment, updated_at=moment, heartbeat_at=moment,
+            id=run_id,
+            project=project,
+            name=name,
+            config=config,
+            tags=tags,
+            status="running",
+            created_at=moment,
+            updated_at=moment,
+            heartbeat_at=moment,
         )
         session.add(run)
         session.flush()
@@ -92,12 +99,16 @@ def metric_names_of_runs(*, session: Session, run_ids: Sequence[str]) -> dict[st
     """The names of each run's metric series (run id → names; runs without any are left out)."""
     out: dict[str, list[str]] = {}
     if run_ids:
-        for run_id, name in session.execute(select(MetricRow.run_id, MetricRow.name).where(MetricRow.run_id.in_(list(run_ids)))):
+        for run_id, name in session.execute(
+            select(MetricRow.run_id, MetricRow.name).where(MetricRow.run_id.in_(list(run_ids)))
+        ):
             out.setdefault(run_id, []).append(name)
     return out
 
 
-def define_metrics(*, session: Session, run: RunRow, definitions: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+def define_metrics(
+    *, session: Session, run: RunRow, definitions: Mapping[str, Mapping[str, Any]]
+) -> dict[str, dict[str, Any]]:
     """Merge what was declared about metrics (per name or glob) into the run's definitions and
     return them. A field set to None is removed, and a pattern left with nothing is dropped."""
     merged = {pattern: dict(fields) for pattern, fields in (run.metric_definitions or {}).items()}
@@ -143,7 +154,11 @@ def count_metrics(*, session: Session, run_id: str) -> int:
 def existing_metric_names(*, session: Session, run_id: str, names: Iterable[str]) -> set[str]:
     """Which of `names` the run already has."""
     wanted = list(names)
-    return set(session.scalars(select(MetricRow.name).where(MetricRow.run_id == run_id, MetricRow.name.in_(wanted)))) if wanted else set()
+    return (
+        set(session.scalars(select(MetricRow.name).where(MetricRow.run_id == run_id, MetricRow.name.in_(wanted))))
+        if wanted
+        else set()
+    )
 
 
 # Built once: a small batch's one statement about its run, written for every batch of every job
@@ -153,12 +168,17 @@ _MOMENT = bindparam("moment", type_=RunRow.__table__.c.heartbeat_at.type)
 _ACTIVITY = (
     update(RunRow.__table__)
     .where(RunRow.__table__.c.id == bindparam("run_id"))
-    .values(heartbeat_at=_MOMENT, updated_at=_MOMENT,
-            # a NULL step (a heartbeat, an empty batch) leaves last_step as it was
-            last_step=case((RunRow.__table__.c.last_step.is_(None) | (RunRow.__table__.c.last_step < _STEP), _STEP),
-                           else_=RunRow.__table__.c.last_step),
-            # a batch with points makes the run due for live detection; a heartbeat does not
-            stored_batches=RunRow.__table__.c.stored_batches + case((_STEP.is_(None), 0), else_=1))
+    .values(
+        heartbeat_at=_MOMENT,
+        updated_at=_MOMENT,
+        # a NULL step (a heartbeat, an empty batch) leaves last_step as it was
+        last_step=case(
+            (RunRow.__table__.c.last_step.is_(None) | (RunRow.__table__.c.last_step < _STEP), _STEP),
+            else_=RunRow.__table__.c.last_step,
+        ),
+        # a batch with points makes the run due for live detection; a heartbeat does not
+        stored_batches=RunRow.__table__.c.stored_batches + case((_STEP.is_(None), 0), else_=1),
+    )
 )
 
 
@@ -208,7 +228,9 @@ def stall_silent_runs(*, session: Session, silent_since: datetime) -> list[RunRo
     UPDATE, so two watchers never report one run twice, and a run whose heartbeat has just
     arrived stays running; no row is locked across runs (a distributed table refuses that).
     """
-    silent = session.scalars(select(RunRow.id).where(RunRow.status == "running", RunRow.heartbeat_at < silent_since)).all()
+    silent = session.scalars(
+        select(RunRow.id).where(RunRow.status == "running", RunRow.heartbeat_at < silent_since)
+    ).all()
     stalled: list[RunRow] = []
     for run_id in claims.claim_runs(session=session, task=claims.Task.STALL_WATCH, run_ids=list(silent)):
         run = session.scalars(
@@ -228,13 +250,20 @@ def claim_drift_due(*, session: Session, limit: int) -> list[RunRow]:
     held for this transaction (`claims.claim_runs`: no row lock across runs, which a distributed
     table refuses), so two workers never compare the same run; read again once held, since
     another worker may have just done one."""
-    due = session.scalars(select(RunRow.id).where(RunRow.drift_due_at.is_not(None))
-                          .order_by(RunRow.drift_due_at, RunRow.id).limit(limit)).all()
+    due = session.scalars(
+        select(RunRow.id).where(RunRow.drift_due_at.is_not(None)).order_by(RunRow.drift_due_at, RunRow.id).limit(limit)
+    ).all()
     held = claims.claim_runs(session=session, task=claims.Task.REFERENCE_DRIFT, run_ids=list(due))
     if not held:
         return []
-    return list(session.scalars(select(RunRow).where(RunRow.id.in_(held), RunRow.drift_due_at.is_not(None))
-                                .order_by(RunRow.drift_due_at, RunRow.id).execution_options(populate_existing=True)))
+    return list(
+        session.scalars(
+            select(RunRow)
+            .where(RunRow.id.in_(held), RunRow.drift_due_at.is_not(None))
+            .order_by(RunRow.drift_due_at, RunRow.id)
+            .execution_options(populate_existing=True)
+        )
+    )
 
 
 def drift_done(*, session: Session, run: RunRow) -> None:

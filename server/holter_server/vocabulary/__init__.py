@@ -30,9 +30,7 @@ def _finite(value: Any) -> Any:
 def as_dict() -> dict[str, Any]:
     """The whole vocabulary as JSON-ready data (what `GET /api/v1/vocabulary` serves)."""
     return {
-        "severities": [
-            {**asdict(s), "color_int": s.color_int} for s in severities.SEVERITIES
-        ],
+        "severities": [{**asdict(s), "color_int": s.color_int} for s in severities.SEVERITIES],
         "healthy": {"name": severities.HEALTHY, "color": severities.HEALTHY_COLOR, "badge": severities.HEALTHY_BADGE},
         "default_min_severity": severities.DEFAULT_MIN_SEVERITY,
         "verdicts": list(severities.VERDICTS),
@@ -45,16 +43,25 @@ def as_dict() -> dict[str, Any]:
         "panels": [asdict(p) for p in signals.PANELS],
         "reference_kinds": list(signals.REFERENCE_KINDS),
         "signal_kinds": [
-            {**asdict(k), "analysed": k.analysed, "system": k.system,
-             "profile": {name: _finite(value) for name, value in asdict(k.profile).items()}}
+            {
+                **asdict(k),
+                "analysed": k.analysed,
+                "system": k.system,
+                "profile": {name: _finite(value) for name, value in asdict(k.profile).items()},
+            }
             for k in signals.SIGNAL_KINDS
         ],
         "understood_by": SOURCES,
         "frameworks": [
-            {"name": name,
-             "rules": [{"pattern": r.pattern, "kind": r.kind, "note": r.note, "marker": r.marker, "tolerance": r.tolerance}
-                       for r in FRAMEWORK_RULES if r.framework == name],
-             "suffixes": [{"pattern": s.pattern, "note": s.note} for s in FRAMEWORK_SUFFIXES if s.framework == name]}
+            {
+                "name": name,
+                "rules": [
+                    {"pattern": r.pattern, "kind": r.kind, "note": r.note, "marker": r.marker, "tolerance": r.tolerance}
+                    for r in FRAMEWORK_RULES
+                    if r.framework == name
+                ],
+                "suffixes": [{"pattern": s.pattern, "note": s.note} for s in FRAMEWORK_SUFFIXES if s.framework == name],
+            }
             for name in FRAMEWORKS
         ],
     }

@@ -21,12 +21,15 @@ DATA_SEED_KEY = re.compile(r"^(data_seed|\w*data\w*_seed|shuffle_seed|sampler_se
 OPTIMIZER_KEY = re.compile(
     r"^(lr|learning_rate|max_lr|min_lr|peak_lr|base_lr|end_lr|lr_\w+|\w+_lr|betas?|beta[12]|adam_beta[12]|eps|epsilon|"
     r"adam_epsilon|adam_eps|weight_decay|wd|momentum|warmup|warmup_\w+|\w+_warmup|grad_clip|max_grad_norm|clip_grad\w*|"
-    r"gradient_clipping|clip_norm|optimizer|optim|lr_scheduler\w*|scheduler|decay_lr|lr_decay\w*)$")
+    r"gradient_clipping|clip_norm|optimizer|optim|lr_scheduler\w*|scheduler|decay_lr|lr_decay\w*)$"
+)
 OPTIMIZER_SECTION = re.compile(r"^(optim|optimizer|optimiser|scheduler|lr_scheduler)$")
 # The learning rate itself: the third of the chapter's classic confounders.
 LEARNING_RATE_KEY = re.compile(r"^(lr|learning_rate|max_lr|peak_lr|base_lr)$")
 # A counter of tokens seen, logged as a metric: compare at matched tokens when both arms log one.
-TOKEN_COUNTER = re.compile(r"(^|[/._])(num_|n_|total_num_|total_|consumed_|train_)?(input_)?tokens(_seen|_processed|_consumed|_trained)?$")
+TOKEN_COUNTER = re.compile(
+    r"(^|[/._])(num_|n_|total_num_|total_|consumed_|train_)?(input_)?tokens(_seen|_processed|_consumed|_trained)?$"
+)
 
 
 def leaf(key: str) -> str:
@@ -64,22 +67,74 @@ def is_token_counter(metric: str) -> bool:
 
 # Each role is a quantity a config may hold, under one of these names (last dotted segment).
 ROLES: dict[str, tuple[str, ...]] = {
-    "dataset_size": ("dataset_size", "num_train_samples", "train_samples", "num_examples", "num_train_examples", "train_size",
-                     "n_train", "num_samples", "dataset_len"),
-    "batch_size": ("batch_size", "per_device_train_batch_size", "micro_batch_size", "train_micro_batch_size_per_gpu",
-                   "micro_batch", "device_batch_size"),
+    "dataset_size": (
+        "dataset_size",
+        "num_train_samples",
+        "train_samples",
+        "num_examples",
+        "num_train_examples",
+        "train_size",
+        "n_train",
+        "num_samples",
+        "dataset_len",
+    ),
+    "batch_size": (
+        "batch_size",
+        "per_device_train_batch_size",
+        "micro_batch_size",
+        "train_micro_batch_size_per_gpu",
+        "micro_batch",
+        "device_batch_size",
+    ),
     "global_batch_size": ("global_batch_size", "total_batch_size", "effective_batch_size"),
-    "grad_accum": ("gradient_accumulation_steps", "grad_accum", "grad_accum_steps", "accumulate_grad_batches",
-                   "gradient_accumulation", "accumulation_steps"),
+    "grad_accum": (
+        "gradient_accumulation_steps",
+        "grad_accum",
+        "grad_accum_steps",
+        "accumulate_grad_batches",
+        "gradient_accumulation",
+        "accumulation_steps",
+    ),
     "world_size": ("world_size", "num_gpus", "n_gpus", "num_devices", "data_parallel_size", "dp_size"),
-    "eval_interval": ("eval_interval", "eval_steps", "eval_every", "eval_freq", "eval_iters_interval", "evaluation_interval",
-                      "val_check_interval", "eval_every_n_steps"),
-    "save_interval": ("save_interval", "save_steps", "checkpoint_interval", "ckpt_interval", "save_every", "checkpoint_every",
-                      "save_freq"),
+    "eval_interval": (
+        "eval_interval",
+        "eval_steps",
+        "eval_every",
+        "eval_freq",
+        "eval_iters_interval",
+        "evaluation_interval",
+        "val_check_interval",
+        "eval_every_n_steps",
+    ),
+    "save_interval": (
+        "save_interval",
+        "save_steps",
+        "checkpoint_interval",
+        "ckpt_interval",
+        "save_every",
+        "checkpoint_every",
+        "save_freq",
+    ),
     "log_interval": ("log_interval", "logging_steps", "log_every", "log_freq", "log_every_n_steps"),
-    "rollouts": ("rollouts_num", "n_samples_per_prompt", "num_generations", "rollout_n", "num_rollouts", "n_rollouts",
-                 "rollouts_per_prompt", "num_samples_per_prompt"),
-    "seq_len": ("seq_len", "seq_length", "max_seq_length", "max_seq_len", "block_size", "sequence_length", "context_length"),
+    "rollouts": (
+        "rollouts_num",
+        "n_samples_per_prompt",
+        "num_generations",
+        "rollout_n",
+        "num_rollouts",
+        "n_rollouts",
+        "rollouts_per_prompt",
+        "num_samples_per_prompt",
+    ),
+    "seq_len": (
+        "seq_len",
+        "seq_length",
+        "max_seq_length",
+        "max_seq_len",
+        "block_size",
+        "sequence_length",
+        "context_length",
+    ),
     "shard_tokens": ("shard_tokens", "tokens_per_shard", "shard_size_tokens"),
     "tokens_per_step": ("tokens_per_step", "tokens_per_batch", "tokens_per_iter"),
 }
@@ -99,18 +154,34 @@ class PeriodRule:
 
 
 PERIOD_RULES: tuple[PeriodRule, ...] = (
-    PeriodRule("steps_per_epoch", "an epoch: the loader starts over (dataset size / global batch)",
-               ("dataset_size",), ("batch_size",), ("grad_accum", "world_size")),
-    PeriodRule("steps_per_epoch_global", "an epoch: the loader starts over (dataset size / global batch size)",
-               ("dataset_size",), ("global_batch_size",)),
+    PeriodRule(
+        "steps_per_epoch",
+        "an epoch: the loader starts over (dataset size / global batch)",
+        ("dataset_size",),
+        ("batch_size",),
+        ("grad_accum", "world_size"),
+    ),
+    PeriodRule(
+        "steps_per_epoch_global",
+        "an epoch: the loader starts over (dataset size / global batch size)",
+        ("dataset_size",),
+        ("global_batch_size",),
+    ),
     PeriodRule("gradient_accumulation", "one optimiser step every so many micro-steps", ("grad_accum",)),
     PeriodRule("eval_interval", "an evaluation every so many steps", ("eval_interval",)),
     PeriodRule("save_interval", "a checkpoint every so many steps", ("save_interval",)),
     PeriodRule("log_interval", "logging every so many steps", ("log_interval",)),
     PeriodRule("rollouts", "a rollout count: samples per prompt, generations per group", ("rollouts",)),
-    PeriodRule("tokens_per_shard", "a data shard: the loader moves to the next file",
-               ("shard_tokens",), ("batch_size", "seq_len"), ("grad_accum", "world_size")),
-    PeriodRule("tokens_per_shard_step", "a data shard, from the tokens one step takes", ("shard_tokens",), ("tokens_per_step",)),
+    PeriodRule(
+        "tokens_per_shard",
+        "a data shard: the loader moves to the next file",
+        ("shard_tokens",),
+        ("batch_size", "seq_len"),
+        ("grad_accum", "world_size"),
+    ),
+    PeriodRule(
+        "tokens_per_shard_step", "a data shard, from the tokens one step takes", ("shard_tokens",), ("tokens_per_step",)
+    ),
 )
 
 # A period within this share of what the config implies (or half a step) matches it.

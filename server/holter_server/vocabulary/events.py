@@ -39,22 +39,54 @@ EVENT_KINDS: tuple[EventKind, ...] = (
     EventKind("sawtooth", "sawtooth", "metric", "a regular zig-zag or periodic spikes, with its period"),
     EventKind("too_good", "too good", "metric", "a loss far below what the task allows (a leak)"),
     EventKind("level_shift", "level shift", "metric", "the level moved to a new one and stayed", summarised=False),
-    EventKind("grad_norm_precursor", "grad-norm precursor", "finding", "a gradient-norm spike a few steps before a loss spike",
-              summarised=False),
-    EventKind("no_learning_signal", "no learning signal", "finding", "gradient norm exactly 0, or a loss flat from step zero"),
+    EventKind(
+        "grad_norm_precursor",
+        "grad-norm precursor",
+        "finding",
+        "a gradient-norm spike a few steps before a loss spike",
+        summarised=False,
+    ),
+    EventKind(
+        "no_learning_signal", "no learning signal", "finding", "gradient norm exactly 0, or a loss flat from step zero"
+    ),
     EventKind("activation_growth", "activation growth", "finding", "an activation norm that keeps growing"),
     EventKind("layer_dominance", "layer dominance", "finding", "one layer's activation norm dwarfing the others"),
-    EventKind("systems_slowdown", "systems slowdown", "finding", "throughput down (or step time up) while the loss carries on"),
-    EventKind("mismatch_off_zero", "mismatch off zero", "finding",
-              "the rollout/trainer mismatch left its healthy value (≈0, or ≈1 for a ratio)"),
-    EventKind("input_stall", "input stall", "finding",
-              "the step waits for data above a fifth of its time while its own work did not grow: the loader sets the pace"),
-    EventKind("overfitting", "overfitting", "finding", "the eval loss turned up for good while the train loss kept falling"),
-    EventKind("gpu_memory_leak", "GPU memory leak", "system", "a GPU's memory climbing sample after sample toward its limit"),
-    EventKind("gpu_idle", "GPU idle", "system", "a GPU's utilisation collapsed while steps went on (waiting for data or the host)"),
-    EventKind("gpu_throttled", "GPU throttled", "system", "a GPU's clocks cut for heat or power for several samples in a row"),
-    EventKind("first_nonfinite", "first non-finite", "tripwire",
-              "the module and gradient where NaN/±Inf first appeared, attached to the divergence it explains"),
+    EventKind(
+        "systems_slowdown", "systems slowdown", "finding", "throughput down (or step time up) while the loss carries on"
+    ),
+    EventKind(
+        "mismatch_off_zero",
+        "mismatch off zero",
+        "finding",
+        "the rollout/trainer mismatch left its healthy value (≈0, or ≈1 for a ratio)",
+    ),
+    EventKind(
+        "input_stall",
+        "input stall",
+        "finding",
+        "the step waits for data above a fifth of its time while its own work did not grow: the loader sets the pace",
+    ),
+    EventKind(
+        "overfitting", "overfitting", "finding", "the eval loss turned up for good while the train loss kept falling"
+    ),
+    EventKind(
+        "gpu_memory_leak", "GPU memory leak", "system", "a GPU's memory climbing sample after sample toward its limit"
+    ),
+    EventKind(
+        "gpu_idle",
+        "GPU idle",
+        "system",
+        "a GPU's utilisation collapsed while steps went on (waiting for data or the host)",
+    ),
+    EventKind(
+        "gpu_throttled", "GPU throttled", "system", "a GPU's clocks cut for heat or power for several samples in a row"
+    ),
+    EventKind(
+        "first_nonfinite",
+        "first non-finite",
+        "tripwire",
+        "the module and gradient where NaN/±Inf first appeared, attached to the divergence it explains",
+    ),
     EventKind("alert", "alert", "job", "the training job raised an alert itself (run.alert): its title and text"),
     EventKind("run_stalled", "stalled", "lifecycle", "no points or heartbeat for HOLTER_STALL_AFTER seconds"),
     EventKind("run_resumed", "resumed", "lifecycle", "a stalled run logged again", summarised=False),

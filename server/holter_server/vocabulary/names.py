@@ -80,7 +80,7 @@ HOLTER_NAMESPACE = "holter/"
 
 def own_name(metric: str) -> str:
     """`metric` without Holter's namespace: "grad_norm/layer.3" for "holter/grad_norm/layer.3"."""
-    return metric[len(HOLTER_NAMESPACE):] if metric.startswith(HOLTER_NAMESPACE) else metric
+    return metric[len(HOLTER_NAMESPACE) :] if metric.startswith(HOLTER_NAMESPACE) else metric
 
 
 def is_per_layer(metric: str) -> bool:
@@ -107,39 +107,74 @@ _TIMING = re.compile(r"(^|[_/])timing(_s|_ms|_per_token_ms)?/|time[_/ ]?per[_/ ]
 GENERIC_RULES: tuple[NameRule, ...] = (
     # waiting for data: the share of the step is read (≈0 when the loader keeps up); the seconds,
     # ≈0 and noisy when healthy, are only watched; the step's own work beside it is compute time
-    NameRule(r"(data|loader|input)[_/ ]?(wait|loading)[_/ ]?(frac(tion)?|share|ratio|pct|percent|\(%\))", "data_wait",
-             "the share of the step spent waiting for data"),
-    NameRule(r"(data|loader|input)[_/ ]?(wait|loading)([_/ ]?(s|ms|time|seconds|\(s\)))?$", "statistic",
-             "time spent waiting for data (the share is what is read)"),
-    NameRule(r"(^|[_/])compute[_/ ]?(s|ms|time|seconds)$", "compute_time", "the step's own work, without its wait for data"),
+    NameRule(
+        r"(data|loader|input)[_/ ]?(wait|loading)[_/ ]?(frac(tion)?|share|ratio|pct|percent|\(%\))",
+        "data_wait",
+        "the share of the step spent waiting for data",
+    ),
+    NameRule(
+        r"(data|loader|input)[_/ ]?(wait|loading)([_/ ]?(s|ms|time|seconds|\(s\)))?$",
+        "statistic",
+        "time spent waiting for data (the share is what is read)",
+    ),
+    NameRule(
+        r"(^|[_/])compute[_/ ]?(s|ms|time|seconds)$", "compute_time", "the step's own work, without its wait for data"
+    ),
     # the largest per-token gap of a step is heavy-tailed: a healthy 200-step GRPO run of Qwen3-8B
     # (RL-Align/RL-Kernel rounds.csv, tests/data/real_curves) logs 1.2-18 at every step, so it is
     # watched, not judged against a mismatch tolerance
-    NameRule(r"logprob_max_abs_diff", "statistic",
-             "the largest per-token logprob gap of a step: heavy-tailed (single tokens reach 10+ in healthy runs)"),
+    NameRule(
+        r"logprob_max_abs_diff",
+        "statistic",
+        "the largest per-token logprob gap of a step: heavy-tailed (single tokens reach 10+ in healthy runs)",
+    ),
     # logprob mismatch between the rollout engine and the trainer
-    NameRule(r"logp_diff|logp_difference|logprob.*(diff|mismatch)|rollout_probs_diff|vllm_kl|rollout_logprob", "logprob_mismatch",
-             "the rollout engine's and the trainer's log-probabilities of the same tokens differ"),
+    NameRule(
+        r"logp_diff|logp_difference|logprob.*(diff|mismatch)|rollout_probs_diff|vllm_kl|rollout_logprob",
+        "logprob_mismatch",
+        "the rollout engine's and the trainer's log-probabilities of the same tokens differ",
+    ),
     NameRule(r"grad(ient)?[_/ -]?norm|gnorm", "grad_norm", "a gradient norm"),
     NameRule(r"act(ivation)?s?[_/ ]?(norm|rms)|resid(ual)?[_/]?(norm|rms)", "activation_norm", "an activation norm"),
-    NameRule(r"(^|[_/])timing(_s|_ms|_per_token_ms)?/|step[_/ ]?time|iter(ation)?[_/ -]?time|time[_/ ]?per[_/ ]?step|"
-             r"batch[_/ ]?time|epoch[_/ ]?time|elapsed[_/ ]?time|_ms$|ms[_/]per[_/]step|[a-z]-time$", "step_time", "a step or phase time"),
-    NameRule(r"tokens?[_/ ]?per[_/ ]?s|tok/s|tokens_per_sec|samples?[_/ ]?per[_/ ]?s|throughput|tflops|mfu|it/s|"
-             r"steps_per_second|(^|[_/])[tw]ps($|[_/(])", "throughput", "a throughput or model-FLOPs utilisation"),
+    NameRule(
+        r"(^|[_/])timing(_s|_ms|_per_token_ms)?/|step[_/ ]?time|iter(ation)?[_/ -]?time|time[_/ ]?per[_/ ]?step|"
+        r"batch[_/ ]?time|epoch[_/ ]?time|elapsed[_/ ]?time|_ms$|ms[_/]per[_/]step|[a-z]-time$",
+        "step_time",
+        "a step or phase time",
+    ),
+    NameRule(
+        r"tokens?[_/ ]?per[_/ ]?s|tok/s|tokens_per_sec|samples?[_/ ]?per[_/ ]?s|throughput|tflops|mfu|it/s|"
+        r"steps_per_second|(^|[_/])[tw]ps($|[_/(])",
+        "throughput",
+        "a throughput or model-FLOPs utilisation",
+    ),
     # reinforcement-learning losses: a policy-gradient loss swings around 0 and may go negative
-    NameRule(r"(^|[^a-z])(pg_loss|policy_loss|policy_gradient_loss|actor_loss|act_loss|kl_loss|vf_loss|value_loss|critic_loss)([^a-z]|$)",
-             "policy_loss",
-             "a policy, value or KL loss of RL training, not a language-model loss"),
-    NameRule(r"reward|(^|[^a-z])ep_rew_|(^|[^a-z])(score|scores|return|returns|acc|accuracy|accuracies|win_rate|pass@\d*|mean_token_accuracy)([^a-z]|$)",
-             "reward", "a reward, score or accuracy: higher is better"),
-    NameRule(r"(^|[^a-z])(?<!cross_)(advantages?|entropy|entropy_loss|kl|ppo_kl|approx_kl|pg_clipfrac|clipfrac|clip_frac(tion)?|aux_loss|"
-             r"(mean_)?length|(mean_)?len|lengths|values|vpred)([^a-z]|$)|clip_ratio|clipped_ratio|pearson|corr(elation)?([^a-z]|$)|"
-             r"memory|mem[_-]|_mem_", "statistic", "a statistic logged beside the vital signs (KL to the reference, entropy, "
-             "clip fraction, lengths, memory)"),
-    NameRule(r"(^|[^a-z])(eval|val|valid|validation|test)([^a-z]|$).*(loss|nll|perplexity|ppl)|"
-             r"(loss|nll|perplexity|ppl).*(^|[^a-z])(eval|val|valid|validation|test)([^a-z]|$)", "eval_loss", "a held-out loss"),
+    NameRule(
+        r"(^|[^a-z])(pg_loss|policy_loss|policy_gradient_loss|actor_loss|act_loss|kl_loss|vf_loss|value_loss|critic_loss)([^a-z]|$)",
+        "policy_loss",
+        "a policy, value or KL loss of RL training, not a language-model loss",
+    ),
+    NameRule(
+        r"reward|(^|[^a-z])ep_rew_|(^|[^a-z])(score|scores|return|returns|acc|accuracy|accuracies|win_rate|pass@\d*|mean_token_accuracy)([^a-z]|$)",
+        "reward",
+        "a reward, score or accuracy: higher is better",
+    ),
+    NameRule(
+        r"(^|[^a-z])(?<!cross_)(advantages?|entropy|entropy_loss|kl|ppo_kl|approx_kl|pg_clipfrac|clipfrac|clip_frac(tion)?|aux_loss|"
+        r"(mean_)?length|(mean_)?len|lengths|values|vpred)([^a-z]|$)|clip_ratio|clipped_ratio|pearson|corr(elation)?([^a-z]|$)|"
+        r"memory|mem[_-]|_mem_",
+        "statistic",
+        "a statistic logged beside the vital signs (KL to the reference, entropy, clip fraction, lengths, memory)",
+    ),
+    NameRule(
+        r"(^|[^a-z])(eval|val|valid|validation|test)([^a-z]|$).*(loss|nll|perplexity|ppl)|"
+        r"(loss|nll|perplexity|ppl).*(^|[^a-z])(eval|val|valid|validation|test)([^a-z]|$)",
+        "eval_loss",
+        "a held-out loss",
+    ),
     NameRule(r"loss|nll|perplexity|ppl|cross_?entropy", "loss", "a training loss"),
 )
+
 
 @dataclass(frozen=True)
 class NameSuffix:
@@ -160,8 +195,11 @@ class RunContext:
 
     def __init__(self, names: Iterable[str] = ()) -> None:
         lowered = [n.lower() for n in names]
-        self.markers = frozenset(rule.marker for rule in _marker_rules()
-                                 if rule.marker is not None and any(rule.marker_regex.search(n) for n in lowered))  # type: ignore[union-attr]
+        self.markers = frozenset(
+            rule.marker
+            for rule in _marker_rules()
+            if rule.marker is not None and any(rule.marker_regex.search(n) for n in lowered)
+        )  # type: ignore[union-attr]
 
 
 @cache
@@ -185,7 +223,9 @@ def _marker_rules() -> tuple[NameRule, ...]:
     return tuple(rule for rule in all_rules() if rule.marker is not None)
 
 
-_SCHEDULE_RULE = NameRule(_SCHEDULE.pattern, "schedule", "a schedule or counter (learning rate, epoch, step, batch size)")
+_SCHEDULE_RULE = NameRule(
+    _SCHEDULE.pattern, "schedule", "a schedule or counter (learning rate, epoch, step, batch size)"
+)
 
 
 def _match(lowered: str, markers: frozenset[str]) -> NameRule | None:
@@ -206,9 +246,11 @@ def _recognise(name: str, markers: frozenset[str]) -> Understanding:
         for suffix in all_suffixes():
             base = suffix.regex.sub("", lowered)
             stripped = _match(base, markers) if base and base != lowered else None
-            if stripped is not None and stripped.kind != "schedule" or (rule is None and stripped is not None):
+            if (stripped is not None and stripped.kind != "schedule") or (rule is None and stripped is not None):
                 note = f"{stripped.note} ({suffix.note})" if stripped.note else suffix.note
-                return Understanding(stripped.kind, RECOGNISED, suffix.framework, stripped.pattern, note, stripped.tolerance)
+                return Understanding(
+                    stripped.kind, RECOGNISED, suffix.framework, stripped.pattern, note, stripped.tolerance
+                )
     if rule is None:
         return Understanding("unknown", UNKNOWN)
     return Understanding(rule.kind, RECOGNISED, rule.framework, rule.pattern, rule.note or None, rule.tolerance)
@@ -231,8 +273,11 @@ def declared_kind(name: str, declarations: Mapping[str, Any] | None) -> tuple[st
     exact = _kind_of(declarations.get(name))
     if exact:
         return exact, name
-    matching = [(pattern, kind) for pattern, value in declarations.items()
-                if (kind := _kind_of(value)) and pattern != name and fnmatch.fnmatchcase(name, pattern)]
+    matching = [
+        (pattern, kind)
+        for pattern, value in declarations.items()
+        if (kind := _kind_of(value)) and pattern != name and fnmatch.fnmatchcase(name, pattern)
+    ]
     if not matching:
         return None
     pattern, kind = max(matching, key=lambda item: (len(item[0]), item[0]))
@@ -248,7 +293,9 @@ def _kind_of(value: Any) -> str | None:
     return None
 
 
-def understand(name: str, *, declarations: Mapping[str, Any] | None = None, context: RunContext | None = None) -> Understanding:
+def understand(
+    name: str, *, declarations: Mapping[str, Any] | None = None, context: RunContext | None = None
+) -> Understanding:
     """How Holter reads `name`: a declaration first, then recognition, else unknown."""
     declared = declared_kind(name, declarations)
     if declared is not None:
@@ -258,7 +305,9 @@ def understand(name: str, *, declarations: Mapping[str, Any] | None = None, cont
     return recognise(name, context)
 
 
-def understand_all(names: Collection[str], *, declarations: Mapping[str, Any] | None = None) -> dict[str, Understanding]:
+def understand_all(
+    names: Collection[str], *, declarations: Mapping[str, Any] | None = None
+) -> dict[str, Understanding]:
     """Every metric of a run understood together (markers are looked for once)."""
     context = RunContext(names)
     return {name: understand(name, declarations=declarations, context=context) for name in names}

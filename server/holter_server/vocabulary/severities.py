@@ -44,12 +44,42 @@ class Severity:
 
 
 SEVERITIES: tuple[Severity, ...] = (
-    Severity("info", 0, "info", "worth knowing; nobody is paged (a recovered one-step spike, an unknown metric's outlier)",
-             verdict="notice", alarm=False, color="#2e90fa", badge="blue", emoji="🔵", card_color="Default"),
-    Severity("warning", 1, "warning", "needs a look: the run may be going wrong",
-             verdict="warning", alarm=True, color="#f79009", badge="orange", emoji="🟠", card_color="Warning"),
-    Severity("critical", 2, "critical", "the run is broken or about to be (divergence, NaN, no learning signal)",
-             verdict="critical", alarm=True, color="#d92d20", badge="red", emoji="🔴", card_color="Attention"),
+    Severity(
+        "info",
+        0,
+        "info",
+        "worth knowing; nobody is paged (a recovered one-step spike, an unknown metric's outlier)",
+        verdict="notice",
+        alarm=False,
+        color="#2e90fa",
+        badge="blue",
+        emoji="🔵",
+        card_color="Default",
+    ),
+    Severity(
+        "warning",
+        1,
+        "warning",
+        "needs a look: the run may be going wrong",
+        verdict="warning",
+        alarm=True,
+        color="#f79009",
+        badge="orange",
+        emoji="🟠",
+        card_color="Warning",
+    ),
+    Severity(
+        "critical",
+        2,
+        "critical",
+        "the run is broken or about to be (divergence, NaN, no learning signal)",
+        verdict="critical",
+        alarm=True,
+        color="#d92d20",
+        badge="red",
+        emoji="🔴",
+        card_color="Attention",
+    ),
 )
 
 SEVERITY_NAMES: tuple[str, ...] = tuple(s.name for s in SEVERITIES)

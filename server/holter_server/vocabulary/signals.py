@@ -74,31 +74,97 @@ SIGNAL_KINDS: tuple[SignalKind, ...] = (
     SignalKind("eval_loss", "eval loss", "loss", "vital", "a held-out loss, logged every so often"),
     SignalKind("grad_norm", "gradient norm", "grad_norm", "vital", "total or per-layer gradient norm"),
     SignalKind("activation_norm", "activation norm", "activation_norm", "vital", "per-layer activation RMS or norm"),
-    SignalKind("logprob_mismatch", "logprob mismatch", "logprob_mismatch", "vital",
-               "rollout engine vs trainer on the same tokens: healthy ≈0"),
-    SignalKind("mismatch_ratio", "mismatch ratio", "mismatch_ratio", "vital",
-               "rollout engine vs trainer as a ratio: healthy ≈1.0 (token_mult_prob_error, importance-sampling ratio)"),
-    SignalKind("throughput", "throughput", "throughput", "vital", "tokens or samples per second, TFLOP/s, MFU: down is bad"),
+    SignalKind(
+        "logprob_mismatch",
+        "logprob mismatch",
+        "logprob_mismatch",
+        "vital",
+        "rollout engine vs trainer on the same tokens: healthy ≈0",
+    ),
+    SignalKind(
+        "mismatch_ratio",
+        "mismatch ratio",
+        "mismatch_ratio",
+        "vital",
+        "rollout engine vs trainer as a ratio: healthy ≈1.0 (token_mult_prob_error, importance-sampling ratio)",
+    ),
+    SignalKind(
+        "throughput", "throughput", "throughput", "vital", "tokens or samples per second, TFLOP/s, MFU: down is bad"
+    ),
     SignalKind("step_time", "step time", "step_time", "vital", "time per step or phase: up is bad"),
-    SignalKind("compute_time", "compute time", "step_time", "vital",
-               "the step's own work without its wait for data (holter.torch.watch_loader's holter/loader/compute_s)"),
-    SignalKind("data_wait", "data wait", "data_wait", "vital",
-               "the share of a step spent waiting for its batch (fraction or %): healthy ≈0, held above a fifth is a stall"),
-    SignalKind("policy_loss", "policy loss", "policy_loss", "quiet",
-               "an RL policy, value or KL loss: swings around zero; NaN/±Inf critical, outliers info"),
-    SignalKind("reward", "reward", "reward", "quiet", "a reward, score or accuracy: higher is better; NaN and outliers at info"),
-    SignalKind("statistic", "statistic", None, "quiet",
-               "a recognised statistic that is not a vital sign (KL to the reference, entropy, clip fraction, lengths, memory)"),
-    SignalKind("schedule", "schedule", None, "none", "a schedule or counter (learning rate, epoch, step, batch size): drawn only"),
-    SignalKind("gpu_memory", "GPU memory", "gpu_memory", "vital",
-               "a GPU's share of memory in use (holter/system/gpu.<i>.memory_used_frac): a climb that goes on is a leak"),
-    SignalKind("gpu_utilization", "GPU utilisation", "gpu_utilization", "vital",
-               "a GPU's utilisation in % (holter/system/gpu.<i>.utilization): a collapse while steps go on is the GPU idling"),
-    SignalKind("gpu_throttle", "GPU throttling", "gpu_throttle", "vital",
-               "1 while a GPU's clocks are cut for heat or power (holter/system/gpu.<i>.throttle.*)"),
-    SignalKind("system", "system vital", None, "none",
-               "the machine's CPU, memory, disk and network, a GPU's temperature, power and clocks: drawn only"),
-    SignalKind("unknown", "unknown", None, "quiet", "a name Holter does not recognise: NaN/±Inf and extreme outliers, info only"),
+    SignalKind(
+        "compute_time",
+        "compute time",
+        "step_time",
+        "vital",
+        "the step's own work without its wait for data (holter.torch.watch_loader's holter/loader/compute_s)",
+    ),
+    SignalKind(
+        "data_wait",
+        "data wait",
+        "data_wait",
+        "vital",
+        "the share of a step spent waiting for its batch (fraction or %): healthy ≈0, held above a fifth is a stall",
+    ),
+    SignalKind(
+        "policy_loss",
+        "policy loss",
+        "policy_loss",
+        "quiet",
+        "an RL policy, value or KL loss: swings around zero; NaN/±Inf critical, outliers info",
+    ),
+    SignalKind(
+        "reward", "reward", "reward", "quiet", "a reward, score or accuracy: higher is better; NaN and outliers at info"
+    ),
+    SignalKind(
+        "statistic",
+        "statistic",
+        None,
+        "quiet",
+        "a recognised statistic that is not a vital sign (KL to the reference, entropy, clip fraction, lengths, memory)",
+    ),
+    SignalKind(
+        "schedule",
+        "schedule",
+        None,
+        "none",
+        "a schedule or counter (learning rate, epoch, step, batch size): drawn only",
+    ),
+    SignalKind(
+        "gpu_memory",
+        "GPU memory",
+        "gpu_memory",
+        "vital",
+        "a GPU's share of memory in use (holter/system/gpu.<i>.memory_used_frac): a climb that goes on is a leak",
+    ),
+    SignalKind(
+        "gpu_utilization",
+        "GPU utilisation",
+        "gpu_utilization",
+        "vital",
+        "a GPU's utilisation in % (holter/system/gpu.<i>.utilization): a collapse while steps go on is the GPU idling",
+    ),
+    SignalKind(
+        "gpu_throttle",
+        "GPU throttling",
+        "gpu_throttle",
+        "vital",
+        "1 while a GPU's clocks are cut for heat or power (holter/system/gpu.<i>.throttle.*)",
+    ),
+    SignalKind(
+        "system",
+        "system vital",
+        None,
+        "none",
+        "the machine's CPU, memory, disk and network, a GPU's temperature, power and clocks: drawn only",
+    ),
+    SignalKind(
+        "unknown",
+        "unknown",
+        None,
+        "quiet",
+        "a name Holter does not recognise: NaN/±Inf and extreme outliers, info only",
+    ),
 )
 
 SIGNAL_KIND_NAMES: tuple[str, ...] = tuple(k.name for k in SIGNAL_KINDS)
@@ -109,7 +175,9 @@ LOSS_KINDS: tuple[str, ...] = ("loss", "eval_loss")
 # drifting while the train loss matches is the signature of a silent bug).
 REFERENCE_KINDS: tuple[str, ...] = ("eval_loss", "loss")
 # Kinds a rollout/trainer mismatch is measured in, and the value each is healthy at.
-MISMATCH_HEALTHY: dict[str, float] = {kind: KINDS[kind].healthy_level for kind in ("logprob_mismatch", "mismatch_ratio")}
+MISMATCH_HEALTHY: dict[str, float] = {
+    kind: KINDS[kind].healthy_level for kind in ("logprob_mismatch", "mismatch_ratio")
+}
 
 
 def signal(kind: str) -> SignalKind:

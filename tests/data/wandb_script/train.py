@@ -11,8 +11,16 @@ import wandb
 
 
 def main() -> int:
-    run = wandb.init(project="wandb-drop-in", name="logreg", config={"lr": 0.5, "epochs": 4, "batch_size": 64},
-                     entity="lab", group="sweep-1", job_type="train", tags=["numpy"], notes="drop-in check")
+    run = wandb.init(
+        project="wandb-drop-in",
+        name="logreg",
+        config={"lr": 0.5, "epochs": 4, "batch_size": 64},
+        entity="lab",
+        group="sweep-1",
+        job_type="train",
+        tags=["numpy"],
+        notes="drop-in check",
+    )
     wandb.config.update({"features": 8})
     wandb.config.seed = 0
     run.config["optimizer"] = {"name": "sgd", "momentum": 0.0}
@@ -28,8 +36,8 @@ def main() -> int:
     accuracy = 0.0
     for epoch in range(wandb.config.epochs):
         for start in range(0, len(features), wandb.config.batch_size):
-            x = features[start:start + wandb.config.batch_size]
-            y = labels[start:start + wandb.config.batch_size]
+            x = features[start : start + wandb.config.batch_size]
+            y = labels[start : start + wandb.config.batch_size]
             p = 1.0 / (1.0 + np.exp(-(x @ weights)))
             loss = float(-np.mean(y * np.log(p + 1e-9) + (1 - y) * np.log(1 - p + 1e-9)))
             gradient = x.T @ (p - y) / len(y)

@@ -8,8 +8,10 @@ from holter_charts.series import Series
 
 def test_events_of_a_run_at_one_step_share_one_marker_on_the_compare_chart(vocab) -> None:
     s = Series(list(range(100)), [1.0] * 100)
-    events = [{"metric": "loss", "kind": kind, "status": "open", "start_step": 40, "peak_step": 40, "summary": kind}
-              for kind in ("spike", "reference_drift", "grad_norm_precursor")]
+    events = [
+        {"metric": "loss", "kind": kind, "status": "open", "start_step": 40, "peak_step": 40, "summary": kind}
+        for kind in ("spike", "reference_drift", "grad_norm_precursor")
+    ]
     figure = compare_figure("loss", [("a", "a", s, events)], vocab=vocab)
     markers = [t for t in figure["data"] if t.get("mode") == "markers+text"]
     assert len(markers) == 1 and markers[0]["text"] == ["spike +2"]
@@ -20,15 +22,26 @@ def test_the_reference_band_and_the_drifts_are_the_services(vocab) -> None:  # t
     ref = Series(list(range(0, 1000)), [2.0] * 1000)
     other = Series(list(range(0, 1000)), [2.0 if not 400 <= i < 600 else 3.0 for i in range(1000)])
     # what GET /runs/b/compare?reference=a answered (median ± 4·MAD; the dashboard computes no band)
-    comparison = {"run_id": "b", "reference_id": "a", "metric": "loss", "steps": [0, 500, 999], "values": [2.0, 3.0, 2.0],
-                  "reference": [2.0, 2.0, 2.0], "low": [1.9, 1.8, "NaN"], "high": [2.1, 2.2, 2.3],
-                  "drifts": [{"start_step": 400, "end_step": 599, "mean_gap": 1.0, "direction": "above", "points": 200}]}
-    figure = compare_figure("loss", [("a", "a", ref, []), ("b", "b", other, [])], reference="a", vocab=vocab,
-                            comparisons={"b": comparison})
+    comparison = {
+        "run_id": "b",
+        "reference_id": "a",
+        "metric": "loss",
+        "steps": [0, 500, 999],
+        "values": [2.0, 3.0, 2.0],
+        "reference": [2.0, 2.0, 2.0],
+        "low": [1.9, 1.8, "NaN"],
+        "high": [2.1, 2.2, 2.3],
+        "drifts": [{"start_step": 400, "end_step": 599, "mean_gap": 1.0, "direction": "above", "points": 200}],
+    }
+    figure = compare_figure(
+        "loss", [("a", "a", ref, []), ("b", "b", other, [])], reference="a", vocab=vocab, comparisons={"b": comparison}
+    )
     high, low = figure["data"][:2]
     assert high["x"] == [0, 500, 999] and high["y"] == [2.1, 2.2, 2.3]
     assert low["name"] == "reference band" and low["fill"] == "tonexty" and low["y"] == [1.9, 1.8, None]
     (span,) = figure["layout"]["shapes"]
-    assert (span["x0"], span["x1"]) == (400, 599) and span["fillcolor"] == figure["data"][4]["line"]["color"]  # b's colour
+    assert (span["x0"], span["x1"]) == (400, 599) and span["fillcolor"] == figure["data"][4]["line"][
+        "color"
+    ]  # b's colour
     without = compare_figure("loss", [("a", "a", ref, []), ("b", "b", other, [])], reference="a", vocab=vocab)
     assert "reference band" not in [t.get("name") for t in without["data"]] and without["layout"]["shapes"] == []

@@ -13,6 +13,12 @@ def test_heatmap_calls_out_the_worst_layer(vocab) -> None:
     assert worst_layer(layers) == (2, 8.0)
     x, order, z = family_matrix(layers, bins=10)
     assert order == [0, 1, 2, 3] and len(x) == 10 and z[2][-1] == 8.0
-    panel = Panel(key="act", title="act_norm per layer", metrics=tuple(f"act/layer.{i}" for i in range(4)), kind="heatmap", layers=(0, 1, 2, 3))
+    panel = Panel(
+        key="act",
+        title="act_norm per layer",
+        metrics=tuple(f"act/layer.{i}" for i in range(4)),
+        kind="heatmap",
+        layers=(0, 1, 2, 3),
+    )
     figure = heatmap_figure(panel, {f"act/layer.{i}": s for i, s in layers.items()}, vocab=vocab)
     assert "worst: layer 2" in figure["layout"]["title"]["text"]

@@ -28,10 +28,20 @@ def test_line_figure_draws_raw_smoothed_nonfinite_and_events(vocab) -> None:
     loss = Series(list(range(100)), [3.0 - i * 0.01 for i in range(100)])
     loss.values[50] = 9.0
     loss.values[70] = math.nan
-    event = {"id": 7, "metric": "loss", "kind": "spike", "severity": "warning", "status": "open", "start_step": 50,
-             "end_step": 53, "peak_step": 50, "summary": "loss spiked to 9.0 at step 50"}
-    figure, states = line_figure(panel, {"loss": loss, "eval_loss": Series([0, 50], [3.1, 2.9])}, [event], view=View(smoothing=0.5),
-                                 vocab=vocab)
+    event = {
+        "id": 7,
+        "metric": "loss",
+        "kind": "spike",
+        "severity": "warning",
+        "status": "open",
+        "start_step": 50,
+        "end_step": 53,
+        "peak_step": 50,
+        "summary": "loss spiked to 9.0 at step 50",
+    }
+    figure, states = line_figure(
+        panel, {"loss": loss, "eval_loss": Series([0, 50], [3.1, 2.9])}, [event], view=View(smoothing=0.5), vocab=vocab
+    )
     raw, smooth = trace_indexes(panel, "loss")
     assert figure["data"][raw]["y"][70] is None  # a gap, and ...
     assert figure["data"][nonfinite_trace_index(panel)]["x"] == [70]  # ... a cross marking the NaN
@@ -42,24 +52,49 @@ def test_line_figure_draws_raw_smoothed_nonfinite_and_events(vocab) -> None:
     markers = figure["data"][-1]
     assert markers["x"] == [50] and markers["y"] == [9.0] and markers["customdata"] == [7]
     assert set(states) == {"loss", "eval_loss"}
-    assert markers["marker"]["color"] == [vocab.color("warning")] and figure["data"][nonfinite_trace_index(panel)]["marker"]["color"] == vocab.worst_color
+    assert (
+        markers["marker"]["color"] == [vocab.color("warning")]
+        and figure["data"][nonfinite_trace_index(panel)]["marker"]["color"] == vocab.worst_color
+    )
 
 
 def test_a_zoomed_wall_time_chart_is_drawn_over_the_zoomed_steps(vocab) -> None:
     series = {"loss": Series(list(range(100)), [1.0] * 100, [1000.0 + step for step in range(100)])}
-    figure, _ = line_figure(Panel("loss", "Loss", ("loss",)), series, view=View(x_axis="time", start=20, end=40), vocab=vocab)
-    assert figure["layout"]["xaxis"]["range"] == [1_020_000.0, 1_040_000.0] and figure["layout"]["xaxis"]["type"] == "date"
+    figure, _ = line_figure(
+        Panel("loss", "Loss", ("loss",)), series, view=View(x_axis="time", start=20, end=40), vocab=vocab
+    )
+    assert (
+        figure["layout"]["xaxis"]["range"] == [1_020_000.0, 1_040_000.0] and figure["layout"]["xaxis"]["type"] == "date"
+    )
 
 
 def test_plotly_markup_in_names_notes_and_summaries_shows_as_text(vocab) -> None:
     name = '<a href="https://phish.example">loss</a>'
     panel = Panel(key="x", title=name, metrics=(name,))
-    event = {"id": 1, "metric": name, "kind": "spike", "severity": "warning", "status": "open", "start_step": 5, "end_step": 5,
-             "peak_step": 5, "summary": "<b>urgent</b> <a href='https://phish.example'>fix</a>"}
-    note = {"id": 2, "start_step": 3, "end_step": 4, "author": "<i>mallory</i>", "text": '<a href="https://phish.example">see</a>'}
-    figure, _ = line_figure(panel, {name: Series(list(range(10)), [1.0] * 5 + [9.0] + [1.0] * 4)}, [event], [note], view=View(),
-                            vocab=vocab)
-    text = str([{k: v for k, v in trace.items() if k != "legendgroup"} for trace in figure["data"]]) + str(figure["layout"])  # ids aside
+    event = {
+        "id": 1,
+        "metric": name,
+        "kind": "spike",
+        "severity": "warning",
+        "status": "open",
+        "start_step": 5,
+        "end_step": 5,
+        "peak_step": 5,
+        "summary": "<b>urgent</b> <a href='https://phish.example'>fix</a>",
+    }
+    note = {
+        "id": 2,
+        "start_step": 3,
+        "end_step": 4,
+        "author": "<i>mallory</i>",
+        "text": '<a href="https://phish.example">see</a>',
+    }
+    figure, _ = line_figure(
+        panel, {name: Series(list(range(10)), [1.0] * 5 + [9.0] + [1.0] * 4)}, [event], [note], view=View(), vocab=vocab
+    )
+    text = str([{k: v for k, v in trace.items() if k != "legendgroup"} for trace in figure["data"]]) + str(
+        figure["layout"]
+    )  # ids aside
     assert "<a href" not in text and "<b>urgent" not in text and "<i>mallory" not in text
     assert "&lt;a href" in text
 
@@ -68,8 +103,12 @@ def test_live_appends_extend_each_trace_as_the_figure_drew_it(vocab) -> None:  #
     panel = Panel(key="loss", title="Loss", metrics=("loss", "eval_loss"))
     values = [3.0, 2.5, math.nan, 2.0, math.inf, 1.5]
     whole, _ = line_figure(panel, {"loss": Series(list(range(6)), values)}, view=View(smoothing=0.5), vocab=vocab)
-    first, states = line_figure(panel, {"loss": Series(list(range(3)), values[:3])}, view=View(smoothing=0.5), vocab=vocab)
-    extensions, new_states = line_appends(panel, {"loss": Series(list(range(3, 6)), values[3:])}, View(smoothing=0.5), states)
+    first, states = line_figure(
+        panel, {"loss": Series(list(range(3)), values[:3])}, view=View(smoothing=0.5), vocab=vocab
+    )
+    extensions, new_states = line_appends(
+        panel, {"loss": Series(list(range(3, 6)), values[3:])}, View(smoothing=0.5), states
+    )
     for index, x, y in extensions:
         trace = first["data"][index]
         trace["x"], trace["y"] = trace["x"] + x, trace["y"] + y  # (a raw and its smoothed trace share one x list)

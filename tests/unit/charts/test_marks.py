@@ -8,7 +8,9 @@ from holter_charts.series import Series, View
 
 def test_dismissed_events_are_not_drawn_and_handled_ones_are_grey(vocab) -> None:
     base = {"metric": "loss", "kind": "spike", "severity": "critical", "start_step": 5, "end_step": 5}
-    shapes, labels = event_shapes([dict(base, id=1, status="dismissed"), dict(base, id=2, status="acknowledged")], [], View(), vocab)
+    shapes, labels = event_shapes(
+        [dict(base, id=1, status="dismissed"), dict(base, id=2, status="acknowledged")], [], View(), vocab
+    )
     assert len(labels) == 1 and labels[0]["text"] == "spike (acknowledged)" and labels[0]["font"]["color"] == "#868e96"
     assert shapes[0]["type"] == "line"
 
@@ -24,10 +26,31 @@ def test_labels_on_a_wall_time_axis_are_staggered_by_their_distance_in_time() ->
 
 def test_overlapping_events_of_a_family_draw_one_span_and_one_counted_label(vocab) -> None:
     series = [Series(list(range(200)), [1.0] * 200)]
-    events = [{"id": i, "metric": f"mismatch/{i}", "kind": "sawtooth", "severity": "warning", "status": "open",
-               "start_step": 11 + i, "end_step": 150 + i, "summary": f"metric {i} saws"} for i in range(5)]
-    events.append({"id": 9, "metric": "mismatch/0", "kind": "spike", "severity": "warning", "status": "open",
-                   "start_step": 180, "end_step": 190, "summary": "a spike"})
+    events = [
+        {
+            "id": i,
+            "metric": f"mismatch/{i}",
+            "kind": "sawtooth",
+            "severity": "warning",
+            "status": "open",
+            "start_step": 11 + i,
+            "end_step": 150 + i,
+            "summary": f"metric {i} saws",
+        }
+        for i in range(5)
+    ]
+    events.append(
+        {
+            "id": 9,
+            "metric": "mismatch/0",
+            "kind": "spike",
+            "severity": "warning",
+            "status": "open",
+            "start_step": 180,
+            "end_step": 190,
+            "summary": "a spike",
+        }
+    )
     shapes, labels = event_shapes(events, series, View(), vocab)
     assert [(r["x0"], r["x1"]) for r in shapes if r["type"] == "rect"] == [(11, 154), (180, 190)]
     texts = sorted(label["text"] for label in labels)

@@ -25,11 +25,15 @@ def imported_packages(root: Path) -> dict[str, set[str]]:
 
 
 def test_the_chart_builder_imports_neither_the_server_nor_the_dashboard() -> None:
-    reaching = {name: sorted(packages & {"holter_server", "holter_dashboard", "holter"})
-                for name, packages in imported_packages(Path(holter_charts.__file__).parent).items()}
+    reaching = {
+        name: sorted(packages & {"holter_server", "holter_dashboard", "holter"})
+        for name, packages in imported_packages(Path(holter_charts.__file__).parent).items()
+    }
     assert {name: found for name, found in reaching.items() if found} == {}
 
 
 def test_a_chart_module_importing_the_server_would_be_found(tmp_path: Path) -> None:
-    (tmp_path / "sneaky.py").write_text("from holter_server.vocabulary import severities\nimport holter_dashboard.api\n")
+    (tmp_path / "sneaky.py").write_text(
+        "from holter_server.vocabulary import severities\nimport holter_dashboard.api\n"
+    )
     assert imported_packages(tmp_path) == {"sneaky.py": {"holter_server", "holter_dashboard"}}

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+from holter_charts.panels import layer_of, plan_panels
 from holter_server.vocabulary import understand_all
 from holter_server.vocabulary.signals import panel_of
-
-from holter_charts.panels import layer_of, plan_panels
 
 
 def as_the_api_lists(names: list[str]) -> list[dict]:
@@ -14,8 +13,17 @@ def as_the_api_lists(names: list[str]) -> list[dict]:
 
 
 def test_panels_group_the_metrics_by_the_panel_the_service_gave_them(vocab) -> None:
-    names = ["loss", "eval_loss", "grad_norm", "logprob_mismatch", "tokens_per_s", "lr",
-             *(f"act_norm/layer.{i}" for i in range(4)), "training/rollout_probs_diff_mean", "my_probe"]
+    names = [
+        "loss",
+        "eval_loss",
+        "grad_norm",
+        "logprob_mismatch",
+        "tokens_per_s",
+        "lr",
+        *(f"act_norm/layer.{i}" for i in range(4)),
+        "training/rollout_probs_diff_mean",
+        "my_probe",
+    ]
     panels = plan_panels(as_the_api_lists(names), vocab)
     titles = [p.title for p in panels]
     assert titles[:4] == ["Loss", "Gradient norm", "Logprob mismatch (rollout vs trainer)", "Throughput"]
@@ -28,10 +36,17 @@ def test_panels_group_the_metrics_by_the_panel_the_service_gave_them(vocab) -> N
 
 def test_a_metric_s_panel_is_the_service_s_not_a_guess_from_its_name(vocab) -> None:
     # a metric named like a loss but declared something else is drawn where the service puts it
-    metrics = [{"name": "loss", "kind": "loss", "panel": "loss"}, {"name": "aux_loss", "kind": "unknown", "panel": None},
-               {"name": "norm", "kind": "grad_norm", "panel": "grad_norm"}]
+    metrics = [
+        {"name": "loss", "kind": "loss", "panel": "loss"},
+        {"name": "aux_loss", "kind": "unknown", "panel": None},
+        {"name": "norm", "kind": "grad_norm", "panel": "grad_norm"},
+    ]
     panels = plan_panels(metrics, vocab)
-    assert [(p.title, p.metrics) for p in panels] == [("Loss", ("loss",)), ("Gradient norm", ("norm",)), ("aux_loss", ("aux_loss",))]
+    assert [(p.title, p.metrics) for p in panels] == [
+        ("Loss", ("loss",)),
+        ("Gradient norm", ("norm",)),
+        ("aux_loss", ("aux_loss",)),
+    ]
 
 
 QUANTILES = ("min", "p5", "p25", "median", "p75", "p95", "max")
@@ -43,12 +58,16 @@ def test_a_logged_histogram_s_quantiles_are_one_band_chart(vocab) -> None:
     (band,) = [p for p in panels if p.kind == "band"]
     assert band.title == "weights (distribution)" and band.metrics == tuple(f"weights/{q}" for q in QUANTILES)
     assert not any(set(p.metrics) & set(band.metrics) for p in panels if p is not band)
-    assert {"partial/median", "partial/p5"} <= {m for p in panels if p.kind == "lines" for m in p.metrics}  # not a whole histogram
+    assert {"partial/median", "partial/p5"} <= {
+        m for p in panels if p.kind == "lines" for m in p.metrics
+    }  # not a whole histogram
 
 
 def test_a_metric_on_another_x_axis_gets_its_own_chart_saying_which(vocab) -> None:
-    metrics = [{"name": "loss", "kind": "loss", "panel": "loss"},
-               {"name": "val/loss", "kind": "eval_loss", "panel": "loss", "step_metric": "epoch"}]
+    metrics = [
+        {"name": "loss", "kind": "loss", "panel": "loss"},
+        {"name": "val/loss", "kind": "eval_loss", "panel": "loss", "step_metric": "epoch"},
+    ]
     panels = plan_panels(metrics, vocab)
     assert [(p.title, p.metrics) for p in panels] == [("Loss", ("loss",)), ("val/loss · by epoch", ("val/loss",))]
 

@@ -9,7 +9,13 @@ from holter_charts.series import Series, decode_values, ema, wall_clock
 
 def test_values_from_the_api_keep_nan_and_infinities() -> None:
     values = decode_values([1.5, "NaN", "Infinity", "-Infinity", None])
-    assert values[0] == 1.5 and math.isnan(values[1]) and values[2] == math.inf and values[3] == -math.inf and math.isnan(values[4])
+    assert (
+        values[0] == 1.5
+        and math.isnan(values[1])
+        and values[2] == math.inf
+        and values[3] == -math.inf
+        and math.isnan(values[4])
+    )
 
 
 def test_ema_skips_non_finite_values_and_continues_from_its_state() -> None:

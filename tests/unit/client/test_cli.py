@@ -5,7 +5,6 @@ from __future__ import annotations
 import sys
 
 import pytest
-
 from holter import __version__
 from holter.cli import main, parse_args
 
@@ -16,26 +15,32 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     assert exit_info.value.code == 0 and capsys.readouterr().out.strip() == f"holter {__version__}"
 
 
-@pytest.mark.parametrize("argv", [
-    ["--url", "http://h:1", "report", "r1"],
-    ["report", "r1", "--url", "http://h:1"],
-    ["--url", "http://h:1", "alerts", "channels"],
-    ["alerts", "--url", "http://h:1", "channels"],
-    ["alerts", "channels", "--url", "http://h:1"],
-    ["runs", "--url", "http://h:1"],
-    ["--url", "http://h:1", "runs"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--url", "http://h:1", "report", "r1"],
+        ["report", "r1", "--url", "http://h:1"],
+        ["--url", "http://h:1", "alerts", "channels"],
+        ["alerts", "--url", "http://h:1", "channels"],
+        ["alerts", "channels", "--url", "http://h:1"],
+        ["runs", "--url", "http://h:1"],
+        ["--url", "http://h:1", "runs"],
+    ],
+)
 def test_url_before_or_after_the_subcommand(argv: list[str]) -> None:
     assert parse_args(argv).url == "http://h:1"
 
 
-@pytest.mark.parametrize("argv", [
-    ["--db", "sqlite:///x.db", "keys", "list"],
-    ["keys", "--db", "sqlite:///x.db", "list"],
-    ["keys", "list", "--db", "sqlite:///x.db"],
-    ["db", "upgrade", "--db", "sqlite:///x.db"],
-    ["--db", "sqlite:///x.db", "serve"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--db", "sqlite:///x.db", "keys", "list"],
+        ["keys", "--db", "sqlite:///x.db", "list"],
+        ["keys", "list", "--db", "sqlite:///x.db"],
+        ["db", "upgrade", "--db", "sqlite:///x.db"],
+        ["--db", "sqlite:///x.db", "serve"],
+    ],
+)
 def test_db_before_or_after_the_subcommand(argv: list[str]) -> None:
     assert parse_args(argv).database_url == "sqlite:///x.db"
 

@@ -8,7 +8,6 @@ import math
 from pathlib import Path
 
 import pytest
-
 from holter.config import Config, plain_config
 
 
@@ -24,7 +23,7 @@ def test_setting_a_key_an_attribute_or_update_sends_the_whole_config() -> None:
 
 def test_an_absent_key_read_as_an_attribute_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="no key 'nope'"):
-        Config({}, print).nope  # noqa: B018
+        Config({}, print).nope
 
 
 def test_a_config_copies_as_a_mapping() -> None:
@@ -38,10 +37,32 @@ class Mode(enum.Enum):
 
 def test_values_become_plain_json() -> None:
     np = pytest.importorskip("numpy")
-    plain = plain_config({"a": np.float32(0.5), "b": np.arange(3), "c": Mode.FAST, "d": Path("/x"), "e": {3, 1},
-                          "f": (1, 2), "g": math.nan, "h": -math.inf, "i": object, 7: "int key"})
-    assert plain == {"a": 0.5, "b": [0, 1, 2], "c": "fast", "d": "/x", "e": [1, 3], "f": [1, 2], "g": "NaN", "h": "-Infinity",
-                     "i": "<class 'object'>", "7": "int key"}
+    plain = plain_config(
+        {
+            "a": np.float32(0.5),
+            "b": np.arange(3),
+            "c": Mode.FAST,
+            "d": Path("/x"),
+            "e": {3, 1},
+            "f": (1, 2),
+            "g": math.nan,
+            "h": -math.inf,
+            "i": object,
+            7: "int key",
+        }
+    )
+    assert plain == {
+        "a": 0.5,
+        "b": [0, 1, 2],
+        "c": "fast",
+        "d": "/x",
+        "e": [1, 3],
+        "f": [1, 2],
+        "g": "NaN",
+        "h": "-Infinity",
+        "i": "<class 'object'>",
+        "7": "int key",
+    }
 
 
 def test_a_config_that_holds_itself_ends_in_text() -> None:

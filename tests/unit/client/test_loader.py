@@ -6,7 +6,6 @@ import time
 from collections.abc import Iterator
 
 import pytest
-
 from holter.loader import COMPUTE, WAIT, WAIT_FRACTION, LoaderWatch, watch_loader
 
 

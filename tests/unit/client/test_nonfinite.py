@@ -7,10 +7,9 @@ import math
 import pytest
 
 torch = pytest.importorskip("torch")
-from torch import nn  # noqa: E402
-
-from holter import nonfinite  # noqa: E402
-from holter.torch import watch  # noqa: E402
+from holter import nonfinite
+from holter.torch import watch
+from torch import nn
 
 
 class Attention(nn.Module):
@@ -208,8 +207,9 @@ def test_a_run_that_cannot_report_is_refused(model: TinyTransformer) -> None:
         watch(model, LogOnly(), nan_tripwire=True)
 
 
-def test_forward_passes_never_followed_by_backward_do_not_pile_up_checks(model: TinyTransformer,
-                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_forward_passes_never_followed_by_backward_do_not_pile_up_checks(
+    model: TinyTransformer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(nonfinite, "MAX_CHECKS_PER_STEP", 50)
     run = ReportingRun()
     handle = watch(model, run, every=1, nan_tripwire=True)

@@ -18,6 +18,21 @@ OLDEST = "3.9"
 
 def test_client_code_needs_nothing_newer_than_python_3_9() -> None:
     pytest.importorskip("vermin")
-    done = subprocess.run([sys.executable, "-c", "import sys, vermin; sys.exit(vermin.main())", "--no-tips", "--violations", "--eval-annotations",
-                           "--backport", "typing", f"-t={OLDEST}-", str(CLIENT)], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, vermin; sys.exit(vermin.main())",
+            "--no-tips",
+            "--violations",
+            "--eval-annotations",
+            "--backport",
+            "typing",
+            f"-t={OLDEST}-",
+            str(CLIENT),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stdout + done.stderr

@@ -6,7 +6,6 @@ import math
 
 import numpy as np
 import pytest
-
 from holter.rl import logprob_mismatch
 from holter_server.vocabulary import understand
 
@@ -46,7 +45,9 @@ def test_numpy_arrays_give_the_same_statistics() -> None:
 
 def test_torch_tensors_give_the_same_statistics() -> None:
     torch = pytest.importorskip("torch")
-    result = logprob_mismatch(torch.tensor(ROLLOUT, dtype=torch.bfloat16).float(), torch.tensor(TRAINER), torch.tensor(MASK))
+    result = logprob_mismatch(
+        torch.tensor(ROLLOUT, dtype=torch.bfloat16).float(), torch.tensor(TRAINER), torch.tensor(MASK)
+    )
     assert result == pytest.approx(expected(), rel=1e-2)
 
 

@@ -12,9 +12,8 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-import pytest
-
 import holter
+import pytest
 
 
 class Receiver:
@@ -26,7 +25,7 @@ class Receiver:
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 receiver.requests.append((self.path, body))
                 status, answer = 200, {"resumed": False, "last_step": None}
@@ -98,7 +97,9 @@ def test_large_bursts_are_split_into_bounded_batches(receiver: Receiver, spool_d
     assert max(sizes) <= 50_000 and len(sizes) >= 3
 
 
-def test_non_numeric_values_are_skipped_and_the_rest_kept(receiver: Receiver, spool_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_non_numeric_values_are_skipped_and_the_rest_kept(
+    receiver: Receiver, spool_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     run = holter.init(project="p", url=receiver.url)
     run.log({"loss": 1.0, "note": "hello"}, step=0)
     run.log({"loss": 2.0, "note": 3}, step=1)
@@ -135,8 +136,9 @@ def test_memory_stays_bounded_when_logging_outruns_sending(receiver: Receiver, s
     assert sum(len(b["metrics"]["loss"]["steps"]) for b in receiver.points_requests()) == 20_000
 
 
-def test_a_metric_name_that_is_not_text_is_refused_loudly_and_the_rest_sent(receiver: Receiver, spool_dir: Path,
-                                                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_metric_name_that_is_not_text_is_refused_loudly_and_the_rest_sent(
+    receiver: Receiver, spool_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     run = holter.init(project="p", url=receiver.url)
     run.log({"loss": 1.0, ("a", 1): 2.0}, step=0)
     run.log({"loss": 0.9, ("a", 1): 2.0}, step=1)

@@ -8,9 +8,15 @@ import time
 from pathlib import Path
 
 import pytest
-
-from holter.system import (NvmlReader, ProcReader, SmiReader, SystemSampler, gpu_metrics, open_gpu_reader,
-                           parse_nvidia_smi_csv)
+from holter.system import (
+    NvmlReader,
+    ProcReader,
+    SmiReader,
+    SystemSampler,
+    gpu_metrics,
+    open_gpu_reader,
+    parse_nvidia_smi_csv,
+)
 
 RECORDED = Path(__file__).resolve().parents[2] / "data" / "nvidia_smi"
 
@@ -41,13 +47,16 @@ def test_the_software_power_cap_is_not_throttling():
     assert metrics["gpu.0.throttle.power"] == 0.0 and metrics["gpu.0.power_w"] == 39.32
 
 
-@pytest.mark.parametrize(("reasons", "thermal", "power"), [
-    (0x20, 1.0, 0.0),  # SW thermal slowdown
-    (0x40, 1.0, 0.0),  # HW thermal slowdown
-    (0x08, 0.0, 1.0),  # HW slowdown
-    (0x80, 0.0, 1.0),  # HW power brake
-    (0x05, 0.0, 0.0),  # idle + SW power cap
-])
+@pytest.mark.parametrize(
+    ("reasons", "thermal", "power"),
+    [
+        (0x20, 1.0, 0.0),  # SW thermal slowdown
+        (0x40, 1.0, 0.0),  # HW thermal slowdown
+        (0x08, 0.0, 1.0),  # HW slowdown
+        (0x80, 0.0, 1.0),  # HW power brake
+        (0x05, 0.0, 0.0),  # idle + SW power cap
+    ],
+)
 def test_throttle_reason_bits(reasons, thermal, power):
     metrics = gpu_metrics(0, throttle_reasons=reasons)
     assert (metrics["gpu.0.throttle.thermal"], metrics["gpu.0.throttle.power"]) == (thermal, power)
@@ -71,7 +80,9 @@ def test_proc_reader_gives_levels_then_rates():
     time.sleep(0.05)
     second = reader.read()
     assert 0.0 <= second["cpu.percent"] <= 100.0
-    assert {"disk.read_mb_per_s", "disk.write_mb_per_s", "network.recv_mb_per_s", "network.sent_mb_per_s"} <= set(second)
+    assert {"disk.read_mb_per_s", "disk.write_mb_per_s", "network.recv_mb_per_s", "network.sent_mb_per_s"} <= set(
+        second
+    )
 
 
 def test_proc_reader_on_a_machine_without_proc_gives_nothing(tmp_path):

@@ -6,11 +6,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 import holter
+import pytest
 from holter.throughput import MFU, SAMPLES_PER_S, STEP_TIME, TOKENS_PER_S, ThroughputMeter, peak_flops_for, rates
 from holter_server.vocabulary import understand
+
 from tests.servers import free_port
 
 
@@ -53,7 +53,11 @@ def test_restart_forgets_the_previous_mark() -> None:
 
 
 def test_names_are_read_as_throughput_and_step_time_by_the_service() -> None:
-    assert [understand(name).kind for name in (TOKENS_PER_S, SAMPLES_PER_S, STEP_TIME)] == ["throughput", "throughput", "step_time"]
+    assert [understand(name).kind for name in (TOKENS_PER_S, SAMPLES_PER_S, STEP_TIME)] == [
+        "throughput",
+        "throughput",
+        "step_time",
+    ]
 
 
 def test_log_throughput_logs_the_time_between_calls(offline_run: holter.Run) -> None:
@@ -103,13 +107,29 @@ def test_the_peak_can_be_given_by_the_gpus_name() -> None:
 
 # Device names as nvidia-smi and torch.cuda.get_device_name print them (RunPod's GPU type ids are
 # these names, e.g. "NVIDIA H100 80GB HBM3", "NVIDIA H100 NVL", "NVIDIA A100 80GB PCIe").
-@pytest.mark.parametrize(("name", "tflops"), [
-    ("NVIDIA H100 80GB HBM3", 989), ("NVIDIA H100 PCIe", 756), ("NVIDIA H100 NVL", 835), ("NVIDIA H200", 989),
-    ("NVIDIA H200 NVL", 835), ("NVIDIA A100-SXM4-80GB", 312), ("NVIDIA A100 80GB PCIe", 312), ("NVIDIA A10G", 125),
-    ("NVIDIA A10", 125), ("NVIDIA L4", 121), ("NVIDIA L40S", 362), ("NVIDIA GeForce RTX 4090", 165.2),
-    ("NVIDIA GeForce RTX 3090", 71), ("Tesla V100-SXM2-16GB", 125), ("Tesla V100-PCIE-32GB", 112), ("Tesla T4", 65),
-    ("AMD Instinct MI300X", 1307.4), ("NVIDIA B200", 2250),
-])
+@pytest.mark.parametrize(
+    ("name", "tflops"),
+    [
+        ("NVIDIA H100 80GB HBM3", 989),
+        ("NVIDIA H100 PCIe", 756),
+        ("NVIDIA H100 NVL", 835),
+        ("NVIDIA H200", 989),
+        ("NVIDIA H200 NVL", 835),
+        ("NVIDIA A100-SXM4-80GB", 312),
+        ("NVIDIA A100 80GB PCIe", 312),
+        ("NVIDIA A10G", 125),
+        ("NVIDIA A10", 125),
+        ("NVIDIA L4", 121),
+        ("NVIDIA L40S", 362),
+        ("NVIDIA GeForce RTX 4090", 165.2),
+        ("NVIDIA GeForce RTX 3090", 71),
+        ("Tesla V100-SXM2-16GB", 125),
+        ("Tesla V100-PCIE-32GB", 112),
+        ("Tesla T4", 65),
+        ("AMD Instinct MI300X", 1307.4),
+        ("NVIDIA B200", 2250),
+    ],
+)
 def test_peak_flops_of_common_gpus_by_name(name: str, tflops: float) -> None:
     assert peak_flops_for(name) == pytest.approx(tflops * 1e12)
 

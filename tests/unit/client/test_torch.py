@@ -9,9 +9,8 @@ from types import SimpleNamespace
 import pytest
 
 torch = pytest.importorskip("torch")
-from torch import nn  # noqa: E402
-
-from holter.torch import flops_per_token, layers_of, watch  # noqa: E402
+from holter.torch import flops_per_token, layers_of, watch
+from torch import nn
 
 
 class Block(nn.Module):
@@ -70,7 +69,9 @@ def train_step(model: nn.Module, seed: int) -> None:
 
 
 def norm_of(parameters) -> float:  # type: ignore[no-untyped-def]
-    return torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(p.grad) for p in parameters if p.grad is not None])).item()
+    return torch.linalg.vector_norm(
+        torch.stack([torch.linalg.vector_norm(p.grad) for p in parameters if p.grad is not None])
+    ).item()
 
 
 def test_layers_are_container_elements_or_owning_modules(model: TinyModel) -> None:
@@ -81,9 +82,11 @@ def test_total_gradient_norm_equals_the_norm_of_all_gradients(model: TinyModel) 
     run = RecordingRun()
     watch(model, run, every=1)
     train_step(model, seed=1)
-    (_, logged), = run.logged
+    ((_, logged),) = run.logged
     assert logged["holter/grad_norm"] == pytest.approx(norm_of(model.parameters()), rel=1e-5)
-    assert logged["holter/grad_norm"] == pytest.approx(nn.utils.clip_grad_norm_(model.parameters(), float("inf")).item(), rel=1e-5)
+    assert logged["holter/grad_norm"] == pytest.approx(
+        nn.utils.clip_grad_norm_(model.parameters(), float("inf")).item(), rel=1e-5
+    )
 
 
 def test_layer_gradient_norms_equal_each_layers_own_norm(model: TinyModel) -> None:
@@ -231,6 +234,7 @@ def test_a_model_of_unknown_shape_asks_for_layers_and_width(model: TinyModel) ->
 
 def test_wandb_style_watch_logs_the_gradient_norms_every_log_freq_steps(model: TinyModel, tmp_path) -> None:  # type: ignore[no-untyped-def]
     import holter
+
     from tests.unit.client.test_wandb_surface import points
 
     run = holter.init(project="p", mode="offline", spool_dir=tmp_path)

@@ -10,9 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 import holter
+import pytest
 from holter.current import resolve_mode
 from holter.media import Histogram
 from holter.sender import decode_entry
@@ -92,8 +91,9 @@ def test_a_metric_with_a_step_metric_is_logged_at_that_metrics_value(tmp_path: P
     assert points(run, tmp_path) == {"loss": {0: 1.0}, "val/acc": {3: 0.5}, "epoch": {1: 3.0}, "val/loss": {3: 0.7}}
 
 
-def test_a_step_metric_that_is_not_a_whole_number_leaves_the_metric_at_the_runs_step(tmp_path: Path,
-                                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_step_metric_that_is_not_a_whole_number_leaves_the_metric_at_the_runs_step(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     run = offline(tmp_path)
     holter.define_metric("val/acc", step_metric="epoch")
     holter.log({"val/acc": 0.5, "epoch": 1.5})
@@ -127,11 +127,18 @@ def test_summary_items_updates_and_deletions_are_sent_in_order(tmp_path: Path) -
     holter.summary.note = "ok"
     del holter.summary["best"]
     assert dict(run.summary) == {"loss": 2.0, "final": "NaN", "note": "ok"}
-    assert [body["values"] for body in bodies(run, tmp_path, "/summary")] == [{"best": 0.9}, {"final": "NaN"}, {"note": "ok"}, {"best": None}]
+    assert [body["values"] for body in bodies(run, tmp_path, "/summary")] == [
+        {"best": 0.9},
+        {"final": "NaN"},
+        {"note": "ok"},
+        {"best": None},
+    ]
 
 
-@pytest.mark.parametrize(("level", "severity"), [(None, "info"), (holter.AlertLevel.WARN, "warning"), ("ERROR", "critical"),
-                                                 ("warning", "warning")])
+@pytest.mark.parametrize(
+    ("level", "severity"),
+    [(None, "info"), (holter.AlertLevel.WARN, "warning"), ("ERROR", "critical"), ("warning", "warning")],
+)
 def test_an_alert_carries_its_level_as_a_severity(tmp_path: Path, level: Any, severity: str) -> None:
     run = offline(tmp_path)
     holter.log({"loss": 1.0})
@@ -156,7 +163,9 @@ def test_an_unknown_alert_level_is_refused() -> None:
 
 
 @pytest.mark.parametrize(("exit_code", "status"), [(None, "finished"), (0, "finished"), (1, "crashed")])
-def test_finish_with_a_non_zero_exit_code_marks_the_run_crashed(tmp_path: Path, exit_code: int | None, status: str) -> None:
+def test_finish_with_a_non_zero_exit_code_marks_the_run_crashed(
+    tmp_path: Path, exit_code: int | None, status: str
+) -> None:
     run = offline(tmp_path)
     holter.finish(exit_code=exit_code)
     assert run.status == status and bodies(run, tmp_path, "/finish") == [{"status": status}]
@@ -180,10 +189,18 @@ def test_init_again_finishes_the_current_run_unless_told_to_return_it(tmp_path: 
     assert first.status == "finished" and holter.run is second
 
 
-def test_wandb_options_without_meaning_are_noted_once_and_unknown_ones_refused(tmp_path: Path,
-                                                                               capsys: pytest.CaptureFixture[str]) -> None:
-    run = offline(tmp_path, entity="lab-x1", settings=holter.Settings(start_method="thread"), group="g", job_type="eval",
-                  tags=["a"], notes="why")
+def test_wandb_options_without_meaning_are_noted_once_and_unknown_ones_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = offline(
+        tmp_path,
+        entity="lab-x1",
+        settings=holter.Settings(start_method="thread"),
+        group="g",
+        job_type="eval",
+        tags=["a"],
+        notes="why",
+    )
     assert "ignored: entity, settings" in capsys.readouterr().err
     registration = bodies(run, tmp_path, "/api/v1/runs")[0]
     assert registration["tags"] == ["a", "group:g", "job_type:eval"] and registration["notes"] == "why"
@@ -210,13 +227,19 @@ def test_disabled_mode_accepts_everything_and_writes_nothing(tmp_path: Path, mon
     with run.timed_step(tokens=10):
         pass
     holter.finish(exit_code=1)
-    assert isinstance(run, holter.DisabledRun) and run.status == "crashed" and dict(run.config) == {"lr": 0.1, "batch": 8}
+    assert (
+        isinstance(run, holter.DisabledRun) and run.status == "crashed" and dict(run.config) == {"lr": 0.1, "batch": 8}
+    )
     assert not (tmp_path / "spool").exists()
 
 
-@pytest.mark.parametrize(("given", "mode"), [(None, "online"), ("", "online"), ("OFFLINE", "offline"), ("dryrun", "offline"),
-                                             ("disabled", "disabled")])
-def test_the_mode_comes_from_holter_mode_when_not_given(monkeypatch: pytest.MonkeyPatch, given: str | None, mode: str) -> None:
+@pytest.mark.parametrize(
+    ("given", "mode"),
+    [(None, "online"), ("", "online"), ("OFFLINE", "offline"), ("dryrun", "offline"), ("disabled", "disabled")],
+)
+def test_the_mode_comes_from_holter_mode_when_not_given(
+    monkeypatch: pytest.MonkeyPatch, given: str | None, mode: str
+) -> None:
     if given is not None:
         monkeypatch.setenv("HOLTER_MODE", given)
     else:
@@ -234,8 +257,14 @@ def test_a_logged_histogram_becomes_its_quantiles_at_its_step(tmp_path: Path) ->
     holter.log({"loss": 1.0, "grads": holter.Histogram(list(range(101)))})
     found = points(run, tmp_path)
     assert {name: values[0] for name, values in found.items() if name.startswith("grads/")} == {
-        "grads/min": 0.0, "grads/p5": 5.0, "grads/p25": 25.0, "grads/median": 50.0, "grads/p75": 75.0, "grads/p95": 95.0,
-        "grads/max": 100.0}
+        "grads/min": 0.0,
+        "grads/p5": 5.0,
+        "grads/p25": 25.0,
+        "grads/median": 50.0,
+        "grads/p75": 75.0,
+        "grads/p95": 95.0,
+        "grads/max": 100.0,
+    }
     assert found["loss"] == {0: 1.0}
 
 
@@ -251,7 +280,9 @@ def test_histogram_quantiles_agree_with_numpy_for_arrays_and_lists() -> None:
 
 def test_histogram_from_bins_interpolates_inside_them() -> None:
     quantiles = Histogram(np_histogram=([0, 10, 10, 0], [0.0, 1.0, 2.0, 3.0, 4.0])).quantiles
-    assert quantiles == pytest.approx({"min": 1.0, "p5": 1.1, "p25": 1.5, "median": 2.0, "p75": 2.5, "p95": 2.9, "max": 3.0})
+    assert quantiles == pytest.approx(
+        {"min": 1.0, "p5": 1.1, "p25": 1.5, "median": 2.0, "p75": 2.5, "p95": 2.9, "max": 3.0}
+    )
 
 
 def test_a_histogram_without_a_finite_value_logs_nothing() -> None:
@@ -260,7 +291,9 @@ def test_a_histogram_without_a_finite_value_logs_nothing() -> None:
         Histogram()
 
 
-def test_media_values_are_accepted_noted_once_and_not_stored(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_media_values_are_accepted_noted_once_and_not_stored(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     run = offline(tmp_path)
     table = holter.Table(columns=["a"], data=[[1]])
     table.add_data(2)
@@ -271,4 +304,8 @@ def test_media_values_are_accepted_noted_once_and_not_stored(tmp_path: Path, cap
     run.log_artifact(artifact)
     assert points(run, tmp_path) == {"loss": {0: 1.0}}
     err = capsys.readouterr().err
-    assert err.count("Table values are accepted and not stored") == 1 and "Image values" in err and "non-numeric" not in err
+    assert (
+        err.count("Table values are accepted and not stored") == 1
+        and "Image values" in err
+        and "non-numeric" not in err
+    )

@@ -9,7 +9,6 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-
 from holter_dashboard.links import zoom_href, zoom_range
 from holter_server.schemas.events import EventPublic
 from holter_server.services.alerting import dashboard_link
@@ -19,9 +18,26 @@ NOW = datetime(2026, 11, 23, tzinfo=timezone.utc)
 
 def served(start: int | None, end: int | None, metric: str | None = "loss") -> dict[str, Any]:
     """An event as `GET /runs/{id}/events` serves it."""
-    event = EventPublic(id=7, run_id="r1", metric=metric, kind="spike", severity="warning", score=3.0, start_step=start, end_step=end,
-                        peak_step=start, period=None, summary="loss spiked", details={}, status="open", status_by=None,
-                        status_reason=None, detector_version="1", created_at=NOW, updated_at=NOW)
+    event = EventPublic(
+        id=7,
+        run_id="r1",
+        metric=metric,
+        kind="spike",
+        severity="warning",
+        score=3.0,
+        start_step=start,
+        end_step=end,
+        peak_step=start,
+        period=None,
+        summary="loss spiked",
+        details={},
+        status="open",
+        status_by=None,
+        status_reason=None,
+        detector_version="1",
+        created_at=NOW,
+        updated_at=NOW,
+    )
     return event.model_dump(mode="json")
 
 

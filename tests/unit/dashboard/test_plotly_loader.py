@@ -8,9 +8,8 @@ import pytest
 
 pytest.importorskip("dash")
 
-from plotly.offline import get_plotlyjs_version  # noqa: E402
-
-from holter_dashboard import plotly_loader  # noqa: E402
+from holter_dashboard import plotly_loader
+from plotly.offline import get_plotlyjs_version
 
 
 def test_the_bundle_named_is_the_file_shipped() -> None:
@@ -26,7 +25,16 @@ def test_the_bundle_has_the_major_version_of_the_installed_plotly() -> None:
     assert shipped == get_plotlyjs_version().split(".")[0]
 
 
-@pytest.mark.parametrize("path, charts", [("/runs/abc", True), ("/runs/abc/postmortem", True), ("/compare", True),
-                                          ("/levers", True), ("/", False), ("/alerts", False)])
+@pytest.mark.parametrize(
+    "path, charts",
+    [
+        ("/runs/abc", True),
+        ("/runs/abc/postmortem", True),
+        ("/compare", True),
+        ("/levers", True),
+        ("/", False),
+        ("/alerts", False),
+    ],
+)
 def test_chart_pages_are_the_ones_that_fetch_plotly(path: str, charts: bool) -> None:
     assert bool(re.match(plotly_loader.CHART_PAGES, path)) is charts

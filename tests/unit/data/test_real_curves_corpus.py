@@ -115,14 +115,17 @@ def test_a_run_with_one_unhealthy_series_is_no_healthy_run():
     assert "whisper_large_v2_ja" in runs() and "whisper_large_v2_ja" not in healthy_runs()
 
 
-@pytest.mark.parametrize("problem", [
-    {"divergence_nan", "divergence_nonfinite"},  # went NaN / Inf
-    {"flat_zero_gradient", "plateau_stuck"},  # flat-lined
-    {"divergence_overfitting"},  # eval loss turning up while train falls
-    {"divergence_finite"},  # a loss that explodes and stays up without going NaN
-    {"train_far_below_eval", "too_good"},  # leaked / too good
-    {"periodic_spike"},  # periodic slow steps
-])
+@pytest.mark.parametrize(
+    "problem",
+    [
+        {"divergence_nan", "divergence_nonfinite"},  # went NaN / Inf
+        {"flat_zero_gradient", "plateau_stuck"},  # flat-lined
+        {"divergence_overfitting"},  # eval loss turning up while train falls
+        {"divergence_finite"},  # a loss that explodes and stays up without going NaN
+        {"train_far_below_eval", "too_good"},  # leaked / too good
+        {"periodic_spike"},  # periodic slow steps
+    ],
+)
 def test_each_problem_class_has_a_real_example(problem):
     assert any(label.kind in problem for series in load_corpus() for label in series.labels)
 

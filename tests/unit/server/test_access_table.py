@@ -11,8 +11,12 @@ from holter_server.settings import Settings
 
 def app_routes(tmp_path: Path) -> set[tuple[str, str]]:
     schema = create_app(Settings(database_url=f"sqlite:///{tmp_path / 'h.db'}")).openapi()
-    return {(method.upper(), path.removeprefix(API_PREFIX)) for path, ops in schema["paths"].items() if path.startswith(API_PREFIX)
-            for method in ops}
+    return {
+        (method.upper(), path.removeprefix(API_PREFIX))
+        for path, ops in schema["paths"].items()
+        if path.startswith(API_PREFIX)
+        for method in ops
+    }
 
 
 def test_every_api_route_is_in_the_access_table_and_nothing_else(tmp_path: Path) -> None:

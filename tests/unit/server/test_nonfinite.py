@@ -5,12 +5,17 @@ from __future__ import annotations
 import math
 
 import numpy as np
-
 from holter_server.nonfinite import csv_text, from_name, json_safe, json_safe_column, json_safe_tree
 
 
 def test_json_safe_names_non_finite_values() -> None:
-    assert [json_safe(v) for v in (1.5, math.nan, math.inf, -math.inf, None)] == [1.5, "NaN", "Infinity", "-Infinity", None]
+    assert [json_safe(v) for v in (1.5, math.nan, math.inf, -math.inf, None)] == [
+        1.5,
+        "NaN",
+        "Infinity",
+        "-Infinity",
+        None,
+    ]
     assert json_safe_column([1.0, math.nan]) == [1.0, "NaN"]
 
 

@@ -8,7 +8,6 @@ import math
 import msgpack
 import orjson
 import pytest
-
 from holter_server.wire import (
     BodyError,
     TooManyValuesError,

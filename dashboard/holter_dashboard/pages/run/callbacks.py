@@ -13,10 +13,25 @@ from dash import ALL, ClientsideFunction, Dash, Input, Output, State, ctx, no_up
 from holter_dashboard.api import ApiError, HolterAPI
 from holter_dashboard.links import zoom_range
 from holter_dashboard.pages.run.data import (
-    append_live, drawn_signature, fresh_marks, panels_of, read_snapshot, render_charts, view_of,
+    append_live,
+    drawn_signature,
+    fresh_marks,
+    panels_of,
+    read_snapshot,
+    render_charts,
+    view_of,
 )
 from holter_dashboard.pages.run.layout import as_int
-from holter_dashboard.pages.run.views import AUTO_KIND, events_list, kinds_signature, message, metrics_list, notes_list, run_info
+from holter_dashboard.pages.run.views import (
+    AUTO_KIND,
+    events_list,
+    kinds_signature,
+    message,
+    metrics_list,
+    notes_list,
+    run_info,
+)
+
 
 def register(app: Dash, api: HolterAPI) -> None:
     @app.callback(
@@ -38,13 +53,31 @@ def register(app: Dash, api: HolterAPI) -> None:
         State("run-view", "data"),
         State("run-kinds-sig", "data"),
     )
-    async def tick(_n: int | None, run_id: str, panels_data: list[dict] | None, marks: dict | None, live: dict | None,
-                   view_data: dict | None, kinds_sig: str | None) -> tuple:
+    async def tick(
+        _n: int | None,
+        run_id: str,
+        panels_data: list[dict] | None,
+        marks: dict | None,
+        live: dict | None,
+        view_data: dict | None,
+        kinds_sig: str | None,
+    ) -> tuple:
         figure_outputs = ctx.outputs_list[4]
         keep_figures = [no_update] * len(figure_outputs)
         snap = await read_snapshot(api, run_id)
         if snap.run is None or snap.vocab is None:
-            return (snap.header, no_update, no_update, no_update, keep_figures, no_update, no_update, no_update, no_update, no_update)
+            return (
+                snap.header,
+                no_update,
+                no_update,
+                no_update,
+                keep_figures,
+                no_update,
+                no_update,
+                no_update,
+                no_update,
+                no_update,
+            )
         run, header, panels, new_marks = snap.run, snap.header, snap.panels, snap.marks
         # the metrics' kinds are drawn again only when one changed (a select being used must stay open)
         new_sig = kinds_signature(run)
@@ -58,8 +91,17 @@ def register(app: Dash, api: HolterAPI) -> None:
             return header, info, panels, marks_out, keep_figures, no_update, metric_options, metric_options, *kinds
         if not live or marks_out is not no_update:
             return header, info, no_update, marks_out, keep_figures, no_update, no_update, no_update, *kinds
-        figures, live = await append_live(api, run_id, run, panels_of(panels_data), figure_outputs, live, view_of(view_data),
-                                           marks or new_marks, snap.vocab)
+        figures, live = await append_live(
+            api,
+            run_id,
+            run,
+            panels_of(panels_data),
+            figure_outputs,
+            live,
+            view_of(view_data),
+            marks or new_marks,
+            snap.vocab,
+        )
         return header, info, no_update, no_update, figures, live, no_update, no_update, *kinds
 
     @app.callback(
@@ -72,7 +114,9 @@ def register(app: Dash, api: HolterAPI) -> None:
         State("run-live", "data"),
         prevent_initial_call=True,
     )
-    async def draw(panels_data: list[dict] | None, view_data: dict | None, marks: dict | None, run_id: str, live: dict | None) -> tuple:
+    async def draw(
+        panels_data: list[dict] | None, view_data: dict | None, marks: dict | None, run_id: str, live: dict | None
+    ) -> tuple:
         if panels_data is None:
             return no_update, no_update
         if live and live.get("drawn") == drawn_signature(panels_data, view_data, marks):
@@ -103,12 +147,26 @@ def register(app: Dash, api: HolterAPI) -> None:
         State("run-marks", "data"),
         prevent_initial_call=True,
     )
-    def change_view(clicks: list, _zooms: list, _reset: int | None, smoothing: float, log_y: bool,
-                    x_axis: str, metrics: list[str] | None, view: dict, marks: dict | None) -> Any:
+    def change_view(
+        clicks: list,
+        _zooms: list,
+        _reset: int | None,
+        smoothing: float,
+        log_y: bool,
+        x_axis: str,
+        metrics: list[str] | None,
+        view: dict,
+        marks: dict | None,
+    ) -> Any:
         view = dict(view or {})
         trigger = ctx.triggered_id
-        new = dict(view, smoothing=smoothing if smoothing is not None else view.get("smoothing", 0.6), log_y=bool(log_y),
-                   x_axis=x_axis or "step", metrics=metrics or [])
+        new = dict(
+            view,
+            smoothing=smoothing if smoothing is not None else view.get("smoothing", 0.6),
+            log_y=bool(log_y),
+            x_axis=x_axis or "step",
+            metrics=metrics or [],
+        )
         if isinstance(trigger, dict) and trigger.get("type") in ("panel", "event-zoom"):
             # a click on an event's mark in a chart, or its Zoom button in the list
             if trigger["type"] == "panel":
@@ -157,15 +215,18 @@ def register(app: Dash, api: HolterAPI) -> None:
             if current is None:
                 return message(f"The run has no metric {metric!r}.", ok=False), no_update, no_update
             declared = (current.get("understood") or {}).get("source") == "declared"
-            if chosen == AUTO_KIND and not declared or chosen == current.get("kind") and declared:
+            if (chosen == AUTO_KIND and not declared) or (chosen == current.get("kind") and declared):
                 return no_update, no_update, no_update
             await api.set_metric_kind(run_id, metric, None if chosen == AUTO_KIND else chosen)
             run = await api.get_run(run_id)
         except ApiError as exc:
             return message(exc.message, ok=False), no_update, no_update
         now = next(m for m in run["metrics"] if m["name"] == metric)
-        return (message(f"{metric} is now read as {now['kind']}; its events are being worked out again."),
-                metrics_list(run, vocab), kinds_signature(run))
+        return (
+            message(f"{metric} is now read as {now['kind']}; its events are being worked out again."),
+            metrics_list(run, vocab),
+            kinds_signature(run),
+        )
 
     @app.callback(
         Output("event-message", "children"),
@@ -177,7 +238,9 @@ def register(app: Dash, api: HolterAPI) -> None:
         State("run-id", "data"),
         prevent_initial_call=True,
     )
-    async def handle_event(_acks: list, _dismissals: list, reason: str | None, author: str | None, run_id: str) -> tuple:
+    async def handle_event(
+        _acks: list, _dismissals: list, reason: str | None, author: str | None, run_id: str
+    ) -> tuple:
         trigger = ctx.triggered_id
         if not isinstance(trigger, dict) or not ctx.triggered[0]["value"]:
             return no_update, no_update
@@ -225,7 +288,9 @@ def register(app: Dash, api: HolterAPI) -> None:
         State("run-id", "data"),
         prevent_initial_call=True,
     )
-    async def add_note(_n: int | None, start: Any, end: Any, metric: str | None, text: str | None, author: str | None, run_id: str) -> tuple:
+    async def add_note(
+        _n: int | None, start: Any, end: Any, metric: str | None, text: str | None, author: str | None, run_id: str
+    ) -> tuple:
         if not (text or "").strip():
             return message("Write the note first.", ok=False), no_update, no_update
         if not author:
@@ -234,8 +299,14 @@ def register(app: Dash, api: HolterAPI) -> None:
         if start is not None and end is not None and end < start:
             start, end = end, start
         try:
-            await api.add_annotation(run_id, author=author, text=text.strip(), start_step=start,
-                                     end_step=end if end is not None else start, metric=metric)
+            await api.add_annotation(
+                run_id,
+                author=author,
+                text=text.strip(),
+                start_step=start,
+                end_step=end if end is not None else start,
+                metric=metric,
+            )
         except ApiError as exc:
             return message(exc.message, ok=False), no_update, no_update
         return message("Note added."), "", await fresh_marks(api, run_id)
@@ -299,4 +370,3 @@ def event_of(marks: dict | None, event_id: Any) -> dict | None:
         if event.get("id") == event_id:
             return event
     return None
-

@@ -8,10 +8,10 @@ from typing import Any
 
 import dash_mantine_components as dmc
 from dash import html
-
 from holter_charts.marks import event_label
-from holter_dashboard.components import age, health_badge, severity_badge, status_badge
 from holter_charts.vocabulary import Vocabulary
+
+from holter_dashboard.components import age, health_badge, severity_badge, status_badge
 
 AUTO_KIND = "auto"  # the kind control's choice for "as its name says" (the service forgets a declaration)
 
@@ -22,32 +22,59 @@ def run_header(run: dict[str, Any], vocab: Vocabulary) -> dmc.Group:
         [
             dmc.Stack(
                 [
-                    dmc.Group([dmc.Anchor("Runs", href="/", size="sm", c="dimmed"), dmc.Text("/", c="dimmed", size="sm"),
-                               dmc.Text(run.get("project"), size="sm", c="dimmed")], gap=6),
-                    dmc.Group([dmc.Title(run.get("name") or run["id"], order=2, id="run-title"), status_badge(run.get("status"), vocab),
-                               health_badge(run.get("health"), vocab, run.get("open_events")),
-                               dmc.Badge("● live", color="green", variant="transparent", className="live-badge") if live else None], gap="sm"),
+                    dmc.Group(
+                        [
+                            dmc.Anchor("Runs", href="/", size="sm", c="dimmed"),
+                            dmc.Text("/", c="dimmed", size="sm"),
+                            dmc.Text(run.get("project"), size="sm", c="dimmed"),
+                        ],
+                        gap=6,
+                    ),
+                    dmc.Group(
+                        [
+                            dmc.Title(run.get("name") or run["id"], order=2, id="run-title"),
+                            status_badge(run.get("status"), vocab),
+                            health_badge(run.get("health"), vocab, run.get("open_events")),
+                            dmc.Badge("● live", color="green", variant="transparent", className="live-badge")
+                            if live
+                            else None,
+                        ],
+                        gap="sm",
+                    ),
                 ],
                 gap=2,
             ),
             dmc.Group(
                 [
                     stat("run id", run["id"]),
-                    stat("last step", f"{run['last_step']:,}" if run.get("last_step") is not None else "—", "run-last-step"),
+                    stat(
+                        "last step",
+                        f"{run['last_step']:,}" if run.get("last_step") is not None else "—",
+                        "run-last-step",
+                    ),
                     stat("last heard", age(run.get("heartbeat_at"))),
                     stat("started", age(run.get("created_at"))),
-                    dmc.Anchor(dmc.Button("Post-mortem", size="xs", variant="light"), href=f"/runs/{run['id']}/postmortem",
-                               id="run-postmortem-link"),
+                    dmc.Anchor(
+                        dmc.Button("Post-mortem", size="xs", variant="light"),
+                        href=f"/runs/{run['id']}/postmortem",
+                        id="run-postmortem-link",
+                    ),
                 ],
                 gap="xl",
             ),
         ],
-        justify="space-between", mb="sm", align="flex-end",
+        justify="space-between",
+        mb="sm",
+        align="flex-end",
     )
 
 
 def stat(label: str, value: Any, id: str | None = None) -> dmc.Stack:
-    text = dmc.Text(value, fw=600, size="sm", ff="monospace", id=id) if id else dmc.Text(value, fw=600, size="sm", ff="monospace")
+    text = (
+        dmc.Text(value, fw=600, size="sm", ff="monospace", id=id)
+        if id
+        else dmc.Text(value, fw=600, size="sm", ff="monospace")
+    )
     return dmc.Stack([dmc.Text(label, size="xs", c="dimmed"), text], gap=0)
 
 
@@ -55,10 +82,19 @@ def run_info(run: dict[str, Any], can_edit: bool) -> list[Any]:
     config = json.dumps(run.get("config") or {}, indent=2, sort_keys=True, default=str)
     parts: list[Any] = [
         dmc.Text("Tags", size="xs", c="dimmed"),
-        dmc.TagsInput(id="run-tags", value=list(run.get("tags") or []), size="xs", disabled=not can_edit, placeholder="add a tag"),
+        dmc.TagsInput(
+            id="run-tags", value=list(run.get("tags") or []), size="xs", disabled=not can_edit, placeholder="add a tag"
+        ),
         dmc.Text("Notes", size="xs", c="dimmed", mt=6),
-        dmc.Textarea(id="run-notes-text", value=run.get("notes") or "", autosize=True, minRows=2, size="xs",
-                     disabled=not can_edit, placeholder="notes about this run"),
+        dmc.Textarea(
+            id="run-notes-text",
+            value=run.get("notes") or "",
+            autosize=True,
+            minRows=2,
+            size="xs",
+            disabled=not can_edit,
+            placeholder="notes about this run",
+        ),
         dmc.Button("Save tags and notes", id="run-save", size="xs", variant="light", mt=6, disabled=not can_edit),
         html.Div(id="run-save-message"),
     ]
@@ -67,8 +103,14 @@ def run_info(run: dict[str, Any], can_edit: bool) -> list[Any]:
         # what the job said sums the run up (wandb's `run.summary`), as it said it
         parts += [
             dmc.Text("Summary", size="xs", c="dimmed", mt=8),
-            html.Table([html.Tr([html.Td(key, style={"paddingRight": 8}), html.Td(summary_text(summary[key]))])
-                        for key in sorted(summary)], className="run-summary", style={"fontSize": 11, "fontFamily": "monospace"}),
+            html.Table(
+                [
+                    html.Tr([html.Td(key, style={"paddingRight": 8}), html.Td(summary_text(summary[key]))])
+                    for key in sorted(summary)
+                ],
+                className="run-summary",
+                style={"fontSize": 11, "fontFamily": "monospace"},
+            ),
         ]
     parts += [
         dmc.Text("Config", size="xs", c="dimmed", mt=8),
@@ -86,7 +128,9 @@ def summary_text(value: Any) -> str:
 
 def kinds_signature(run: dict[str, Any]) -> str:
     """What the metrics list shows: each metric's kind and how it was understood."""
-    return json.dumps([(m["name"], m.get("kind"), m.get("understood")) for m in run.get("metrics") or []], sort_keys=True)
+    return json.dumps(
+        [(m["name"], m.get("kind"), m.get("understood")) for m in run.get("metrics") or []], sort_keys=True
+    )
 
 
 def metrics_list(run: dict[str, Any], vocab: Vocabulary) -> Any:
@@ -96,20 +140,44 @@ def metrics_list(run: dict[str, Any], vocab: Vocabulary) -> Any:
     if not metrics:
         return dmc.Text("No metrics yet.", size="xs", c="dimmed")
     options = [{"value": AUTO_KIND, "label": "as its name says"}] + [
-        {"value": k["name"], "label": f"{k['name']} — {k['label']}"} for k in vocab.signal_kinds]
+        {"value": k["name"], "label": f"{k['name']} — {k['label']}"} for k in vocab.signal_kinds
+    ]
     rows = []
     for m in metrics:
         understood = m.get("understood") or {}
-        rows.append(dmc.Stack([
-            dmc.Group([dmc.Text(m["name"], size="xs", ff="monospace", className="metric-name"),
-                       # the note (what the name is) on hover
-                       html.Span(vocab.understood_text(understood), title=understood.get("note") or vocab.signal_description(m.get("kind")),
-                                 className=f"understood understood-{understood.get('source')}",
-                                 style={"fontSize": 11, "color": "var(--mantine-color-dimmed)"})],
-                      justify="space-between", gap=4, wrap="nowrap"),
-            dmc.Select(id={"type": "metric-kind", "metric": m["name"]}, data=options, value=m.get("kind"), size="xs",
-                       allowDeselect=False, searchable=True, className="metric-kind", comboboxProps={"withinPortal": True}),
-        ], gap=2, className="metric-item"))
+        rows.append(
+            dmc.Stack(
+                [
+                    dmc.Group(
+                        [
+                            dmc.Text(m["name"], size="xs", ff="monospace", className="metric-name"),
+                            # the note (what the name is) on hover
+                            html.Span(
+                                vocab.understood_text(understood),
+                                title=understood.get("note") or vocab.signal_description(m.get("kind")),
+                                className=f"understood understood-{understood.get('source')}",
+                                style={"fontSize": 11, "color": "var(--mantine-color-dimmed)"},
+                            ),
+                        ],
+                        justify="space-between",
+                        gap=4,
+                        wrap="nowrap",
+                    ),
+                    dmc.Select(
+                        id={"type": "metric-kind", "metric": m["name"]},
+                        data=options,
+                        value=m.get("kind"),
+                        size="xs",
+                        allowDeselect=False,
+                        searchable=True,
+                        className="metric-kind",
+                        comboboxProps={"withinPortal": True},
+                    ),
+                ],
+                gap=2,
+                className="metric-item",
+            )
+        )
     return dmc.ScrollArea(dmc.Stack(rows, gap=6), mah=320, type="auto")
 
 
@@ -117,30 +185,72 @@ def events_list(events: list[dict[str, Any]], vocab: Vocabulary) -> Any:
     if not events:
         return dmc.Text("No events: every curve looks healthy so far.", size="sm", c="dimmed", className="no-events")
     items = []
-    for e in sorted(events, key=lambda e: (vocab.event_status_rank(e.get("status")), -vocab.severity_rank(e.get("severity")),
-                                           -(e.get("start_step") or 0))):
-        steps = f"step {e['start_step']:,}" if e.get("end_step") in (None, e.get("start_step")) else f"steps {e['start_step']:,}–{e['end_step']:,}"
+    for e in sorted(
+        events,
+        key=lambda e: (
+            vocab.event_status_rank(e.get("status")),
+            -vocab.severity_rank(e.get("severity")),
+            -(e.get("start_step") or 0),
+        ),
+    ):
+        steps = (
+            f"step {e['start_step']:,}"
+            if e.get("end_step") in (None, e.get("start_step"))
+            else f"steps {e['start_step']:,}–{e['end_step']:,}"
+        )
         handled = e.get("status") != "open"
         items.append(
             dmc.Paper(
                 [
-                    dmc.Group([severity_badge(event_label(e, vocab), e.get("severity"), vocab, quiet=handled, size="sm"),
-                               dmc.Text(e.get("metric") or "run", size="xs", c="dimmed", ff="monospace")], justify="space-between"),
-                    dmc.Text(e.get("summary") or "", size="xs", mt=4),
-                    dmc.Text(steps + (f" · {e['status']} by {e.get('status_by')}" + (f": {e['status_reason']}" if e.get("status_reason") else "")
-                                      if handled else ""), size="xs", c="dimmed"),
                     dmc.Group(
                         [
-                            dmc.Button("Zoom", id={"type": "event-zoom", "id": e["id"]}, size="compact-xs", variant="subtle"),
-                            dmc.Button("Acknowledge", id={"type": "event-ack", "id": e["id"]}, size="compact-xs", variant="subtle",
-                                       color="teal", disabled=handled),
-                            dmc.Button("Dismiss", id={"type": "event-dismiss", "id": e["id"]}, size="compact-xs", variant="subtle",
-                                       color="gray", disabled=e.get("status") == "dismissed"),
+                            severity_badge(event_label(e, vocab), e.get("severity"), vocab, quiet=handled, size="sm"),
+                            dmc.Text(e.get("metric") or "run", size="xs", c="dimmed", ff="monospace"),
                         ],
-                        gap=2, mt=4,
+                        justify="space-between",
+                    ),
+                    dmc.Text(e.get("summary") or "", size="xs", mt=4),
+                    dmc.Text(
+                        steps
+                        + (
+                            f" · {e['status']} by {e.get('status_by')}"
+                            + (f": {e['status_reason']}" if e.get("status_reason") else "")
+                            if handled
+                            else ""
+                        ),
+                        size="xs",
+                        c="dimmed",
+                    ),
+                    dmc.Group(
+                        [
+                            dmc.Button(
+                                "Zoom", id={"type": "event-zoom", "id": e["id"]}, size="compact-xs", variant="subtle"
+                            ),
+                            dmc.Button(
+                                "Acknowledge",
+                                id={"type": "event-ack", "id": e["id"]},
+                                size="compact-xs",
+                                variant="subtle",
+                                color="teal",
+                                disabled=handled,
+                            ),
+                            dmc.Button(
+                                "Dismiss",
+                                id={"type": "event-dismiss", "id": e["id"]},
+                                size="compact-xs",
+                                variant="subtle",
+                                color="gray",
+                                disabled=e.get("status") == "dismissed",
+                            ),
+                        ],
+                        gap=2,
+                        mt=4,
                     ),
                 ],
-                p="xs", withBorder=True, radius="sm", className=f"event-item event-{e.get('kind')}",
+                p="xs",
+                withBorder=True,
+                radius="sm",
+                className=f"event-item event-{e.get('kind')}",
                 style={"opacity": 0.6 if e.get("status") == "dismissed" else 1},
             )
         )
@@ -152,14 +262,45 @@ def notes_list(notes: list[dict[str, Any]], author: str | None) -> Any:
         return dmc.Text("No notes yet.", size="xs", c="dimmed")
     items = []
     for n in sorted(notes, key=lambda n: n.get("created_at") or ""):
-        where = "" if n.get("start_step") is None else (
-            f"step {n['start_step']:,}" if n.get("end_step") in (None, n["start_step"]) else f"steps {n['start_step']:,}–{n['end_step']:,}")
-        items.append(dmc.Paper([
-            dmc.Text(n.get("text"), size="sm", className="note-text"),
-            dmc.Group([dmc.Text(f"{n.get('author')} · {where}" + (f" · {n['metric']}" if n.get("metric") else ""), size="xs", c="dimmed"),
-                       dmc.Button("delete", id={"type": "note-delete", "id": n["id"]}, size="compact-xs", variant="subtle", color="red")
-                       if author and author == n.get("author") else None], justify="space-between"),
-        ], p="xs", withBorder=True, radius="sm", className="note-item"))
+        where = (
+            ""
+            if n.get("start_step") is None
+            else (
+                f"step {n['start_step']:,}"
+                if n.get("end_step") in (None, n["start_step"])
+                else f"steps {n['start_step']:,}–{n['end_step']:,}"
+            )
+        )
+        items.append(
+            dmc.Paper(
+                [
+                    dmc.Text(n.get("text"), size="sm", className="note-text"),
+                    dmc.Group(
+                        [
+                            dmc.Text(
+                                f"{n.get('author')} · {where}" + (f" · {n['metric']}" if n.get("metric") else ""),
+                                size="xs",
+                                c="dimmed",
+                            ),
+                            dmc.Button(
+                                "delete",
+                                id={"type": "note-delete", "id": n["id"]},
+                                size="compact-xs",
+                                variant="subtle",
+                                color="red",
+                            )
+                            if author and author == n.get("author")
+                            else None,
+                        ],
+                        justify="space-between",
+                    ),
+                ],
+                p="xs",
+                withBorder=True,
+                radius="sm",
+                className="note-item",
+            )
+        )
     return dmc.Stack(items, gap=6)
 
 

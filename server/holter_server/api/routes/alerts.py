@@ -11,7 +11,14 @@ from holter_server.alerts.sparkline import png_sparkline
 from holter_server.alerts.targets import TargetGuard, TargetRefused
 from holter_server.api.deps import PrincipalDep, RowId, SessionDep, SettingsDep
 from holter_server.api.routes.runs import require_run
-from holter_server.schemas.alerts import ChannelCreate, ChannelPublic, DeliveryPublic, RuleCreate, RulePublic, RuleUpdate
+from holter_server.schemas.alerts import (
+    ChannelCreate,
+    ChannelPublic,
+    DeliveryPublic,
+    RuleCreate,
+    RulePublic,
+    RuleUpdate,
+)
 from holter_server.services.alerting import CONTEXT_POINTS, add_default_rules
 from holter_server.services.dispatch import DeliveryError, send_test
 from holter_server.store import alerts as alerts_store
@@ -30,16 +37,29 @@ def _require_channel(session: SessionDep, channel_id: RowId) -> ChannelRow:
     return channel
 
 
-@router.post("/channels", response_model=ChannelPublic, status_code=201, summary="Add a chat channel (its secret is never shown again)")
-def add_channel(session: SessionDep, settings: SettingsDep, principal: PrincipalDep, body: ChannelCreate) -> ChannelPublic:
+@router.post(
+    "/channels",
+    response_model=ChannelPublic,
+    status_code=201,
+    summary="Add a chat channel (its secret is never shown again)",
+)
+def add_channel(
+    session: SessionDep, settings: SettingsDep, principal: PrincipalDep, body: ChannelCreate
+) -> ChannelPublic:
     if principal.project is not None and body.project != principal.project:
         raise HTTPException(status_code=403, detail=f"this key can only add channels for project {principal.project!r}")
     try:  # every kind, Apprise included; checked again, and pinned, at every send
         TargetGuard(allow_private=settings.allow_private_webhooks).check_channel(body.kind, body.target)
     except TargetRefused as exc:
         raise HTTPException(status_code=422, detail=str(exc)) from exc
-    channel = alerts_store.add_channel(session=session, name=body.name, kind=body.kind, project=body.project,
-                                       target=body.target, signing_secret=body.signing_secret)
+    channel = alerts_store.add_channel(
+        session=session,
+        name=body.name,
+        kind=body.kind,
+        project=body.project,
+        target=body.target,
+        signing_secret=body.signing_secret,
+    )
     if body.default_rules:
         add_default_rules(session=session, channel_id=channel.id, project=body.project)
     session.commit()
@@ -64,7 +84,12 @@ def test_channel(session: SessionDep, settings: SettingsDep, channel_id: RowId) 
     channel = _require_channel(session, channel_id)
     with httpx.Client(timeout=settings.alert_timeout) as client:
         try:
-            send_test(channel=channel, client=client, base_url=settings.base_url(), guard=TargetGuard(allow_private=settings.allow_private_webhooks))
+            send_test(
+                channel=channel,
+                client=client,
+                base_url=settings.base_url(),
+                guard=TargetGuard(allow_private=settings.allow_private_webhooks),
+            )
         except DeliveryError as exc:
             raise HTTPException(status_code=502, detail=f"the channel did not take the test message: {exc}") from exc
     return {"status": "delivered"}
@@ -76,9 +101,14 @@ def add_rule(session: SessionDep, principal: PrincipalDep, body: RuleCreate) -> 
     if not principal.sees(channel.project):
         raise HTTPException(status_code=404, detail=f"unknown channel {body.channel_id}")
     if channel.project is not None and body.project not in (None, channel.project):
-        raise HTTPException(status_code=422, detail=f"channel {channel.id} is project {channel.project!r}'s: its rules see only that project, "
-                            f"not {body.project!r}")
-    rule = alerts_store.add_rule(session=session, channel_id=body.channel_id, fields=body.model_dump(exclude={"channel_id"}))
+        raise HTTPException(
+            status_code=422,
+            detail=f"channel {channel.id} is project {channel.project!r}'s: its rules see only that project, "
+            f"not {body.project!r}",
+        )
+    rule = alerts_store.add_rule(
+        session=session, channel_id=body.channel_id, fields=body.model_dump(exclude={"channel_id"})
+    )
     session.commit()
     return RulePublic.from_row(rule)
 
@@ -86,7 +116,11 @@ def add_rule(session: SessionDep, principal: PrincipalDep, body: RuleCreate) -> 
 @router.get("/rules", response_model=list[RulePublic], summary="Alert rules")
 def list_rules(session: SessionDep, principal: PrincipalDep, channel_id: RowId | None = None) -> list[RulePublic]:
     visible = {c.id for c in alerts_store.list_channels(session=session) if principal.sees(c.project)}
-    return [RulePublic.from_row(row) for row in alerts_store.list_rules(session=session, channel_id=channel_id) if row.channel_id in visible]
+    return [
+        RulePublic.from_row(row)
+        for row in alerts_store.list_rules(session=session, channel_id=channel_id)
+        if row.channel_id in visible
+    ]
 
 
 @router.patch("/rules/{rule_id}", response_model=RulePublic, summary="Enable or disable a rule")
@@ -109,14 +143,21 @@ def delete_rule(session: SessionDep, rule_id: RowId) -> Response:
     return Response(status_code=204)
 
 
-@router.get("/deliveries", response_model=list[DeliveryPublic], summary="Recent deliveries, newest first, with failures")
+@router.get(
+    "/deliveries", response_model=list[DeliveryPublic], summary="Recent deliveries, newest first, with failures"
+)
 def list_deliveries(
-    session: SessionDep, principal: PrincipalDep, channel_id: RowId | None = None, status: str | None = None, run_id: str | None = None,
+    session: SessionDep,
+    principal: PrincipalDep,
+    channel_id: RowId | None = None,
+    status: str | None = None,
+    run_id: str | None = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> list[DeliveryPublic]:
     visible = {c.id for c in alerts_store.list_channels(session=session) if principal.sees(c.project)}
-    rows = alerts_store.list_deliveries(session=session, channel_id=channel_id, status=status, run_id=run_id, limit=limit,
-                                        project=principal.project)
+    rows = alerts_store.list_deliveries(
+        session=session, channel_id=channel_id, status=status, run_id=run_id, limit=limit, project=principal.project
+    )
     return [DeliveryPublic.from_row(row) for row in rows if row.channel_id in visible]
 
 
@@ -130,15 +171,29 @@ def retry_delivery(session: SessionDep, delivery_id: RowId) -> DeliveryPublic:
     return DeliveryPublic.from_row(delivery)
 
 
-@router.get("/runs/{run_id}/events/{event_id}/sparkline.png", summary="A small picture of the curve around an event",
-            response_class=Response, responses={200: {"content": {"image/png": {}}}})
+@router.get(
+    "/runs/{run_id}/events/{event_id}/sparkline.png",
+    summary="A small picture of the curve around an event",
+    response_class=Response,
+    responses={200: {"content": {"image/png": {}}}},
+)
 def event_sparkline(session: SessionDep, run_id: str, event_id: RowId) -> Response:
     require_run(session, run_id)
     event = events_store.get_event(session=session, run_id=run_id, event_id=event_id)
-    metric = runs_store.get_metric(session=session, run_id=run_id, name=event.metric) if event and event.metric else None
+    metric = (
+        runs_store.get_metric(session=session, run_id=run_id, name=event.metric) if event and event.metric else None
+    )
     if event is None or metric is None or event.start_step is None:
         raise HTTPException(status_code=404, detail=f"run {run_id!r} has no metric event {event_id}")
-    around = points_store.read_points(session=session, run_id=run_id, metric_id=metric.metric_id,
-                                      start=max(0, event.start_step - CONTEXT_POINTS // 2), end=None, limit=CONTEXT_POINTS)
+    around = points_store.read_points(
+        session=session,
+        run_id=run_id,
+        metric_id=metric.metric_id,
+        start=max(0, event.start_step - CONTEXT_POINTS // 2),
+        end=None,
+        limit=CONTEXT_POINTS,
+    )
     mark = around.steps.index(event.start_step) if event.start_step in around.steps else None
-    return Response(png_sparkline(around.values, mark_index=mark), media_type="image/png", headers={"Cache-Control": "max-age=3600"})
+    return Response(
+        png_sparkline(around.values, mark_index=mark), media_type="image/png", headers={"Cache-Control": "max-age=3600"}
+    )

@@ -6,8 +6,8 @@ from fastapi import APIRouter, HTTPException, Response
 
 from holter_server.api.deps import PrincipalDep, RowId, SessionDep
 from holter_server.api.routes.runs import require_run
-from holter_server.services.auth import OPEN, Principal
 from holter_server.schemas.annotations import AnnotationCreate, AnnotationPublic, AnnotationsPublic, AnnotationUpdate
+from holter_server.services.auth import OPEN, Principal
 from holter_server.store import annotations as annotations_store
 from holter_server.store import events as events_store
 from holter_server.store.models import AnnotationRow
@@ -16,23 +16,32 @@ router = APIRouter(prefix="/runs/{run_id}/annotations", tags=["annotations"])
 
 
 @router.get("", response_model=AnnotationsPublic, summary="A run's notes, oldest first")
-def list_annotations(session: SessionDep, run_id: str, metric: str | None = None, event_id: RowId | None = None) -> AnnotationsPublic:
+def list_annotations(
+    session: SessionDep, run_id: str, metric: str | None = None, event_id: RowId | None = None
+) -> AnnotationsPublic:
     require_run(session, run_id)
     rows = annotations_store.list_annotations(session=session, run_id=run_id, metric=metric, event_id=event_id)
     return AnnotationsPublic(data=[AnnotationPublic.from_row(row) for row in rows], count=len(rows))
 
 
 @router.post("", response_model=AnnotationPublic, status_code=201, summary="Add a note")
-def add_annotation(session: SessionDep, principal: PrincipalDep, run_id: str, body: AnnotationCreate) -> AnnotationPublic:
+def add_annotation(
+    session: SessionDep, principal: PrincipalDep, run_id: str, body: AnnotationCreate
+) -> AnnotationPublic:
     require_run(session, run_id)
-    if body.event_id is not None and events_store.get_event(session=session, run_id=run_id, event_id=body.event_id) is None:
+    if (
+        body.event_id is not None
+        and events_store.get_event(session=session, run_id=run_id, event_id=body.event_id) is None
+    ):
         raise HTTPException(status_code=404, detail=f"run {run_id!r} has no event {body.event_id}")
     row = annotations_store.add_annotation(session=session, run_id=run_id, key_id=principal.key_id, **body.model_dump())
     session.commit()
     return AnnotationPublic.from_row(row)
 
 
-def _own_annotation(session: SessionDep, principal: Principal, run_id: str, annotation_id: RowId, author: str) -> AnnotationRow:
+def _own_annotation(
+    session: SessionDep, principal: Principal, run_id: str, annotation_id: RowId, author: str
+) -> AnnotationRow:
     """The note, when the caller may change it. With auth on, the key that wrote it may (or an
     admin): the `author` field is a name anyone can send, not proof. With auth off there are no
     keys, only the one machine's people, told apart by name."""
@@ -45,20 +54,32 @@ def _own_annotation(session: SessionDep, principal: Principal, run_id: str, anno
     else:
         allowed = principal.scope == "admin" or (row.key_id is not None and row.key_id == principal.key_id)
     if not allowed:
-        raise HTTPException(status_code=403, detail=f"annotation {annotation_id} is {row.author!r}'s; only they (the key that wrote it) can change it")
+        raise HTTPException(
+            status_code=403,
+            detail=f"annotation {annotation_id} is {row.author!r}'s; only they (the key that wrote it) can change it",
+        )
     return row
 
 
 @router.patch("/{annotation_id}", response_model=AnnotationPublic, summary="Edit one's own note")
-def edit_annotation(session: SessionDep, principal: PrincipalDep, run_id: str, annotation_id: RowId, body: AnnotationUpdate) -> AnnotationPublic:
-    row = annotations_store.edit_annotation(session=session, annotation=_own_annotation(session, principal, run_id, annotation_id, body.author),
-                                            text=body.text)
+def edit_annotation(
+    session: SessionDep, principal: PrincipalDep, run_id: str, annotation_id: RowId, body: AnnotationUpdate
+) -> AnnotationPublic:
+    row = annotations_store.edit_annotation(
+        session=session,
+        annotation=_own_annotation(session, principal, run_id, annotation_id, body.author),
+        text=body.text,
+    )
     session.commit()
     return AnnotationPublic.from_row(row)
 
 
 @router.delete("/{annotation_id}", status_code=204, summary="Delete one's own note")
-def delete_annotation(session: SessionDep, principal: PrincipalDep, run_id: str, annotation_id: RowId, author: str) -> Response:
-    annotations_store.delete_annotation(session=session, annotation=_own_annotation(session, principal, run_id, annotation_id, author))
+def delete_annotation(
+    session: SessionDep, principal: PrincipalDep, run_id: str, annotation_id: RowId, author: str
+) -> Response:
+    annotations_store.delete_annotation(
+        session=session, annotation=_own_annotation(session, principal, run_id, annotation_id, author)
+    )
     session.commit()
     return Response(status_code=204)

@@ -30,12 +30,17 @@ def _arm(session: SessionDep, principal: PrincipalDep, name: str, text: str) -> 
         raise HTTPException(status_code=422, detail=f"{name}={text!r}: an arm is {ARM_HELP}")
     run = require_run(session, run_id)
     if not principal.sees(run.project):
-        raise HTTPException(status_code=404, detail=f"unknown run {run_id!r}")  # a project's key learns nothing of another's runs
+        raise HTTPException(
+            status_code=404, detail=f"unknown run {run_id!r}"
+        )  # a project's key learns nothing of another's runs
     return kind, run
 
 
-@router.get("/compare", response_model=ArmComparisonPublic,
-            summary="Arm A against arm B on a metric: seed bands, a verdict per measure, the confounders")
+@router.get(
+    "/compare",
+    response_model=ArmComparisonPublic,
+    summary="Arm A against arm B on a metric: seed bands, a verdict per measure, the confounders",
+)
 def compare_arms(
     session: SessionDep,
     settings: SettingsDep,
@@ -43,18 +48,32 @@ def compare_arms(
     metric: str,
     a: Annotated[str, Query(description=ARM_HELP)],
     b: Annotated[str, Query(description=ARM_HELP)],
-    at_step: Annotated[int | None, Query(ge=0, description="the step of the at_step measure (default: the last every run reached)")] = None,
-    at_tokens: Annotated[float | None, Query(gt=0, description="the token count of the at_tokens measure (default: the least any run reached)")] = None,
-    start: Annotated[int | None, Query(ge=0, description="the range of the auc measure (default: what every run covers)")] = None,
+    at_step: Annotated[
+        int | None, Query(ge=0, description="the step of the at_step measure (default: the last every run reached)")
+    ] = None,
+    at_tokens: Annotated[
+        float | None,
+        Query(gt=0, description="the token count of the at_tokens measure (default: the least any run reached)"),
+    ] = None,
+    start: Annotated[
+        int | None, Query(ge=0, description="the range of the auc measure (default: what every run covers)")
+    ] = None,
     end: Annotated[int | None, Query(ge=0)] = None,
 ) -> ArmComparisonPublic:
     first, second = _arm(session, principal, "a", a), _arm(session, principal, "b", b)
     if (start is None) != (end is None) or (start is not None and end is not None and end <= start):
         raise HTTPException(status_code=422, detail="the auc range needs both start and end, with end > start")
     try:
-        found = compare_service.compare(session=session, metric=metric, a=first, b=second, at_step=at_step, at_tokens=at_tokens,
-                                        step_range=(start, end) if start is not None and end is not None else None,
-                                        max_points=settings.max_group_points)
+        found = compare_service.compare(
+            session=session,
+            metric=metric,
+            a=first,
+            b=second,
+            at_step=at_step,
+            at_tokens=at_tokens,
+            step_range=(start, end) if start is not None and end is not None else None,
+            max_points=settings.max_group_points,
+        )
     except compare_service.GroupTooLargeError as exc:
         raise HTTPException(status_code=413, detail=str(exc)) from exc
     for arm in (found.a, found.b):
@@ -63,31 +82,52 @@ def compare_arms(
     return ArmComparisonPublic.from_comparison(found)
 
 
-@router.get("/runs/{run_id}/seed-group", response_model=SeedGroupPublic, summary="The runs that differ from this one only in seeds")
+@router.get(
+    "/runs/{run_id}/seed-group",
+    response_model=SeedGroupPublic,
+    summary="The runs that differ from this one only in seeds",
+)
 def read_seed_group(session: SessionDep, run_id: str) -> SeedGroupPublic:
     return SeedGroupPublic.from_group(compare_service.group_of_run(session=session, run=require_run(session, run_id)))
 
 
-@router.get("/projects/{project}/seed-groups", response_model=SeedGroupsPublic, summary="The project's runs grouped by config less seeds")
+@router.get(
+    "/projects/{project}/seed-groups",
+    response_model=SeedGroupsPublic,
+    summary="The project's runs grouped by config less seeds",
+)
 def list_seed_groups(session: SessionDep, project: str) -> SeedGroupsPublic:
     groups = compare_service.groups_of_project(session=session, project=project)
     return SeedGroupsPublic(project=project, data=[SeedGroupPublic.from_group(g) for g in groups])
 
 
-@router.get("/projects/{project}/settings", response_model=ProjectSettingsPublic, summary="What the project declared about its configs")
+@router.get(
+    "/projects/{project}/settings",
+    response_model=ProjectSettingsPublic,
+    summary="What the project declared about its configs",
+)
 def read_settings(session: SessionDep, project: str) -> ProjectSettingsPublic:
     row = projects_store.get_settings(session=session, project=project)
     if row is None:
         return ProjectSettingsPublic(project=project, seed_keys=[], data_seed_keys=[], updated_at=None)
-    return ProjectSettingsPublic(project=project, seed_keys=row.seed_keys, data_seed_keys=row.data_seed_keys, updated_at=row.updated_at)
+    return ProjectSettingsPublic(
+        project=project, seed_keys=row.seed_keys, data_seed_keys=row.data_seed_keys, updated_at=row.updated_at
+    )
 
 
-@router.put("/projects/{project}/settings", response_model=ProjectSettingsPublic,
-            summary="Declare the project's own seed keys and data-seed keys")
+@router.put(
+    "/projects/{project}/settings",
+    response_model=ProjectSettingsPublic,
+    summary="Declare the project's own seed keys and data-seed keys",
+)
 def set_settings(session: SessionDep, project: str, body: ProjectSettingsSet) -> ProjectSettingsPublic:
     for key in (*body.seed_keys, *body.data_seed_keys):
         if not key.strip() or len(key) > 256:
             raise HTTPException(status_code=422, detail=f"a seed key must be 1 to 256 characters, not {key!r}")
-    row = projects_store.set_settings(session=session, project=project, seed_keys=body.seed_keys, data_seed_keys=body.data_seed_keys)
+    row = projects_store.set_settings(
+        session=session, project=project, seed_keys=body.seed_keys, data_seed_keys=body.data_seed_keys
+    )
     session.commit()
-    return ProjectSettingsPublic(project=project, seed_keys=row.seed_keys, data_seed_keys=row.data_seed_keys, updated_at=row.updated_at)
+    return ProjectSettingsPublic(
+        project=project, seed_keys=row.seed_keys, data_seed_keys=row.data_seed_keys, updated_at=row.updated_at
+    )

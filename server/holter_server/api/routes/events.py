@@ -22,8 +22,14 @@ Offset = Annotated[int, Query(ge=0, le=MAX_BIGINT)]
 
 @router.get("/runs/{run_id}/events", response_model=EventsPublic, summary="A run's events, latest step first")
 def run_events(
-    session: SessionDep, run_id: str, metric: str | None = None, kind: str | None = None, severity: SeverityName | None = None,
-    status: EventStatusName | None = None, limit: Limit = 500, offset: Offset = 0,
+    session: SessionDep,
+    run_id: str,
+    metric: str | None = None,
+    kind: str | None = None,
+    severity: SeverityName | None = None,
+    status: EventStatusName | None = None,
+    limit: Limit = 500,
+    offset: Offset = 0,
 ) -> EventsPublic:
     require_run(session, run_id)
     where = EventFilter(run_id=run_id, metric=metric, kind=kind, severity=severity, status=status)
@@ -31,12 +37,25 @@ def run_events(
     return EventsPublic(data=[EventPublic.from_row(row) for row in rows], count=count)
 
 
-@router.get("/events", response_model=EventsPublic, summary="Events across runs (filter by project, run, kind, severity, status)")
+@router.get(
+    "/events",
+    response_model=EventsPublic,
+    summary="Events across runs (filter by project, run, kind, severity, status)",
+)
 def all_events(
-    session: SessionDep, principal: PrincipalDep, project: str | None = None, run_id: str | None = None, kind: str | None = None,
-    severity: SeverityName | None = None, status: EventStatusName | None = None, limit: Limit = 100, offset: Offset = 0,
+    session: SessionDep,
+    principal: PrincipalDep,
+    project: str | None = None,
+    run_id: str | None = None,
+    kind: str | None = None,
+    severity: SeverityName | None = None,
+    status: EventStatusName | None = None,
+    limit: Limit = 100,
+    offset: Offset = 0,
 ) -> EventsPublic:
-    where = EventFilter(run_id=run_id, project=project or principal.project, kind=kind, severity=severity, status=status)
+    where = EventFilter(
+        run_id=run_id, project=project or principal.project, kind=kind, severity=severity, status=status
+    )
     rows, count = events_store.list_events(session=session, where=where, limit=limit, offset=offset)
     return EventsPublic(data=[EventPublic.from_row(row) for row in rows], count=count)
 
@@ -49,21 +68,38 @@ def _require_event(session: SessionDep, run_id: str, event_id: RowId) -> EventRo
     return event
 
 
-@router.post("/runs/{run_id}/events/{event_id}/acknowledge", response_model=EventPublic, summary="Someone has seen it and is on it")
+@router.post(
+    "/runs/{run_id}/events/{event_id}/acknowledge",
+    response_model=EventPublic,
+    summary="Someone has seen it and is on it",
+)
 def acknowledge(session: SessionDep, run_id: str, event_id: RowId, body: EventDecision) -> EventPublic:
-    event = events_store.set_event_status(session=session, event=_require_event(session, run_id, event_id), status="acknowledged",
-                                          by=body.by, reason=body.reason)
+    event = events_store.set_event_status(
+        session=session,
+        event=_require_event(session, run_id, event_id),
+        status="acknowledged",
+        by=body.by,
+        reason=body.reason,
+    )
     session.commit()
     return EventPublic.from_row(event)
 
 
-@router.post("/runs/{run_id}/events/{event_id}/dismiss", response_model=EventPublic, summary="Not a problem; optionally mute its kind on its metric")
+@router.post(
+    "/runs/{run_id}/events/{event_id}/dismiss",
+    response_model=EventPublic,
+    summary="Not a problem; optionally mute its kind on its metric",
+)
 def dismiss(session: SessionDep, run_id: str, event_id: RowId, body: EventDismissal) -> EventPublic:
     event = _require_event(session, run_id, event_id)
     if body.mute:
         if event.metric is None:
             raise HTTPException(status_code=422, detail="run-level events have no metric to mute")
-        events_store.add_mute(session=session, run_id=run_id, metric=event.metric, kind=event.kind, by=body.by, reason=body.reason)
-    event = events_store.set_event_status(session=session, event=event, status="dismissed", by=body.by, reason=body.reason)
+        events_store.add_mute(
+            session=session, run_id=run_id, metric=event.metric, kind=event.kind, by=body.by, reason=body.reason
+        )
+    event = events_store.set_event_status(
+        session=session, event=event, status="dismissed", by=body.by, reason=body.reason
+    )
     session.commit()
     return EventPublic.from_row(event)

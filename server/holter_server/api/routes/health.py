@@ -21,6 +21,8 @@ def health(session: SessionDep) -> JSONResponse:
     try:
         ping(session)
     except SQLAlchemyError as exc:
-        return JSONResponse({"status": "unavailable", "database": dialect, "detail": str(exc.__cause__ or exc)}, status_code=503)
+        return JSONResponse(
+            {"status": "unavailable", "database": dialect, "detail": str(exc.__cause__ or exc)}, status_code=503
+        )
     # `process`: which API process answered (`holter serve --workers N` runs several on one port)
     return JSONResponse({"status": "ok", "version": __version__, "database": dialect, "process": os.getpid()})

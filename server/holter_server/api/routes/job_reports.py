@@ -17,23 +17,31 @@ from holter_server.store import runs as runs_store
 router = APIRouter(prefix="/runs/{run_id}", tags=["runs"])
 
 
-@router.post("/summary", response_model=SummaryPublic,
-             summary="Merge values into the run's summary (wandb's run.summary); a null removes a key",
-             responses={404: {"description": "unknown run"}, 413: {"description": "summary too large"}})
+@router.post(
+    "/summary",
+    response_model=SummaryPublic,
+    summary="Merge values into the run's summary (wandb's run.summary); a null removes a key",
+    responses={404: {"description": "unknown run"}, 413: {"description": "summary too large"}},
+)
 def update_summary(session: SessionDep, settings: SettingsDep, run_id: str, body: SummaryUpdate) -> SummaryPublic:
     run = require_run(session, run_id)
     merged = {**(run.summary or {}), **body.values}
     size = len(json.dumps(merged))
     if size > settings.max_config_bytes:
-        raise HTTPException(status_code=413, detail=f"summary of {size} bytes exceeds the limit of {settings.max_config_bytes}")
+        raise HTTPException(
+            status_code=413, detail=f"summary of {size} bytes exceeds the limit of {settings.max_config_bytes}"
+        )
     summary = runs_store.update_summary(session=session, run=run, values=body.values)
     session.commit()
     return SummaryPublic(summary=summary)
 
 
-@router.post("/alerts", response_model=EventPublic,
-             summary="Raise an alert from the training job (wandb's wandb.alert): an `alert` event, sent to chat by the rules",
-             responses={404: {"description": "unknown run"}, 422: {"description": "malformed alert"}})
+@router.post(
+    "/alerts",
+    response_model=EventPublic,
+    summary="Raise an alert from the training job (wandb's wandb.alert): an `alert` event, sent to chat by the rules",
+    responses={404: {"description": "unknown run"}, 422: {"description": "malformed alert"}},
+)
 def raise_alert(session: SessionDep, run_id: str, body: JobAlert) -> EventPublic:
     run = require_run(session, run_id)
     row = job_alerts.raise_alert(session=session, run=run, alert=body)

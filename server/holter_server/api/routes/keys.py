@@ -12,7 +12,9 @@ from holter_server.store import keys as keys_store
 router = APIRouter(prefix="/keys", tags=["keys"])
 
 
-@router.post("", response_model=KeyCreated, status_code=201, summary="Create an API key (the key is shown only in this answer)")
+@router.post(
+    "", response_model=KeyCreated, status_code=201, summary="Create an API key (the key is shown only in this answer)"
+)
 def add_key(session: SessionDep, principal: PrincipalDep, body: KeyCreate) -> KeyCreated:
     if principal.project is not None and body.project != principal.project:
         raise HTTPException(status_code=403, detail=f"this key can only create keys for project {principal.project!r}")
@@ -26,14 +28,20 @@ def list_keys(session: SessionDep, principal: PrincipalDep) -> list[KeyPublic]:
     return [KeyPublic.from_row(row) for row in keys_store.list_keys(session=session) if principal.sees(row.project)]
 
 
-@router.get("/me", response_model=KeyIdentity, summary="Who the presented key is: its id, name, scope and project (never its secret)")
+@router.get(
+    "/me",
+    response_model=KeyIdentity,
+    summary="Who the presented key is: its id, name, scope and project (never its secret)",
+)
 def who_am_i(request: Request, session: SessionDep, principal: PrincipalDep) -> KeyIdentity:
     # The gate answered 401 for a missing, unknown or revoked key; with auth off everyone is the open admin.
     if not request.app.state.auth_mode.enabled(session):
         return KeyIdentity(auth=False, id=None, name=None, prefix=None, scope="admin", project=None)
     row = keys_store.get_key(session=session, key_id=principal.key_id) if principal.key_id is not None else None
     if row is None:  # the admin token (HOLTER_ADMIN_TOKEN) is no stored key
-        return KeyIdentity(auth=True, id=None, name="admin token", prefix=None, scope=principal.scope, project=principal.project)  # type: ignore[arg-type]
+        return KeyIdentity(
+            auth=True, id=None, name="admin token", prefix=None, scope=principal.scope, project=principal.project
+        )  # type: ignore[arg-type]
     return KeyIdentity(auth=True, id=row.id, name=row.name, prefix=row.prefix, scope=row.scope, project=row.project)  # type: ignore[arg-type]
 
 

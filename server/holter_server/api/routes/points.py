@@ -6,7 +6,6 @@ from collections.abc import Callable
 from typing import Annotated, Any
 
 import numpy as np
-
 from fastapi import APIRouter, HTTPException, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
@@ -15,6 +14,7 @@ from starlette.concurrency import run_in_threadpool
 from holter_server.api.deps import SessionDep, SettingsDep
 from holter_server.api.gate import BODY_STATE
 from holter_server.api.routes.runs import require_run
+from holter_server.nonfinite import json_safe_column
 from holter_server.schemas import MAX_BIGINT
 from holter_server.schemas.points import PointsStored, ReadBatch, SeriesPointsPublic, read_batch
 from holter_server.services import reads
@@ -23,7 +23,6 @@ from holter_server.services.reads import SeriesRead
 from holter_server.settings import Settings
 from holter_server.store import runs as runs_store
 from holter_server.store.rollup_buckets import NO_STEP
-from holter_server.nonfinite import json_safe_column
 from holter_server.wire import BodyError, TooManyValuesError, decode_body, encode_json, encode_msgpack, is_msgpack
 
 router = APIRouter(prefix="/runs/{run_id}", tags=["points"])
@@ -56,7 +55,9 @@ def _gated_body(request: Request) -> bytearray:
         400: {"description": "a body that cannot be decoded (malformed, nested too deeply)"},
         404: {"description": "unknown run"},
         413: {"description": "batch too large"},
-        422: {"description": "malformed batch (a key twice, a number out of range), or every metric of it refused (each with its reason)"},
+        422: {
+            "description": "malformed batch (a key twice, a number out of range), or every metric of it refused (each with its reason)"
+        },
     },
 )
 async def add_points(request: Request, run_id: str, settings: SettingsDep) -> PointsStored:
@@ -65,17 +66,25 @@ async def add_points(request: Request, run_id: str, settings: SettingsDep) -> Po
         body = decode_body(raw, request.headers.get("content-type"), max_values=values_allowed(settings))
         batch = read_batch(body)
     except TooManyValuesError as exc:
-        raise HTTPException(status_code=exc.status, detail=f"{exc}: a batch may hold at most {settings.max_points_per_batch:,} points") from exc
+        raise HTTPException(
+            status_code=exc.status, detail=f"{exc}: a batch may hold at most {settings.max_points_per_batch:,} points"
+        ) from exc
     except BodyError as exc:
         raise HTTPException(status_code=exc.status, detail=str(exc)) from exc
     except ValidationError as exc:
         raise RequestValidationError(exc.errors(include_url=False, include_context=False, include_input=False)) from exc
     if batch.point_count() > settings.max_points_per_batch:
-        raise HTTPException(status_code=413, detail=f"batch of {batch.point_count()} points exceeds the limit of {settings.max_points_per_batch}")
+        raise HTTPException(
+            status_code=413,
+            detail=f"batch of {batch.point_count()} points exceeds the limit of {settings.max_points_per_batch}",
+        )
     names = len(batch.metrics) + len(batch.refused)
     if names > settings.max_metrics_per_run:
-        raise HTTPException(status_code=422, detail=f"the batch names {names:,} metrics, more than the {settings.max_metrics_per_run:,} "
-                            "one run may have (HOLTER_MAX_METRICS_PER_RUN)")
+        raise HTTPException(
+            status_code=422,
+            detail=f"the batch names {names:,} metrics, more than the {settings.max_metrics_per_run:,} "
+            "one run may have (HOLTER_MAX_METRICS_PER_RUN)",
+        )
     # The database work blocks; run it off the event loop as FastAPI runs a sync route.
     return await run_in_threadpool(_store_batch, request, run_id, batch, settings.max_metrics_per_run)
 
@@ -91,13 +100,23 @@ def _store_batch(request: Request, run_id: str, batch: ReadBatch, max_metrics: i
         try:
             result = ingest_batch(session=session, run_id=run_id, batch=batch, max_metrics=max_metrics)
         except UnknownRunError:
-            raise HTTPException(status_code=404, detail=f"unknown run {run_id!r}; create it with POST /api/v1/runs first") from None
+            raise HTTPException(
+                status_code=404, detail=f"unknown run {run_id!r}; create it with POST /api/v1/runs first"
+            ) from None
         if result.refused and not result.received:
             # Nothing could be stored: refuse the request as a whole, each metric with its reason.
-            raise HTTPException(status_code=422, detail=[
-                {"type": "metric_refused", "loc": ["body", "metrics", refused.metric], "msg": refused.reason, "points": refused.points}
-                for refused in result.refused
-            ])
+            raise HTTPException(
+                status_code=422,
+                detail=[
+                    {
+                        "type": "metric_refused",
+                        "loc": ["body", "metrics", refused.metric],
+                        "msg": refused.reason,
+                        "points": refused.points,
+                    }
+                    for refused in result.refused
+                ],
+            )
         session.commit()
     return result
 
@@ -116,16 +135,26 @@ def read_points(
     metric: str,
     start: Annotated[int | None, Query(ge=0, le=MAX_BIGINT, description="first step (inclusive)")] = None,
     end: Annotated[int | None, Query(ge=0, le=MAX_BIGINT, description="last step (inclusive)")] = None,
-    max_points: Annotated[int | None, Query(ge=2, le=MAX_CHART_POINTS, description="most points to return; a range holding more is downsampled")] = None,
-    limit: Annotated[int | None, Query(ge=1, description="without max_points: most points to return (the rest is cut, `truncated`)")] = None,
-    with_times: Annotated[bool, Query(description="a downsampled read also returns the wall time of each point drawn (plain reads always do)")] = False,
+    max_points: Annotated[
+        int | None,
+        Query(ge=2, le=MAX_CHART_POINTS, description="most points to return; a range holding more is downsampled"),
+    ] = None,
+    limit: Annotated[
+        int | None, Query(ge=1, description="without max_points: most points to return (the rest is cut, `truncated`)")
+    ] = None,
+    with_times: Annotated[
+        bool,
+        Query(description="a downsampled read also returns the wall time of each point drawn (plain reads always do)"),
+    ] = False,
 ) -> Response:
     require_run(session, run_id)
     row = runs_store.get_metric(session=session, run_id=run_id, name=metric)
     if row is None:
         raise HTTPException(status_code=404, detail=f"run {run_id!r} has no metric {metric!r}")
     cap = min(limit or settings.max_points_per_read, settings.max_points_per_read)
-    read = reads.read_series(session=session, metric=row, start=start, end=end, max_points=max_points, plain_cap=cap, with_times=with_times)
+    read = reads.read_series(
+        session=session, metric=row, start=start, end=end, max_points=max_points, plain_cap=cap, with_times=with_times
+    )
     return encode_for(request, series_body(read))
 
 
@@ -174,7 +203,11 @@ def json_safe_series(body: dict[str, Any]) -> dict[str, Any]:
     """The body with non-finite floats spelled out for JSON."""
     body = {**body, "values": json_safe_column(body["values"])}
     if body["buckets"] is not None:
-        body["buckets"] = {**body["buckets"], "first": json_safe_column(body["buckets"]["first"]), "last": json_safe_column(body["buckets"]["last"])}
+        body["buckets"] = {
+            **body["buckets"],
+            "first": json_safe_column(body["buckets"]["first"]),
+            "last": json_safe_column(body["buckets"]["last"]),
+        }
     return body
 
 

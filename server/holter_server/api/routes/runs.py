@@ -11,7 +11,16 @@ from fastapi import APIRouter, HTTPException, Query
 from holter_server.api.deps import PrincipalDep, SessionDep, SettingsDep
 from holter_server.schemas import MAX_BIGINT
 from holter_server.schemas.events import AnalyzedSeries, RunAnalysis
-from holter_server.schemas.runs import MetricPublic, MetricUpdate, RunCreate, RunCreated, RunFinish, RunPublic, RunsPublic, RunUpdate
+from holter_server.schemas.runs import (
+    MetricPublic,
+    MetricUpdate,
+    RunCreate,
+    RunCreated,
+    RunFinish,
+    RunPublic,
+    RunsPublic,
+    RunUpdate,
+)
 from holter_server.schemas.vocabulary import RunStatusName
 from holter_server.services import kinds, lifecycle
 from holter_server.services.run_analysis import analyze_run
@@ -34,14 +43,20 @@ def require_run(session: SessionDep, run_id: str) -> RunRow:
 def create_run(session: SessionDep, settings: SettingsDep, principal: PrincipalDep, body: RunCreate) -> RunCreated:
     config_size = len(json.dumps(body.config))
     if config_size > settings.max_config_bytes:
-        raise HTTPException(status_code=413, detail=f"config of {config_size} bytes exceeds the limit of {settings.max_config_bytes}")
+        raise HTTPException(
+            status_code=413, detail=f"config of {config_size} bytes exceeds the limit of {settings.max_config_bytes}"
+        )
     if not principal.sees(body.project):
-        raise HTTPException(status_code=403, detail=f"this key is for project {principal.project!r}, not {body.project!r}")
+        raise HTTPException(
+            status_code=403, detail=f"this key is for project {principal.project!r}, not {body.project!r}"
+        )
     run_id = body.id or uuid.uuid4().hex[:16]
     existing = runs_store.get_run(session=session, run_id=run_id)
     if existing is not None and existing.project != body.project:
         # never the other project's name: the caller may not be allowed to know it
-        raise HTTPException(status_code=409, detail=f"run id {run_id!r} is already taken by another project; choose another id")
+        raise HTTPException(
+            status_code=409, detail=f"run id {run_id!r} is already taken by another project; choose another id"
+        )
     run, resumed = runs_store.create_or_resume_run(
         session=session, run_id=run_id, project=body.project, name=body.name, config=body.config, tags=body.tags
     )
@@ -62,7 +77,9 @@ def list_runs(
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     offset: Annotated[int, Query(ge=0, le=MAX_BIGINT)] = 0,
 ) -> RunsPublic:
-    rows, count = runs_store.list_runs(session=session, project=project or principal.project, status=status, tag=tag, limit=limit, offset=offset)
+    rows, count = runs_store.list_runs(
+        session=session, project=project or principal.project, status=status, tag=tag, limit=limit, offset=offset
+    )
     health = events_store.health_of_runs(session=session, run_ids=[row.id for row in rows])
     return RunsPublic(data=[RunPublic.from_row(row, health=health[row.id]) for row in rows], count=count)
 
@@ -71,12 +88,19 @@ def list_runs(
 def read_run(session: SessionDep, run_id: str) -> RunPublic:
     run = require_run(session, run_id)
     health = events_store.health_of_runs(session=session, run_ids=[run_id])[run_id]
-    return RunPublic.from_row(run, list(runs_store.list_metrics(session=session, run_id=run_id)), health=health,
-                              understood=kinds.understood_metrics(session=session, run=run))
+    return RunPublic.from_row(
+        run,
+        list(runs_store.list_metrics(session=session, run_id=run_id)),
+        health=health,
+        understood=kinds.understood_metrics(session=session, run=run),
+    )
 
 
-@router.patch("/{run_id}/metrics/{metric:path}", response_model=MetricPublic,
-              summary="Say what a metric is (its kind; null: as its name says); it is analysed again from its first point")
+@router.patch(
+    "/{run_id}/metrics/{metric:path}",
+    response_model=MetricPublic,
+    summary="Say what a metric is (its kind; null: as its name says); it is analysed again from its first point",
+)
 def update_metric(session: SessionDep, run_id: str, metric: str, body: MetricUpdate) -> MetricPublic:
     run = require_run(session, run_id)
     row = runs_store.get_metric(session=session, run_id=run_id, name=metric)
@@ -110,13 +134,23 @@ def finish_run(session: SessionDep, run_id: str, body: RunFinish) -> RunPublic:
     return RunPublic.from_row(run)
 
 
-@router.post("/{run_id}/analyze", response_model=RunAnalysis, summary="Re-run the batch classifier over every stored point")
+@router.post(
+    "/{run_id}/analyze", response_model=RunAnalysis, summary="Re-run the batch classifier over every stored point"
+)
 def analyze(session: SessionDep, run_id: str) -> RunAnalysis:
     require_run(session, run_id)
     analyses, findings = analyze_run(session=session, run_id=run_id)
     return RunAnalysis(
         run_id=run_id,
-        series=[AnalyzedSeries(metric=a.metric, kind=a.understood.kind, understood=a.understood.to_dict(), verdict=a.verdict,
-                               events=[e.to_dict() for e in a.events]) for a in analyses],
+        series=[
+            AnalyzedSeries(
+                metric=a.metric,
+                kind=a.understood.kind,
+                understood=a.understood.to_dict(),
+                verdict=a.verdict,
+                events=[e.to_dict() for e in a.events],
+            )
+            for a in analyses
+        ],
         findings=[f.to_dict() for f in findings],
     )

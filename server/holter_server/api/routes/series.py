@@ -40,11 +40,15 @@ def read_many(
     start: StartStep = None,
     end: EndStep = None,
     max_points: Annotated[int, Query(ge=2, le=MAX_CHART_POINTS, description="most points per series")] = 2000,
-    with_times: Annotated[bool, Query(description="downsampled series also return the wall time of each point drawn")] = False,
+    with_times: Annotated[
+        bool, Query(description="downsampled series also return the wall time of each point drawn")
+    ] = False,
 ) -> Response:
     pairs = [(run_id, name) for run_id in dict.fromkeys(run) for name in dict.fromkeys(metric)]
     if len(pairs) > MAX_SERIES_PER_READ:
-        raise HTTPException(status_code=422, detail=f"{len(pairs)} series asked for; at most {MAX_SERIES_PER_READ} per read")
+        raise HTTPException(
+            status_code=422, detail=f"{len(pairs)} series asked for; at most {MAX_SERIES_PER_READ} per read"
+        )
     found, missing = [], []
     for run_id in dict.fromkeys(run):
         rows = points_store.get_metrics(session=session, run_id=run_id, names=metric)
@@ -53,12 +57,18 @@ def read_many(
                 found.append(rows[name])
             else:
                 missing.append({"run_id": run_id, "metric": name})
-    series = reads.read_many(session=session, metrics=found, start=start, end=end, max_points=max_points, with_times=with_times)
+    series = reads.read_many(
+        session=session, metrics=found, start=start, end=end, max_points=max_points, with_times=with_times
+    )
     payload = {"data": [series_body(read) for read in series], "missing": missing}
-    return encode_for(request, payload, lambda body: {**body, "data": [json_safe_series(item) for item in body["data"]]})
+    return encode_for(
+        request, payload, lambda body: {**body, "data": [json_safe_series(item) for item in body["data"]]}
+    )
 
 
-@router.get("/runs/{run_id}/metrics", response_model=MetricsPublic, summary="A run's metrics whose names start with a prefix")
+@router.get(
+    "/runs/{run_id}/metrics", response_model=MetricsPublic, summary="A run's metrics whose names start with a prefix"
+)
 def list_metrics(
     session: SessionDep,
     run_id: str,
@@ -79,7 +89,9 @@ def read_family(
     session: SessionDep,
     settings: SettingsDep,
     run_id: str,
-    prefix: Annotated[str, Query(min_length=1, description="name prefix, e.g. `act_norm/layer.` (a trailing * is ignored)")],
+    prefix: Annotated[
+        str, Query(min_length=1, description="name prefix, e.g. `act_norm/layer.` (a trailing * is ignored)")
+    ],
     start: StartStep = None,
     end: EndStep = None,
     max_buckets: Annotated[int, Query(ge=1, le=10_000, description="most step buckets (columns)")] = 200,
@@ -88,12 +100,30 @@ def read_family(
     require_run(session, run_id)
     metrics = reads.list_family(session=session, run_id=run_id, prefix=prefix, limit=MAX_FAMILY_METRICS)
     if len(metrics) * max_buckets > settings.max_family_cells:
-        raise HTTPException(status_code=413, detail=f"{len(metrics):,} metrics × {max_buckets:,} buckets = {len(metrics) * max_buckets:,} cells, "
-                            f"more than {settings.max_family_cells:,} (HOLTER_MAX_FAMILY_CELLS); ask for fewer buckets or a longer prefix")
-    family = reads.read_family(session=session, run_id=run_id, prefix=prefix, metrics=metrics, start=start, end=end, max_buckets=max_buckets, stat=stat)
+        raise HTTPException(
+            status_code=413,
+            detail=f"{len(metrics):,} metrics × {max_buckets:,} buckets = {len(metrics) * max_buckets:,} cells, "
+            f"more than {settings.max_family_cells:,} (HOLTER_MAX_FAMILY_CELLS); ask for fewer buckets or a longer prefix",
+        )
+    family = reads.read_family(
+        session=session,
+        run_id=run_id,
+        prefix=prefix,
+        metrics=metrics,
+        start=start,
+        end=end,
+        max_buckets=max_buckets,
+        stat=stat,
+    )
     return FamilyMatrixPublic(
-        run_id=family.run_id, prefix=family.prefix, stat=family.stat, metrics=family.metrics, bucket_width=family.bucket_width,
-        bucket_starts=family.bucket_starts, values=family.values, nonfinite=family.nonfinite,
+        run_id=family.run_id,
+        prefix=family.prefix,
+        stat=family.stat,
+        metrics=family.metrics,
+        bucket_width=family.bucket_width,
+        bucket_starts=family.bucket_starts,
+        values=family.values,
+        nonfinite=family.nonfinite,
     )
 
 
@@ -107,7 +137,9 @@ def export_points(
     session: SessionDep,
     run_id: str,
     format: Annotated[Literal["csv", "parquet"], Query(description="file format")] = "csv",
-    metric: Annotated[list[str] | None, Query(description="metric name (repeat for several); none: every metric")] = None,
+    metric: Annotated[
+        list[str] | None, Query(description="metric name (repeat for several); none: every metric")
+    ] = None,
     start: StartStep = None,
     end: EndStep = None,
 ) -> StreamingResponse:

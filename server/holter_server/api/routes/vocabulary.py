@@ -18,7 +18,10 @@ def _served() -> dict[str, Any]:
     return vocabulary.as_dict()
 
 
-@router.get("/vocabulary", response_model=dict[str, Any],
-            summary="Signal kinds (with panels and detector defaults), event kinds, severities, statuses and the framework name maps")
+@router.get(
+    "/vocabulary",
+    response_model=dict[str, Any],
+    summary="Signal kinds (with panels and detector defaults), event kinds, severities, statuses and the framework name maps",
+)
 def read_vocabulary() -> dict[str, Any]:
     return _served()

@@ -42,21 +42,27 @@ class Backend(Protocol):
 
     name: str
 
-    def run_status_and_metric_ids(self, session: Session, run_id: str, names: list[str]) -> tuple[str | None, dict[str, int]] | None:
+    def run_status_and_metric_ids(
+        self, session: Session, run_id: str, names: list[str]
+    ) -> tuple[str | None, dict[str, int]] | None:
         """The run's status and the ids of those of `names` it has, in one round trip; None when
         the backend has no faster way than the store's portable queries."""
 
     def lock_metric_allocation(self, session: Session, run_id: str) -> None:
         """Hold the run's metric-id allocation lock until the transaction ends."""
 
-    def insert_points(self, session: Session, run_id: str, by_id: dict[int, Column]) -> tuple[dict[int, int], dict[int, Conflict]]:
+    def insert_points(
+        self, session: Session, run_id: str, by_id: dict[int, Column]
+    ) -> tuple[dict[int, int], dict[int, Conflict]]:
         """Store the points not stored yet (first of a step wins); per metric, how many were new,
         and the metrics whose incoming value differs from the stored one at some step."""
 
     def update_metric_summaries(self, session: Session, run_id: str, rows: list[SummaryRow]) -> None:
         """Bring the metrics' count, first and last step and latest value up to date."""
 
-    def read_points_from(self, session: Session, starts: Sequence[tuple[str, int, int]], limit_each: int) -> dict[tuple[str, int], PointColumns] | None:
+    def read_points_from(
+        self, session: Session, starts: Sequence[tuple[str, int, int]], limit_each: int
+    ) -> dict[tuple[str, int], PointColumns] | None:
         """Per (run, metric id, first step): its points from that step on, at most `limit_each`, in one
         query; None when the backend has no faster way than a query per metric."""
 
@@ -71,7 +77,9 @@ class Backend(Protocol):
         """Take the run's rollup locks of these slots (in order) until the transaction ends; a
         backend with one writer at a time needs none."""
 
-    def upsert_rollups(self, session: Session, run_id: str, columns: list[np.ndarray], lists: list[list], statement: RollupUpsert) -> None:
+    def upsert_rollups(
+        self, session: Session, run_id: str, columns: list[np.ndarray], lists: list[list], statement: RollupUpsert
+    ) -> None:
         """Insert or merge rollup rows given as columns (numpy for ordering, lists with NULLs to send)."""
 
     def fetch_columns(self, session: Session, sql: str, params: Sequence, kinds: str) -> list[np.ndarray]:

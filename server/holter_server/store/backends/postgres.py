@@ -9,10 +9,10 @@ columns come back as binary COPY, decoded by numpy without a Python object per v
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-import struct
 from itertools import repeat
 
 import numpy as np
@@ -20,13 +20,22 @@ import psycopg
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session
 
-from holter_server.store.backends.base import CONFLICT_STEPS_SHOWN, Column, Conflict, PointColumns, RollupUpsert, SummaryRow
+from holter_server.store.backends.base import (
+    CONFLICT_STEPS_SHOWN,
+    Column,
+    Conflict,
+    PointColumns,
+    RollupUpsert,
+    SummaryRow,
+)
 
 # Batches up to this many points go as one INSERT of arrays (one round trip, no savepoint);
 # larger ones by COPY, which is faster per point.
 SMALL_BATCH_POINTS = 5_000
 
-_NEW_LAST = "CASE WHEN metrics.last_step IS NULL OR metrics.last_step < v.last_step THEN v.last_step ELSE metrics.last_step END"
+_NEW_LAST = (
+    "CASE WHEN metrics.last_step IS NULL OR metrics.last_step < v.last_step THEN v.last_step ELSE metrics.last_step END"
+)
 
 
 def _raw(session: Session) -> psycopg.Connection:
@@ -42,12 +51,17 @@ class PostgresBackend:
 
     name = "postgresql"
 
-    def run_status_and_metric_ids(self, session: Session, run_id: str, names: list[str]) -> tuple[str | None, dict[str, int]] | None:
+    def run_status_and_metric_ids(
+        self, session: Session, run_id: str, names: list[str]
+    ) -> tuple[str | None, dict[str, int]] | None:
         # sent with the transaction's BEGIN: one round trip
         raw = _raw(session)
         with raw.pipeline(), raw.cursor() as cursor:
-            cursor.execute("SELECT r.status, m.name, m.metric_id FROM runs r LEFT JOIN metrics m ON m.run_id = r.id AND m.name = ANY(%s)"
-                           " WHERE r.id = %s", (names, run_id))
+            cursor.execute(
+                "SELECT r.status, m.name, m.metric_id FROM runs r LEFT JOIN metrics m ON m.run_id = r.id AND m.name = ANY(%s)"
+                " WHERE r.id = %s",
+                (names, run_id),
+            )
             rows = cursor.fetchall()
         if not rows:
             return None, {}
@@ -59,7 +73,9 @@ class PostgresBackend:
         with _cursor(session) as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s), 0)", (run_id,))
 
-    def insert_points(self, session: Session, run_id: str, by_id: dict[int, Column]) -> tuple[dict[int, int], dict[int, Conflict]]:
+    def insert_points(
+        self, session: Session, run_id: str, by_id: dict[int, Column]
+    ) -> tuple[dict[int, int], dict[int, Conflict]]:
         if sum(len(column[0]) for column in by_id.values()) <= SMALL_BATCH_POINTS:
             return _insert_small(session, run_id, by_id)
         return _insert_copy(session, run_id, by_id)
@@ -79,8 +95,12 @@ class PostgresBackend:
                 (*map(array_text, (ids, counts, firsts, lasts)), run_id),
             )
 
-    def read_points_from(self, session: Session, starts: Sequence[tuple[str, int, int]], limit_each: int) -> dict[tuple[str, int], PointColumns] | None:
-        out: dict[tuple[str, int], PointColumns] = {(run_id, metric_id): ([], [], []) for run_id, metric_id, _ in starts}
+    def read_points_from(
+        self, session: Session, starts: Sequence[tuple[str, int, int]], limit_each: int
+    ) -> dict[tuple[str, int], PointColumns] | None:
+        out: dict[tuple[str, int], PointColumns] = {
+            (run_id, metric_id): ([], [], []) for run_id, metric_id, _ in starts
+        }
         by_run: dict[str, list[tuple[int, int]]] = {}
         for run_id, metric_id, start in starts:
             by_run.setdefault(run_id, []).append((metric_id, start))
@@ -98,7 +118,8 @@ class PostgresBackend:
                     " CROSS JOIN LATERAL (SELECT step, value FROM points"
                     "  WHERE run_id = %s AND metric_id = w.metric_id AND step >= w.first_step ORDER BY step LIMIT %s) AS p"
                     " GROUP BY w.metric_id",
-                    (array_text(metrics), array_text(firsts), run_id, limit_each))
+                    (array_text(metrics), array_text(firsts), run_id, limit_each),
+                )
                 for metric_id, steps, values in cursor:
                     if None in values:  # NaN is stored as NULL
                         values = [np.nan if value is None else value for value in values]
@@ -112,8 +133,10 @@ class PostgresBackend:
         # a statement per run (one shard each on Citus), of one text whatever the number of
         # metrics (psycopg parses it once), all in one pipelined round trip
         with _cursor(session) as cursor:
-            cursor.executemany("UPDATE detector_states SET updated_at = %s WHERE run_id = %s AND metric_id = ANY(%s::int[])",
-                               [(moment, run_id, array_text(ids)) for run_id, ids in by_run.items()])
+            cursor.executemany(
+                "UPDATE detector_states SET updated_at = %s WHERE run_id = %s AND metric_id = ANY(%s::int[])",
+                [(moment, run_id, array_text(ids)) for run_id, ids in by_run.items()],
+            )
         return True
 
     @contextmanager
@@ -124,17 +147,27 @@ class PostgresBackend:
 
     def lock_rollup_slots(self, session: Session, run_id: str, slots: list[int]) -> None:
         with _cursor(session) as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s), m) FROM unnest(%s::int[]) AS m ORDER BY m", (run_id, array_text(slots)))
+            cursor.execute(
+                "SELECT pg_advisory_xact_lock(hashtext(%s), m) FROM unnest(%s::int[]) AS m ORDER BY m",
+                (run_id, array_text(slots)),
+            )
 
-    def upsert_rollups(self, session: Session, run_id: str, columns: list[np.ndarray], lists: list[list], statement: RollupUpsert) -> None:
+    def upsert_rollups(
+        self, session: Session, run_id: str, columns: list[np.ndarray], lists: list[list], statement: RollupUpsert
+    ) -> None:
         arrays = ", ".join(f"%s::{kind}[]" for kind in statement.types)
         with _cursor(session) as cursor:
             # Rows in key order, so concurrent writers lock shared rows in the same order.
             cursor.execute(
                 f"INSERT INTO rollups ({statement.names}) SELECT %s, r.* FROM unnest({arrays}) AS r ORDER BY 1, 2, 3, 4"
                 f" ON CONFLICT ({statement.key}) DO UPDATE SET {statement.on_conflict}",
-                (run_id, *(array_text(values, kind) if None in values else binary_array(column, kind)
-                           for column, values, kind in zip(columns, lists, statement.types))),
+                (
+                    run_id,
+                    *(
+                        array_text(values, kind) if None in values else binary_array(column, kind)
+                        for column, values, kind in zip(columns, lists, statement.types)
+                    ),
+                ),
             )
 
     def fetch_columns(self, session: Session, sql: str, params: Sequence, kinds: str) -> list[np.ndarray]:
@@ -205,7 +238,9 @@ def decode_binary_copy(data: bytes, kinds: str) -> list[np.ndarray]:
     return [table[f"c{index}"].astype(np.int64 if kind == "i" else np.float64) for index, kind in enumerate(kinds)]
 
 
-def _insert_small(session: Session, run_id: str, by_id: dict[int, Column]) -> tuple[dict[int, int], dict[int, Conflict]]:
+def _insert_small(
+    session: Session, run_id: str, by_id: dict[int, Column]
+) -> tuple[dict[int, int], dict[int, Conflict]]:
     """One `INSERT ... SELECT FROM unnest(arrays) ON CONFLICT DO NOTHING` that answers how many
     points of each metric were new (the first of a step sent twice wins, as with COPY); only
     when some were not, a second statement finds the steps sent again with another value."""
@@ -218,8 +253,12 @@ def _insert_small(session: Session, run_id: str, by_id: dict[int, Column]) -> tu
         steps += metric_steps
         values += metric_values
         times += metric_times
-    arrays = (binary_array(np.asarray(ids), "int4"), binary_array(np.asarray(steps), "int8"),
-              binary_array(np.asarray(values, dtype=float), "float8"), array_text(times, "float8"))
+    arrays = (
+        binary_array(np.asarray(ids), "int4"),
+        binary_array(np.asarray(steps), "int8"),
+        binary_array(np.asarray(values, dtype=float), "float8"),
+        array_text(times, "float8"),
+    )
     with _cursor(session) as cursor:
         cursor.execute(
             "WITH inserted AS ("
@@ -239,7 +278,9 @@ def _insert_small(session: Session, run_id: str, by_id: dict[int, Column]) -> tu
             " WHERE p.value IS DISTINCT FROM i.value GROUP BY i.metric_id",
             (CONFLICT_STEPS_SHOWN, *arrays[:3], run_id),
         )
-        conflicts = {metric_id: Conflict(count=count, steps=list(found)) for metric_id, count, found in cursor.fetchall()}
+        conflicts = {
+            metric_id: Conflict(count=count, steps=list(found)) for metric_id, count, found in cursor.fetchall()
+        }
     return stored, conflicts
 
 
@@ -250,7 +291,9 @@ def _insert_copy(session: Session, run_id: str, by_id: dict[int, Column]) -> tup
     raw = _raw(session)
     try:
         with raw.transaction(), raw.cursor() as cursor:  # a savepoint inside the request's transaction
-            with cursor.copy("COPY points (run_id, metric_id, step, value, wall_time) FROM STDIN (FORMAT BINARY)") as copy:
+            with cursor.copy(
+                "COPY points (run_id, metric_id, step, value, wall_time) FROM STDIN (FORMAT BINARY)"
+            ) as copy:
                 copy.set_types(["varchar", "int4", "int8", "float8", "float8"])
                 for metric_id, (steps, values, times) in by_id.items():
                     for row in zip(repeat(run_id), repeat(metric_id), steps, values, times):
@@ -260,7 +303,9 @@ def _insert_copy(session: Session, run_id: str, by_id: dict[int, Column]) -> tup
         return _insert_once(raw, run_id, by_id)
 
 
-def _insert_once(raw: psycopg.Connection, run_id: str, by_id: dict[int, Column]) -> tuple[dict[int, int], dict[int, Conflict]]:
+def _insert_once(
+    raw: psycopg.Connection, run_id: str, by_id: dict[int, Column]
+) -> tuple[dict[int, int], dict[int, Conflict]]:
     """Store the points not stored yet: COPY into a transaction-local staging table, then one
     INSERT ... ON CONFLICT DO NOTHING; returns how many were new per metric, and the metrics
     whose incoming value differs from the one stored at its step (NaN equals NaN in Postgres)."""
@@ -290,7 +335,9 @@ def _insert_once(raw: psycopg.Connection, run_id: str, by_id: dict[int, Column])
             " WHERE p.value IS DISTINCT FROM i.value GROUP BY i.metric_id",
             (CONFLICT_STEPS_SHOWN, run_id),
         )
-        conflicts = {metric_id: Conflict(count=count, steps=list(steps)) for metric_id, count, steps in cursor.fetchall()}
+        conflicts = {
+            metric_id: Conflict(count=count, steps=list(steps)) for metric_id, count, steps in cursor.fetchall()
+        }
         cursor.execute("TRUNCATE points_incoming")
     return stored, conflicts
 

@@ -18,7 +18,14 @@ from sqlalchemy import text
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.orm import Session
 
-from holter_server.store.backends.base import CONFLICT_STEPS_SHOWN, Column, Conflict, PointColumns, RollupUpsert, SummaryRow
+from holter_server.store.backends.base import (
+    CONFLICT_STEPS_SHOWN,
+    Column,
+    Conflict,
+    PointColumns,
+    RollupUpsert,
+    SummaryRow,
+)
 
 # Steps per `IN (...)` lookup and metrics per UPDATE (4 parameters each): well under SQLite's
 # bound of 32,766 bound parameters.
@@ -35,14 +42,18 @@ class SqliteBackend:
 
     name = "sqlite"
 
-    def run_status_and_metric_ids(self, session: Session, run_id: str, names: list[str]) -> tuple[str | None, dict[str, int]] | None:
+    def run_status_and_metric_ids(
+        self, session: Session, run_id: str, names: list[str]
+    ) -> tuple[str | None, dict[str, int]] | None:
         return None
 
     def lock_metric_allocation(self, session: Session, run_id: str) -> None:
         # its one write lock, taken now, so the ids read next are final
         session.execute(text("UPDATE runs SET updated_at = updated_at WHERE id = :run_id"), {"run_id": run_id})
 
-    def insert_points(self, session: Session, run_id: str, by_id: dict[int, Column]) -> tuple[dict[int, int], dict[int, Conflict]]:
+    def insert_points(
+        self, session: Session, run_id: str, by_id: dict[int, Column]
+    ) -> tuple[dict[int, int], dict[int, Conflict]]:
         raw = _raw(session)
         stored, conflicts = {}, {}
         for metric_id, (steps, values, times) in by_id.items():
@@ -60,9 +71,11 @@ class SqliteBackend:
 
     def update_metric_summaries(self, session: Session, run_id: str, rows: list[SummaryRow]) -> None:
         for lo in range(0, len(rows), _UPDATE_CHUNK):
-            _update_summary_rows(session, run_id, rows[lo:lo + _UPDATE_CHUNK])
+            _update_summary_rows(session, run_id, rows[lo : lo + _UPDATE_CHUNK])
 
-    def read_points_from(self, session: Session, starts: Sequence[tuple[str, int, int]], limit_each: int) -> dict[tuple[str, int], PointColumns] | None:
+    def read_points_from(
+        self, session: Session, starts: Sequence[tuple[str, int, int]], limit_each: int
+    ) -> dict[tuple[str, int], PointColumns] | None:
         return None
 
     def touch_detection_rows(self, session: Session, keys: Sequence[tuple[str, int]], moment: datetime) -> bool:
@@ -74,29 +87,36 @@ class SqliteBackend:
     def lock_rollup_slots(self, session: Session, run_id: str, slots: list[int]) -> None:
         return  # one writer at a time anyway
 
-    def upsert_rollups(self, session: Session, run_id: str, columns: list[np.ndarray], lists: list[list], statement: RollupUpsert) -> None:
+    def upsert_rollups(
+        self, session: Session, run_id: str, columns: list[np.ndarray], lists: list[list], statement: RollupUpsert
+    ) -> None:
         marks = ", ".join("?" * (len(lists) + 1))
         order = np.lexsort((columns[2], columns[1], columns[0]))
         rows = [(run_id, *row) for row in zip(*lists)]
         _raw(session).executemany(
             f"INSERT INTO rollups ({statement.names}) VALUES ({marks}) ON CONFLICT ({statement.key}) DO UPDATE SET {statement.on_conflict}",
-            [rows[index] for index in order.tolist()])
+            [rows[index] for index in order.tolist()],
+        )
 
     def fetch_columns(self, session: Session, sql: str, params: Sequence, kinds: str) -> list[np.ndarray]:
         rows = _raw(session).execute(sql.format(nan="NULL").replace("%s", "?"), params).fetchall()
         columns = list(zip(*rows)) if rows else [()] * len(kinds)
-        return [np.asarray(column, dtype=np.int64 if kind == "i" else np.float64) for column, kind in zip(columns, kinds)]
+        return [
+            np.asarray(column, dtype=np.int64 if kind == "i" else np.float64) for column, kind in zip(columns, kinds)
+        ]
 
     def insert_ignoring_conflicts(self, model: type) -> sqlite.Insert:
         return sqlite.insert(model).on_conflict_do_nothing()
 
 
-def _conflict(raw: sqlite3.Connection, run_id: str, metric_id: int, steps: Sequence[int], values: Sequence[float]) -> Conflict | None:
+def _conflict(
+    raw: sqlite3.Connection, run_id: str, metric_id: int, steps: Sequence[int], values: Sequence[float]
+) -> Conflict | None:
     """The points of a column whose stored value at their step is another one."""
     kept: dict[int, float | None] = {}
     distinct = list(dict.fromkeys(steps))
     for lo in range(0, len(distinct), _LOOKUP_CHUNK):
-        chunk = distinct[lo:lo + _LOOKUP_CHUNK]
+        chunk = distinct[lo : lo + _LOOKUP_CHUNK]
         query = f"SELECT step, value FROM points WHERE run_id = ? AND metric_id = ? AND step IN ({','.join('?' * len(chunk))})"
         kept.update(raw.execute(query, (run_id, metric_id, *chunk)).fetchall())
     differing = sorted(step for step, value in zip(steps, values) if not _same_value(kept.get(step), value))
@@ -117,16 +137,19 @@ def _update_summary_rows(session: Session, run_id: str, rows: list[SummaryRow]) 
         params.update({f"m{i}": metric_id, f"n{i}": count, f"f{i}": first, f"l{i}": last})
     new_last = "CASE WHEN metrics.last_step IS NULL OR metrics.last_step < v.last_step THEN v.last_step ELSE metrics.last_step END"
     # VALUES columns are called column1, column2, ...
-    session.execute(text(
-        "UPDATE metrics SET"
-        " count = metrics.count + v.stored,"
-        " first_step = CASE WHEN metrics.first_step IS NULL OR metrics.first_step > v.first_step THEN v.first_step ELSE metrics.first_step END,"
-        f" last_step = {new_last},"
-        f" last_value = (SELECT p.value FROM points p WHERE p.run_id = metrics.run_id AND p.metric_id = metrics.metric_id AND p.step = {new_last})"
-        " FROM (SELECT column1 AS metric_id, column2 AS stored, column3 AS first_step, column4 AS last_step"
-        f" FROM (VALUES {', '.join(values)}) AS vals) AS v"
-        " WHERE metrics.run_id = :run_id AND metrics.metric_id = v.metric_id"
-    ), params)
+    session.execute(
+        text(
+            "UPDATE metrics SET"
+            " count = metrics.count + v.stored,"
+            " first_step = CASE WHEN metrics.first_step IS NULL OR metrics.first_step > v.first_step THEN v.first_step ELSE metrics.first_step END,"
+            f" last_step = {new_last},"
+            f" last_value = (SELECT p.value FROM points p WHERE p.run_id = metrics.run_id AND p.metric_id = metrics.metric_id AND p.step = {new_last})"
+            " FROM (SELECT column1 AS metric_id, column2 AS stored, column3 AS first_step, column4 AS last_step"
+            f" FROM (VALUES {', '.join(values)}) AS vals) AS v"
+            " WHERE metrics.run_id = :run_id AND metrics.metric_id = v.metric_id"
+        ),
+        params,
+    )
 
 
 SQLITE = SqliteBackend()

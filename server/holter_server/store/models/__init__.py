@@ -18,4 +18,22 @@ from holter_server.store.models.rollups import RollupRow
 from holter_server.store.models.runs import MetricRow, RunRow
 from holter_server.store.models.secrets import ServiceSecretRow
 
-__all__ = ["AlertRuleRow", "ApiKeyRow", "AnnotationRow", "ChannelRow", "DeliveryRow", "Base", "DetectorStateRow", "EventRow", "MuteRow", "MetricRow", "PointRow", "ProjectSettingsRow", "ReferenceRow", "RollupRow", "RunRow", "ServiceSecretRow", "UTCDateTime"]
+__all__ = [
+    "AlertRuleRow",
+    "AnnotationRow",
+    "ApiKeyRow",
+    "Base",
+    "ChannelRow",
+    "DeliveryRow",
+    "DetectorStateRow",
+    "EventRow",
+    "MetricRow",
+    "MuteRow",
+    "PointRow",
+    "ProjectSettingsRow",
+    "ReferenceRow",
+    "RollupRow",
+    "RunRow",
+    "ServiceSecretRow",
+    "UTCDateTime",
+]

@@ -26,7 +26,21 @@ from holter_server.vocabulary.frameworks import (
 from holter_server.vocabulary.names import NameRule, NameSuffix
 
 # Holter's own names (`holter/...`: its helpers, system vitals, the loader watch) first.
-MODULES: tuple[ModuleType, ...] = (holter, trl, nemo_rl, slime, verl, openrlhf, transformers, lightning, megatron, torchtitan, deepspeed, modded_nanogpt, nanogpt)
+MODULES: tuple[ModuleType, ...] = (
+    holter,
+    trl,
+    nemo_rl,
+    slime,
+    verl,
+    openrlhf,
+    transformers,
+    lightning,
+    megatron,
+    torchtitan,
+    deepspeed,
+    modded_nanogpt,
+    nanogpt,
+)
 
 
 def _rules(module: ModuleType) -> tuple[NameRule, ...]:

@@ -30,8 +30,14 @@ RULES: tuple[NameRule, ...] = (
     NameRule(r"^holter/grad_norm$", "grad_norm", "the whole model's gradient norm (holter.torch.watch)"),
     NameRule(r"^holter/grad_norm/", "grad_norm", "one layer's gradient norm (holter.torch.watch)"),
     NameRule(r"^holter/act_norm/", "activation_norm", "one layer's activation RMS (holter.torch.watch)"),
-    NameRule(r"^holter/step_time$", "step_time", "the time between steps (timed_step, log_throughput, the Trainer callback)"),
-    NameRule(r"^holter/throughput/mfu$", "throughput", "model FLOPs utilisation: the share of the device's peak the model achieves"),
+    NameRule(
+        r"^holter/step_time$", "step_time", "the time between steps (timed_step, log_throughput, the Trainer callback)"
+    ),
+    NameRule(
+        r"^holter/throughput/mfu$",
+        "throughput",
+        "model FLOPs utilisation: the share of the device's peak the model achieves",
+    ),
     NameRule(r"^holter/throughput/", "throughput", "tokens or samples per second (timed_step, log_throughput)"),
     NameRule(r"^holter/system/gpu\.\d+\.memory_used_frac$", "gpu_memory", "a GPU's share of memory in use"),
     NameRule(r"^holter/system/gpu\.\d+\.utilization$", "gpu_utilization", "a GPU's utilisation (%)"),

@@ -18,11 +18,12 @@ from holter_server.vocabulary.names import NameRule, NameSuffix
 FRAMEWORK = "Megatron-LM"
 
 RULES: tuple[NameRule, ...] = (
-    NameRule(r"^(num-zeros|params-norm|max_attention_logit|iter-energy/gpu|power/gpu)$|^mem-", "statistic",
-             "optimizer, memory and power statistics"),
+    NameRule(
+        r"^(num-zeros|params-norm|max_attention_logit|iter-energy/gpu|power/gpu)$|^mem-",
+        "statistic",
+        "optimizer, memory and power statistics",
+    ),
     NameRule(r"^throughput$", "throughput", "TFLOP/s per GPU"),
 )
 
-SUFFIXES: tuple[NameSuffix, ...] = (
-    NameSuffix(r" vs samples$", "Megatron's copy against consumed samples"),
-)
+SUFFIXES: tuple[NameSuffix, ...] = (NameSuffix(r" vs samples$", "Megatron's copy against consumed samples"),)

@@ -15,8 +15,16 @@ from holter_server.vocabulary.names import NameRule
 FRAMEWORK = "modded-nanogpt"
 
 RULES: tuple[NameRule, ...] = (
-    NameRule(r"^train_time$", "schedule", "modded-nanogpt's training time so far in ms: a clock, not a step time",
-             marker=r"^step_avg$"),
-    NameRule(r"^step_avg$", "statistic", "modded-nanogpt's mean step time since the start (train_time / step): it lags",
-             marker=r"^train_time$"),
+    NameRule(
+        r"^train_time$",
+        "schedule",
+        "modded-nanogpt's training time so far in ms: a clock, not a step time",
+        marker=r"^step_avg$",
+    ),
+    NameRule(
+        r"^step_avg$",
+        "statistic",
+        "modded-nanogpt's mean step time since the start (train_time / step): it lags",
+        marker=r"^train_time$",
+    ),
 )

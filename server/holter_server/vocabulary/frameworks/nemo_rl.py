@@ -25,17 +25,36 @@ FRAMEWORK = "NeMo-RL"
 RL_MARKER = r"(^|/)(token_mult_prob_error|gen_kl_error|probs_ratio_clamped)$"
 
 RULES: tuple[NameRule, ...] = (
-    NameRule(r"(^|/)token_mult_prob_error$", "mismatch_ratio",
-             "mean exp(|logp_train − logp_generation|) per token: 1.0 when trainer and generation agree", tolerance=1.05),
-    NameRule(r"(^|/)sampling_importance_ratio$", "mismatch_ratio",
-             "mean importance ratio between training and inference policies: 1.0 when they agree", tolerance=1.05),
-    NameRule(r"(^|/)(gen_kl_error|policy_kl_error|js_divergence_error)$", "logprob_mismatch",
-             "KL / JS divergence between generation and training distributions: ≈1e-3 when healthy", tolerance=0.01),
-    NameRule(r"^(train/|validation/)?loss$", "policy_loss", "the clipped policy-gradient loss, not a language-model loss",
-             marker=RL_MARKER),
+    NameRule(
+        r"(^|/)token_mult_prob_error$",
+        "mismatch_ratio",
+        "mean exp(|logp_train − logp_generation|) per token: 1.0 when trainer and generation agree",
+        tolerance=1.05,
+    ),
+    NameRule(
+        r"(^|/)sampling_importance_ratio$",
+        "mismatch_ratio",
+        "mean importance ratio between training and inference policies: 1.0 when they agree",
+        tolerance=1.05,
+    ),
+    NameRule(
+        r"(^|/)(gen_kl_error|policy_kl_error|js_divergence_error)$",
+        "logprob_mismatch",
+        "KL / JS divergence between generation and training distributions: ≈1e-3 when healthy",
+        tolerance=0.01,
+    ),
+    NameRule(
+        r"^(train/|validation/)?loss$",
+        "policy_loss",
+        "the clipped policy-gradient loss, not a language-model loss",
+        marker=RL_MARKER,
+    ),
     NameRule(r"(^|/)(probs_ratio|probs_ratio_clamped)(_min|_max)?$", "statistic", "PPO ratio of new to old policy"),
     NameRule(r"(^|/)(kl_penalty|approx_entropy|is_oob_ratio|positive_nll_loss)$", "statistic", "policy statistics"),
-    NameRule(r"(^|/)(num_valid_samples|num_unmasked_tokens|mean_prompt_length|total_num_tokens|global_valid_toks)$",
-             "schedule", "batch bookkeeping"),
+    NameRule(
+        r"(^|/)(num_valid_samples|num_unmasked_tokens|mean_prompt_length|total_num_tokens|global_valid_toks)$",
+        "schedule",
+        "batch bookkeeping",
+    ),
     NameRule(r"(^|/)(rewards_chosen_mean|rewards_rejected_mean)$", "reward", "DPO implicit rewards"),
 )

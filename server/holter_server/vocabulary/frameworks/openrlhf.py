@@ -22,9 +22,14 @@ from holter_server.vocabulary.names import NameRule
 FRAMEWORK = "OpenRLHF"
 
 RULES: tuple[NameRule, ...] = (
-    NameRule(r"(^|/)logprobs_diff$", "statistic",
-             "actor vs reference-model log-probability difference: a drift that grows as the policy learns, not a rollout mismatch"),
+    NameRule(
+        r"(^|/)logprobs_diff$",
+        "statistic",
+        "actor vs reference-model log-probability difference: a drift that grows as the policy learns, not a rollout mismatch",
+    ),
     NameRule(r"(^|/)gpt_loss$|(^|/)loss_mean$", "loss", "SFT language-model loss"),
-    NameRule(r"(^|/)(total_length|response_length|truncated_rate|response_length_mean)$", "statistic", "rollout lengths"),
+    NameRule(
+        r"(^|/)(total_length|response_length|truncated_rate|response_length_mean)$", "statistic", "rollout lengths"
+    ),
     NameRule(r"(^|/)(chosen_reward|reject_reward|acc_mean)$", "reward", "DPO implicit rewards and accuracy"),
 )

@@ -23,12 +23,24 @@ FRAMEWORK = "slime"
 PG_MARKER = r"^train/pg_loss$"
 
 RULES: tuple[NameRule, ...] = (
-    NameRule(r"(^|/)train_rollout_kl$", "logprob_mismatch", "KL(rollout engine ‖ trainer), k3 estimate: ≈1e-4 when healthy",
-             tolerance=0.01),
-    NameRule(r"(^|/)train_rollout_logprob_abs_diff$", "logprob_mismatch",
-             "mean |logp_train − logp_rollout| per token", tolerance=0.05),
-    NameRule(r"^train/loss$", "policy_loss", "slime's total RL loss (policy gradient + KL + entropy), not a language-model loss",
-             marker=PG_MARKER),
+    NameRule(
+        r"(^|/)train_rollout_kl$",
+        "logprob_mismatch",
+        "KL(rollout engine ‖ trainer), k3 estimate: ≈1e-4 when healthy",
+        tolerance=0.01,
+    ),
+    NameRule(
+        r"(^|/)train_rollout_logprob_abs_diff$",
+        "logprob_mismatch",
+        "mean |logp_train − logp_rollout| per token",
+        tolerance=0.05,
+    ),
+    NameRule(
+        r"^train/loss$",
+        "policy_loss",
+        "slime's total RL loss (policy gradient + KL + entropy), not a language-model loss",
+        marker=PG_MARKER,
+    ),
     NameRule(r"^rollout/(log_probs|ref_log_probs|entropy|response_lengths)$", "statistic", "rollout statistics"),
     NameRule(r"^rollout/(raw_reward|rewards)$", "reward", "rollout rewards"),
     NameRule(r"^train/(ois|tis|tis_abs|tis_clipfrac|ess_ratio)$", "statistic", "importance-sampling statistics"),

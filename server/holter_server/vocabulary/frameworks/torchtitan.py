@@ -18,10 +18,16 @@ from holter_server.vocabulary.names import NameRule
 FRAMEWORK = "torchtitan"
 
 RULES: tuple[NameRule, ...] = (
-    NameRule(r"^loss_metrics/global_(avg|max)_loss$", "loss", "training loss, averaged (or the largest) over data-parallel ranks"),
+    NameRule(
+        r"^loss_metrics/global_(avg|max)_loss$",
+        "loss",
+        "training loss, averaged (or the largest) over data-parallel ranks",
+    ),
     NameRule(r"^validation_metrics/loss$", "eval_loss", "validation loss"),
     NameRule(r"^validation_metrics/", "statistic", "validation-loop speed and memory"),
     NameRule(r"^time_metrics/end_to_end\(s\)$", "step_time", "step time"),
     NameRule(r"^time_metrics/data_loading\(%\)$", "data_wait", "the share of the step spent loading data, in percent"),
-    NameRule(r"^time_metrics/data_loading\(s\)$", "statistic", "seconds spent loading data (the share is what is read)"),
+    NameRule(
+        r"^time_metrics/data_loading\(s\)$", "statistic", "seconds spent loading data (the share is what is read)"
+    ),
 )

@@ -23,12 +23,22 @@ FRAMEWORK = "transformers"
 
 RULES: tuple[NameRule, ...] = (
     # evaluation and prediction speed: measured once per evaluation, not a training throughput
-    NameRule(r"^(eval|test)[_/](samples|steps|tokens)_per_second$", "statistic",
-             "speed of an evaluation or prediction loop (trainer_utils.speed_metrics)"),
+    NameRule(
+        r"^(eval|test)[_/](samples|steps|tokens)_per_second$",
+        "statistic",
+        "speed of an evaluation or prediction loop (trainer_utils.speed_metrics)",
+    ),
     # the end-of-training summary written once (`train_samples_per_second`, `train/train_samples_per_second`)
-    NameRule(r"^(train/)?train_(samples|steps|tokens)_per_second$", "statistic",
-             "whole-run average speed, logged once at the end (trainer_utils.speed_metrics)"),
+    NameRule(
+        r"^(train/)?train_(samples|steps|tokens)_per_second$",
+        "statistic",
+        "whole-run average speed, logged once at the end (trainer_utils.speed_metrics)",
+    ),
     NameRule(r"^(train/)?train_loss$", "loss", "average training loss over the whole run, logged once at the end"),
     # TrainerMemoryTracker's deltas
-    NameRule(r"^(train/|eval/|test/)?(init|train|eval|test|before_init)_mem_(cpu|gpu)", "statistic", "memory used by a Trainer stage"),
+    NameRule(
+        r"^(train/|eval/|test/)?(init|train|eval|test|before_init)_mem_(cpu|gpu)",
+        "statistic",
+        "memory used by a Trainer stage",
+    ),
 )

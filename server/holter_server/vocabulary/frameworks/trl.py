@@ -21,18 +21,33 @@ from holter_server.vocabulary.names import NameRule
 FRAMEWORK = "TRL"
 
 # Metrics only GRPO logs: a run that has one of them is a GRPO run.
-GRPO_MARKER = r"(^|/)(eval_)?(reward_std|frac_reward_zero_std|completions/mean_length|sampling/sampling_logp_difference/mean)$"
+GRPO_MARKER = (
+    r"(^|/)(eval_)?(reward_std|frac_reward_zero_std|completions/mean_length|sampling/sampling_logp_difference/mean)$"
+)
 
 RULES: tuple[NameRule, ...] = (
-    NameRule(r"^(train/|eval/|eval_)?loss$", "policy_loss",
-             "GRPO's objective: a policy loss around zero, not a language-model loss", marker=GRPO_MARKER),
+    NameRule(
+        r"^(train/|eval/|eval_)?loss$",
+        "policy_loss",
+        "GRPO's objective: a policy loss around zero, not a language-model loss",
+        marker=GRPO_MARKER,
+    ),
     # the vLLM-vs-trainer importance-sampling ratio: its mean is 1 when both agree; min and max
     # are per-token extremes, naturally far from 1
-    NameRule(r"(^|/)(eval_)?sampling/importance_sampling_ratio/mean$", "mismatch_ratio",
-             "mean importance-sampling ratio between vLLM and the trainer: 1.0 when they agree", tolerance=1.05),
-    NameRule(r"(^|/)(eval_)?sampling/importance_sampling_ratio/(min|max)$", "statistic",
-             "per-token extreme of the vLLM/trainer importance-sampling ratio"),
-    NameRule(r"(^|/)(eval_)?frac_reward_zero_std$", "statistic", "share of prompts whose completions all scored the same"),
+    NameRule(
+        r"(^|/)(eval_)?sampling/importance_sampling_ratio/mean$",
+        "mismatch_ratio",
+        "mean importance-sampling ratio between vLLM and the trainer: 1.0 when they agree",
+        tolerance=1.05,
+    ),
+    NameRule(
+        r"(^|/)(eval_)?sampling/importance_sampling_ratio/(min|max)$",
+        "statistic",
+        "per-token extreme of the vLLM/trainer importance-sampling ratio",
+    ),
+    NameRule(
+        r"(^|/)(eval_)?frac_reward_zero_std$", "statistic", "share of prompts whose completions all scored the same"
+    ),
     NameRule(r"(^|/)(eval_)?(logps|logits)/(chosen|rejected)$", "statistic", "DPO log-probabilities and logits"),
     NameRule(r"(^|/)(eval_)?completions/", "statistic", "GRPO completion lengths"),
     NameRule(r"(^|/)(eval_)?tools/", "statistic", "GRPO tool-call frequencies"),

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import pytest
-
 import holter
+import pytest
 from holter.config import plain_config
 
 

@@ -31,7 +31,9 @@ class FakeTracking:
             backend.log(data=data, step=step)
 
 
-def test_verl_backend_forwards_verl_metrics_to_a_run(monkeypatch: pytest.MonkeyPatch, started: list[RecordingRun]) -> None:
+def test_verl_backend_forwards_verl_metrics_to_a_run(
+    monkeypatch: pytest.MonkeyPatch, started: list[RecordingRun]
+) -> None:
     tracking = types.ModuleType("verl.utils.tracking")
     tracking.Tracking = FakeTracking  # type: ignore[attr-defined]
     verl, utils = types.ModuleType("verl"), types.ModuleType("verl.utils")

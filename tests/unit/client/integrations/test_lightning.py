@@ -9,11 +9,11 @@ import pytest
 pytest.importorskip("torch")
 lightning = pytest.importorskip("lightning")
 
-import torch  # noqa: E402
-from torch import nn  # noqa: E402
+import torch
+from holter.integrations.lightning import HolterLogger
+from torch import nn
 
-from holter.integrations.lightning import HolterLogger  # noqa: E402
-from tests.unit.client.integrations.conftest import RecordingRun  # noqa: E402
+from tests.unit.client.integrations.conftest import RecordingRun
 
 
 class Regression(lightning.LightningModule):
@@ -38,9 +38,16 @@ def fit(tmp_path: Path, logger: HolterLogger, module: Regression, steps: int = 8
     torch.manual_seed(0)
     x = torch.randn(64, 4)
     data = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, x.sum(1, keepdim=True)), batch_size=8)
-    trainer = lightning.Trainer(max_steps=steps, logger=logger, log_every_n_steps=2, enable_checkpointing=False,
-                                enable_progress_bar=False, enable_model_summary=False, default_root_dir=tmp_path,
-                                accelerator="cpu")
+    trainer = lightning.Trainer(
+        max_steps=steps,
+        logger=logger,
+        log_every_n_steps=2,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        default_root_dir=tmp_path,
+        accelerator="cpu",
+    )
     trainer.fit(module, data)
 
 
@@ -69,4 +76,6 @@ def test_watch_logs_gradient_norms_of_the_watched_module(tmp_path: Path, started
     fit(tmp_path, logger, module)
     run = started[0]
     assert [step for step, _ in run.series("holter/grad_norm")] == [0, 4]
-    assert {"holter/grad_norm/0", "holter/grad_norm/2", "holter/act_norm/0", "holter/act_norm/2"} <= {name for _, metrics in run.logged for name in metrics}
+    assert {"holter/grad_norm/0", "holter/grad_norm/2", "holter/act_norm/0", "holter/act_norm/2"} <= {
+        name for _, metrics in run.logged for name in metrics
+    }

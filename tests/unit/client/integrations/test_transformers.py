@@ -10,10 +10,10 @@ import pytest
 pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-import torch  # noqa: E402
+import torch
+from holter.integrations.transformers import HolterCallback, numeric_logs
 
-from holter.integrations.transformers import HolterCallback, numeric_logs  # noqa: E402
-from tests.unit.client.integrations.conftest import RecordingRun  # noqa: E402
+from tests.unit.client.integrations.conftest import RecordingRun
 
 
 class TokenDataset(torch.utils.data.Dataset):
@@ -30,14 +30,26 @@ class TokenDataset(torch.utils.data.Dataset):
 
 def make_trainer(tmp_path: Path, callback: HolterCallback, **arguments) -> transformers.Trainer:  # type: ignore[no-untyped-def]
     torch.manual_seed(0)
-    config = transformers.GPT2Config(vocab_size=50, n_positions=16, n_embd=32, n_layer=2, n_head=2, bos_token_id=0, eos_token_id=0)
+    config = transformers.GPT2Config(
+        vocab_size=50, n_positions=16, n_embd=32, n_layer=2, n_head=2, bos_token_id=0, eos_token_id=0
+    )
     model = transformers.GPT2LMHeadModel(config)
     args = transformers.TrainingArguments(
-        output_dir=str(tmp_path), max_steps=6, logging_steps=2, per_device_train_batch_size=4, learning_rate=1e-3,
-        report_to=[], save_strategy="no", use_cpu=True, disable_tqdm=True, run_name="tiny-gpt2", **arguments,
+        output_dir=str(tmp_path),
+        max_steps=6,
+        logging_steps=2,
+        per_device_train_batch_size=4,
+        learning_rate=1e-3,
+        report_to=[],
+        save_strategy="no",
+        use_cpu=True,
+        disable_tqdm=True,
+        run_name="tiny-gpt2",
+        **arguments,
     )
-    return transformers.Trainer(model=model, args=args, train_dataset=TokenDataset(), eval_dataset=TokenDataset(8),
-                                callbacks=[callback])
+    return transformers.Trainer(
+        model=model, args=args, train_dataset=TokenDataset(), eval_dataset=TokenDataset(8), callbacks=[callback]
+    )
 
 
 def test_trainer_logs_arrive_at_their_global_step(tmp_path: Path, started: list[RecordingRun]) -> None:
@@ -48,7 +60,9 @@ def test_trainer_logs_arrive_at_their_global_step(tmp_path: Path, started: list[
     assert all(value > 0 for _, value in run.series("learning_rate"))
 
 
-def test_the_run_stays_open_after_training_for_evaluate_and_predict(tmp_path: Path, started: list[RecordingRun]) -> None:
+def test_the_run_stays_open_after_training_for_evaluate_and_predict(
+    tmp_path: Path, started: list[RecordingRun]
+) -> None:
     callback = HolterCallback(project="hf")
     trainer = make_trainer(tmp_path, callback)
     trainer.train()

@@ -6,7 +6,6 @@ import json
 from datetime import timedelta
 
 import pytest
-
 from holter_server.alerts.message import stored_alert
 from holter_server.services.dispatch import DeliveryError, _retry_after, next_attempt, render
 from holter_server.store.models import ChannelRow, DeliveryRow
@@ -23,7 +22,10 @@ def test_retry_after_is_respected() -> None:
 
 
 def test_backoff_grows_and_is_capped_at_five_minutes() -> None:
-    waits = [(next_attempt(rows(n, 1), DeliveryError("503"), timedelta(days=1))[1] - now()).total_seconds() for n in (0, 3, 20)]
+    waits = [
+        (next_attempt(rows(n, 1), DeliveryError("503"), timedelta(days=1))[1] - now()).total_seconds()
+        for n in (0, 3, 20)
+    ]
     assert waits[0] < waits[1] < waits[2] <= 300
 
 
@@ -37,19 +39,50 @@ def test_retry_after_reads_seconds_and_dates() -> None:
     assert _retry_after("soon") is None
 
 
-
 # A delivery queued by the version before `Alert` carried its event: flat, without sparkline and event_id.
-OLD_FLAT = {"project": "gpt2", "run_id": "r1", "run_name": "baseline", "metric": "loss", "kind": "divergence", "severity": "critical",
-            "summary": "loss became NaN at step 8,412; 20 non-finite points", "step": 8412, "start_step": 8412, "end_step": 8431,
-            "time": "2026-11-21T23:59:00+00:00"}
+OLD_FLAT = {
+    "project": "gpt2",
+    "run_id": "r1",
+    "run_name": "baseline",
+    "metric": "loss",
+    "kind": "divergence",
+    "severity": "critical",
+    "summary": "loss became NaN at step 8,412; 20 non-finite points",
+    "step": 8412,
+    "start_step": 8412,
+    "end_step": 8431,
+    "time": "2026-11-21T23:59:00+00:00",
+}
 # what that version sent to Slack for it
-OLD_SLACK = {"text": "🔴 divergence on loss — gpt2 / baseline", "blocks": [
-    {"type": "header", "text": {"type": "plain_text", "text": "🔴 divergence on loss — gpt2 / baseline", "emoji": True}},
-    {"type": "section", "text": {"type": "mrkdwn", "text": "*CRITICAL* · loss became NaN at step 8,412; 20 non-finite points"}, "fields": [
-        {"type": "mrkdwn", "text": "*Project*\ngpt2"}, {"type": "mrkdwn", "text": "*Run*\nbaseline"},
-        {"type": "mrkdwn", "text": "*Metric*\nloss"}, {"type": "mrkdwn", "text": "*Where*\nsteps 8,412–8,431 · 2026-11-21T23:59:00+00:00"}]},
-    {"type": "actions", "elements": [{"type": "button", "text": {"type": "plain_text", "text": "Open in Holter"},
-                                      "url": "http://holter.local:8765/runs/r1?metrics=loss&start=8392&end=8451"}]}]}
+OLD_SLACK = {
+    "text": "🔴 divergence on loss — gpt2 / baseline",
+    "blocks": [
+        {
+            "type": "header",
+            "text": {"type": "plain_text", "text": "🔴 divergence on loss — gpt2 / baseline", "emoji": True},
+        },
+        {
+            "type": "section",
+            "text": {"type": "mrkdwn", "text": "*CRITICAL* · loss became NaN at step 8,412; 20 non-finite points"},
+            "fields": [
+                {"type": "mrkdwn", "text": "*Project*\ngpt2"},
+                {"type": "mrkdwn", "text": "*Run*\nbaseline"},
+                {"type": "mrkdwn", "text": "*Metric*\nloss"},
+                {"type": "mrkdwn", "text": "*Where*\nsteps 8,412–8,431 · 2026-11-21T23:59:00+00:00"},
+            ],
+        },
+        {
+            "type": "actions",
+            "elements": [
+                {
+                    "type": "button",
+                    "text": {"type": "plain_text", "text": "Open in Holter"},
+                    "url": "http://holter.local:8765/runs/r1?metrics=loss&start=8392&end=8451",
+                }
+            ],
+        },
+    ],
+}
 
 
 def body_for(kind: str, stored: dict) -> bytes:

@@ -5,16 +5,27 @@ from __future__ import annotations
 
 import jsonschema
 import pytest
-
 from holter_server.alerts import formatters
 from holter_server.alerts.message import LinkedAlert, stored_alert
+
 from tests.chat_schemas import SCHEMAS
 
 ALERT = {
-    "project": "gpt2", "run_id": "r1", "run_name": "baseline", "metric": "loss", "kind": "divergence", "severity": "critical",
-    "summary": "loss became NaN at step 8,412; 20 non-finite points", "step": 8412, "start_step": 8412, "end_step": 8431,
-    "time": "2026-11-21T23:59:00+00:00", "link": "http://holter.local:8765/runs/r1?metrics=loss&start=8362&end=8481",
-    "sparkline": "▁▁▂▃▅▇×", "image_url": "http://holter.local:8765/api/v1/runs/r1/events/7/sparkline.png", "event_id": 7,
+    "project": "gpt2",
+    "run_id": "r1",
+    "run_name": "baseline",
+    "metric": "loss",
+    "kind": "divergence",
+    "severity": "critical",
+    "summary": "loss became NaN at step 8,412; 20 non-finite points",
+    "step": 8412,
+    "start_step": 8412,
+    "end_step": 8431,
+    "time": "2026-11-21T23:59:00+00:00",
+    "link": "http://holter.local:8765/runs/r1?metrics=loss&start=8362&end=8481",
+    "sparkline": "▁▁▂▃▅▇×",
+    "image_url": "http://holter.local:8765/api/v1/runs/r1/events/7/sparkline.png",
+    "event_id": 7,
 }
 
 
@@ -46,12 +57,31 @@ def test_a_burst_of_fifteen_alerts_still_fits_the_channels_limits(kind: str) -> 
 @pytest.mark.parametrize("kind", ["slack", "discord", "teams"])
 def test_every_message_carries_the_evidence_and_the_link(kind: str) -> None:
     text = str(render(kind, [ALERT], "alert"))
-    for needed in ("gpt2", "baseline", "loss", "divergence", "NaN at step 8,412", "8,412", ALERT["link"], ALERT["sparkline"], ALERT["image_url"]):
+    for needed in (
+        "gpt2",
+        "baseline",
+        "loss",
+        "divergence",
+        "NaN at step 8,412",
+        "8,412",
+        ALERT["link"],
+        ALERT["sparkline"],
+        ALERT["image_url"],
+    ):
         assert needed in text, needed
 
 
 def test_run_level_events_render_without_a_metric_or_picture() -> None:
-    stalled = {**ALERT, "metric": None, "kind": "run_stalled", "severity": "warning", "image_url": None, "sparkline": "", "start_step": 900, "end_step": 900}
+    stalled = {
+        **ALERT,
+        "metric": None,
+        "kind": "run_stalled",
+        "severity": "warning",
+        "image_url": None,
+        "sparkline": "",
+        "start_step": 900,
+        "end_step": 900,
+    }
     for kind in ("slack", "discord", "teams", "webhook"):
         jsonschema.validate(render(kind, [stalled], "alert"), SCHEMAS[kind])
 
@@ -61,8 +91,13 @@ def test_a_burst_is_titled_by_its_count_and_worst_severity() -> None:
     assert title.startswith("🔴 2 problems")
 
 
-HOSTILE = {**ALERT, "project": "p <!here>", "run_name": "<!channel> <https://phish.example/login|Reset your password> @everyone",
-           "metric": "loss [click](https://phish.example)", "summary": "**urgent** <@U123> see https://phish.example now"}
+HOSTILE = {
+    **ALERT,
+    "project": "p <!here>",
+    "run_name": "<!channel> <https://phish.example/login|Reset your password> @everyone",
+    "metric": "loss [click](https://phish.example)",
+    "summary": "**urgent** <@U123> see https://phish.example now",
+}
 
 
 def test_slack_shows_user_text_without_mentions_or_links() -> None:
@@ -95,5 +130,20 @@ def test_hostile_text_still_fits_the_channels_schema(kind: str) -> None:
 
 def test_the_webhook_sends_each_alert_flat_as_documented() -> None:
     (sent,) = render("webhook", [ALERT], "alert")["alerts"]
-    assert sent == ALERT and list(sent) == ["project", "run_id", "run_name", "metric", "kind", "severity", "summary", "step", "start_step",
-                                            "end_step", "time", "sparkline", "event_id", "link", "image_url"]
+    assert sent == ALERT and list(sent) == [
+        "project",
+        "run_id",
+        "run_name",
+        "metric",
+        "kind",
+        "severity",
+        "summary",
+        "step",
+        "start_step",
+        "end_step",
+        "time",
+        "sparkline",
+        "event_id",
+        "link",
+        "image_url",
+    ]

@@ -6,7 +6,9 @@ import math
 
 from holter_server.alerts.rules import EventFacts, RuleSpec, first_crossing, matches, threshold_applies
 
-EVENT = EventFacts(project="gpt2", run_tags=("ablation",), metric="act_norm/layer.3", kind="divergence", severity="critical")
+EVENT = EventFacts(
+    project="gpt2", run_tags=("ablation",), metric="act_norm/layer.3", kind="divergence", severity="critical"
+)
 
 
 def test_an_empty_rule_matches_warnings_and_worse() -> None:
@@ -19,7 +21,16 @@ def test_each_filter_can_exclude() -> None:
     assert not matches(RuleSpec(run_tag="baseline"), EVENT)
     assert not matches(RuleSpec(metric_pattern="loss*"), EVENT)
     assert not matches(RuleSpec(kinds=("spike",)), EVENT)
-    assert matches(RuleSpec(project="gpt2", run_tag="ablation", metric_pattern="act_norm/*", kinds=("divergence",), min_severity="critical"), EVENT)
+    assert matches(
+        RuleSpec(
+            project="gpt2",
+            run_tag="ablation",
+            metric_pattern="act_norm/*",
+            kinds=("divergence",),
+            min_severity="critical",
+        ),
+        EVENT,
+    )
 
 
 def test_a_metric_pattern_never_matches_run_level_events() -> None:

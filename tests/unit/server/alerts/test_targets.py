@@ -5,7 +5,6 @@ resolved by a stub: no test resolves a real name."""
 from __future__ import annotations
 
 import pytest
-
 from holter_server.alerts.targets import TargetGuard, TargetRefused
 
 
@@ -21,9 +20,25 @@ def stub(*answers: list[str]):  # type: ignore[no-untyped-def]
     return resolve
 
 
-@pytest.mark.parametrize("address", ["127.0.0.1", "10.1.2.3", "192.168.0.5", "169.254.169.254", "::1", "0.0.0.0", "fd00::1",
-                                     "100.64.0.1", "100.127.255.254", "2002:c0a8:0101::1", "2002:7f00:1::1", "64:ff9b::a9fe:a9fe",
-                                     "::ffff:10.0.0.1", "224.0.0.1"])
+@pytest.mark.parametrize(
+    "address",
+    [
+        "127.0.0.1",
+        "10.1.2.3",
+        "192.168.0.5",
+        "169.254.169.254",
+        "::1",
+        "0.0.0.0",
+        "fd00::1",
+        "100.64.0.1",
+        "100.127.255.254",
+        "2002:c0a8:0101::1",
+        "2002:7f00:1::1",
+        "64:ff9b::a9fe:a9fe",
+        "::ffff:10.0.0.1",
+        "224.0.0.1",
+    ],
+)
 def test_an_address_that_is_not_global_is_refused(address: str) -> None:
     guard = TargetGuard(allow_private=False, resolve=stub([address]))
     with pytest.raises(TargetRefused, match="not public"):
@@ -45,32 +60,44 @@ def test_the_checked_address_is_the_one_connected_to_and_the_name_is_resolved_on
 
 
 def test_ipv6_addresses_are_bracketed_in_the_pinned_url() -> None:
-    target = TargetGuard(allow_private=False, resolve=stub(["2606:2800:220:1:248:1893:25c8:1946"])).check("http://hooks.example/x")
+    target = TargetGuard(allow_private=False, resolve=stub(["2606:2800:220:1:248:1893:25c8:1946"])).check(
+        "http://hooks.example/x"
+    )
     assert target.pinned_url == "http://[2606:2800:220:1:248:1893:25c8:1946]:80/x"
 
 
-@pytest.mark.parametrize("url", ["ftp://example.org/x", "file:///etc/passwd", "gopher://x/", "http:///nohost", "http://u:p@hooks.example/x"])
+@pytest.mark.parametrize(
+    "url", ["ftp://example.org/x", "file:///etc/passwd", "gopher://x/", "http:///nohost", "http://u:p@hooks.example/x"]
+)
 def test_only_plain_http_urls_with_a_host_are_targets(url: str) -> None:
     with pytest.raises(TargetRefused):
         TargetGuard(allow_private=True, resolve=stub(["127.0.0.1"])).check(url)
 
 
 def test_private_targets_pass_when_an_admin_allows_them() -> None:
-    assert TargetGuard(allow_private=True, resolve=stub(["127.0.0.1"])).check("http://localhost:9/x").address == "127.0.0.1"
+    assert (
+        TargetGuard(allow_private=True, resolve=stub(["127.0.0.1"])).check("http://localhost:9/x").address
+        == "127.0.0.1"
+    )
 
 
-@pytest.mark.parametrize("url", [
-    "json://127.0.0.1/hook?+Authorization=Bearer%20x",   # header override
-    "json://127.0.0.1/hook?method=PUT",                  # method override
-    "jsons://hooks.example/hook?:payload=x",             # payload override
-    "form://hooks.example/hook?-token=x",
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "json://127.0.0.1/hook?+Authorization=Bearer%20x",  # header override
+        "json://127.0.0.1/hook?method=PUT",  # method override
+        "jsons://hooks.example/hook?:payload=x",  # payload override
+        "form://hooks.example/hook?-token=x",
+    ],
+)
 def test_apprise_urls_may_not_override_headers_payload_or_method(url: str) -> None:
     with pytest.raises(TargetRefused, match="override"):
         TargetGuard(allow_private=True, resolve=stub(["127.0.0.1"])).check_channel("apprise", url)
 
 
-@pytest.mark.parametrize("url", ["json://127.0.0.1/hook", "xml://internal.example/x", "mailto://user:pass@smtp.example", "http://x/"])
+@pytest.mark.parametrize(
+    "url", ["json://127.0.0.1/hook", "xml://internal.example/x", "mailto://user:pass@smtp.example", "http://x/"]
+)
 def test_apprise_kinds_that_post_anywhere_are_refused_without_private_targets(url: str) -> None:
     with pytest.raises(TargetRefused, match="not allowed"):
         TargetGuard(allow_private=False, resolve=stub(["93.184.215.14"])).check_apprise(url)

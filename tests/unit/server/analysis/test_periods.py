@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from holter_server.analysis.periods import period_causes
 from holter_server.detect import classify_series
 from holter_server.services.attribution import explain_period
@@ -13,20 +12,36 @@ from holter_server.vocabulary.configs import PERIOD_RULES
 
 # Per rule: a config, the period it implies, and how the event names it.
 CASES = {
-    "steps_per_epoch": ({"data": {"dataset_size": 64_000}, "per_device_train_batch_size": 16, "gradient_accumulation_steps": 4,
-                         "world_size": 8}, 125,
-                        "period 125 = dataset_size / (per_device_train_batch_size × gradient_accumulation_steps × world_size)"),
-    "steps_per_epoch_global": ({"num_train_samples": 96_000, "global_batch_size": 512}, 187.5,
-                               "period 187.5 ≈ num_train_samples / global_batch_size"),
+    "steps_per_epoch": (
+        {
+            "data": {"dataset_size": 64_000},
+            "per_device_train_batch_size": 16,
+            "gradient_accumulation_steps": 4,
+            "world_size": 8,
+        },
+        125,
+        "period 125 = dataset_size / (per_device_train_batch_size × gradient_accumulation_steps × world_size)",
+    ),
+    "steps_per_epoch_global": (
+        {"num_train_samples": 96_000, "global_batch_size": 512},
+        187.5,
+        "period 187.5 ≈ num_train_samples / global_batch_size",
+    ),
     "gradient_accumulation": ({"gradient_accumulation_steps": 96}, 96, "period 96 = gradient_accumulation_steps"),
     "eval_interval": ({"eval_interval": 250}, 250, "period 250 = eval_interval"),
     "save_interval": ({"trainer": {"save_steps": 300}}, 300, "period 300 = save_steps"),
     "log_interval": ({"log_every": 140}, 140, "period 140 = log_every"),
     "rollouts": ({"rollout": {"rollouts_num": 64}}, 64, "period 64 = rollouts_num"),
-    "tokens_per_shard": ({"shard_tokens": 100_000_000, "batch_size": 512, "seq_len": 1024}, 190.7,
-                         "≈ shard_tokens / (batch_size × seq_len)"),
-    "tokens_per_shard_step": ({"tokens_per_shard": 50_000_000, "tokens_per_step": 262_144}, 190.7,
-                              "≈ tokens_per_shard / tokens_per_step"),
+    "tokens_per_shard": (
+        {"shard_tokens": 100_000_000, "batch_size": 512, "seq_len": 1024},
+        190.7,
+        "≈ shard_tokens / (batch_size × seq_len)",
+    ),
+    "tokens_per_shard_step": (
+        {"tokens_per_shard": 50_000_000, "tokens_per_step": 262_144},
+        190.7,
+        "≈ tokens_per_shard / tokens_per_step",
+    ),
 }
 
 

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import numpy as np
-
 from holter_server.analysis.seeds import RunConfig, group_band, group_of, seed_groups
 
 
 def test_runs_that_differ_only_in_seed_keys_form_one_group() -> None:
-    runs = [RunConfig("a", {"lr": 3e-4, "seed": 1, "data": {"data_seed": 7}}),
-            RunConfig("b", {"lr": 3e-4, "seed": 2, "data": {"data_seed": 8}}),
-            RunConfig("c", {"lr": 3e-4, "init_seed": 5}),
-            RunConfig("d", {"lr": 6e-4, "seed": 1})]
+    runs = [
+        RunConfig("a", {"lr": 3e-4, "seed": 1, "data": {"data_seed": 7}}),
+        RunConfig("b", {"lr": 3e-4, "seed": 2, "data": {"data_seed": 8}}),
+        RunConfig("c", {"lr": 3e-4, "init_seed": 5}),
+        RunConfig("d", {"lr": 6e-4, "seed": 1}),
+    ]
     groups = seed_groups(runs)
     assert [g.run_ids for g in groups] == [["a", "b", "c"], ["d"]]
     assert groups[0].seeds["b"] == {"seed": 2, "data.data_seed": 8} and groups[0].config == {"lr": 3e-4}
@@ -34,7 +35,11 @@ def test_the_band_is_the_median_with_min_max_and_a_robust_spread_on_a_shared_gri
     band = group_band(curves)
     assert band.steps.tolist() == sorted(set(steps.tolist()) | set((steps + 5).tolist()))
     inside = (band.steps >= 5) & (band.steps <= 90)
-    assert np.allclose(band.median[inside], 2.0) and np.allclose(band.low[inside], 1.0) and np.allclose(band.high[inside], 4.0)
+    assert (
+        np.allclose(band.median[inside], 2.0)
+        and np.allclose(band.low[inside], 1.0)
+        and np.allclose(band.high[inside], 4.0)
+    )
     assert np.allclose(band.spread[inside], 1.4826)  # MAD of (1, 2, 4) around 2 is 1
     assert band.seeds[0] == 2 and band.seeds[-1] == 1  # b starts late; only b reaches step 95
 

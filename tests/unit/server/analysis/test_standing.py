@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 
 import numpy as np
-
 from holter_server.analysis.standing import standing
 
 STEPS = np.arange(0, 5_001, 50)
@@ -23,17 +22,28 @@ SEEDS = {f"s{i}": curve(offset, i) for i, offset in enumerate(OFFSETS)}
 def test_a_run_far_above_its_seeds_is_outside_the_spread_with_the_numbers() -> None:
     found = standing("eval_loss", curve(0.031, 9), SEEDS)
     assert found is not None and found.verdict.verdict == "real effect" and found.step == 5_000
-    ends = re.match(r"eval_loss ends ([0-9.]+) above its 3-seed group's mean \(at step 5,000, its last: this run 2\.0", found.sentence)
+    ends = re.match(
+        r"eval_loss ends ([0-9.]+) above its 3-seed group's mean \(at step 5,000, its last: this run 2\.0",
+        found.sentence,
+    )
     assert ends and 0.028 < float(ends.group(1)) < 0.034, found.sentence
-    assert "the seed spread there is 0.01" in found.sentence and ": outside the spread, a real difference" in found.sentence
-    assert found.clause.startswith("eval_loss ends 0.0") and "above its 3-seed group's mean, outside the spread of 0.01" in found.clause
+    assert (
+        "the seed spread there is 0.01" in found.sentence
+        and ": outside the spread, a real difference" in found.sentence
+    )
+    assert (
+        found.clause.startswith("eval_loss ends 0.0")
+        and "above its 3-seed group's mean, outside the spread of 0.01" in found.clause
+    )
 
 
 def test_a_run_among_its_seeds_is_noise() -> None:
     found = standing("eval_loss", curve(0.002, 9), SEEDS)
     assert found is not None and found.verdict.verdict == "noise"
     assert found.sentence.endswith("inside the seed spread: noise")
-    assert found.clause.endswith("inside the seed spread of " + found.sentence.split("the seed spread there is ")[1].split(":")[0] + ": noise")
+    assert found.clause.endswith(
+        "inside the seed spread of " + found.sentence.split("the seed spread there is ")[1].split(":")[0] + ": noise"
+    )
 
 
 def test_one_sibling_gives_no_standing() -> None:

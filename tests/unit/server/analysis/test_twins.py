@@ -6,8 +6,22 @@ from holter_server.analysis.twins import SpikeAt, data_order_key, twin_note, twi
 
 
 def test_optimiser_keys_and_init_seeds_do_not_change_the_data_order() -> None:
-    a = {"model": "m", "data_seed": 7, "seed": 1, "optim": {"lr": 3e-4, "betas": [0.9, 0.95]}, "warmup_steps": 100, "max_grad_norm": 1}
-    b = {"model": "m", "data_seed": 7, "seed": 2, "optim": {"lr": 6e-4, "betas": [0.9, 0.99]}, "warmup_steps": 500, "max_grad_norm": 0.5}
+    a = {
+        "model": "m",
+        "data_seed": 7,
+        "seed": 1,
+        "optim": {"lr": 3e-4, "betas": [0.9, 0.95]},
+        "warmup_steps": 100,
+        "max_grad_norm": 1,
+    }
+    b = {
+        "model": "m",
+        "data_seed": 7,
+        "seed": 2,
+        "optim": {"lr": 6e-4, "betas": [0.9, 0.99]},
+        "warmup_steps": 500,
+        "max_grad_norm": 0.5,
+    }
     assert data_order_key(a) == data_order_key(b)
 
 
@@ -25,11 +39,17 @@ def test_a_seed_the_project_declares_a_data_seed_must_match() -> None:
 
 def test_twins_are_spikes_of_other_runs_on_the_metric_within_one_step() -> None:
     spike = SpikeAt("a", "loss", 946)
-    others = [SpikeAt("a", "loss", 946), SpikeAt("b", "loss", 945), SpikeAt("b", "loss", 946), SpikeAt("c", "loss", 948),
-              SpikeAt("d", "grad_norm", 946)]
+    others = [
+        SpikeAt("a", "loss", 946),
+        SpikeAt("b", "loss", 945),
+        SpikeAt("b", "loss", 946),
+        SpikeAt("c", "loss", 948),
+        SpikeAt("d", "grad_norm", 946),
+    ]
     assert twins_of(spike, others) == [SpikeAt("b", "loss", 946)]
     assert twin_note(spike, [SpikeAt("b", "loss", 946), SpikeAt("c", "loss", 946), SpikeAt("e", "loss", 946)]) == (
-        "this spike recurs at step 946 in 3 runs with the same data order: the batch, not the optimiser")
+        "this spike recurs at step 946 in 3 runs with the same data order: the batch, not the optimiser"
+    )
 
 
 def test_a_run_without_a_data_config_has_no_known_data_order() -> None:

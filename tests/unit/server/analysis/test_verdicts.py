@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 import numpy as np
-
-from holter_server.analysis.verdicts import Arm, compare_arms, confounders, judge, seeds_needed, step_at_tokens, value_at
+from holter_server.analysis.verdicts import (
+    Arm,
+    compare_arms,
+    confounders,
+    judge,
+    seeds_needed,
+    step_at_tokens,
+    value_at,
+)
 
 STEPS = np.arange(0, 10_001, 100)
 
@@ -46,7 +53,10 @@ def test_with_one_run_per_arm_the_spread_is_unknown_and_the_seeds_needed_are_nam
     v = found["at_step"]
     assert v.verdict == "unknown" and v.spread is None and v.p_value is None
     assert v.seeds_needed is not None and v.seeds_needed >= 2
-    assert "with one run per arm: the seed spread is unknown; about" in v.sentence and "seeds per arm would settle" in v.sentence
+    assert (
+        "with one run per arm: the seed spread is unknown; about" in v.sentence
+        and "seeds per arm would settle" in v.sentence
+    )
 
 
 def test_a_run_far_outside_a_groups_seeds_is_a_real_effect_and_one_inside_is_noise() -> None:
@@ -68,7 +78,7 @@ def test_seeds_needed_grows_as_the_difference_shrinks() -> None:
 def test_matched_tokens_compare_where_each_run_reached_the_same_count() -> None:
     # arm b processes twice the tokens per step: at matched steps it looks better, at matched tokens it is the same
     steps = np.arange(0, 1001, 10)
-    loss = lambda tokens: 2 + 3 * np.exp(-tokens / 2e5)  # noqa: E731
+    loss = lambda tokens: 2 + 3 * np.exp(-tokens / 2e5)
     a = Arm("a", {"a": (steps, loss(steps * 500.0))}, tokens={"a": (steps, steps * 500.0)})
     b = Arm("b", {"b": (steps, loss(steps * 1000.0))}, tokens={"b": (steps, steps * 1000.0)})
     found = by_measure(a, b)
@@ -97,7 +107,9 @@ def test_the_area_measure_reads_the_mean_level_over_the_range() -> None:
 
 
 def test_a_confounded_ablation_names_every_changed_key_and_the_learning_rate() -> None:
-    found = confounders({"lr": 3e-4, "batch_size": 32, "model": "small"}, {"lr": 6e-4, "batch_size": 64, "model": "small"})
+    found = confounders(
+        {"lr": 3e-4, "batch_size": 32, "model": "small"}, {"lr": 6e-4, "batch_size": 64, "model": "small"}
+    )
     assert [c.key for c in found.changes] == ["batch_size", "lr"]
     assert any(w.startswith("this ablation changed batch_size and lr") for w in found.warnings)
     assert any(w.startswith("the learning rate differs (lr 0.0003 → 0.0006)") for w in found.warnings)
@@ -110,7 +122,9 @@ def test_a_clean_ablation_raises_no_warning() -> None:
 
 def test_different_token_counts_are_flagged() -> None:
     found = confounders({"x": 1}, {"x": 2}, tokens_a=1.2e9, tokens_b=1.5e9)
-    assert found.warnings == ["the arms saw different token counts (1.2B vs 1.5B): read the comparison at matched tokens"]
+    assert found.warnings == [
+        "the arms saw different token counts (1.2B vs 1.5B): read the comparison at matched tokens"
+    ]
 
 
 def test_without_a_token_counter_different_lengths_are_flagged() -> None:

@@ -5,8 +5,8 @@ import sys
 import numpy as np
 import pytest
 from holter.cli import build_parser
-
 from holter_server.commands import analyze
+
 from tests.real_curves import load_series
 
 
@@ -78,8 +78,12 @@ def test_expected_floor_turns_a_low_loss_into_too_good(capsys, healthy_csv):
 
 
 def test_console_entry_point_runs_analyze(nan_csv):
-    done = subprocess.run([sys.executable, "-m", "holter.cli", "analyze", str(nan_csv), "--format", "json"],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "holter.cli", "analyze", str(nan_csv), "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 1 and json.loads(done.stdout)["series"][0]["verdict"] == "critical"
 
 
@@ -97,8 +101,12 @@ def custom_diagnostics_csv(tmp_path):
         jump = np.where(t > 200 + head, 2.0, 1.0) if head % 3 == 1 else 1.0
         columns[f"attn_diag/head_{head}"] = drift * jump + rng.normal(0, 0.001, 400)
     path = tmp_path / "diagnostics.csv"
-    path.write_text("step," + ",".join(columns) + "\n" + "".join(
-        f"{s}," + ",".join(f"{v[s]:.6f}" for v in columns.values()) + "\n" for s in t))
+    path.write_text(
+        "step,"
+        + ",".join(columns)
+        + "\n"
+        + "".join(f"{s}," + ",".join(f"{v[s]:.6f}" for v in columns.values()) + "\n" for s in t)
+    )
     return path
 
 
@@ -120,22 +128,34 @@ def test_a_nan_in_an_unknown_metric_is_reported_at_info(capsys, tmp_path):
 
 
 def test_kind_name_equals_kind_declares_a_metric_and_wins_over_its_name(capsys, custom_diagnostics_csv):
-    code, out, _ = run_analyze(capsys, str(custom_diagnostics_csv), "--kind", "attn_diag/head_0=loss", "--format", "json")
+    code, out, _ = run_analyze(
+        capsys, str(custom_diagnostics_csv), "--kind", "attn_diag/head_0=loss", "--format", "json"
+    )
     series = {s["metric"]: s for s in json.loads(out)["series"]}
     assert series["attn_diag/head_0"]["kind"] == "loss"
-    assert series["attn_diag/head_0"]["understood"] == {"source": "declared", "framework": None, "rule": "attn_diag/head_0", "note": None}
+    assert series["attn_diag/head_0"]["understood"] == {
+        "source": "declared",
+        "framework": None,
+        "rule": "attn_diag/head_0",
+        "note": None,
+    }
     assert series["attn_diag/head_3"]["kind"] == "unknown"
 
 
 def test_kind_takes_a_glob(capsys, custom_diagnostics_csv):
-    _, out, _ = run_analyze(capsys, str(custom_diagnostics_csv), "--kind", "attn_diag/*=statistic", "--kind", "loss=eval_loss")
+    _, out, _ = run_analyze(
+        capsys, str(custom_diagnostics_csv), "--kind", "attn_diag/*=statistic", "--kind", "loss=eval_loss"
+    )
     assert "attn_diag/head_7 (statistic, declared as attn_diag/*, 400 points)" in out
     assert "loss (eval_loss, declared as loss, 400 points)" in out
 
 
 def test_a_bare_kind_applies_to_every_metric(capsys, healthy_csv):
     _, out, _ = run_analyze(capsys, str(healthy_csv), "--kind", "grad_norm", "--format", "json")
-    assert [(s["metric"], s["kind"]) for s in json.loads(out)["series"]] == [("loss", "grad_norm"), ("learning_rate", "grad_norm")]
+    assert [(s["metric"], s["kind"]) for s in json.loads(out)["series"]] == [
+        ("loss", "grad_norm"),
+        ("learning_rate", "grad_norm"),
+    ]
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from holter_server.detect import verdict
 from holter_server.detect.classify import new_detector
 from holter_server.detect.findings import cross_signal_findings
 from holter_server.vocabulary import understand_all
+
 from tests.real_curves import load_series
 
 
@@ -24,8 +25,15 @@ def analysis_of(curves: dict[str, str]) -> tuple[dict[str, Any], SentCounts]:
             sent.add(metric, int(step))
         detectors[metric] = detector = new_detector(metric, kind=understood[metric].kind)
         detector.add(steps, values)
-        series.append({"metric": metric, "kind": understood[metric].kind, "understood": understood[metric].to_dict(),
-                       "verdict": verdict(detector.events), "events": [e.to_dict() for e in detector.events]})
+        series.append(
+            {
+                "metric": metric,
+                "kind": understood[metric].kind,
+                "understood": understood[metric].to_dict(),
+                "verdict": verdict(detector.events),
+                "events": [e.to_dict() for e in detector.events],
+            }
+        )
     events = [e for d in detectors.values() for e in d.events]
     findings = cross_signal_findings(events, [d.snapshot() for d in detectors.values()])
     return {"series": series, "findings": [f.to_dict() for f in findings]}, sent

@@ -1,6 +1,5 @@
 import pytest
 from holter.cli import build_parser
-
 from holter_server.commands import kinds
 from holter_server.vocabulary.signals import SIGNAL_KIND_NAMES
 
@@ -13,7 +12,10 @@ def test_holter_kinds_lists_every_kind(capsys):
 
 def test_kind_options_take_names_globs_and_a_bare_kind():
     assert kinds.parse_kind_options(["train/ce=loss", "eval/*=eval_loss", "statistic"]) == {
-        "train/ce": "loss", "eval/*": "eval_loss", "*": "statistic"}
+        "train/ce": "loss",
+        "eval/*": "eval_loss",
+        "*": "statistic",
+    }
 
 
 @pytest.mark.parametrize(("value", "problem"), [("x=temperature", "unknown kind 'temperature'"), ("=loss", "empty")])

@@ -6,7 +6,9 @@ from __future__ import annotations
 import numpy as np
 
 
-def decaying_loss(n: int = 800, seed: int = 0, noise: float = 0.01, start: float = 10.8, floor: float = 3.2) -> np.ndarray:
+def decaying_loss(
+    n: int = 800, seed: int = 0, noise: float = 0.01, start: float = 10.8, floor: float = 3.2
+) -> np.ndarray:
     """A healthy LM loss: steep early drop bending into a slowly falling, noisy tail."""
     rng = np.random.default_rng(seed)
     t = np.arange(n)

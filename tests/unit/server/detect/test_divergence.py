@@ -1,8 +1,6 @@
 import numpy as np
-
-from holter_server.detect import classify_series
-
 from detect_curves import decaying_loss
+from holter_server.detect import classify_series
 
 
 def test_nan_is_divergence_naming_nan_and_the_first_bad_step():
@@ -83,4 +81,6 @@ def test_nan_streak_that_finite_values_ended_is_a_warning():
     values = decaying_loss()
     values[400:420] = np.nan
     (event,) = classify_series(np.arange(800), values, metric="grad_norm")
-    assert event.kind == "divergence" and event.severity == "warning" and "before finite values returned" in event.summary
+    assert (
+        event.kind == "divergence" and event.severity == "warning" and "before finite values returned" in event.summary
+    )

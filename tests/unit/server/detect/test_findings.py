@@ -6,9 +6,20 @@ from holter_server.detect.events import Event
 from holter_server.detect.findings import SeriesSnapshot, cross_signal_findings, nonfinite_origin
 
 
-def event(kind: str, metric: str, start: int, end: int | None = None, severity: str = "warning", **details: object) -> Event:
-    return Event(kind=kind, metric=metric, start_step=start, end_step=end if end is not None else start, severity=severity,
-                 score=1.0, summary=f"{metric} {kind}", peak_step=start, details=dict(details))
+def event(
+    kind: str, metric: str, start: int, end: int | None = None, severity: str = "warning", **details: object
+) -> Event:
+    return Event(
+        kind=kind,
+        metric=metric,
+        start_step=start,
+        end_step=end if end is not None else start,
+        severity=severity,
+        score=1.0,
+        summary=f"{metric} {kind}",
+        peak_step=start,
+        details=dict(details),
+    )
 
 
 def kinds(findings: list[Event]) -> list[str]:
@@ -27,7 +38,9 @@ def test_a_grad_norm_spike_long_before_or_after_a_loss_spike_is_not_a_precursor(
 
 
 def test_a_zero_gradient_norm_means_no_learning_signal() -> None:
-    found = cross_signal_findings([event("plateau", "grad_norm", 1, 50, severity="critical", cause="zero")], [SeriesSnapshot("loss", 2.3)])
+    found = cross_signal_findings(
+        [event("plateau", "grad_norm", 1, 50, severity="critical", cause="zero")], [SeriesSnapshot("loss", 2.3)]
+    )
     assert kinds(found) == ["no_learning_signal"]
     assert "exactly 0" in found[0].summary and "loss" in found[0].summary and found[0].severity == "critical"
 
@@ -47,7 +60,9 @@ def test_a_frozen_metric_alone_is_not_a_missing_learning_signal() -> None:
 
 
 def test_growing_activations_and_a_dominant_layer_are_named() -> None:
-    layers = [SeriesSnapshot(f"act_norm/layer.{i}", 1.0 + 0.1 * i, 0, 900) for i in range(5)] + [SeriesSnapshot("act_norm/layer.5", 40.0, 0, 900)]
+    layers = [SeriesSnapshot(f"act_norm/layer.{i}", 1.0 + 0.1 * i, 0, 900) for i in range(5)] + [
+        SeriesSnapshot("act_norm/layer.5", 40.0, 0, 900)
+    ]
     found = cross_signal_findings([event("divergence", "act_norm/layer.5", 600, 900)], layers)
     assert kinds(found) == ["activation_growth", "layer_dominance"]
     assert "layer.5" in found[1].summary and found[1].details["layer"] == "layer.5"
@@ -83,12 +98,17 @@ def test_nothing_is_found_on_a_run_without_events() -> None:
 
 def test_holters_own_gradient_norm_is_an_early_warning_too() -> None:
     # holter.torch.watch logs the whole-model norm as holter/grad_norm, beside the Trainer's grad_norm
-    (found,) = cross_signal_findings([event("spike", "holter/grad_norm", 1202, peak=8.1), event("spike", "loss", 1204)], [])
+    (found,) = cross_signal_findings(
+        [event("spike", "holter/grad_norm", 1202, peak=8.1), event("spike", "loss", 1204)], []
+    )
     assert found.kind == "grad_norm_precursor" and "holter/grad_norm" in found.summary
 
 
 def test_one_layers_gradient_norm_spike_is_not_the_models_early_warning() -> None:
-    assert cross_signal_findings([event("spike", "holter/grad_norm/layer.3", 1202), event("spike", "loss", 1204)], []) == []
+    assert (
+        cross_signal_findings([event("spike", "holter/grad_norm/layer.3", 1202), event("spike", "loss", 1204)], [])
+        == []
+    )
 
 
 def test_a_flat_loss_names_holters_gradient_norm_when_the_trainer_logs_none() -> None:
@@ -98,6 +118,7 @@ def test_a_flat_loss_names_holters_gradient_norm_when_the_trainer_logs_none() ->
 
 
 # --- input pipeline stalls ------------------------------------------------------------------------
+
 
 def wait_share(start: int, end: int, peak: float, metric: str = "holter/loader/wait_fraction") -> Event:
     return event("level_shift", metric, start, end, tolerance=0.2, peak=peak)
@@ -128,7 +149,9 @@ def test_a_wait_share_in_percent_is_read_as_percent() -> None:
 
 
 def test_a_single_slow_batch_is_not_a_stall() -> None:
-    assert cross_signal_findings([event("spike", "holter/loader/wait_fraction", 500, severity="info", peak=0.9)], []) == []
+    assert (
+        cross_signal_findings([event("spike", "holter/loader/wait_fraction", 500, severity="info", peak=0.9)], []) == []
+    )
 
 
 # --- non-finite tripwire reports --------------------------------------------------------------------
@@ -138,16 +161,23 @@ GRADIENT = {"name": "layers.7.attn.q_proj.weight", "value": "NaN"}
 
 
 def test_a_tripwire_report_is_attached_to_the_loss_divergence_it_explains() -> None:
-    events = [event("divergence", "grad_norm", 8410, 9000), event("divergence", "loss", 8412, 9000, severity="critical")]
+    events = [
+        event("divergence", "grad_norm", 8410, 9000),
+        event("divergence", "loss", 8412, 9000, severity="critical"),
+    ]
     found = nonfinite_origin(step=8412, forward=FORWARD, gradient=GRADIENT, events=events)
-    assert found.summary.startswith("first non-finite output at step 8,412: `layers.7.attn.softmax` (forward, NaN); "
-                                    "first non-finite gradient: `layers.7.attn.q_proj.weight` (NaN)")
+    assert found.summary.startswith(
+        "first non-finite output at step 8,412: `layers.7.attn.softmax` (forward, NaN); "
+        "first non-finite gradient: `layers.7.attn.q_proj.weight` (NaN)"
+    )
     assert found.metric == "loss" and found.severity == "critical" and found.start_step == 8412
     assert found.details["divergence"] == {"metric": "loss", "start_step": 8412, "event_id": "loss:divergence@8412"}
 
 
 def test_a_loss_logged_every_few_steps_still_gets_its_origin() -> None:
-    found = nonfinite_origin(step=8412, forward=FORWARD, gradient=None, events=[event("divergence", "loss", 8450, 9000)])
+    found = nonfinite_origin(
+        step=8412, forward=FORWARD, gradient=None, events=[event("divergence", "loss", 8450, 9000)]
+    )
     assert found.metric == "loss" and "diverged from step 8,450" in found.summary
 
 
@@ -155,7 +185,9 @@ def test_a_tripwire_report_finds_the_divergence_of_a_loss_declared_under_its_own
     # `my/objective` says nothing by its name; declared a loss, its divergence is the one explained
     events = [event("divergence", "my/objective", 8412, 9000, severity="critical")]
     assert nonfinite_origin(step=8412, forward=FORWARD, gradient=None, events=events).metric == ""
-    declared = nonfinite_origin(step=8412, forward=FORWARD, gradient=None, events=events, kinds={"my/objective": "loss"})
+    declared = nonfinite_origin(
+        step=8412, forward=FORWARD, gradient=None, events=events, kinds={"my/objective": "loss"}
+    )
     assert declared.metric == "my/objective" and declared.severity == "critical"
 
 
@@ -184,6 +216,8 @@ def test_a_module_that_received_non_finite_input_is_named_as_such() -> None:
 
 
 def test_a_tripwire_report_is_not_read_as_a_loss_event_by_the_other_rules() -> None:
-    report = nonfinite_origin(step=6000, forward=FORWARD, gradient=None, events=[event("divergence", "loss", 6000, 6100)])
+    report = nonfinite_origin(
+        step=6000, forward=FORWARD, gradient=None, events=[event("divergence", "loss", 6000, 6100)]
+    )
     drop = event("level_shift", "tokens_per_s", 6000, 7000, before=52000.0, after=31200.0)
     assert kinds(cross_signal_findings([drop, report], [])) == ["systems_slowdown"]

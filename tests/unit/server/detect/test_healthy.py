@@ -1,10 +1,8 @@
 """Hard healthy cases: a monitor that cries wolf gets switched off."""
 
 import numpy as np
-
-from holter_server.detect import classify_series, is_alarm, verdict
-
 from detect_curves import decaying_loss, flat
+from holter_server.detect import classify_series, is_alarm, verdict
 
 
 def alarms(steps, values, metric):

@@ -4,11 +4,10 @@ import json
 
 import numpy as np
 import pytest
-
+from detect_curves import decaying_loss, flat
 from holter_server.detect import IncrementalDetector, classify_series
 from holter_server.detect.incremental import TAIL_POINTS
 
-from detect_curves import decaying_loss, flat
 from tests.real_curves import load_corpus
 
 
@@ -35,10 +34,17 @@ def synthetic_corpus():
     layer[300:] *= 2.5
     layer[600:] /= 2.5
     return [
-        ("loss", loss_spike), ("loss", nan_loss), ("step_time", saw), ("tokens_per_s", shift),
-        ("grad_norm", grow), ("loss", zig), ("grad_norm", np.zeros(40)),
+        ("loss", loss_spike),
+        ("loss", nan_loss),
+        ("step_time", saw),
+        ("tokens_per_s", shift),
+        ("grad_norm", grow),
+        ("loss", zig),
+        ("grad_norm", np.zeros(40)),
         ("eval_loss", 1.2 + np.abs(np.linspace(-1, 1, 30))),
-        ("logprob_mismatch/abs_diff_mean", short_saw), ("act_norm/head", act), ("grad_norm/blocks.0", layer),
+        ("logprob_mismatch/abs_diff_mean", short_saw),
+        ("act_norm/head", act),
+        ("grad_norm/blocks.0", layer),
     ]
 
 
@@ -152,7 +158,9 @@ def long_events_with_an_early_peak():
     return [("loss", rise, "divergence"), ("loss", low, "too_good"), ("rollout_corr/kl", mismatch, "level_shift")]
 
 
-@pytest.mark.parametrize("metric,values,kind", long_events_with_an_early_peak(), ids=lambda c: c if isinstance(c, str) else "")
+@pytest.mark.parametrize(
+    "metric,values,kind", long_events_with_an_early_peak(), ids=lambda c: c if isinstance(c, str) else ""
+)
 def test_an_event_longer_than_the_tail_keeps_its_early_peak_when_fed_ten_points_at_a_time(metric, values, kind):
     steps = np.arange(len(values))
     live = IncrementalDetector(metric)

@@ -1,8 +1,6 @@
 import numpy as np
-
-from holter_server.detect import classify_series
-
 from detect_curves import flat
+from holter_server.detect import classify_series
 
 
 def test_throughput_dropping_and_staying_down_is_a_level_shift():
@@ -32,15 +30,20 @@ def test_mismatch_of_a_route_with_its_own_numerical_floor_drifting_up_threefold_
     rng = np.random.default_rng(3)
     level = 0.033 + 0.055 * np.exp(-(((np.arange(200) - 120) / 25) ** 2))
     values = level * (1 + rng.normal(0, 0.15, 200))
-    assert [e for e in classify_series(np.arange(200), values, metric="train/train_rollout_logprob_abs_diff")
-            if e.severity != "info"] == []
+    assert [
+        e
+        for e in classify_series(np.arange(200), values, metric="train/train_rollout_logprob_abs_diff")
+        if e.severity != "info"
+    ] == []
 
 
 def test_mismatch_leaving_its_own_floor_for_good_is_off_zero():
     values = 0.033 * (1 + np.random.default_rng(3).normal(0, 0.15, 300))
     values[150:] += 0.15
     events = classify_series(np.arange(300), values, metric="train/train_rollout_logprob_abs_diff")
-    assert [(e.kind, e.severity) for e in events] == [("level_shift", "warning")] and abs(events[0].start_step - 150) <= 2
+    assert [(e.kind, e.severity) for e in events] == [("level_shift", "warning")] and abs(
+        events[0].start_step - 150
+    ) <= 2
 
 
 def test_mismatch_off_zero_from_the_first_step_keeps_the_tolerance():

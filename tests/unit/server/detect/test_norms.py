@@ -6,7 +6,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from holter_server.detect import classify_series, is_alarm, verdict
 from holter_server.vocabulary import understand
 

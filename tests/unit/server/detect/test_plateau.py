@@ -1,8 +1,6 @@
 import numpy as np
-
-from holter_server.detect import classify_series
-
 from detect_curves import decaying_loss
+from holter_server.detect import classify_series
 
 
 def test_gradient_norm_of_exactly_zero_is_a_critical_plateau():

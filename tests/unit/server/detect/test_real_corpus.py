@@ -43,8 +43,10 @@ def _labelled(series_files: set[str] | None = None) -> list[Any]:
     """One pytest param (series file, label) per labelled event the data shows, of `series_files` or all."""
     return [
         pytest.param(s.file, label, id=f"{s.name}-{label.kind}@{label.start_step}")
-        for s in load_corpus() if series_files is None or s.file in series_files
-        for label in events_to_find(s) if in_the_data(s, label)
+        for s in load_corpus()
+        if series_files is None or s.file in series_files
+        for label in events_to_find(s)
+        if in_the_data(s, label)
     ]
 
 
@@ -121,8 +123,11 @@ def test_eval_loss_turning_up_at_every_one_of_five_evals_while_train_falls_is_ov
 
 
 def test_train_loss_three_orders_of_magnitude_below_eval_is_too_good() -> None:
-    found = [e for e in read("whisper_ja_train_loss.csv").events or ()
-             if e.kind == "too_good" and e.details.get("cause") == "train_far_below_eval"]
+    found = [
+        e
+        for e in read("whisper_ja_train_loss.csv").events or ()
+        if e.kind == "too_good" and e.details.get("cause") == "train_far_below_eval"
+    ]
     assert found and found[0].details["ratio"] >= 1000
 
 

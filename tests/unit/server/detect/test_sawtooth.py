@@ -1,9 +1,7 @@
 import numpy as np
 import pytest
-
-from holter_server.detect import classify_series
-
 from detect_curves import decaying_loss, flat
+from holter_server.detect import classify_series
 
 
 def test_step_time_spike_every_n_steps_is_a_sawtooth_with_its_period():

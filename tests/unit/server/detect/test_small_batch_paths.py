@@ -8,7 +8,6 @@ apart; these tests feed both the same awkward series and compare.
 
 import numpy as np
 import pytest
-
 from holter_server.detect import IncrementalDetector
 from holter_server.detect import baseline as baseline_module
 from holter_server.detect import level_shift as level_shift_module
@@ -75,11 +74,13 @@ def feed_baseline(values: np.ndarray, sizes: list[int]) -> list[tuple]:
         new_from = len(tail)
         result = baseline.update(all_values, new_from, seen - new_from)
         first, meds, mads = baseline.new_blocks
-        out.append((
-            [(a.dtype.str, a.tobytes()) for a in result],
-            baseline.state(),
-            (first, meds.tobytes(), mads.tobytes()),
-        ))
+        out.append(
+            (
+                [(a.dtype.str, a.tobytes()) for a in result],
+                baseline.state(),
+                (first, meds.tobytes(), mads.tobytes()),
+            )
+        )
         seen += len(new)
         tail = all_values[-TAIL:]
     return out
@@ -124,13 +125,32 @@ def test_the_scalar_path_is_taken_for_small_batches(monkeypatch):
 
 def test_decimals_of_one_value_matches_the_vectorised_count():
     rng = np.random.default_rng(3)
-    values = np.concatenate([
-        [0.0, -0.0, 0.25, 0.29, -0.29, 2.5, 1e-13, 1e-12, 5e-324, 1.0, 123456.789, 2.0**53 + 2, 1e300, 1.7e308,
-         -1e-7, 0.1 + 0.2, 1 / 3],
-        [round(float(x), int(d)) for x, d in zip(rng.standard_normal(200), rng.integers(0, MAX_DECIMALS + 2, 200))],
-        rng.standard_normal(100).astype(np.float32).astype(float),
-        10.0 ** rng.uniform(-15, 300, 100),
-    ])
+    values = np.concatenate(
+        [
+            [
+                0.0,
+                -0.0,
+                0.25,
+                0.29,
+                -0.29,
+                2.5,
+                1e-13,
+                1e-12,
+                5e-324,
+                1.0,
+                123456.789,
+                2.0**53 + 2,
+                1e300,
+                1.7e308,
+                -1e-7,
+                0.1 + 0.2,
+                1 / 3,
+            ],
+            [round(float(x), int(d)) for x, d in zip(rng.standard_normal(200), rng.integers(0, MAX_DECIMALS + 2, 200))],
+            rng.standard_normal(100).astype(np.float32).astype(float),
+            10.0 ** rng.uniform(-15, 300, 100),
+        ]
+    )
     assert [decimals_of(float(v)) for v in values] == decimals(values).tolist()
 
 
@@ -179,8 +199,12 @@ def abrupt_norm_stream(seed: int, n: int = 2500) -> np.ndarray:
 
 
 CASES = [
-    ("train/loss", tricky_stream), ("train/grad_norm", tricky_stream), ("throughput/tokens_per_s", tricky_stream),
-    ("eval/loss", tricky_stream), ("throughput/tokens_per_s", shifting_stream), ("train/grad_norm", abrupt_norm_stream),
+    ("train/loss", tricky_stream),
+    ("train/grad_norm", tricky_stream),
+    ("throughput/tokens_per_s", tricky_stream),
+    ("eval/loss", tricky_stream),
+    ("throughput/tokens_per_s", shifting_stream),
+    ("train/grad_norm", abrupt_norm_stream),
 ]
 
 
@@ -207,7 +231,9 @@ def test_detector_events_are_the_same_with_the_scalar_paths_off(case, seed, monk
     assert fast.state() == slow.state()
 
 
-@pytest.mark.parametrize("metric, make", [("throughput/tokens_per_s", shifting_stream), ("train/grad_norm", abrupt_norm_stream)])
+@pytest.mark.parametrize(
+    "metric, make", [("throughput/tokens_per_s", shifting_stream), ("train/grad_norm", abrupt_norm_stream)]
+)
 def test_the_streams_above_hold_level_shifts(metric, make):
     """Guards the test above: the level shift's scalar path must have something to find."""
     detector = feed_detector(metric, make(7), batch_sizes(7, 2500))

@@ -1,8 +1,6 @@
 import numpy as np
-
-from holter_server.detect import classify_series
-
 from detect_curves import decaying_loss, flat
+from holter_server.detect import classify_series
 
 
 def kinds(events):

@@ -6,7 +6,6 @@ import json
 
 import numpy as np
 import pytest
-
 from holter_server.detect.classify import classify_series, detector_from_state, new_detector
 from holter_server.vocabulary import understand
 from holter_server.vocabulary.signals import signal
@@ -25,8 +24,14 @@ def healthy_memory(n: int = 300) -> np.ndarray:
 
 def test_names_map_to_the_gpu_kinds_and_other_system_vitals_are_not_read():
     assert [understand(m).kind for m in (MEMORY, UTIL, THERMAL, "holter/system/gpu.1.throttle.power")] == [
-        "gpu_memory", "gpu_utilization", "gpu_throttle", "gpu_throttle"]
-    assert not any(signal(understand(m).kind).analysed for m in ("holter/system/cpu.percent", "holter/system/gpu.0.temperature_c"))
+        "gpu_memory",
+        "gpu_utilization",
+        "gpu_throttle",
+        "gpu_throttle",
+    ]
+    assert not any(
+        signal(understand(m).kind).analysed for m in ("holter/system/cpu.percent", "holter/system/gpu.0.temperature_c")
+    )
 
 
 def test_memory_creeping_to_the_limit_is_a_leak():
@@ -75,12 +80,16 @@ def test_throttling_for_several_samples_is_named_with_its_cause():
 
 @pytest.mark.parametrize("metric", [MEMORY, UTIL, THERMAL])
 def test_fed_in_batches_through_saved_state_the_events_are_the_same(metric):
-    values = {MEMORY: np.r_[healthy_memory(150), 0.62 + np.arange(150) * 0.0025],
-              UTIL: np.r_[np.full(150, 97.0), np.full(20, 4.0), np.full(130, 96.0)],
-              THERMAL: np.r_[np.zeros(100), np.ones(6), np.zeros(3), np.ones(5), np.zeros(186)]}[metric]
+    values = {
+        MEMORY: np.r_[healthy_memory(150), 0.62 + np.arange(150) * 0.0025],
+        UTIL: np.r_[np.full(150, 97.0), np.full(20, 4.0), np.full(130, 96.0)],
+        THERMAL: np.r_[np.zeros(100), np.ones(6), np.zeros(3), np.ones(5), np.zeros(186)],
+    }[metric]
     detector = new_detector(metric)
     for start in range(0, 300, 7):
         detector = detector_from_state(json.loads(json.dumps(detector.state())))
-        detector.add(STEPS[start:start + 7], values[start:start + 7])
-    assert [e.to_dict() for e in detector.events] == [e.to_dict() for e in classify_series(STEPS, values, metric=metric)]
+        detector.add(STEPS[start : start + 7], values[start : start + 7])
+    assert [e.to_dict() for e in detector.events] == [
+        e.to_dict() for e in classify_series(STEPS, values, metric=metric)
+    ]
     assert detector.events

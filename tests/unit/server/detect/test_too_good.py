@@ -1,8 +1,6 @@
 import numpy as np
-
-from holter_server.detect import classify_series
-
 from detect_curves import decaying_loss
+from holter_server.detect import classify_series
 
 
 def test_lm_loss_falling_to_hundredths_is_too_good():

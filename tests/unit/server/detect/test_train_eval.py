@@ -4,12 +4,10 @@ loss printing exactly 0 read against the gradient norm."""
 from __future__ import annotations
 
 import numpy as np
-
+from detect_curves import decaying_loss
 from holter_server.detect import IncrementalDetector
 from holter_server.detect.findings import SeriesSnapshot, cross_signal_findings
 from holter_server.detect.train_eval import pairs
-
-from detect_curves import decaying_loss
 
 
 def detector(metric: str, steps, values, kind: str | None = None) -> IncrementalDetector:
@@ -42,8 +40,10 @@ def test_eval_loss_turning_up_for_good_while_train_falls_is_overfitting() -> Non
 
 def test_five_evals_are_enough_to_name_overfitting() -> None:
     evals = np.array([0.321, 0.358, 0.394, 0.412, 0.420])
-    found = findings(detector("loss", np.arange(2000) * 10, train_loss(floor=0.001)),
-                     detector("eval_loss", np.arange(4000, 20001, 4000), evals))
+    found = findings(
+        detector("loss", np.arange(2000) * 10, train_loss(floor=0.001)),
+        detector("eval_loss", np.arange(4000, 20001, 4000), evals),
+    )
     assert "overfitting" in [f.kind for f in found]
 
 
@@ -56,7 +56,9 @@ def test_eval_loss_rising_with_the_train_loss_is_not_overfitting() -> None:
 
 def test_eval_loss_wobbling_at_its_floor_is_not_overfitting() -> None:
     evals = np.array([1.62, 1.41, 1.30, 1.22, 1.17, 1.14, 1.13, 1.125, 1.128, 1.126])
-    found = findings(detector("loss", np.arange(2000) * 10, train_loss(floor=1.0)), detector("eval_loss", EVAL_STEPS, evals))
+    found = findings(
+        detector("loss", np.arange(2000) * 10, train_loss(floor=1.0)), detector("eval_loss", EVAL_STEPS, evals)
+    )
     assert found == []
 
 
@@ -68,7 +70,9 @@ def test_one_bad_eval_at_the_end_is_not_overfitting() -> None:
 
 def test_train_loss_orders_of_magnitude_below_eval_is_too_good() -> None:
     evals = np.full(10, 0.4)
-    found = findings(detector("loss", np.arange(2000) * 10, train_loss(floor=0.0002)), detector("eval_loss", EVAL_STEPS, evals))
+    found = findings(
+        detector("loss", np.arange(2000) * 10, train_loss(floor=0.0002)), detector("eval_loss", EVAL_STEPS, evals)
+    )
     (gap,) = [f for f in found if f.kind == "too_good"]
     assert gap.metric == "loss" and gap.details["cause"] == "train_far_below_eval" and gap.details["ratio"] > 100
     assert "below eval_loss" in gap.summary
@@ -82,8 +86,14 @@ def test_train_loss_a_little_below_eval_is_fine() -> None:
 
 def test_train_and_eval_series_pair_by_name_and_else_with_the_one_train_loss() -> None:
     steps = np.arange(10)
-    outlines = [detector(m, steps, np.ones(10)).outline_snapshot() for m in ("train/loss", "eval/loss", "val/loss", "train/aux_loss")]
-    assert [(t.metric, e.metric) for t, e in pairs(outlines)] == [("train/loss", "eval/loss"), ("train/loss", "val/loss")]
+    outlines = [
+        detector(m, steps, np.ones(10)).outline_snapshot()
+        for m in ("train/loss", "eval/loss", "val/loss", "train/aux_loss")
+    ]
+    assert [(t.metric, e.metric) for t, e in pairs(outlines)] == [
+        ("train/loss", "eval/loss"),
+        ("train/loss", "val/loss"),
+    ]
     single = [detector(m, steps, np.ones(10)).outline_snapshot() for m in ("loss", "eval_g0_loss", "eval_g1_loss")]
     assert [(t.metric, e.metric) for t, e in pairs(single)] == [("loss", "eval_g0_loss"), ("loss", "eval_g1_loss")]
 

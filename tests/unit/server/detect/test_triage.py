@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-
 from holter_server.detect.classify import new_detector
 from holter_server.detect.incremental import IncrementalDetector
 from holter_server.detect.triage import can_wait
@@ -59,7 +58,7 @@ def test_waiting_changes_no_event_only_when_it_is_found() -> None:
     waited = 0
     for start in range(0, 1200, 10):
         steps = list(range(start, start + 10))
-        every_second.add(steps, values[start:start + 10])
+        every_second.add(steps, values[start : start + 10])
         held += steps
         if not can_wait(waiting, held, values[held]) or len(held) >= 50:
             waiting.add(held, values[held])

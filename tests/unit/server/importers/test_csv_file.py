@@ -1,9 +1,7 @@
 import math
-
-import pytest
-
 from pathlib import Path
 
+import pytest
 from holter_server.importers import ImportFormatError, iter_points, open_source, read_series
 
 

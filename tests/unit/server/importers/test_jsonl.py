@@ -1,5 +1,4 @@
 import pytest
-
 from holter_server.importers import ImportFormatError, read_series
 
 
@@ -19,8 +18,10 @@ def test_jsonl_without_step_uses_the_line_index(tmp_path):
 
 def test_a_wandb_history_is_read_at_the_trainers_global_step_not_at_the_log_call_count(tmp_path):
     path = tmp_path / "wandb-history.jsonl"
-    path.write_text('{"_step": 0, "train/global_step": 10, "train/loss": 2.0, "_runtime": 4.1}\n'
-                    '{"_step": 1, "train/global_step": 20, "train/loss": 1.8, "_runtime": 8.0}\n')
+    path.write_text(
+        '{"_step": 0, "train/global_step": 10, "train/loss": 2.0, "_runtime": 4.1}\n'
+        '{"_step": 1, "train/global_step": 20, "train/loss": 1.8, "_runtime": 8.0}\n'
+    )
     series = read_series(path)
     assert list(series) == ["train/loss"] and series["train/loss"].steps.tolist() == [10, 20]
 

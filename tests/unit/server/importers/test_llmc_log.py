@@ -3,7 +3,6 @@
 from pathlib import Path
 
 import pytest
-
 from holter_server.importers import ImportFormatError, detect_format, read_series
 
 # The three line shapes of llmc/logger.h: logger_log_train ("s:%d trl:%.4f lr:%.6f norm:%.2f"),

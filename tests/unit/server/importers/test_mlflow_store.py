@@ -2,12 +2,14 @@ import math
 import os
 
 import pytest
-
 from holter_server.importers import ImportFormatError, detect_format, open_source
+
 from tests.foreign_runs import write_mlflow_run
 
-HISTORY = {"loss": [(0, 2.5, 1_700_000_000_000), (10, 2.1, 1_700_000_030_500), (20, math.nan, 1_700_000_061_000)],
-           "eval_loss": [(10, 2.3, 1_700_000_031_000)]}
+HISTORY = {
+    "loss": [(0, 2.5, 1_700_000_000_000), (10, 2.1, 1_700_000_030_500), (20, math.nan, 1_700_000_061_000)],
+    "eval_loss": [(10, 2.3, 1_700_000_031_000)],
+}
 PARAMS = {"lr": 3e-4, "batch_size": 32, "optimizer": "adamw", "fused": True}
 
 
@@ -44,7 +46,9 @@ def test_a_file_store_run_folder_opens_that_run(tmp_path):
 
 def test_a_store_with_several_runs_asks_which(tmp_path):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    ids = [write_mlflow_run(uri, name=n, metrics={"loss": [(0, 1.0, 1_700_000_000_000)]}, params={}) for n in ("a", "b")]
+    ids = [
+        write_mlflow_run(uri, name=n, metrics={"loss": [(0, 1.0, 1_700_000_000_000)]}, params={}) for n in ("a", "b")
+    ]
     with pytest.raises(ImportFormatError, match="holds 2 runs; pick one with --source-run"):
         open_source(tmp_path / "mlflow.db")
     assert open_source(tmp_path / "mlflow.db", source_run=ids[1]).name == "b"

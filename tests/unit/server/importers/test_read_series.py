@@ -1,5 +1,4 @@
 import pytest
-
 from holter_server.importers import ImportFormatError, iter_points, read_series
 
 

@@ -1,5 +1,4 @@
 import pytest
-
 from holter_server.importers import ImportFormatError, detect_format, open_source, read_series
 
 tensorboard = pytest.importorskip("tensorboard")
@@ -51,8 +50,9 @@ def test_add_hparams_becomes_the_config_and_its_final_metrics_are_not_curves(tmp
     with tensorboard_writer.SummaryWriter(log_dir=str(tmp_path)) as writer:
         for step in range(5):
             writer.add_scalar("train/loss", 2.0 - step / 10, step)
-        writer.add_hparams({"lr": 3e-4, "batch_size": 32, "optimizer": "adamw", "warmup": True},
-                           {"hparam/final_loss": 1.6})
+        writer.add_hparams(
+            {"lr": 3e-4, "batch_size": 32, "optimizer": "adamw", "warmup": True}, {"hparam/final_loss": 1.6}
+        )
     source = open_source(tmp_path)
     points = list(source.points)
     assert source.config == {"lr": 3e-4, "batch_size": 32, "optimizer": "adamw", "warmup": True}

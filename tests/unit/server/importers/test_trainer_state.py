@@ -1,17 +1,23 @@
 import json
 
 import pytest
-
 from holter_server.importers import ImportFormatError, detect_format, read_series
 
 
 def test_trainer_state_log_history_gives_train_and_eval_series(tmp_path):
     path = tmp_path / "trainer_state.json"
-    path.write_text(json.dumps({"global_step": 30, "log_history": [
-        {"epoch": 0.1, "grad_norm": 1.0, "learning_rate": 1e-4, "loss": 2.07, "step": 15},
-        {"epoch": 0.2, "grad_norm": 1.1, "learning_rate": 1e-4, "loss": 2.05, "step": 30},
-        {"epoch": 0.2, "eval_loss": 1.62, "eval_runtime": 3.0, "step": 30},
-    ]}))
+    path.write_text(
+        json.dumps(
+            {
+                "global_step": 30,
+                "log_history": [
+                    {"epoch": 0.1, "grad_norm": 1.0, "learning_rate": 1e-4, "loss": 2.07, "step": 15},
+                    {"epoch": 0.2, "grad_norm": 1.1, "learning_rate": 1e-4, "loss": 2.05, "step": 30},
+                    {"epoch": 0.2, "eval_loss": 1.62, "eval_runtime": 3.0, "step": 30},
+                ],
+            }
+        )
+    )
     series = read_series(path)
     assert detect_format(path) == "trainer_state"
     assert series["loss"].steps.tolist() == [15, 30]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import random
 
 import pytest
-
 from holter_server.postmortem.levers import RunEvents, find_levers
 
 
@@ -15,8 +14,14 @@ def sawtooth(period: float, start: int = 100) -> dict:
 
 def test_a_period_that_tracks_a_parameter_is_named_proportional() -> None:
     rng = random.Random(1)
-    runs = [RunEvents(f"r{n}", {"rollouts_num": n, "seed": rng.randint(0, 99), "lr": 1e-6}, [sawtooth(period=n * 2.0 * rng.uniform(0.97, 1.03))])
-            for n in (8, 16, 32, 64, 128)]
+    runs = [
+        RunEvents(
+            f"r{n}",
+            {"rollouts_num": n, "seed": rng.randint(0, 99), "lr": 1e-6},
+            [sawtooth(period=n * 2.0 * rng.uniform(0.97, 1.03))],
+        )
+        for n in (8, 16, 32, 64, 128)
+    ]
     report = find_levers(runs)
     top = report.candidates[0]
     assert (top.key, top.feature, top.relation) == ("rollouts_num", "period", "proportional")
@@ -27,8 +32,10 @@ def test_a_period_that_tracks_a_parameter_is_named_proportional() -> None:
 def test_a_threshold_on_a_parameter_separates_runs_with_the_event_from_those_without() -> None:
     utilisation = [0.3, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9]
     seeds = [5, 2, 7, 1, 8, 3, 6, 4]  # not in the same order as the utilisation: not confounded
-    runs = [RunEvents(f"r{i}", {"gpu_memory_utilization": u, "seed": seeds[i]}, [sawtooth(64.0)] if u > 0.55 else [])
-            for i, u in enumerate(utilisation)]
+    runs = [
+        RunEvents(f"r{i}", {"gpu_memory_utilization": u, "seed": seeds[i]}, [sawtooth(64.0)] if u > 0.55 else [])
+        for i, u in enumerate(utilisation)
+    ]
     candidates = [c for c in find_levers(runs).candidates if c.feature == "presence"]
     (found,) = [c for c in candidates if c.key == "gpu_memory_utilization"]
     assert found.relation == "separates" and "gpu_memory_utilization above 0.55" in found.evidence
@@ -36,15 +43,24 @@ def test_a_threshold_on_a_parameter_separates_runs_with_the_event_from_those_wit
 
 
 def test_a_categorical_parameter_that_decides_the_failure_is_found() -> None:
-    runs = [RunEvents(f"r{i}", {"attention": "flash" if i % 2 else "eager", "seed": i}, [sawtooth(64.0)] if i % 2 else []) for i in range(8)]
+    runs = [
+        RunEvents(f"r{i}", {"attention": "flash" if i % 2 else "eager", "seed": i}, [sawtooth(64.0)] if i % 2 else [])
+        for i in range(8)
+    ]
     (found,) = [c for c in find_levers(runs).candidates if c.key == "attention"]
     assert found.relation == "determines" and "'flash'" in found.evidence
 
 
 def test_no_lever_is_invented_when_failures_are_unrelated_to_the_config() -> None:
     rng = random.Random(7)
-    runs = [RunEvents(f"r{i}", {"lr": rng.choice([1e-4, 3e-4, 1e-3]), "seed": i, "batch": rng.choice([32, 64])},
-                      [sawtooth(rng.uniform(20, 200))] if rng.random() < 0.5 else []) for i in range(8)]
+    runs = [
+        RunEvents(
+            f"r{i}",
+            {"lr": rng.choice([1e-4, 3e-4, 1e-3]), "seed": i, "batch": rng.choice([32, 64])},
+            [sawtooth(rng.uniform(20, 200))] if rng.random() < 0.5 else [],
+        )
+        for i in range(8)
+    ]
     report = find_levers(runs)
     assert report.candidates == [] and "no configuration key" in report.note
 
@@ -71,16 +87,26 @@ def test_nested_config_keys_are_compared_by_dotted_name() -> None:
 def test_the_lever_finder_refuses_more_pairs_than_its_cap() -> None:
     from holter_server.postmortem.levers import TooManyPairsError
 
-    runs = [RunEvents(run_id=f"r{i}", config={f"k{j}": i * j for j in range(50)},
-                      events=[{"metric": "loss", "kind": "divergence", "start_step": 100 * i, "period": None, "score": 1.0}])
-            for i in range(1, 5)]
+    runs = [
+        RunEvents(
+            run_id=f"r{i}",
+            config={f"k{j}": i * j for j in range(50)},
+            events=[{"metric": "loss", "kind": "divergence", "start_step": 100 * i, "period": None, "score": 1.0}],
+        )
+        for i in range(1, 5)
+    ]
     with pytest.raises(TooManyPairsError, match="HOLTER_MAX_LEVER_PAIRS"):
         find_levers(runs, max_pairs=20)
     assert find_levers(runs, max_pairs=10_000).runs == 4
 
 
 def test_the_lever_finder_stops_at_its_time_cap_and_says_so() -> None:
-    runs = [RunEvents(run_id=f"r{i}", config={f"k{j}": i * j for j in range(50)},
-                      events=[{"metric": "loss", "kind": "divergence", "start_step": 100 * i, "period": None, "score": 1.0}])
-            for i in range(1, 5)]
+    runs = [
+        RunEvents(
+            run_id=f"r{i}",
+            config={f"k{j}": i * j for j in range(50)},
+            events=[{"metric": "loss", "kind": "divergence", "start_step": 100 * i, "period": None, "score": 1.0}],
+        )
+        for i in range(1, 5)
+    ]
     assert "HOLTER_MAX_LEVER_SECONDS" in find_levers(runs, max_seconds=0.0).note

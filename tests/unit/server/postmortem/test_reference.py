@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-
 from holter_server.postmortem.reference import drifts
 
 
@@ -25,13 +24,19 @@ def test_a_run_that_runs_above_its_reference_from_20k_drifts_there() -> None:
     _, (drift,) = drifts("eval_loss", steps, curve(steps, rng), steps, run)
     assert drift.direction == "above" and 19_800 <= drift.start_step <= 20_600 and abs(drift.mean_gap - 0.12) < 0.03
     text = drift.summary({"loss": True})
-    assert text.startswith("eval_loss ran 0.1") and "above the reference from step 2" in text and "while loss matches" in text
+    assert (
+        text.startswith("eval_loss ran 0.1")
+        and "above the reference from step 2" in text
+        and "while loss matches" in text
+    )
 
 
 def test_runs_logged_at_other_steps_are_aligned_by_interpolation() -> None:
     rng = np.random.default_rng(2)
     ref_steps, run_steps = np.arange(0, 10_000, 50), np.arange(25, 10_000, 120)
-    _, found = drifts("loss", ref_steps, curve(ref_steps, rng), run_steps, curve(run_steps, rng) - np.where(run_steps > 6000, 0.3, 0))
+    _, found = drifts(
+        "loss", ref_steps, curve(ref_steps, rng), run_steps, curve(run_steps, rng) - np.where(run_steps > 6000, 0.3, 0)
+    )
     assert [d.direction for d in found] == ["below"]
 
 

@@ -3,29 +3,50 @@
 from __future__ import annotations
 
 import pytest
-
 from holter_server.postmortem.summary import write_summary
 from holter_server.vocabulary.events import EVENT_KIND_NAMES, SUMMARISED_KINDS
 
 
 def event(kind: str, metric: str | None, step: int, severity: str = "warning", **extra: object) -> dict:
-    return {"kind": kind, "metric": metric, "start_step": step, "end_step": step, "severity": severity, "score": 1.0,
-            "summary": extra.pop("summary", f"{metric} {kind}"), "status": "open", "details": extra.pop("details", {}), **extra}
+    return {
+        "kind": kind,
+        "metric": metric,
+        "start_step": step,
+        "end_step": step,
+        "severity": severity,
+        "score": 1.0,
+        "summary": extra.pop("summary", f"{metric} {kind}"),
+        "status": "open",
+        "details": extra.pop("details", {}),
+        **extra,
+    }
 
 
 def test_a_divergence_after_gradient_spikes_and_a_slowdown_are_told_in_order_of_gravity() -> None:
     events = [
-        event("spike", "grad_norm", 8000), event("spike", "grad_norm", 8200), event("spike", "grad_norm", 8400),
-        event("systems_slowdown", "tokens_per_s", 6000, summary="tokens_per_s fell 40% at step 6,000 (52,000 → 31,200) while loss carried on unchanged: a systems problem"),
+        event("spike", "grad_norm", 8000),
+        event("spike", "grad_norm", 8200),
+        event("spike", "grad_norm", 8400),
+        event(
+            "systems_slowdown",
+            "tokens_per_s",
+            6000,
+            summary="tokens_per_s fell 40% at step 6,000 (52,000 → 31,200) while loss carried on unchanged: a systems problem",
+        ),
         event("divergence", "loss", 8412, severity="critical", details={"cause": "nonfinite"}),
     ]
     text = write_summary(name="gpt2-baseline", status="crashed", last_step=8500, events=events)
-    assert text.startswith("gpt2-baseline ran to step 8,500 and crashed: loss went non-finite at step 8,412 after 3 gradient-norm spikes")
+    assert text.startswith(
+        "gpt2-baseline ran to step 8,500 and crashed: loss went non-finite at step 8,412 after 3 gradient-norm spikes"
+    )
     assert "tokens_per_s fell 40% at step 6,000 (52,000 → 31,200) with the loss unchanged" in text
 
 
 def test_a_healthy_run_says_so() -> None:
-    assert write_summary(name="r", status="finished", last_step=1000, events=[]) == "r ran to step 1,000 and finished: a healthy run, nothing to report."
+    assert (
+        write_summary(name="r", status="finished", last_step=1000, events=[])
+        == "r ran to step 1,000 and finished: a healthy run, nothing to report."
+    )
 
 
 def test_dismissed_events_are_left_out() -> None:
@@ -34,7 +55,12 @@ def test_dismissed_events_are_left_out() -> None:
 
 
 def test_a_recurring_mismatch_gives_its_period() -> None:
-    text = write_summary(name="grpo", status="finished", last_step=3000, events=[event("mismatch_off_zero", "logprob_mismatch", 1856, severity="critical", period=64.0)])
+    text = write_summary(
+        name="grpo",
+        status="finished",
+        last_step=3000,
+        events=[event("mismatch_off_zero", "logprob_mismatch", 1856, severity="critical", period=64.0)],
+    )
     assert "left ≈0 at step 1,856, every 64 steps" in text
 
 
@@ -52,11 +78,14 @@ def test_the_tripwire_an_input_stall_overfitting_and_gpu_findings_are_told() -> 
     assert all(sentence in text for sentence in told.values())
 
 
-
 @pytest.mark.parametrize("kind", EVENT_KIND_NAMES)
 def test_the_summary_tells_what_the_vocabulary_says_it_tells(kind: str) -> None:
-    text = write_summary(name="r", status="finished", last_step=5000,
-                         events=[event(kind, "loss", 100, summary=f"the {kind} sentence", period=10.0, score=3.0)])
+    text = write_summary(
+        name="r",
+        status="finished",
+        last_step=5000,
+        events=[event(kind, "loss", 100, summary=f"the {kind} sentence", period=10.0, score=3.0)],
+    )
     assert ("a healthy run" not in text) == (kind in SUMMARISED_KINDS)
 
 
@@ -68,8 +97,17 @@ def test_a_sawtooth_gives_the_config_parameter_its_period_matches() -> None:
 
 def test_loss_spikes_shared_with_twin_runs_are_put_on_the_batch() -> None:
     twinned = event("spike", "loss", 946, details={"twins": [{"run_id": "b", "step": 946}]})
-    text = write_summary(name="r", status="finished", last_step=2000, events=[twinned, event("spike", "loss", 1500)], kinds={"loss": "loss"})
-    assert "2 loss spikes, the largest at step 946; 1 of them recurs in runs with the same data order (the batch, not the optimiser: step 946)" in text
+    text = write_summary(
+        name="r",
+        status="finished",
+        last_step=2000,
+        events=[twinned, event("spike", "loss", 1500)],
+        kinds={"loss": "loss"},
+    )
+    assert (
+        "2 loss spikes, the largest at step 946; 1 of them recurs in runs with the same data order (the batch, not the optimiser: step 946)"
+        in text
+    )
 
 
 def test_a_seed_group_closes_the_summary_in_one_clause() -> None:
@@ -77,5 +115,7 @@ def test_a_seed_group_closes_the_summary_in_one_clause() -> None:
     events = [event("divergence", "loss", 8412, severity="critical")]
     told = write_summary(name="r", status="finished", last_step=9000, events=events, seed_clause=clause)
     assert told.endswith(f"loss diverged at step 8,412; {clause}.")
-    assert write_summary(name="r", status="finished", last_step=9000, events=[], seed_clause=clause) == \
-        f"r ran to step 9,000 and finished: a healthy run, no events; {clause}."
+    assert (
+        write_summary(name="r", status="finished", last_step=9000, events=[], seed_clause=clause)
+        == f"r ran to step 9,000 and finished: a healthy run, no events; {clause}."
+    )

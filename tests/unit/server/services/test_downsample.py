@@ -6,20 +6,23 @@ import math
 
 import numpy as np
 import pytest
-
 from holter_server.services.downsample import choose_shift, cover, minmax_points
 from holter_server.services.reads import natural_key
 from holter_server.store.rollup_buckets import LEVELS, bucket_points
 
 
-@pytest.mark.parametrize("start,end,max_buckets", [(0, 9_999_999, 1000), (123, 456_789, 50), (7, 7, 1), (5, 1_000_004, 999)])
+@pytest.mark.parametrize(
+    "start,end,max_buckets", [(0, 9_999_999, 1000), (123, 456_789, 50), (7, 7, 1), (5, 1_000_004, 999)]
+)
 def test_bucket_width_is_the_narrowest_power_of_two_that_fits(start: int, end: int, max_buckets: int) -> None:
     shift = choose_shift(start=start, end=end, max_buckets=max_buckets)
     assert (end >> shift) - (start >> shift) + 1 <= max_buckets
     assert shift == 0 or (end >> (shift - 1)) - (start >> (shift - 1)) + 1 > max_buckets
 
 
-@pytest.mark.parametrize("start,end,shift", [(0, 9_999_999, 14), (12_345, 987_654, 9), (3, 20, 2), (17, 1 << 30, 21), (0, 15, 40)])
+@pytest.mark.parametrize(
+    "start,end,shift", [(0, 9_999_999, 14), (12_345, 987_654, 9), (3, 20, 2), (17, 1 << 30, 21), (0, 15, 40)]
+)
 def test_cover_tiles_the_range_exactly_with_levels_no_wider_than_the_buckets(start: int, end: int, shift: int) -> None:
     pieces, raw = cover(start=start, end=end, shift=shift)
     spans = [(lo << level, ((hi + 1) << level) - 1) for level, lo, hi in pieces] + raw

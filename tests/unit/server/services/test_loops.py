@@ -8,9 +8,9 @@ import time
 from pathlib import Path
 
 import pytest
-
 from holter_server.services.loops import BackgroundWork, DetectionLoop, LoopService
 from holter_server.store.database import background_lock_path, make_engine, make_session_factory, upgrade
+
 from tests.waiting import wait_until
 
 
@@ -82,7 +82,6 @@ def test_a_process_without_loops_leaves_the_lock_to_one_with_them(tmp_path: Path
     assert worker.running.wait(5) and wait_until(lambda: loop.rounds > 0, timeout=5, interval=0.01)
     worker.stop()
     api_only.stop()
-
 
 
 def detection_loop(tmp_path: Path, cpu_share: float) -> DetectionLoop:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from holter_server.store.distribution import BY_RUN, COORDINATOR_ONLY, REFERENCE, RUNS, NotCitus, distribute, plan
 from holter_server.store.models import Base
 

@@ -7,7 +7,6 @@ import math
 
 import numpy as np
 import pytest
-
 from holter_server.store.rollup_buckets import NO_STEP, bucket_points, concat_buckets, levels_of, merge_buckets
 
 
@@ -17,14 +16,27 @@ def noisy_series(seed: int, n: int = 5000) -> tuple[np.ndarray, np.ndarray]:
     values = rng.normal(size=len(steps)).round(1)  # rounding makes ties between extremes common
     for bad in (math.nan, math.inf, -math.inf):
         values[rng.integers(0, len(values), 30)] = bad
-    values[rng.integers(0, len(values), 1)[0]:][:40] = math.nan  # a bucket or two with nothing finite
+    values[rng.integers(0, len(values), 1)[0] :][:40] = math.nan  # a bucket or two with nothing finite
     return steps, values
 
 
 def brute_force(steps: np.ndarray, values: np.ndarray, shift: int) -> dict[int, dict]:
     out: dict[int, dict] = {}
     for step, value in zip(steps.tolist(), values.tolist()):
-        b = out.setdefault(step >> shift, {"count": 0, "sum": 0.0, "min": None, "max": None, "nan": 0, "posinf": 0, "neginf": 0, "first": step, "last": step})
+        b = out.setdefault(
+            step >> shift,
+            {
+                "count": 0,
+                "sum": 0.0,
+                "min": None,
+                "max": None,
+                "nan": 0,
+                "posinf": 0,
+                "neginf": 0,
+                "first": step,
+                "last": step,
+            },
+        )
         b["count"] += 1
         b["last"] = step
         if math.isnan(value):
@@ -51,11 +63,17 @@ def test_bucket_summaries_match_a_brute_force_count(shift: int) -> None:
     for i, number in enumerate(buckets.bucket.tolist()):
         want = expected[number]
         assert (buckets.count[i], buckets.nan_count[i], buckets.posinf_count[i], buckets.neginf_count[i]) == (
-            want["count"], want["nan"], want["posinf"], want["neginf"])
+            want["count"],
+            want["nan"],
+            want["posinf"],
+            want["neginf"],
+        )
         assert (buckets.first_step[i], buckets.last_step[i]) == (want["first"], want["last"])
         assert buckets.finite_sum[i] == pytest.approx(want["sum"])
         if want["min"] is None:
-            assert buckets.min_step[i] == NO_STEP and buckets.max_step[i] == NO_STEP and math.isnan(buckets.min_value[i])
+            assert (
+                buckets.min_step[i] == NO_STEP and buckets.max_step[i] == NO_STEP and math.isnan(buckets.min_value[i])
+            )
         else:
             assert (buckets.min_value[i], buckets.min_step[i]) == want["min"]
             assert (buckets.max_value[i], buckets.max_step[i]) == want["max"]
@@ -65,7 +83,17 @@ def test_merging_fine_buckets_gives_the_coarse_ones_exactly() -> None:
     steps, values = noisy_series(seed=11)
     merged = merge_buckets(bucket_points(steps, values, 4), 4)
     direct = bucket_points(steps, values, 8)
-    for name in ("bucket", "count", "min_step", "max_step", "first_step", "last_step", "nan_count", "posinf_count", "neginf_count"):
+    for name in (
+        "bucket",
+        "count",
+        "min_step",
+        "max_step",
+        "first_step",
+        "last_step",
+        "nan_count",
+        "posinf_count",
+        "neginf_count",
+    ):
         assert getattr(merged, name).tolist() == getattr(direct, name).tolist(), name
     np.testing.assert_allclose(merged.finite_sum, direct.finite_sum, atol=1e-9)
 

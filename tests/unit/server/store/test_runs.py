@@ -5,10 +5,9 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from sqlalchemy.orm import Session, sessionmaker
-
 from holter_server.store import runs as runs_store
 from holter_server.store.database import make_engine, make_session_factory, upgrade
+from sqlalchemy.orm import Session, sessionmaker
 
 
 @pytest.fixture

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from holter_server.detect import IncrementalDetector, classify_series
 from holter_server.detect.findings import SeriesSnapshot, cross_signal_findings
 from holter_server.vocabulary import understand, understand_all
 from holter_server.vocabulary.profiles import KINDS
 from holter_server.vocabulary.signals import signal
+
 from tests.frameworks import SCENARIOS, Scenario
 
 
@@ -45,7 +45,9 @@ def test_the_planted_problem_is_found_and_the_healthy_signals_stay_quiet(key):
     found = {(e.kind, e.metric) for e in events}
     assert scenario.planted <= found
     assert not [e for e in events if e.metric in scenario.quiet]
-    watched_quietly = {name for name, u in understood.items() if signal(u.kind).watch == "quiet" and u.kind != "policy_loss"}
+    watched_quietly = {
+        name for name, u in understood.items() if signal(u.kind).watch == "quiet" and u.kind != "policy_loss"
+    }
     assert all(e.severity == "info" for e in events if e.metric in watched_quietly)
 
 
@@ -89,14 +91,33 @@ def test_a_grpo_policy_loss_around_zero_is_not_a_language_model_loss():
 
 def test_an_sft_loss_stays_a_loss_and_a_dpo_loss_too():
     assert understand_all(["loss", "grad_norm", "mean_token_accuracy", "num_tokens"])["loss"].kind == "loss"
-    dpo = ["loss", "rewards/chosen", "rewards/rejected", "rewards/accuracies", "rewards/margins", "logps/chosen", "logits/chosen"]
+    dpo = [
+        "loss",
+        "rewards/chosen",
+        "rewards/rejected",
+        "rewards/accuracies",
+        "rewards/margins",
+        "logps/chosen",
+        "logits/chosen",
+    ]
     understood = understand_all(dpo)
     assert understood["loss"].kind == "loss"
     assert {understood[n].kind for n in dpo[1:5]} == {"reward"} and understood["logps/chosen"].kind == "statistic"
 
 
-@pytest.mark.parametrize("name", ["lr_group0/lr", "lr/AdamW", "lr/AdamW/0", "lr-AdamW/pg1", "train/lr-pg_0",
-                                  "learning_rate/group_1", "Train/Samples/lr", "learning-rate vs samples"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "lr_group0/lr",
+        "lr/AdamW",
+        "lr/AdamW/0",
+        "lr-AdamW/pg1",
+        "train/lr-pg_0",
+        "learning_rate/group_1",
+        "Train/Samples/lr",
+        "learning-rate vs samples",
+    ],
+)
 def test_learning_rate_series_in_add_scalars_and_per_group_shapes_are_schedules(name):
     understood = understand(name)
     assert understood.kind == "schedule" and not signal("schedule").analysed
@@ -106,8 +127,16 @@ def test_learning_rate_series_in_add_scalars_and_per_group_shapes_are_schedules(
     assert classify_series(t, lr, metric=name) == []
 
 
-@pytest.mark.parametrize(("name", "kind"), [("train_loss_step", "loss"), ("train_loss_epoch", "loss"), ("val_loss_epoch", "eval_loss"),
-                                            ("val_acc_step", "reward"), ("val_loss/dataloader_idx_1", "eval_loss")])
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("train_loss_step", "loss"),
+        ("train_loss_epoch", "loss"),
+        ("val_loss_epoch", "eval_loss"),
+        ("val_acc_step", "reward"),
+        ("val_loss/dataloader_idx_1", "eval_loss"),
+    ],
+)
 def test_lightning_step_and_epoch_forks_are_read_through(name, kind):
     assert understand(name).kind == kind
 
@@ -117,9 +146,20 @@ def test_a_lightning_suffix_says_so():
     assert (understood.kind, understood.framework) == ("loss", "Lightning") and "on_step" in understood.note
 
 
-@pytest.mark.parametrize(("name", "kind"), [("lm loss", "loss"), ("lm loss validation", "eval_loss"), ("lm loss validation ppl", "eval_loss"),
-                                            ("lm loss vs samples", "loss"), ("grad-norm", "grad_norm"), ("iteration-time", "step_time"),
-                                            ("forward-backward-time", "step_time"), ("loss-scale", "schedule"), ("params-norm", "statistic")])
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("lm loss", "loss"),
+        ("lm loss validation", "eval_loss"),
+        ("lm loss validation ppl", "eval_loss"),
+        ("lm loss vs samples", "loss"),
+        ("grad-norm", "grad_norm"),
+        ("iteration-time", "step_time"),
+        ("forward-backward-time", "step_time"),
+        ("loss-scale", "schedule"),
+        ("params-norm", "statistic"),
+    ],
+)
 def test_megatron_names(name, kind):
     assert understand(name).kind == kind
 
@@ -134,7 +174,11 @@ def test_modded_nanogpt_clock_and_running_mean_are_not_read_as_step_times():
     # KellerJordan/modded-nanogpt train_gpt.py: `train_time:{training_time_ms:.0f}ms step_avg:{...:.2f}ms`
     understood = understand_all(["train_loss", "val_loss", "train_time", "step_avg"])
     assert {name: u.kind for name, u in understood.items()} == {
-        "train_loss": "loss", "val_loss": "eval_loss", "train_time": "schedule", "step_avg": "statistic"}
+        "train_loss": "loss",
+        "val_loss": "eval_loss",
+        "train_time": "schedule",
+        "step_avg": "statistic",
+    }
     assert understood["train_time"].framework == "modded-nanogpt"
     assert understand("train_time").kind == "unknown" and understand("step_avg").kind == "unknown"
 

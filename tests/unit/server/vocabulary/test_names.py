@@ -2,9 +2,7 @@
 The framework maps have their own tests, one module per framework (test_frameworks.py)."""
 
 import pytest
-
 from holter import loader, system, throughput
-
 from holter_server.vocabulary import understand, understand_all
 from holter_server.vocabulary.names import declared_kind, is_per_layer, own_name
 from holter_server.vocabulary.profiles import profile_for
@@ -71,7 +69,11 @@ def test_a_name_nothing_recognises_is_unknown_not_a_loss():
     understood = understand("attn/custom_diag_17")
     assert (understood.kind, understood.source) == ("unknown", "unknown")
     profile = profile_for("attn/custom_diag_17")
-    assert profile.name == "unknown" and profile.severity_cap == "info" and set(profile.detectors) == {"nonfinite", "spike"}
+    assert (
+        profile.name == "unknown"
+        and profile.severity_cap == "info"
+        and set(profile.detectors) == {"nonfinite", "spike"}
+    )
 
 
 def test_a_declared_kind_wins_over_the_name():
@@ -93,9 +95,10 @@ def test_a_definition_without_a_kind_declares_nothing():
 
 
 def test_mismatch_maxima_get_a_wider_tolerance_than_means():
-    assert profile_for("sampling/sampling_logp_difference/max").abs_tolerance > profile_for(
-        "sampling/sampling_logp_difference/mean"
-    ).abs_tolerance
+    assert (
+        profile_for("sampling/sampling_logp_difference/max").abs_tolerance
+        > profile_for("sampling/sampling_logp_difference/mean").abs_tolerance
+    )
 
 
 def test_an_unknown_kind_is_refused_with_the_known_ones():
@@ -178,9 +181,15 @@ def test_holters_own_names_are_read_by_holters_map(metric, kind):
 def test_the_names_the_client_modules_log_are_the_ones_holters_map_reads():
     # the service reads the share and the compute time, and only watches the raw wait
     assert [understand(name).kind for name in (loader.WAIT_FRACTION, loader.COMPUTE, loader.WAIT)] == [
-        "data_wait", "compute_time", "statistic"]
+        "data_wait",
+        "compute_time",
+        "statistic",
+    ]
     assert [understand(name).kind for name in (throughput.STEP_TIME, throughput.TOKENS_PER_S, throughput.MFU)] == [
-        "step_time", "throughput", "throughput"]
+        "step_time",
+        "throughput",
+        "throughput",
+    ]
     assert understand(system.PREFIX + "gpu.0.utilization").kind == "gpu_utilization"
 
 
@@ -190,17 +199,25 @@ def test_a_jobs_own_system_names_are_not_read_as_holters_vitals(metric):
     assert understand(metric).framework != "holter" and not signal(understand(metric).kind).system
 
 
-@pytest.mark.parametrize(("metric", "own", "per_layer"), [
-    ("holter/grad_norm", "grad_norm", False), ("holter/grad_norm/layer.3", "grad_norm/layer.3", True),
-    ("grad_norm", "grad_norm", False), ("grad_norm/layer.3", "grad_norm/layer.3", True),
-    ("holterx/grad_norm", "holterx/grad_norm", True),
-])
+@pytest.mark.parametrize(
+    ("metric", "own", "per_layer"),
+    [
+        ("holter/grad_norm", "grad_norm", False),
+        ("holter/grad_norm/layer.3", "grad_norm/layer.3", True),
+        ("grad_norm", "grad_norm", False),
+        ("grad_norm/layer.3", "grad_norm/layer.3", True),
+        ("holterx/grad_norm", "holterx/grad_norm", True),
+    ],
+)
 def test_holters_namespace_is_taken_off_before_a_name_is_read_as_one_layers(metric, own, per_layer):
     assert (own_name(metric), is_per_layer(metric)) == (own, per_layer)
 
 
 def test_a_wait_share_in_percent_gets_its_ceiling_in_percent():
-    assert profile_for("time_metrics/data_loading(%)").abs_tolerance == 100 * profile_for("holter/loader/wait_fraction").abs_tolerance
+    assert (
+        profile_for("time_metrics/data_loading(%)").abs_tolerance
+        == 100 * profile_for("holter/loader/wait_fraction").abs_tolerance
+    )
 
 
 def test_system_vitals_other_than_the_gpu_s_are_drawn_not_read():

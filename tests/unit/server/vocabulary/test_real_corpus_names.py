@@ -6,9 +6,9 @@ clip fractions, per-token maxima) is read as a vital sign that can page someone.
 from __future__ import annotations
 
 import pytest
-
 from holter_server.vocabulary import understand_all
 from holter_server.vocabulary.signals import SIGNAL_KIND_NAMES, signal
+
 from tests.real_curves import load_corpus, runs
 from tests.real_scoring import READ_OTHERWISE
 
@@ -20,7 +20,9 @@ def _understood(series_file: str) -> str:
     return understand_all([s.metric_name for s in runs()[series.run]])[series.metric_name].kind
 
 
-@pytest.mark.parametrize("series_file", [s.file for s in load_corpus() if s.kind in HOLTER_KINDS and s.file not in READ_OTHERWISE])
+@pytest.mark.parametrize(
+    "series_file", [s.file for s in load_corpus() if s.kind in HOLTER_KINDS and s.file not in READ_OTHERWISE]
+)
 def test_a_real_series_name_is_read_as_its_labelled_kind(series_file):
     series = next(s for s in load_corpus() if s.file == series_file)
     assert _understood(series_file) == series.kind

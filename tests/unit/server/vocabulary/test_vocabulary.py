@@ -7,26 +7,27 @@ import json
 import re
 from pathlib import Path
 
-import pytest
-from pydantic import ValidationError
-
 import holter_server
+import pytest
 from holter_server import vocabulary
 from holter_server.alerts.formatters import discord, teams
 from holter_server.alerts.message import Alert
 from holter_server.alerts.rules import DEFAULT_RULES
-from holter_server.schemas.alerts import RuleCreate
-from holter_server.detect.findings import SeriesSnapshot, cross_signal_findings
 from holter_server.detect.events import Event
+from holter_server.detect.findings import SeriesSnapshot, cross_signal_findings
 from holter_server.detect.system_vitals import DETECTORS as SYSTEM_DETECTORS
+from holter_server.schemas.alerts import RuleCreate
 from holter_server.vocabulary import events, severities, signals, statuses
 from holter_server.vocabulary.frameworks import FRAMEWORK_RULES
 from holter_server.vocabulary.profiles import KINDS, SYSTEM_KINDS
+from pydantic import ValidationError
 
 
 def test_every_signal_kind_has_detector_defaults_and_every_profile_a_kind():
     assert set(signals.SIGNAL_KIND_NAMES) == set(KINDS) | set(SYSTEM_KINDS) and not set(KINDS) & set(SYSTEM_KINDS)
-    assert all(KINDS[name].name == name for name in KINDS) and all(SYSTEM_KINDS[name].name == name for name in SYSTEM_KINDS)
+    assert all(KINDS[name].name == name for name in KINDS) and all(
+        SYSTEM_KINDS[name].name == name for name in SYSTEM_KINDS
+    )
 
 
 def test_every_gpu_vital_kind_has_its_detector_and_raises_a_vocabulary_event_kind():
@@ -42,7 +43,10 @@ def test_every_framework_rule_names_a_known_kind_and_every_panel_exists():
 def test_severities_are_ordered_and_the_default_rule_pages():
     assert [s.rank for s in severities.SEVERITIES] == list(range(len(severities.SEVERITIES)))
     assert severities.severity(severities.DEFAULT_MIN_SEVERITY).alarm
-    assert severities.worst(["info", "critical", "warning"]) == "critical" and severities.capped("critical", "info") == "info"
+    assert (
+        severities.worst(["info", "critical", "warning"]) == "critical"
+        and severities.capped("critical", "info") == "info"
+    )
 
 
 def test_the_served_vocabulary_is_plain_json():
@@ -51,19 +55,28 @@ def test_the_served_vocabulary_is_plain_json():
 
 
 def test_every_cross_signal_finding_is_a_vocabulary_event_kind():
-    spikes = [Event("spike", "grad_norm", 10, 10, "warning", 9.0, "", details={"peak": 9.0}),
-              Event("spike", "loss", 12, 14, "warning", 9.0, ""),
-              Event("plateau", "grad_norm", 0, 40, "critical", 1.0, "", details={"cause": "zero"}),
-              Event("sawtooth", "vllm_kl", 100, 200, "warning", 5.0, "", period=12.0)]
+    spikes = [
+        Event("spike", "grad_norm", 10, 10, "warning", 9.0, "", details={"peak": 9.0}),
+        Event("spike", "loss", 12, 14, "warning", 9.0, ""),
+        Event("plateau", "grad_norm", 0, 40, "critical", 1.0, "", details={"cause": "zero"}),
+        Event("sawtooth", "vllm_kl", 100, 200, "warning", 5.0, "", period=12.0),
+    ]
     found = cross_signal_findings(spikes, [SeriesSnapshot("loss", 2.0, kind="loss")])
     assert found and {f.kind for f in found} <= set(events.kinds_in("finding"))
 
 
 def test_chat_messages_take_their_colours_from_the_severities():
-    event = Event(kind="divergence", metric="loss", start_step=1, end_step=1, severity="critical", score=1.0, summary="s")
-    alert = Alert(event=event, project="p", run_id="r", run_name="r", time="2026-01-01T00:00:00Z").linked(link="", image_url=None)
+    event = Event(
+        kind="divergence", metric="loss", start_step=1, end_step=1, severity="critical", score=1.0, summary="s"
+    )
+    alert = Alert(event=event, project="p", run_id="r", run_name="r", time="2026-01-01T00:00:00Z").linked(
+        link="", image_url=None
+    )
     assert discord([alert], "alert")["embeds"][0]["color"] == severities.severity("critical").color_int
-    assert teams([alert], "alert")["attachments"][0]["content"]["body"][1]["color"] == severities.severity("critical").card_color
+    assert (
+        teams([alert], "alert")["attachments"][0]["content"]["body"][1]["color"]
+        == severities.severity("critical").card_color
+    )
 
 
 def _kinds_the_service_writes() -> set[str]:
@@ -106,11 +119,17 @@ def _vocabulary_copies(roots: list[Path]) -> list[str]:
     import ast
 
     lists = {
-        "severities": set(severities.SEVERITY_NAMES) if hasattr(severities, "SEVERITY_NAMES") else {s.name for s in severities.SEVERITIES},
+        "severities": set(severities.SEVERITY_NAMES)
+        if hasattr(severities, "SEVERITY_NAMES")
+        else {s.name for s in severities.SEVERITIES},
         "run statuses": set(statuses.RUN_STATUS_NAMES),
         "event statuses": set(statuses.EVENT_STATUS_NAMES),
     }
-    large = {"signal kinds": set(signals.SIGNAL_KIND_NAMES), "event kinds": set(events.EVENT_KIND_NAMES), "panels": set(signals.PANEL_KEYS)}
+    large = {
+        "signal kinds": set(signals.SIGNAL_KIND_NAMES),
+        "event kinds": set(events.EVENT_KIND_NAMES),
+        "panels": set(signals.PANEL_KEYS),
+    }
     copies = []
     for root in roots:
         for path in root.rglob("*.py"):
@@ -149,6 +168,8 @@ def test_no_code_outside_the_vocabulary_spells_out_a_vocabulary_list_again():
 
 
 def test_a_second_severity_ranking_would_be_found(tmp_path):
-    (tmp_path / "ranking.py").write_text('RANK = {"info": 0, "warning": 1, "critical": 2}\n'
-                                          'ORDER = "CASE severity WHEN \'critical\' THEN 2 WHEN \'warning\' THEN 1 ELSE 0 END"\n')
+    (tmp_path / "ranking.py").write_text(
+        'RANK = {"info": 0, "warning": 1, "critical": 2}\n'
+        "ORDER = \"CASE severity WHEN 'critical' THEN 2 WHEN 'warning' THEN 1 ELSE 0 END\"\n"
+    )
     assert len(_vocabulary_copies([tmp_path])) == 2

@@ -25,11 +25,12 @@ def test_a_binary_array_is_postgres_binary_array_format() -> None:
     import struct
 
     import numpy as np
-
     from holter_server.store.backends.postgres import binary_array
 
     data = binary_array(np.array([1.5, math.nan, -math.inf]), "float8")
     assert struct.unpack(">iiiii", data[:20]) == (1, 0, 701, 3, 1)
     rows = np.frombuffer(data[20:], dtype=[("length", ">i4"), ("value", ">f8")])
-    assert rows["length"].tolist() == [8, 8, 8] and [float.hex(v) for v in rows["value"]] == [float.hex(v) for v in (1.5, math.nan, -math.inf)]
+    assert rows["length"].tolist() == [8, 8, 8] and [float.hex(v) for v in rows["value"]] == [
+        float.hex(v) for v in (1.5, math.nan, -math.inf)
+    ]
     assert struct.unpack(">iii", binary_array(np.array([], dtype=np.int64), "int8")) == (0, 0, 20)
