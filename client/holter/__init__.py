@@ -9,11 +9,15 @@ Standard library only. `log()` never waits for the network: points are queued, b
 background thread, and spooled to disk while the service is away.
 
 The module-level API is shaped like wandb's, so a wandb script runs with `import holter as
-wandb` (holter/current.py): `init`, `log`, `config`, `summary`, `run`, `define_metric`,
-`alert`, `watch`, `finish`, `Histogram`, and the media types accepted and not stored.
+wandb` (holter/current.py; docs/wandb.md lists what maps to what): `init`, `log`, `config`,
+`summary`, `run`, `define_metric`, `alert`, `watch`, `finish`, `Histogram`, `Api`, `sweep` and
+`agent`, `errors`, `termlog`, and the media types and `plot` charts, accepted and not stored.
 """
 
+from holter import errors, plot
+from holter.api import Api
 from holter.config import Config
+from holter.console import termerror, termlog, termsetup, termwarn
 from holter.current import (
     AlertLevel,
     DisabledRun,
@@ -24,17 +28,29 @@ from holter.current import (
     define_metric,
     finish,
     init,
+    join,
+    link_model,
     log,
     log_artifact,
+    log_model,
     login,
+    mark_preempting,
+    require,
+    restore,
     save,
+    setup,
+    teardown,
     unwatch,
     use_artifact,
+    use_model,
     watch,
 )
+from holter.errors import Error
 from holter.media import Artifact, Audio, Histogram, Html, Image, Molecule, Object3D, Plotly, Table, Video
+from holter.plot import plot_table, visualize
 from holter.run import Run
 from holter.sender import Delivery
+from holter.sweeps import agent, sweep
 
 # The current run and its config and summary (set by init, reset by finish), as wandb has them.
 # These names shadow the submodules holter.run and holter.config, as wandb.run is a run, not a module.
@@ -44,11 +60,13 @@ summary = _BeforeInit("summary")
 
 __all__ = [
     "AlertLevel",
+    "Api",
     "Artifact",
     "Audio",
     "Config",
     "Delivery",
     "DisabledRun",
+    "Error",
     "Histogram",
     "Html",
     "Image",
@@ -61,19 +79,38 @@ __all__ = [
     "Table",
     "Video",
     "__version__",
+    "agent",
     "alert",
     "config",
     "define_metric",
+    "errors",
     "finish",
     "init",
+    "join",
+    "link_model",
     "log",
     "log_artifact",
+    "log_model",
     "login",
+    "mark_preempting",
+    "plot",
+    "plot_table",
+    "require",
+    "restore",
     "run",
     "save",
+    "setup",
     "summary",
+    "sweep",
+    "teardown",
+    "termerror",
+    "termlog",
+    "termsetup",
+    "termwarn",
     "unwatch",
     "use_artifact",
+    "use_model",
+    "visualize",
     "watch",
 ]
 __version__ = "0.1.0"

@@ -58,13 +58,25 @@ class Config(Mapping[str, Any]):
     def __setitem__(self, key: str, value: Any) -> None:
         self.update({key: value})
 
-    def update(self, values: Any = None, /, **more: Any) -> None:
+    def update(self, values: Any = None, /, allow_val_change: bool | None = None, **more: Any) -> None:
         """Merge `values` (a mapping, dataclass or Namespace) and `more` into the config, here
-        and at the service."""
+        and at the service. `allow_val_change` (wandb's) is accepted: a value may always change
+        here (wandb refuses a change without it; a script that runs under wandb never needs that)."""
         merged = {**plain_config(values), **plain_config(more)}
         if not merged:
             return
         self._values.update(merged)
+        self._send(dict(self._values))
+
+    def setdefaults(self, values: Any) -> None:
+        """Set the keys of `values` the config does not have yet (wandb's `setdefaults`): a value
+        already there, from `init(config=...)` or a sweep, wins."""
+        missing = {key: value for key, value in plain_config(values).items() if key not in self._values}
+        if missing:
+            self.update(missing)
+
+    def persist(self) -> None:
+        """wandb's `persist`: send the whole config again (every change is sent already)."""
         self._send(dict(self._values))
 
     def as_dict(self) -> dict[str, Any]:

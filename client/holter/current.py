@@ -25,15 +25,19 @@ from __future__ import annotations
 import enum
 import os
 import sys
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from types import TracebackType
-from typing import Any, Optional, Union
+from typing import Any
 
 from holter import run as run_module
-from holter.config import Config
+from holter import sweeps
+from holter.config import Config, plain_config
+from holter.errors import UsageError
 from holter.sender import Delivery
 from holter.summary import Summary
+from holter.surface import WandbRunSurface, note_once
 
 MODES = {
     "online": "online",
@@ -61,12 +65,9 @@ HOLTER_OPTIONS = frozenset(
 # wandb options that have no meaning here: accepted, and named once.
 IGNORED_OPTIONS = frozenset(
     {
-        "entity",
         "settings",
         "anonymous",
         "allow_val_change",
-        "config_exclude_keys",
-        "config_include_keys",
         "force",
         "magic",
         "monitor_gym",
@@ -78,8 +79,26 @@ IGNORED_OPTIONS = frozenset(
         "job_type_hint",
     }
 )
+# Where an init argument comes from when it is not given: Holter's variable, else wandb's (as
+# wandb reads them: wandb/env.py, wandb_settings.py `update_from_env_vars`). $WANDB_API_KEY and
+# $WANDB_BASE_URL are never read: they name wandb's service, and a key for it is not sent here.
+ENVIRONMENT: dict[str, tuple[str, ...]] = {
+    "project": ("HOLTER_PROJECT", "WANDB_PROJECT"),
+    "name": ("HOLTER_NAME", "WANDB_NAME"),
+    "id": ("HOLTER_RUN_ID", "WANDB_RUN_ID"),
+    "notes": ("HOLTER_NOTES", "WANDB_NOTES"),
+    "tags": ("HOLTER_TAGS", "WANDB_TAGS"),
+    "group": ("HOLTER_GROUP", "WANDB_RUN_GROUP"),
+    "job_type": ("HOLTER_JOB_TYPE", "WANDB_JOB_TYPE"),
+    "mode": ("HOLTER_MODE", "WANDB_MODE"),
+    "dir": ("HOLTER_DIR", "WANDB_DIR"),
+    "entity": ("WANDB_ENTITY",),
+    "sweep_id": ("WANDB_SWEEP_ID",),
+    "resume": ("WANDB_RESUME",),
+}
+_TRUE = ("1", "true", "yes", "on")
 
-_current: Optional[Union[run_module.Run, DisabledRun]] = None
+_current: run_module.Run | DisabledRun | None = None
 _notes: set[str] = set()
 
 
@@ -98,8 +117,9 @@ class Settings(dict):  # type: ignore[type-arg]
         super().__init__(values)
 
 
-class NoRunError(RuntimeError):
-    """A module-level call that needs a run came before `holter.init()`."""
+class NoRunError(UsageError, RuntimeError):
+    """A module-level call that needs a run came before `holter.init()` (a `holter.errors.UsageError`,
+    as wandb raises `wandb.Error` there)."""
 
 
 class _BeforeInit:
@@ -123,13 +143,45 @@ def _note_once(key: str, message: str) -> None:
         print(message, file=sys.stderr)
 
 
+def from_environment(argument: str) -> str | None:
+    """The value of an init argument from the environment (`ENVIRONMENT`): Holter's variable,
+    else wandb's; None when neither is set (or set empty)."""
+    for variable in ENVIRONMENT.get(argument, ()):
+        value = os.environ.get(variable, "").strip()
+        if value:
+            return value
+    return None
+
+
 def resolve_mode(mode: str | None) -> str:
-    """online, offline or disabled: `mode`, else $HOLTER_MODE, else online (wandb's names too: dryrun is offline)."""
-    given = mode if mode is not None else os.environ.get("HOLTER_MODE", "")
+    """online, offline or disabled: `mode`, else $HOLTER_MODE, else $WANDB_MODE, else online
+    (wandb's names too: dryrun is offline)."""
+    given = mode if mode is not None else (from_environment("mode") or "")
     chosen = MODES.get(str(given).strip().lower() or "online")
     if chosen is None:
         raise ValueError(f"holter.init mode {given!r}: use online, offline or disabled")
     return chosen
+
+
+def _quiet_from_wandb() -> bool | None:
+    """$WANDB_SILENT / $WANDB_QUIET as `quiet`, unless $HOLTER_QUIET says otherwise."""
+    if os.environ.get("HOLTER_QUIET", "").strip():
+        return None
+    if any(os.environ.get(name, "").strip().lower() in _TRUE for name in ("WANDB_SILENT", "WANDB_QUIET")):
+        return True
+    return None
+
+
+def _select_config(config: Any, include: Any, exclude: Any) -> Any:
+    """wandb's `config_include_keys` / `config_exclude_keys` applied to the init config."""
+    if include is None and exclude is None:
+        return config
+    plain = plain_config(config)
+    if include is not None:
+        plain = {key: value for key, value in plain.items() if key in set(include)}
+    if exclude is not None:
+        plain = {key: value for key, value in plain.items() if key not in set(exclude)}
+    return plain
 
 
 def init(
@@ -146,18 +198,30 @@ def init(
     dir: str | os.PathLike[str] | None = None,
     resume: Any = None,
     reinit: Any = None,
+    entity: str | None = None,
+    config_exclude_keys: Any = None,
+    config_include_keys: Any = None,
     **options: Any,
 ) -> run_module.Run | DisabledRun:
     """Start (or resume, when `id` names an existing run) a run, make it the current one, and return it.
 
     Holter's own options (`kinds`, `url`, `api_key`, `spool_dir`, `system_vitals`, `quiet`, ...)
     are those of `holter.run.init`. wandb's: `group` and `job_type` become the tags
-    `group:NAME` and `job_type:NAME`; `notes` the run's notes; `dir` holds the spool
-    (`DIR/holter-spool`) unless `spool_dir` is given; `mode` and $HOLTER_MODE as the module doc
-    says; `reinit`: by default (or "finish_previous", True) a current run is finished first,
+    `group:NAME` and `job_type:NAME` (and `run.group`, `run.job_type`); `notes` the run's notes;
+    `entity` is kept as `run.entity` (and in `run.path`); `dir` holds the spool
+    (`DIR/holter-spool`) unless `spool_dir` is given, and `run.dir`'s files; `mode` and
+    $HOLTER_MODE as the module doc says; `config_include_keys` / `config_exclude_keys` filter the
+    config; `reinit`: by default (or "finish_previous", True) a current run is finished first,
     False or "return_previous" returns it instead, "create_new" keeps it running. `resume`:
-    Holter always appends to a run whose id exists. `entity`, `settings` and wandb's other
-    options are accepted and ignored, with one note.
+    Holter always appends to a run whose id exists. `settings` and wandb's other options are
+    accepted and ignored, with one note.
+
+    An argument not given comes from the environment: $HOLTER_PROJECT, $HOLTER_NAME,
+    $HOLTER_RUN_ID, $HOLTER_NOTES, $HOLTER_TAGS (comma-separated), $HOLTER_GROUP,
+    $HOLTER_JOB_TYPE, $HOLTER_MODE, $HOLTER_DIR, else wandb's $WANDB_PROJECT, $WANDB_NAME,
+    $WANDB_RUN_ID, $WANDB_NOTES, $WANDB_TAGS, $WANDB_RUN_GROUP, $WANDB_JOB_TYPE, $WANDB_MODE,
+    $WANDB_DIR, $WANDB_ENTITY, $WANDB_SWEEP_ID; $WANDB_SILENT or $WANDB_QUIET mean `quiet`.
+    Inside `holter.agent(...)` the sweep's drawn parameters go over `config` (see holter/sweeps.py).
     """
     global _current
     unknown = set(options) - HOLTER_OPTIONS - IGNORED_OPTIONS
@@ -169,28 +233,65 @@ def init(
             "ignored " + ",".join(ignored),
             f"holter: init options with no meaning in Holter are ignored: {', '.join(ignored)}",
         )
+    if resume is None:
+        resume = from_environment("resume")
     if resume in ("must", "never"):
         _note_once(
             "resume",
             f"holter: resume={resume!r} is ignored: Holter appends to a run whose id exists and starts one otherwise",
         )
     own = {key: value for key, value in options.items() if key in HOLTER_OPTIONS}
+    if own.get("quiet") is None and _quiet_from_wandb():
+        own["quiet"] = True
     chosen = resolve_mode(mode)
     if _current is not None and _current.status == "running":
         if reinit in (False, "return_previous"):
             return _current
         if reinit != "create_new":
             finish()
-    all_tags = [str(tag) for tag in (tags or ())]
-    all_tags += [f"{label}:{value}" for label, value in (("group", group), ("job_type", job_type)) if value]
+    project = project or from_environment("project")
+    name = name or from_environment("name")
+    id = id or from_environment("id")
+    notes = notes if notes is not None else from_environment("notes")
+    group = group or from_environment("group")
+    job_type = job_type or from_environment("job_type")
+    entity = entity or from_environment("entity")
+    sweep_id = from_environment("sweep_id")
+    if tags is None and from_environment("tags"):
+        tags = [tag.strip() for tag in (from_environment("tags") or "").split(",") if tag.strip()]
+    if isinstance(tags, str):
+        tags = [tags]
+    config = _select_config(config, config_include_keys, config_exclude_keys)
+    trial = sweeps.active()
+    if trial is not None:
+        # the sweep's parameters win over the script's defaults, as under wandb's agent
+        config = {**plain_config(config), **trial.parameters}
+        project = project or trial.project
+        sweep_id = trial.sweep_id
+    root = dir if dir is not None else from_environment("dir")
+    user_tags = [str(tag) for tag in (tags or ())]
+    made: run_module.Run | DisabledRun
     if chosen == "disabled":
-        made: run_module.Run | DisabledRun = DisabledRun(id=id, project=project, name=name, config=config)
+        made = DisabledRun(id=id, project=project, name=name, config=config, tags=user_tags, notes=notes)
+        made.group, made.job_type, made.sweep_id = group or "", job_type or "", sweep_id
     else:
-        if dir is not None and own.get("spool_dir") is None:
-            own["spool_dir"] = os.path.join(os.fspath(dir), "holter-spool")
+        if root is not None and own.get("spool_dir") is None:
+            own["spool_dir"] = os.path.join(os.fspath(root), "holter-spool")
         made = run_module.init(
-            project, name, config, id=id, tags=all_tags or None, notes=notes, offline=chosen == "offline", **own
+            project,
+            name,
+            config,
+            id=id,
+            tags=user_tags or None,
+            notes=notes,
+            offline=chosen == "offline",
+            group=group,
+            job_type=job_type,
+            sweep_id=sweep_id,
+            **own,
         )
+    made.entity = entity or ""
+    made._files_root = os.fspath(root) if root is not None else None
     _make_current(made)
     return made
 
@@ -254,7 +355,9 @@ def watch(
 
 
 def unwatch(model: Any = None) -> None:
-    """Accepted for wandb's sake; `holter.torch.watch(...)` returns a handle whose `remove()` stops it."""
+    """Take off the hooks `watch()` put on `model` (default: every watched model of the current run)."""
+    if _current is not None:
+        _current.unwatch(model)
 
 
 def finish(exit_code: int | None = None, quiet: bool | None = None) -> Delivery | None:
@@ -266,6 +369,19 @@ def finish(exit_code: int | None = None, quiet: bool | None = None) -> Delivery 
         return ended.finish(exit_code=exit_code, quiet=quiet)
     finally:
         forget(ended)
+
+
+join = finish  # wandb's older name
+
+
+def teardown(exit_code: int | None = None) -> None:
+    """wandb's `teardown`: finish the current run, if any."""
+    finish(exit_code=exit_code)
+
+
+def mark_preempting() -> None:
+    """`Run.mark_preempting` of the current run (see there)."""
+    _run("mark_preempting").mark_preempting()
 
 
 def save(*args: Any, **kwargs: Any) -> None:
@@ -283,35 +399,72 @@ def log_artifact(*args: Any, **kwargs: Any) -> None:
 use_artifact = log_artifact
 
 
+def log_model(*args: Any, **kwargs: Any) -> None:
+    """wandb's model artifacts: accepted, not stored."""
+    if _current is not None:
+        _current.log_model()
+
+
+use_model = link_model = log_model
+
+
+def restore(*args: Any, **kwargs: Any) -> None:
+    """wandb's file restore: Holter keeps no files, so it finds nothing (None)."""
+    note_once("restore", "holter: restore() finds nothing: Holter keeps curves, not files")
+
+
 def login(*args: Any, **kwargs: Any) -> bool:
     """wandb's login: Holter reads its key from `api_key=` or $HOLTER_API_KEY, so there is nothing to do."""
     return True
 
 
-class DisabledRun:
+def require(requirement: Any = None) -> None:
+    """wandb's feature switches (`wandb.require("core")`): accepted; Holter has none to turn on."""
+
+
+def setup(settings: Any = None) -> None:
+    """wandb's `setup()` (start its service before forking): accepted; Holter's client needs none.
+    Each process that logs calls `holter.init()` itself."""
+
+
+class DisabledRun(WandbRunSurface):
     """What `init(mode="disabled")` returns: the surface of a `Run`, where every call does nothing
     (nothing is sent, no file is written); the config and summary are kept in memory."""
 
     mode = "disabled"
-    url = ""
-    page_url = ""
+    service_url = ""
     resumed = False
 
-    def __init__(self, *, id: str | None, project: str | None, name: str | None, config: Any) -> None:
+    def __init__(
+        self,
+        *,
+        id: str | None,
+        project: str | None,
+        name: str | None,
+        config: Any,
+        tags: list[str] | None = None,
+        notes: str | None = None,
+    ) -> None:
         self.id = id or "disabled"
         self.project = project or "default"
-        self.name = name
+        self._name = name
+        self._tags = list(tags or [])
+        self._notes = notes
         self.status = "running"
+        self.start_time = time.time()
         self.config = Config(config, _ignore)
         self._last: dict[str, Any] = {}
         self.summary = Summary(self._last, _ignore)
         self._next_step = 0
 
+    def _send_identity(self) -> None:
+        pass
+
     @property
     def step(self) -> int:
         return self._next_step
 
-    def log(self, metrics: Mapping[str, Any], step: int | None = None, commit: bool | None = None) -> None:
+    def log(self, data: Mapping[str, Any], step: int | None = None, commit: bool | None = None) -> None:
         if step is not None:
             self._next_step = int(step) + (commit is not False)
         elif commit is not False:
@@ -332,6 +485,12 @@ class DisabledRun:
     def watch(self, *args: Any, **kwargs: Any) -> None:
         pass
 
+    def unwatch(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def mark_preempting(self) -> None:
+        pass
+
     def log_throughput(self, *args: Any, **kwargs: Any) -> None:
         pass
 
@@ -345,7 +504,7 @@ class DisabledRun:
     def log_artifact(self, *args: Any, **kwargs: Any) -> None:
         pass
 
-    use_artifact = link_artifact = save = log_code = log_artifact
+    use_artifact = link_artifact = save = log_code = log_model = use_model = link_model = log_artifact
 
     def flush(self, timeout: float | None = 30.0) -> bool:
         return True

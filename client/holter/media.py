@@ -1,5 +1,6 @@
 """What wandb scripts log besides numbers: `Histogram`, kept as quantiles, and rich media
-(`Table`, `Image`, `Audio`, `Video`, `Html`, `Artifact`, ...), accepted and not stored.
+(`Table`, `Image`, `Audio`, `Video`, `Html`, `Artifact`, ...), accepted and not stored; and
+nested dicts, flattened to `a/b` (see `expand`).
 
     run.log({"grads": holter.Histogram(values)})          # or np_histogram=(counts, edges)
 
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 # The quantiles kept of a histogram, as (suffix, fraction), lowest first.
@@ -191,9 +192,22 @@ class Artifact(Media):
 
 def expand(name: str, value: Any) -> dict[str, Any] | None:
     """What a non-numeric logged value becomes: a histogram's quantile metrics, nothing for a
-    media value; None when it is neither (the caller reports it as not numeric)."""
+    media value, and for a dict its values under `name/key` (wandb keeps a logged dict as a path
+    of keys, `{"train": {"loss": 1.0}}` as train.loss in its history; Holter's names spell paths
+    with "/"), each expanded the same way; None when it is none of these (the caller reports it
+    as not numeric). A dict's leaves come back as they were given: the caller converts them."""
     if isinstance(value, Histogram):
         return value.points(name)
     if isinstance(value, Media):
         return {}
+    if isinstance(value, Mapping):
+        found: dict[str, Any] = {}
+        for key, item in value.items():
+            inner = f"{name}/{key}"
+            nested = expand(inner, item)
+            if nested is None:
+                found[inner] = item
+            else:
+                found.update(nested)
+        return found
     return None

@@ -27,6 +27,7 @@ from holter.config import Config
 from holter.sender import Barrier, Control, Delivery, Sender
 from holter.spool import Spool, default_spool_root
 from holter.summary import Summary
+from holter.surface import WandbRunSurface, _artifacts_note
 from holter.system import SystemSampler, sampling_interval
 from holter.throughput import ThroughputMeter, mfu_peak, rates
 from holter.transport import RejectedError, Transport, TransportError
@@ -39,7 +40,7 @@ _active_runs: set[Run] = set()
 _hooks_installed = False
 
 
-class Run:
+class Run(WandbRunSurface):
     """One training run. Create it with `holter.init()`."""
 
     _vitals: SystemSampler | None = None
@@ -62,13 +63,21 @@ class Run:
         max_held_bytes: int,
         notes: str | None = None,
         offline: bool = False,
+        group: str | None = None,
+        job_type: str | None = None,
+        sweep_id: str | None = None,
     ) -> None:
         self.id = run_id
         self.project = project
-        self.name = name
+        self._name = name
+        self._tags = list(tags or [])
+        self._notes = notes
         self.config = Config(config, self._send_config)
-        self.url = url
+        self.service_url = url
         self.mode = "offline" if offline else "online"
+        self.start_time = time.time()
+        self._watches: list[Any] = []
+        self.group, self.job_type, self.sweep_id = group or "", job_type or "", sweep_id or None
         self.resumed = False
         self.status = "running"
         self._max_queued_calls = max_queued_calls
@@ -90,7 +99,7 @@ class Run:
             "project": project,
             "name": name,
             "config": self.config.as_dict(),
-            "tags": list(tags or []),
+            "tags": self._all_tags(),
         }
         if kinds:
             registration["kinds"] = dict(kinds)
@@ -133,13 +142,15 @@ class Run:
         self.resumed = bool(answer.get("resumed"))
         if answer.get("last_step") is not None:
             self._next_step = int(answer["last_step"]) + 1
+        self.starting_step = self._next_step
 
-    def log(self, metrics: Mapping[str, Any], step: int | None = None, commit: bool | None = None) -> None:
+    def log(self, data: Mapping[str, Any], step: int | None = None, commit: bool | None = None) -> None:
         """Record metric values at `step` (default: one past the previous step).
 
         Returns at once: the values are queued and sent by a background thread. NaN and ±Inf
-        are kept as they are; a `holter.Histogram` becomes its quantiles (`name/p5`, ...), and
-        media values (`holter.Image`, `holter.Table`, ...) are dropped.
+        are kept as they are; a nested dict is flattened as wandb keeps it, as a path of keys
+        (`{"train": {"loss": 1.0}}` is `train/loss`); a `holter.Histogram` becomes its quantiles
+        (`name/p5`, ...), and media values (`holter.Image`, `holter.Table`, ...) are dropped.
 
         `commit=False` (wandb's) gathers the values into the current step without ending it: a
         later call without a step (or with `commit=True`) adds its values to the same step and
@@ -153,7 +164,7 @@ class Run:
             elif type(step) is not int:
                 step = operator.index(step)  # accepts numpy ints; refuses 1.5 here rather than at the service
             self._next_step = step + 1
-            values = dict(metrics)
+            values = dict(data)
             self._summary.update(values)
             queue = self._queue
             queue.append((step, time.time(), values))
@@ -166,7 +177,7 @@ class Run:
                 self._commit_pending()
         if not self._pending:
             self._pending_step = self._next_step if step is None else step
-        self._pending.update(metrics)
+        self._pending.update(data)
         if commit is not False:
             self._commit_pending()
 
@@ -188,6 +199,8 @@ class Run:
         metric declared as its x axis (`define_metric(..., step_metric=...)`)."""
         if not self._axes:
             return {step: values}
+        if any(isinstance(value, Mapping) for value in values.values()):
+            values = _flat_dicts(values)  # so that a glob such as "val/*" finds a nested dict's values
         for name in self._axes.values():
             if name in values:
                 self._axis_values[name] = values[name]
@@ -231,11 +244,6 @@ class Run:
         """The step the next `log()` without a step gets (one past the last step logged)."""
         return self._next_step
 
-    @property
-    def page_url(self) -> str:
-        """The run's page in the dashboard."""
-        return f"{self.url.rstrip('/')}/runs/{self.id}"
-
     def update_config(self, values: Any) -> None:
         """Merge `values` into the run's config, here and at the service; the same as `run.config.update(values)`."""
         self.config.update(values)
@@ -250,6 +258,16 @@ class Run:
                 {"id": self.id, "project": self.project, "name": self.name, "config": config, "tags": []},
             )
         )
+        self._wake.set()
+
+    def _send_identity(self) -> None:
+        # a run registered again keeps its config and points; its name and notes are replaced and
+        # the tags given are added to its own
+        identity: dict[str, Any] = {"name": self._name, "tags": self._all_tags()}
+        if self._notes is not None:
+            identity["notes"] = self._notes
+        self._register.payload.update(identity)
+        self._queue.append(Control("/api/v1/runs", {"id": self.id, "project": self.project, "config": {}, **identity}))
         self._wake.set()
 
     def define_metric(
@@ -341,15 +359,41 @@ class Run:
         idx: Any = None,
         log_graph: bool = False,
     ) -> Any:
-        """wandb's `run.watch`: `holter.torch.watch(model, run, every=log_freq)` (gradient norms and
-        activation RMS per layer; wandb's gradient histograms are not logged)."""
+        """wandb's `run.watch`: per-layer gradient norms and activation RMS (`holter.torch.watch`)
+        every `log_freq` backward passes, as wandb's hooks log: from the `log_freq`-th pass on,
+        into the step the script is logging (as wandb's `commit=False`), so the step counter and
+        the script's own metrics stay where they would be without it. wandb's gradient and
+        parameter histograms are not logged; `log`, `criterion`, `idx` and `log_graph` are
+        accepted for its sake. Returns the `holter.torch.Watch`; `unwatch()` removes it."""
         from holter.torch import watch
 
-        return watch(model, self, every=max(1, int(log_freq or 1)))
+        every = max(1, int(log_freq or 1))
+        handle = watch(model, _IntoCurrentStep(self), every=every)
+        handle.step = 1  # the first pass counts as 1: wandb logs on the log_freq-th, not the first
+        self._watches.append(handle)
+        return handle
+
+    def unwatch(self, models: Any = None) -> None:
+        """Take off the hooks `watch` put on `models` (a model or a list of them; default: all)."""
+        chosen = (
+            None if models is None else {id(m) for m in (models if isinstance(models, (list, tuple)) else [models])}
+        )
+        for handle in list(self._watches):
+            if chosen is None or id(handle.model) in chosen:
+                handle.remove()
+                self._watches.remove(handle)
+
+    def mark_preempting(self) -> None:
+        """The job was told it will be stopped (wandb's `mark_preempting`): what is queued is sent
+        at once, and an info-level `alert` event "preempting" marks the step on the run's timeline,
+        so that a silence that follows reads as the preemption it is. The run stays running:
+        resuming with the same id continues it; if it never comes back, the stall watch says so."""
+        self.alert("preempting", "the job said it is about to be preempted", level="info", wait_duration=0)
+        self._wake.set()
 
     def log_artifact(self, *args: Any, **kwargs: Any) -> None:
         """wandb's artifacts are accepted and not stored (Holter keeps curves, not files)."""
-        _note_once("artifacts", "holter: artifacts are accepted and not stored (Holter keeps curves, not files)")
+        _artifacts_note()
 
     use_artifact = log_artifact
     link_artifact = log_artifact
@@ -468,6 +512,9 @@ class Run:
         from holter import current  # imported here: holter.current imports this module
 
         current.forget(self)  # a finished run is no longer `holter.run`
+        for handle in self._watches:
+            handle.remove()  # what a step-function watch still holds reaches the run before it ends
+        self._watches.clear()
         if self._vitals is not None:
             self._vitals.stop()
         if timeout is None:
@@ -507,6 +554,17 @@ class Run:
         return f"Run(id={self.id!r}, project={self.project!r}, name={self.name!r}, status={self.status!r})"
 
 
+class _IntoCurrentStep:
+    """What a wandb-style `watch` logs into: the run's step being gathered (wandb's hooks log
+    with `commit=False`), never a step of its own."""
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+
+    def log(self, metrics: Mapping[str, Any], step: int | None = None) -> None:
+        self.run.log(metrics, commit=False)
+
+
 def init(
     project: str | None = None,
     name: str | None = None,
@@ -526,6 +584,9 @@ def init(
     quiet: bool | None = None,
     notes: str | None = None,
     offline: bool = False,
+    group: str | None = None,
+    job_type: str | None = None,
+    sweep_id: str | None = None,
 ) -> Run:
     """Start (or resume, when `id` names an existing run) a run and return it.
 
@@ -539,7 +600,8 @@ def init(
     disk, network and GPUs every $HOLTER_SYSTEM_INTERVAL seconds (default 10) into
     `holter/system/...`. Prints one line with the run's dashboard page unless `quiet` (or
     $HOLTER_QUIET=1). `notes`: what the run is about, shown on its page. `offline`: send nothing,
-    keep everything in the spool for a later `holter sync`.
+    keep everything in the spool for a later `holter sync`. `group`, `job_type` and `sweep_id`
+    become the tags `group:NAME`, `job_type:NAME` and `sweep:ID`.
 
     `holter.init` (holter/current.py) is the wandb-style front of this: it also takes wandb's
     arguments and `mode`, and makes the run the process's current one (`holter.run`).
@@ -561,6 +623,9 @@ def init(
         max_held_bytes=max_held_bytes,
         notes=notes,
         offline=offline,
+        group=group,
+        job_type=job_type,
+        sweep_id=sweep_id,
     )
     if _enabled(system_vitals, "HOLTER_SYSTEM_VITALS", default=True):
         run._vitals = SystemSampler(run, interval=sampling_interval())
@@ -590,6 +655,17 @@ def severity_of(level: Any) -> str:
     if name not in _SEVERITIES:
         raise ValueError(f"alert level {level!r}: use info, warning or critical (or wandb's INFO, WARN, ERROR)")
     return _SEVERITIES[name]
+
+
+def _flat_dicts(values: Mapping[str, Any]) -> dict[str, Any]:
+    """`values` with each nested dict spread into `name/key` entries (as the sender does)."""
+    flat: dict[str, Any] = {}
+    for name, value in values.items():
+        if isinstance(value, Mapping):
+            flat.update(_flat_dicts({f"{name}/{key}": item for key, item in value.items()}))
+        else:
+            flat[name] = value
+    return flat
 
 
 def _axis_for(name: str, axes: Mapping[str, str]) -> str | None:

@@ -285,22 +285,30 @@ class Sender(threading.Thread):
             try:
                 kept[0].append(float(value))
             except (TypeError, ValueError, OverflowError):
-                points = expand(name, value)  # a Histogram's quantiles; nothing for an image or a table
-                if points is not None:
-                    for metric, number in points.items():
-                        column = expanded.setdefault(metric, ([], []))
-                        column[0].append(step)
-                        column[1].append(number)
+                # a Histogram's quantiles, a dict's values under name/key; nothing for an image or a table
+                points = expand(name, value)
+                if points is None:
+                    self._say_not_numeric(name, value)
                     continue
-                if name not in self._bad_metrics:
-                    self._bad_metrics.add(name)
-                    print(
-                        f"holter: metric {name!r} got a non-numeric value {value!r}; such values are skipped",
-                        file=sys.stderr,
-                    )
+                for metric, item in points.items():
+                    try:
+                        number = float(item)
+                    except (TypeError, ValueError, OverflowError):
+                        self._say_not_numeric(metric, item)
+                        continue
+                    column = expanded.setdefault(metric, ([], []))
+                    column[0].append(step)
+                    column[1].append(number)
                 continue
             kept[1].append(step)
         return kept
+
+    def _say_not_numeric(self, name: str, value: Any) -> None:
+        if name not in self._bad_metrics:
+            self._bad_metrics.add(name)
+            print(
+                f"holter: metric {name!r} got a non-numeric value {value!r}; such values are skipped", file=sys.stderr
+            )
 
     def _deliver(self, path: str, body: bytes, points: int) -> None:
         entry = encode_entry(path, body)

@@ -232,7 +232,10 @@ def test_a_model_of_unknown_shape_asks_for_layers_and_width(model: TinyModel) ->
     assert flops_per_token(model, seq_len=6, n_layers=2, attention_width=8, parameters=1000) == 6000 + 12 * 2 * 8 * 6
 
 
-def test_wandb_style_watch_logs_the_gradient_norms_every_log_freq_steps(model: TinyModel, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_wandb_style_watch_logs_into_the_scripts_steps_every_log_freq_passes(model: TinyModel, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # wandb's hooks log with commit=False from the log_freq-th backward pass on
+    # (wandb/integration/torch/wandb_torch.py, log_track_update): nothing at the first pass, and
+    # the script's own log() calls keep their steps
     import holter
 
     from tests.unit.client.test_wandb_surface import points
@@ -244,8 +247,30 @@ def test_wandb_style_watch_logs_the_gradient_norms_every_log_freq_steps(model: T
         for seed in range(5):
             train_step(model, seed)
             expected[seed] = norm_of(model.parameters())
-        logged = points(run, tmp_path)["holter/grad_norm"]
+            holter.log({"loss": float(seed)})
+        assert run.step == 5
+        logged = points(run, tmp_path)
     finally:
         holter.finish()
-    assert sorted(logged) == [0, 2, 4]
-    assert all(logged[step] == pytest.approx(expected[step], rel=1e-5) for step in logged)
+    assert logged["loss"] == {step: float(step) for step in range(5)}
+    assert sorted(logged["holter/grad_norm"]) == [1, 3]  # the 2nd and 4th backward pass
+    assert all(logged["holter/grad_norm"][step] == pytest.approx(expected[step], rel=1e-5) for step in (1, 3))
+
+
+def test_unwatch_takes_the_hooks_off(model: TinyModel, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import holter
+
+    from tests.unit.client.test_wandb_surface import points
+
+    run = holter.init(project="p", mode="offline", spool_dir=tmp_path)
+    try:
+        holter.watch(model, log_freq=1)
+        train_step(model, 0)
+        holter.log({"loss": 1.0})
+        holter.unwatch(model)
+        train_step(model, 1)
+        holter.log({"loss": 0.5})
+        logged = points(run, tmp_path)
+    finally:
+        holter.finish()
+    assert sorted(logged["holter/grad_norm"]) == [0] and sorted(logged["loss"]) == [0, 1]

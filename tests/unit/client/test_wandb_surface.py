@@ -201,7 +201,14 @@ def test_wandb_options_without_meaning_are_noted_once_and_unknown_ones_refused(
         tags=["a"],
         notes="why",
     )
-    assert "ignored: entity, settings" in capsys.readouterr().err
+    assert "ignored: settings" in capsys.readouterr().err
+    assert (run.entity, run.group, run.job_type, run.tags, run.path) == (
+        "lab-x1",
+        "g",
+        "eval",
+        ("a",),
+        f"lab-x1/p/{run.id}",
+    )
     registration = bodies(run, tmp_path, "/api/v1/runs")[0]
     assert registration["tags"] == ["a", "group:g", "job_type:eval"] and registration["notes"] == "why"
     with pytest.raises(TypeError, match="entitty"):
