@@ -46,11 +46,14 @@ from holter.current import (
     watch,
 )
 from holter.errors import Error
+from holter.integrations import report_to
 from holter.media import Artifact, Audio, Histogram, Html, Image, Molecule, Object3D, Plotly, Table, Video
 from holter.plot import plot_table, visualize
 from holter.run import Run
 from holter.sender import Delivery
 from holter.sweeps import agent, sweep
+
+report_to.install()  # TrainingArguments(report_to="holter"), once transformers is imported
 
 # The current run and its config and summary (set by init, reset by finish), as wandb has them.
 # These names shadow the submodules holter.run and holter.config, as wandb.run is a run, not a module.

@@ -16,6 +16,7 @@ class RecordingRun:
         self.name = init_kwargs.get("name")
         self.logged: list[tuple[int | None, dict[str, float]]] = []
         self.status = "running"
+        self.summary: dict[str, float] = {}
 
     def log(self, metrics, step=None) -> None:  # type: ignore[no-untyped-def]
         self.logged.append((step, dict(metrics)))

@@ -139,3 +139,54 @@ def test_trl_mismatch_names_are_read_as_the_mismatch_signal() -> None:
 
     names = ["sampling/sampling_logp_difference/mean", "sampling/sampling_logp_difference/max"]
     assert {understand(name).kind for name in numeric_logs(dict.fromkeys(names, 0.01))} == {"logprob_mismatch"}
+
+
+def test_the_config_holds_the_model_config_and_its_parameter_count_as_wandbs_does(
+    tmp_path: Path, started: list[RecordingRun]
+) -> None:
+    # transformers' WandbCallback.setup: {**model.config.to_dict(), **args.to_dict()}, then model/num_parameters
+    trainer = make_trainer(tmp_path, HolterCallback(project="hf"))
+    trainer.train()
+    config = started[0].init_kwargs["config"]
+    assert (config["n_layer"], config["vocab_size"], config["model_type"]) == (2, 50, "gpt2")
+    assert config["model/num_parameters"] == trainer.model.num_parameters() and config["learning_rate"] == 1e-3
+
+
+def test_the_training_totals_go_to_the_summary_not_to_curves(tmp_path: Path, started: list[RecordingRun]) -> None:
+    make_trainer(tmp_path, HolterCallback(project="hf")).train()
+    run = started[0]
+    assert {"train_runtime", "train_loss", "train_samples_per_second", "total_flos"} <= set(run.summary)
+    assert not any(name in metrics for _, metrics in run.logged for name in ("train_runtime", "train_loss"))
+
+
+def test_evaluations_after_training_are_each_their_own_point(tmp_path: Path, started: list[RecordingRun]) -> None:
+    trainer = make_trainer(tmp_path, HolterCallback(project="hf"), eval_strategy="steps", eval_steps=3)
+    trainer.train()
+    trainer.evaluate()  # the final evaluation again: W&B keeps it as its own history row
+    trainer.evaluate(eval_dataset=TokenDataset(4))
+    assert [step for step, _ in started[0].series("eval_loss")] == [3, 6, 7, 8]
+    assert [step for step, _ in started[0].series("loss")] == [2, 4, 6]
+
+
+def test_report_to_holter_builds_the_callback(tmp_path: Path, started: list[RecordingRun]) -> None:
+    trainer = make_trainer(tmp_path, HolterCallback(project="hf"))
+    trainer.args.report_to = ["holter"]
+    reported = transformers.Trainer(
+        model=trainer.model, args=trainer.args, train_dataset=TokenDataset(), eval_dataset=TokenDataset(8)
+    )
+    assert [type(c).__name__ for c in reported.callback_handler.callbacks if isinstance(c, HolterCallback)] == [
+        "HolterCallback"
+    ]
+    reported.train()
+    assert started[0].init_kwargs["name"] == "tiny-gpt2" and started[0].series("loss")
+
+
+def test_the_project_comes_from_the_environment_then_the_training_arguments(
+    tmp_path: Path, started: list[RecordingRun], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("HOLTER_PROJECT", raising=False)
+    monkeypatch.delenv("WANDB_PROJECT", raising=False)
+    make_trainer(tmp_path, HolterCallback(), project="from-args").train()
+    monkeypatch.setenv("WANDB_PROJECT", "from-env")
+    make_trainer(tmp_path, HolterCallback()).train()
+    assert [run.init_kwargs["project"] for run in started] == ["from-args", "from-env"]
