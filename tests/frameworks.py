@@ -134,6 +134,20 @@ def drifting_diagnostic(t: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return values
 
 
+def quantile_of_loss(z: float, spread: float) -> Callable:
+    """A quantile of the per-sequence losses around `lm_loss` (`z` standard deviations from its
+    middle), noisier the further out; the max now and then hit by one very hard sequence."""
+
+    def curve(t: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        values = lm_loss(t, rng) + z * 0.6 + rng.normal(0, spread, len(t))
+        if z > 3:
+            hard = rng.random(len(t)) < 0.02
+            values[hard] *= rng.uniform(2.0, 4.0, hard.sum())
+        return np.maximum(values, 0.01)
+
+    return curve
+
+
 UNKNOWN = ("my_probe/attn_sink_h3", ("unknown", drifting_diagnostic))
 
 
@@ -273,6 +287,13 @@ SCENARIOS: dict[str, Scenario] = {
             "train/grad_norm": ("grad_norm", grad_norm),
             "train/lr": ("schedule", lr_schedule),
             "timing/train/total_step_time": ("step_time", level(95.0, 2.0)),
+            # nemo_rl/algorithms/utils.py print_performance_metrics, logged by grpo.py with prefix="performance";
+            # grpo.py timing_metrics["valid_tokens_per_sec_per_gpu"], logged with prefix="timing/train"
+            "performance/train_fp_utilization": ("throughput", level(0.41, 0.004)),
+            "performance/train_flops_per_gpu": ("throughput", level(405.0, 4.0)),
+            "performance/tokens_per_sec_per_gpu": ("throughput", level(2100.0, 20.0)),
+            "performance/training_worker_idle_time_ratio": ("statistic", positive(0.08, 0.01)),
+            "timing/train/valid_tokens_per_sec_per_gpu": ("throughput", level(1900.0, 20.0)),
             UNKNOWN[0]: UNKNOWN[1],
         },
         planted=frozenset({("level_shift", "train/gen_kl_error"), ("mismatch_off_zero", "train/gen_kl_error")}),
@@ -297,6 +318,9 @@ SCENARIOS: dict[str, Scenario] = {
             "train/lr-pg_0": ("schedule", lr_schedule),
             "rollout/raw_reward": ("reward", level(0.45, 0.05)),
             "perf/step_time": ("step_time", level(120.0, 3.0)),
+            # slime/observability/train_metric_utils.py
+            "perf/actor_train_tok_per_s": ("throughput", level(9100.0, 90.0)),
+            "perf/actor_train_tflops": ("throughput", level(210.0, 2.0)),
             UNKNOWN[0]: UNKNOWN[1],
         },
         planted=frozenset({("level_shift", "train/train_rollout_kl"), ("mismatch_off_zero", "train/train_rollout_kl")}),
@@ -405,6 +429,122 @@ SCENARIOS: dict[str, Scenario] = {
         planted=frozenset({("divergence", "trl")}),
         every={"tel": 40, "eval": 40},
         file_format="llmc_log",
+    ),
+    # NVIDIA-NeMo/RL at 7ea279ab, nemo_rl/algorithms/sft.py: metrics logged with prefix="train"
+    # (train_fp_utilization among them), timing_metrics with prefix="timing/train"
+    # (valid_tokens_per_sec_per_gpu among them). The job slows down at step 360: the throughput
+    # it logs among its timings falls, and the step time rises with it.
+    "nemo_rl_sft": Scenario(
+        "NeMo-RL SFT",
+        {
+            "train/loss": ("loss", lm_loss),
+            "train/grad_norm": ("grad_norm", grad_norm),
+            "train/lr": ("schedule", lr_schedule),
+            "train/train_fp_utilization": ("throughput", with_shift(level(0.38, 0.003), 360, 0.62)),
+            "timing/train/valid_tokens_per_sec_per_gpu": ("throughput", with_shift(level(5200.0, 45.0), 360, 0.62)),
+            "timing/train/total_step_time": ("step_time", with_shift(level(6.3, 0.05), 360, 1 / 0.62)),
+            UNKNOWN[0]: UNKNOWN[1],
+        },
+        planted=frozenset(
+            {
+                ("level_shift", "timing/train/valid_tokens_per_sec_per_gpu"),
+                ("systems_slowdown", "timing/train/valid_tokens_per_sec_per_gpu"),
+                ("level_shift", "timing/train/total_step_time"),
+            }
+        ),
+    ),
+    # vwxyzjn/cleanrl at fe8d8a03, cleanrl/ppo.py writer.add_scalar(...): the value function's
+    # explained variance rises toward 1 as the critic learns (healthy: nothing to say), the value
+    # loss follows the returns up, and the environment steps per second halve at step 340.
+    "cleanrl": Scenario(
+        "CleanRL",
+        {
+            "charts/learning_rate": ("schedule", lr_schedule),
+            "charts/episodic_return": (
+                "reward",
+                lambda t, rng: 20 + 400 * (1 - np.exp(-t / 120)) + rng.normal(0, 15, len(t)),
+            ),
+            "charts/episodic_length": (
+                "statistic",
+                lambda t, rng: 20 + 400 * (1 - np.exp(-t / 120)) + rng.normal(0, 15, len(t)),
+            ),
+            "losses/value_loss": (
+                "policy_loss",
+                lambda t, rng: 5 + 40 * (1 - np.exp(-t / 150)) + np.abs(rng.normal(0, 2, len(t))),
+            ),
+            "losses/policy_loss": ("policy_loss", policy_loss),
+            "losses/entropy": (
+                "statistic",
+                lambda t, rng: 0.69 - 0.3 * (1 - np.exp(-t / 200)) + rng.normal(0, 0.005, len(t)),
+            ),
+            "losses/old_approx_kl": ("statistic", positive(0.004, 0.001)),
+            "losses/approx_kl": ("statistic", positive(0.004, 0.001)),
+            "losses/clipfrac": ("statistic", positive(0.05, 0.01)),
+            "losses/explained_variance": (
+                "statistic",
+                lambda t, rng: 0.93 * (1 - np.exp(-t / 70)) - 0.2 + rng.normal(0, 0.02, len(t)),
+            ),
+            "charts/SPS": ("throughput", with_shift(level(1750.0, 25.0), 340, 0.5)),
+            UNKNOWN[0]: UNKNOWN[1],
+        },
+        planted=frozenset({("level_shift", "charts/SPS")}),
+        quiet=frozenset({"losses/explained_variance", "losses/value_loss"}),
+    ),
+    # mlflow/mlflow mlflow/system_metrics/metrics/{cpu,gpu,disk,network}_monitor.py, prefixed
+    # "system/" by system_metrics_monitor.py and sampled every 10 s at its own counter: a GPU
+    # idling through evaluation or a checkpoint is not a collapse, memory filling is not a leak
+    "mlflow": Scenario(
+        "MLflow",
+        {
+            "train_loss": ("loss", lm_loss),
+            "system/cpu_utilization_percentage": (
+                "system",
+                lambda t, rng: np.clip(60 + rng.normal(0, 20, len(t)), 0, 100),
+            ),
+            "system/system_memory_usage_megabytes": (
+                "system",
+                lambda t, rng: 30000 + 20 * t + rng.normal(0, 50, len(t)),
+            ),
+            "system/gpu_0_utilization_percentage": (
+                "system",
+                lambda t, rng: np.where(t % 100 < 8, 2.0, 97.0) + rng.normal(0, 1, len(t)),
+            ),
+            "system/gpu_0_memory_usage_percentage": ("system", lambda t, rng: np.minimum(95.0, 40 + t / 4.0)),
+            "system/gpu_0_power_usage_watts": ("system", level(610.0, 15.0)),
+            "system/network_receive_megabytes": ("system", counter),
+            "system/disk_usage_percentage": ("system", level(71.0, 0.01)),
+        },
+        quiet=frozenset(
+            {
+                "system/cpu_utilization_percentage",
+                "system/system_memory_usage_megabytes",
+                "system/gpu_0_utilization_percentage",
+                "system/gpu_0_memory_usage_percentage",
+                "system/gpu_0_power_usage_watts",
+                "system/network_receive_megabytes",
+                "system/disk_usage_percentage",
+            }
+        ),
+    ),
+    # a wandb.Histogram of per-sequence losses (client/holter/media.py: NAME/min ... NAME/max): the
+    # quantiles of a loss are statistics of its distribution, and its extremes are spiky by nature
+    "histogram_quantiles": Scenario(
+        "holter",
+        {
+            "loss": ("loss", lm_loss),
+            **{
+                f"loss/{q}": ("statistic", quantile_of_loss(z, spread))
+                for q, z, spread in (
+                    ("min", -2.5, 0.4),
+                    ("p5", -1.6, 0.1),
+                    ("p25", -0.7, 0.05),
+                    ("median", 0.0, 0.03),
+                    ("p75", 0.7, 0.05),
+                    ("p95", 1.6, 0.1),
+                    ("max", 3.5, 0.9),
+                )
+            },
+        },
     ),
 }
 

@@ -105,6 +105,19 @@ _TIMING = re.compile(r"(^|[_/])timing(_s|_ms|_per_token_ms)?/|time[_/ ]?per[_/ ]
 # The generic rules, tried after every framework map: conventions shared by many frameworks and
 # by Holter's own helpers (holter.torch, holter.rl, run.timed_step).
 GENERIC_RULES: tuple[NameRule, ...] = (
+    # explained variance (PPO's value-function fit, CleanRL's `losses/explained_variance`, verl's
+    # `critic/vf_explained_var`, SB3's `train/explained_variance`) and R²: higher is better, ≤ 1
+    NameRule(
+        r"explained[_ ]?var(iance)?|(^|[_/])r2(_score)?$|r_squared",
+        "statistic",
+        "how much of a target's variance a model explains: rises toward 1 as it learns, not a loss",
+    ),
+    # a rate is a throughput wherever it is logged, even among timings (`timing/.../tokens_per_sec`)
+    NameRule(
+        r"(tokens?|toks?|samples?|seqs|sequences)[_/ ]?per[_/ ]?s(ec(ond)?)?([_/(]|$)|tok/s",
+        "throughput",
+        "tokens or samples per second",
+    ),
     # waiting for data: the share of the step is read (≈0 when the loader keeps up); the seconds,
     # ≈0 and noisy when healthy, are only watched; the step's own work beside it is compute time
     NameRule(
@@ -144,9 +157,18 @@ GENERIC_RULES: tuple[NameRule, ...] = (
     ),
     NameRule(
         r"tokens?[_/ ]?per[_/ ]?s|tok/s|tokens_per_sec|samples?[_/ ]?per[_/ ]?s|throughput|tflops|mfu|it/s|"
-        r"steps_per_second|(^|[_/])[tw]ps($|[_/(])",
+        r"steps_per_second|(^|[_/])[twsf]ps($|[_/(])",
         "throughput",
         "a throughput or model-FLOPs utilisation",
+    ),
+    # the lowest and highest of a logged distribution, in a run that logs its quantiles
+    # (holter.Histogram, frameworks/holter.py): statistics, not the metric itself (after the
+    # rules for a mismatch's or a gradient norm's own max, before the losses')
+    NameRule(
+        r"/(min|max)$",
+        "statistic",
+        "the lowest or highest of a logged distribution (holter.Histogram)",
+        marker=r"/(p\d{1,2}|median)$",
     ),
     # reinforcement-learning losses: a policy-gradient loss swings around 0 and may go negative
     NameRule(

@@ -9,10 +9,12 @@ from __future__ import annotations
 from types import ModuleType
 
 from holter_server.vocabulary.frameworks import (
+    cleanrl,
     deepspeed,
     holter,
     lightning,
     megatron,
+    mlflow,
     modded_nanogpt,
     nanogpt,
     nemo_rl,
@@ -31,6 +33,8 @@ MODULES: tuple[ModuleType, ...] = (
     trl,
     nemo_rl,
     slime,
+    cleanrl,
+    mlflow,
     verl,
     openrlhf,
     transformers,

@@ -17,6 +17,10 @@ Read from this repository's client:
   of the step spent waiting for data), `holter/loader/wait_s` (that wait in seconds: ≈0 and noisy
   when healthy, so only watched for NaN and extreme outliers) and `holter/loader/compute_s` (the
   step's own work).
+* client/holter/media.py (`holter.Histogram`, wandb's `Histogram`): `<name>/min`, `/p5`, `/p25`,
+  `/median`, `/p75`, `/p95`, `/max`, a distribution's quantiles at each step. A quantile is a
+  statistic of the distribution, not the metric it is named after: `loss/p95` is not a loss
+  (the `/min` and `/max` ends are read so in a run that logs a histogram's quantiles, names.py).
 `holter.rl`'s `logprob_mismatch/*` follows the generic rules.
 """
 
@@ -46,4 +50,9 @@ RULES: tuple[NameRule, ...] = (
     NameRule(r"^holter/loader/wait_fraction$", "data_wait", "the share of the step spent waiting for data"),
     NameRule(r"^holter/loader/wait_s$", "statistic", "seconds spent waiting for data (the share is what is read)"),
     NameRule(r"^holter/loader/compute_s$", "compute_time", "the step's own work, without its wait for data"),
+    NameRule(
+        r"/(p\d{1,2}(\.\d+)?|median)$",
+        "statistic",
+        "a quantile of a logged distribution (holter.Histogram): a statistic, not the metric itself",
+    ),
 )

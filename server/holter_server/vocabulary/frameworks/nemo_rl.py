@@ -9,6 +9,14 @@ Read from NVIDIA-NeMo/RL:
 * nemo_rl/algorithms/grpo.py: logged with the `train/` prefix, plus `reward`, `grad_norm`,
   `lr`, `wd`, `mean_prompt_length`, `total_num_tokens`; `timing/train/total_step_time` and the
   other phases; `validation/accuracy`; sft.py: `validation/val_loss`.
+* At 7ea279ab, nemo_rl/algorithms/utils.py (`print_performance_metrics`), logged by grpo.py with
+  `prefix="performance"`: `performance/train_flops_per_gpu` (TFLOP/s per GPU),
+  `performance/train_fp_utilization` (achieved over theoretical FLOP/s, the model FLOPs
+  utilisation), `performance/{samples,tokens}_per_sec[_per_gpu]`, `..._tokens_per_sec_per_gpu` of
+  each phase, `performance/training_worker_idle_time_ratio`, `performance/average_token_imbalance`;
+  sft.py and dpo.py log `train_fp_utilization` under `train/`. grpo.py, sft.py, dpo.py and rm.py
+  put `valid_tokens_per_sec_per_gpu` among the timings (`timing/train/...`): a throughput that
+  falls when the job slows down, not a phase time that rises.
 * docs/guides/grpo.md: `token_mult_prob_error` = mean over tokens of exp(|logp_train − logp_gen|),
   so a healthy run sits at ≈1.0, not 0 (the NeMo-RL tests gate on a median < 1.1 and a max < 1.05);
   the KL errors are ≈1e-3 when healthy ("investigate any metric that shows spikes above").
@@ -25,6 +33,22 @@ FRAMEWORK = "NeMo-RL"
 RL_MARKER = r"(^|/)(token_mult_prob_error|gen_kl_error|probs_ratio_clamped)$"
 
 RULES: tuple[NameRule, ...] = (
+    NameRule(
+        r"^timing/.*(tokens|toks|samples|seqs)_per_sec(_per_gpu)?$",
+        "throughput",
+        "tokens (or samples) per second, logged among the timings: down is bad",
+    ),
+    NameRule(
+        r"(^|/)train_fp_utilization$",
+        "throughput",
+        "achieved over theoretical FLOP/s during training (model FLOPs utilisation)",
+    ),
+    NameRule(r"(^|/)train_flops_per_gpu$", "throughput", "TFLOP/s per GPU during training"),
+    NameRule(
+        r"^performance/(training_worker_idle_time_ratio|average_token_imbalance)$",
+        "statistic",
+        "how the work is spread over the workers",
+    ),
     NameRule(
         r"(^|/)token_mult_prob_error$",
         "mismatch_ratio",

@@ -9,6 +9,10 @@ Read from THUDM/slime:
   `rollout/log_probs`, `rollout/ref_log_probs`, `rollout/entropy`, `perf/step_time`,
   `perf/{phase}_time`, `perf/*_tflops`, `perf/actor_train_tok_per_s`, `perf/wait_time_ratio`,
   `eval/<dataset>`.
+At 624b824a, slime/observability/train_metric_utils.py also logs `perf/actor_train_tok_per_s`
+(tokens trained per second), `perf/actor_train_tflops`, `perf/log_probs_tflops`,
+`perf/ref_log_probs_tflops`, and slime/backends/megatron_utils/update_weight/ adds
+`perf/update_weights_density` and `perf/update_weights_wire_bytes`.
 Read from radixark/miles: miles/backends/training_utils/loss_hub/losses.py (`train_rollout_kl`:
 KL(SGLang ‖ Megatron), k3 estimate), miles/utils/tracking_utils/ci_history.py.
 """
@@ -45,5 +49,8 @@ RULES: tuple[NameRule, ...] = (
     NameRule(r"^rollout/(raw_reward|rewards)$", "reward", "rollout rewards"),
     NameRule(r"^train/(ois|tis|tis_abs|tis_clipfrac|ess_ratio)$", "statistic", "importance-sampling statistics"),
     NameRule(r"^perf/wait_time_ratio$", "statistic", "share of the step spent waiting"),
+    NameRule(r"^perf/.*_tok_per_s$", "throughput", "tokens per second of a phase (actor training)"),
+    NameRule(r"^perf/.*_tflops$", "throughput", "TFLOP/s of a phase"),
+    NameRule(r"^perf/update_weights_(density|wire_bytes)$", "statistic", "how much of the weights a refit sends"),
     NameRule(r"^perf/.*_time$", "step_time", "a phase time"),
 )

@@ -186,3 +186,70 @@ def test_modded_nanogpt_clock_and_running_mean_are_not_read_as_step_times():
 def test_llmc_short_names_are_read_as_llmc_only_beside_trl():
     assert understand_all(["trl", "tel", "lr", "norm", "eval"])["norm"].kind == "grad_norm"
     assert understand("norm").kind == "unknown" and understand("eval").kind == "unknown"
+
+
+@pytest.mark.parametrize(
+    ("metric", "kind", "framework"),
+    [
+        # NVIDIA-NeMo/RL at 7ea279ab: nemo_rl/algorithms/utils.py print_performance_metrics
+        # (performance_metrics["train_fp_utilization"], ["train_flops_per_gpu"]), logged by grpo.py
+        # with prefix="performance"; sft.py logs metrics["train_fp_utilization"] with prefix="train"
+        ("performance/train_fp_utilization", "throughput", "NeMo-RL"),
+        ("train/train_fp_utilization", "throughput", "NeMo-RL"),
+        ("performance/train_flops_per_gpu", "throughput", "NeMo-RL"),
+        ("performance/training_worker_idle_time_ratio", "statistic", "NeMo-RL"),
+        # grpo.py / sft.py: timing_metrics["valid_tokens_per_sec_per_gpu"], prefix="timing/train"
+        ("timing/train/valid_tokens_per_sec_per_gpu", "throughput", "NeMo-RL"),
+        ("timing/train/total_step_time", "step_time", "generic"),
+        # THUDM/slime at 624b824a: slime/observability/train_metric_utils.py
+        # log_dict["perf/actor_train_tok_per_s"], log_dict["perf/actor_train_tflops"]
+        ("perf/actor_train_tok_per_s", "throughput", "slime"),
+        ("perf/actor_train_tflops", "throughput", "slime"),
+        ("perf/actor_train_time", "step_time", "slime"),
+        # vwxyzjn/cleanrl at fe8d8a03: cleanrl/ppo.py writer.add_scalar("losses/explained_variance", ...),
+        # writer.add_scalar("charts/SPS", ...)
+        ("losses/explained_variance", "statistic", "CleanRL"),
+        ("charts/SPS", "throughput", "CleanRL"),
+        # mlflow/mlflow: mlflow/system_metrics/metrics/gpu_monitor.py, cpu_monitor.py, prefix "system/"
+        ("system/gpu_0_utilization_percentage", "system", "MLflow"),
+        ("system/gpu_3_memory_usage_megabytes", "system", "MLflow"),
+        ("system/cpu_utilization_percentage", "system", "MLflow"),
+        ("system/node_0/system_memory_usage_megabytes", "system", "MLflow"),
+        ("system/network_transmit_megabytes", "system", "MLflow"),
+    ],
+)
+def test_names_from_the_frameworks_own_source_get_their_kind(metric, kind, framework):
+    understood = understand(metric)
+    assert (understood.kind, understood.framework) == (kind, framework)
+
+
+def test_cleanrls_td_losses_are_rl_losses_in_a_cleanrl_run():
+    cleanrl = understand_all(["losses/td_loss", "losses/q_values", "charts/SPS", "charts/episodic_return"])
+    assert (cleanrl["losses/td_loss"].kind, cleanrl["losses/q_values"].kind) == ("policy_loss", "statistic")
+    assert understand("losses/td_loss").kind == "loss"  # without CleanRL's charts, a plain loss
+
+
+def test_a_drop_of_nemo_rls_valid_tokens_per_second_is_named():
+    # logged among the timings, it was read as a step time, whose fall is no problem
+    rng = np.random.default_rng(3)
+    values = 5200.0 + rng.normal(0, 45.0, 500)
+    values[330:] *= 0.6
+    events = classify_series(np.arange(500), values, metric="timing/train/valid_tokens_per_sec_per_gpu")
+    alarms = [e for e in events if e.severity != "info"]
+    assert alarms and alarms[0].kind == "level_shift" and 330 <= alarms[0].start_step <= 336
+    assert alarms[0].details["after"] < alarms[0].details["before"]
+
+
+def test_cleanrls_explained_variance_rising_toward_one_is_no_divergence():
+    rng = np.random.default_rng(4)
+    t = np.arange(600)
+    values = 0.95 * (1 - np.exp(-t / 90)) - 0.3 + rng.normal(0, 0.02, len(t))
+    assert [e for e in classify_series(t, values, metric="losses/explained_variance") if e.severity != "info"] == []
+    # read as a loss, the same healthy rise is the "divergence" issue 32 saw
+    assert [e.kind for e in classify_series(t, values, metric="losses/explained_variance", kind="loss")]
+
+
+def test_mlflows_gpu_idling_through_checkpoints_raises_nothing():
+    t = np.arange(400)
+    values = np.where(t % 100 < 8, 2.0, 97.0)
+    assert classify_series(t, values, metric="system/gpu_0_utilization_percentage") == []

@@ -222,3 +222,66 @@ def test_a_wait_share_in_percent_gets_its_ceiling_in_percent():
 
 def test_system_vitals_other_than_the_gpu_s_are_drawn_not_read():
     assert not signal("system").analysed and signal("gpu_memory").analysed and signal("gpu_memory").system
+
+
+@pytest.mark.parametrize("metric", ["loss/p95", "train/loss/p5", "loss/median", "grads/p25", "eval/loss/p75"])
+def test_a_distributions_quantile_is_a_statistic_not_the_metric(metric):
+    # holter.Histogram / wandb.Histogram are logged as NAME/min, /p5, ... /max (client/holter/media.py)
+    assert understand(metric).kind == "statistic"
+
+
+def test_a_distributions_extremes_are_statistics_in_a_run_that_logs_its_quantiles():
+    with_histogram = understand_all(
+        ["loss", "loss/min", "loss/p95", "loss/max", "sampling/sampling_logp_difference/max"]
+    )
+    assert [with_histogram[n].kind for n in ("loss", "loss/min", "loss/max")] == ["loss", "statistic", "statistic"]
+    # a framework's own maximum keeps its meaning
+    assert with_histogram["sampling/sampling_logp_difference/max"].kind == "logprob_mismatch"
+    assert understand_all(["loss/max"])["loss/max"].kind == "loss"  # no quantiles: nothing says it is one
+
+
+def test_the_easiest_sequences_loss_reaching_zero_is_not_too_good_to_be_true():
+    import numpy as np
+    from holter_server.detect import classify_series
+
+    # the per-sequence losses' lowest quantile: some sequences are learnt by heart, as they should be
+    rng = np.random.default_rng(5)
+    t = np.arange(600)
+    values = np.maximum(0.002, 4.0 * np.exp(-t / 80) + np.abs(rng.normal(0, 0.01, len(t))))
+    for metric in ("loss/p5", "loss/min"):
+        kind = understand_all(["loss/min", "loss/p5", "loss/p95"])[metric].kind
+        assert [e for e in classify_series(t, values, metric=metric, kind=kind) if e.severity != "info"] == []
+    # read as a loss (issue 32), the same curve is "too good"
+    assert [e.kind for e in classify_series(t, values, metric="loss/p5", kind="loss") if e.severity != "info"] == [
+        "too_good"
+    ]
+
+
+@pytest.mark.parametrize(
+    "metric",
+    [
+        "explained_variance",
+        "train/explained_variance",  # stable-baselines3 stable_baselines3/ppo/ppo.py
+        "critic/vf_explained_var",  # verl
+        "value/explained_var",
+        "eval/r2",
+        "r2_score",
+    ],
+)
+def test_explained_variance_like_statistics_are_not_losses(metric):
+    assert understand(metric).kind == "statistic"
+
+
+@pytest.mark.parametrize(
+    ("metric", "kind"),
+    [
+        ("timing/tokens_per_sec", "throughput"),
+        ("timing_s/samples_per_second", "throughput"),
+        ("perf/tok_per_s", "throughput"),
+        ("time/fps", "throughput"),  # stable-baselines3 common/base_class.py
+        ("charts/sps", "throughput"),
+        ("timing/train/total_step_time", "step_time"),
+    ],
+)
+def test_a_rate_is_a_throughput_even_among_timings(metric, kind):
+    assert understand(metric).kind == kind
