@@ -4,7 +4,8 @@
 * `grad_norm_precursor` — a gradient-norm spike within a few steps before a loss spike.
 * `no_learning_signal` — a gradient norm of exactly zero, or a loss flat from step zero.
 * `activation_growth` — an activation norm that keeps growing; `layer_dominance` — one
-  layer's activation norm dwarfing the others (named).
+  layer's activation norm dwarfing the others of its stack (named); the outputs of
+  normalisation layers and embeddings, whose scale is set by construction, are left out.
 * `systems_slowdown` — throughput down (or step time up) while the loss carries on.
 * `mismatch_off_zero` — the rollout/trainer mismatch leaving its healthy value (≈0 for a
   logprob gap, ≈1 for a ratio), with its period.
@@ -27,6 +28,7 @@ recognised, see `holter_server.vocabulary`); a metric without one is understood 
 from __future__ import annotations
 
 import math
+import re
 import statistics
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -277,13 +279,19 @@ def _activation(
                     source_event=event.event_id,
                 )
             )
-    families: dict[str, list[SeriesSnapshot]] = {}
+    peers: dict[tuple[str, str], list[SeriesSnapshot]] = {}
     for snapshot in series:
         split = _layer_of(snapshot.metric)
         value = snapshot.last_value
-        if split and kind_of(snapshot.metric) == "activation_norm" and value is not None and math.isfinite(value):
-            families.setdefault(split[0], []).append(snapshot)
-    for family, members in families.items():
+        if (
+            split
+            and kind_of(snapshot.metric) == "activation_norm"
+            and value is not None
+            and math.isfinite(value)
+            and not _set_by_construction(split[1])
+        ):
+            peers.setdefault((split[0], _stack_of(split[1])), []).append(snapshot)
+    for (family, _), members in peers.items():
         if len(members) < MIN_LAYERS:
             continue
         leader = max(members, key=lambda m: m.last_value or 0.0)
@@ -305,6 +313,32 @@ def _activation(
                 )
             )
     return found
+
+
+# The output of a normalisation layer has an RMS set by its gain (≈1 from initialisation:
+# GPT-2's `ln_f`, Llama's `norm`, NeoX's `final_layer_norm`, `input_layernorm`, `bn1`), and an
+# embedding's output is a row of its table (≈0.02 at GPT-2's initialisation): neither measures
+# an activation growing through the network, so neither is a layer that can dominate, nor one
+# the others are measured against.
+_NORMALISATION = re.compile(r"norm|(^|_)(ln|bn|gn)(_|\d|$)")
+_EMBEDDING = re.compile(r"embed|^(wte|wpe|emb|pos_emb|tok_emb)$")
+# the index of a layer in a stack: `transformer.h.11`, `model.layers.3`, `blocks_2`, `layer.5`
+_INDEX = re.compile(r"[._]?\d+$")
+
+
+def _set_by_construction(layer: str) -> bool:
+    """Whether a layer's activation RMS is fixed by what the layer is (a normalisation or an
+    embedding, by its name's last part), rather than by what flows into it."""
+    name = layer.lower().rpartition(".")[2]
+    return bool(_NORMALISATION.search(name) or _EMBEDDING.search(name))
+
+
+def _stack_of(layer: str) -> str:
+    """The layers a layer is compared with: the other elements of its stack (`transformer.h.#`
+    for `transformer.h.3`: blocks of one kind, whose outputs are of one scale), or, for a layer
+    outside any stack, the other such layers of the model."""
+    stack, found = _INDEX.subn("", layer)
+    return f"{stack}.#" if found else ""
 
 
 def _slowdowns(by_kind: dict[str, list[Event]]) -> list[Event]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from holter_server.detect.events import Event
 from holter_server.detect.findings import SeriesSnapshot, cross_signal_findings, nonfinite_origin
 
@@ -221,3 +222,41 @@ def test_a_tripwire_report_is_not_read_as_a_loss_event_by_the_other_rules() -> N
     )
     drop = event("level_shift", "tokens_per_s", 6000, 7000, before=52000.0, after=31200.0)
     assert kinds(cross_signal_findings([drop, report], [])) == ["systems_slowdown"]
+
+
+# the last activation RMS of each layer of a config-initialised 4-layer GPT-2 after 30 steps
+# under holter.torch.watch (n_embd=64), as measured on CPU
+GPT2_ACTIVATIONS = {
+    "transformer.wte": 0.0204,
+    "transformer.wpe": 0.021,
+    "transformer.h.0": 0.0568,
+    "transformer.h.1": 0.1292,
+    "transformer.h.2": 0.2207,
+    "transformer.h.3": 0.3222,
+    "transformer.ln_f": 0.9903,
+}
+
+
+def gpt2_layers(**changed: float) -> list[SeriesSnapshot]:
+    values = {**GPT2_ACTIVATIONS, **changed}
+    return [SeriesSnapshot(f"holter/act_norm/{layer}", value, 0, 30) for layer, value in values.items()]
+
+
+def test_a_final_layernorms_output_of_one_is_no_dominance() -> None:
+    # the final LayerNorm's RMS is its gain (~1) whatever comes in; the embeddings' is the table's scale
+    assert [e for e in cross_signal_findings([], gpt2_layers()) if e.kind == "layer_dominance"] == []
+
+
+def test_a_block_dwarfing_its_stack_is_still_named() -> None:
+    (found,) = [
+        e for e in cross_signal_findings([], gpt2_layers(**{"transformer.h.2": 9.0})) if e.kind == "layer_dominance"
+    ]
+    assert found.metric == "holter/act_norm/transformer.h.2" and found.details["layer"] == "transformer.h.2"
+    assert "other 3 layers" in found.summary
+
+
+@pytest.mark.parametrize("layer", ["model.norm", "gpt_neox.final_layer_norm", "model.layers.3.input_layernorm", "bn1"])
+def test_a_normalisation_layer_is_never_the_dominant_one(layer: str) -> None:
+    layers = [SeriesSnapshot(f"act_norm/model.layers.{i}", 0.5 + 0.1 * i) for i in range(4)]
+    layers.append(SeriesSnapshot(f"act_norm/{layer}", 60.0))
+    assert [e for e in cross_signal_findings([], layers) if e.kind == "layer_dominance"] == []
