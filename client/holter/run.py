@@ -516,7 +516,7 @@ class Run(WandbRunSurface):
             handle.remove()  # what a step-function watch still holds reaches the run before it ends
         self._watches.clear()
         if self._vitals is not None:
-            self._vitals.stop()
+            self._vitals.stop(finished=status == "finished")
         if timeout is None:
             timeout = float(os.environ.get("HOLTER_FLUSH_TIMEOUT", "30"))
         self._queue.append(Control(f"/api/v1/runs/{self.id}/finish", {"status": status}))

@@ -13,10 +13,19 @@ their own and logged under `holter/system/`.
     holter/system/gpu.<i>.throttle.thermal     1 while the clocks are cut for heat (software or hardware)
     holter/system/gpu.<i>.throttle.power       1 while the hardware slows down or brakes for power
 
-Samples are logged at the training step the run has reached, once per step at most: a sample
-taken while the step has not moved since the last one is dropped, so a stored sample always
-means "steps continue", and a hung job stays silent for the stall watch. Standard library only;
-every reader degrades to nothing on a machine that lacks what it reads.
+Samples are logged at the training step the run has reached, once per step at most, so a
+stored sample always means "steps continue" (what the service's `gpu_idle` detector reads).
+
+While no step is logged the machine is still sampled, because a job that stops logging (hung
+in a collective, stuck in its data loader, compiling) is when its vitals matter most. From the
+second sample in a row without a new step, each sample goes to the run's summary as
+`holter/system/<name>` (the latest reading), with `holter/system/sampled_at` (UTC),
+`holter/system/quiet_for_s` (seconds since the step last moved) and
+`holter/system/quiet_since_step`: the run page shows the machine of a hung job, live. They are
+not points: the service keeps one value per metric and step, so a second sample at the last
+step would be refused as that step "logged again", and a step beyond it would be a step the job
+never took. When steps move again (or the run finishes) those summary keys are removed.
+Standard library only; every reader degrades to nothing on a machine that lacks what it reads.
 """
 
 from __future__ import annotations
@@ -29,6 +38,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -37,6 +47,9 @@ if TYPE_CHECKING:
 PREFIX = "holter/system/"
 DEFAULT_INTERVAL_S = 10.0
 MIN_INTERVAL_S = 0.05
+# samples in a row without a new step before the machine is reported in the summary (a job that
+# logs every few samples is not quiet; one that skipped a whole interval twice is)
+QUIET_SAMPLES = 2
 GIB = float(1 << 30)
 MB = 1e6
 # NVML clock-event ("throttle") reason bits, nvml.h `nvmlClocksEventReason*`.
@@ -383,7 +396,11 @@ class SystemSampler(threading.Thread):
         self._gpus = gpus
         self._halt = threading.Event()
         self._last_step = run.step - 1  # a resumed run's samples wait for its first new step
+        self._moved_at = time.time()
+        self._quiet = 0  # samples in a row without a new step
+        self._reported: set[str] = set()  # the summary keys of the quiet machine, to remove later
         self.samples = 0
+        self.quiet_reports = 0
 
     def run(self) -> None:
         gpus = open_gpu_reader() if self._gpus == "auto" else self._gpus
@@ -398,22 +415,48 @@ class SystemSampler(threading.Thread):
                 gpus.close()
 
     def sample(self, gpus: Any) -> bool:
-        """Read once and log at the run's step; False when the step has not moved (nothing logged)."""
+        """Read once and log at the run's step; False when the step has not moved (no point is
+        logged then: from the QUIET_SAMPLES-th such sample on, the reading goes to the summary)."""
         step = self.target.step - 1
-        if step <= self._last_step:
-            return False
         metrics = self.proc.read()
         if gpus is not None:
             metrics.update(gpus.read())
         if not metrics:
             return False
+        if step <= self._last_step:
+            self._quiet += 1
+            if self._quiet >= QUIET_SAMPLES:
+                self._report_quiet(metrics, step)
+            return False
+        self._quiet = 0
+        self._moved_at = time.time()
+        self._forget_quiet()
         self._last_step = step
         self.target.log_at({PREFIX + name: value for name, value in metrics.items()}, step=step)
         self.samples += 1
         return True
 
-    def stop(self, timeout: float = 5.0) -> None:
-        """Stop sampling (the sample under way, if any, completes)."""
+    def _report_quiet(self, metrics: Metrics, step: int) -> None:
+        now = time.time()
+        values: dict[str, Any] = {PREFIX + name: value for name, value in metrics.items()}
+        values[PREFIX + "sampled_at"] = datetime.fromtimestamp(now, timezone.utc).isoformat(timespec="seconds")
+        values[PREFIX + "quiet_for_s"] = round(now - self._moved_at, 1)
+        if step >= 0:
+            values[PREFIX + "quiet_since_step"] = step
+        self.target._send_summary(values)
+        self._reported.update(values)
+        self.quiet_reports += 1
+
+    def _forget_quiet(self) -> None:
+        if self._reported:
+            self.target._send_summary(dict.fromkeys(sorted(self._reported)))  # a key set to None is removed
+            self._reported = set()
+
+    def stop(self, timeout: float = 5.0, *, finished: bool = False) -> None:
+        """Stop sampling (the sample under way, if any, completes). A run that `finished` has its
+        quiet machine taken out of the summary; a crashed one keeps it, for its post-mortem."""
         self._halt.set()
         if self.is_alive() and threading.current_thread() is not self:
             self.join(timeout)
+        if finished:
+            self._forget_quiet()

@@ -70,3 +70,41 @@ def test_sampled_vitals_land_at_the_jobs_steps_and_a_collapse_is_named(
         ]
     )
     assert events[0]["metric"] == "holter/system/gpu.0.utilization" and "fell from 97% to 3%" in events[0]["summary"]
+
+
+def test_a_hung_job_still_shows_its_gpus_and_cpu(
+    server: ServerProcess, spool_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    utilisation = gpu_with_utilisation_file(tmp_path)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setitem(__import__("sys").modules, "pynvml", None)
+    monkeypatch.setenv("HOLTER_SYSTEM_INTERVAL", "0.05")
+    run = holter.init(project="vitals", name="hangs", url=server.url, system_vitals=True)
+    for step in range(5):
+        run.log({"loss": 2.0 - step / 10}, step=step)
+        time.sleep(0.06)
+
+    def summary() -> dict:
+        return httpx.get(f"{server.url}/api/v1/runs/{run.id}").json()["summary"]
+
+    # the job hangs after step 4 (stuck in a collective: the GPU spins at 100%), and no step comes
+    utilisation.write_text("100")
+    first = wait_until(lambda: (s := summary()).get("holter/system/gpu.0.utilization") == 100.0 and s)
+    assert first["holter/system/quiet_since_step"] == 4 and "holter/system/memory.used_frac" in first
+    assert {"holter/system/cpu.percent", "holter/system/gpu.0.memory_used_frac"} & set(first)
+    later = wait_until(lambda: (s := summary())["holter/system/quiet_for_s"] > first["holter/system/quiet_for_s"] and s)
+    assert later["holter/system/sampled_at"] >= first["holter/system/sampled_at"]  # live, sample after sample
+    points = httpx.get(f"{server.url}/api/v1/runs/{run.id}/metrics/holter/system/gpu.0.utilization/points").json()
+    assert max(points["steps"]) <= 4  # no point at a step the job never took
+    # the job comes back and trains on: the quiet machine leaves the summary
+    steps = iter(range(5, 10_000))
+
+    def training_again() -> bool:
+        for _ in range(3):
+            run.log({"loss": 1.4}, step=next(steps))
+            time.sleep(0.02)
+        run.flush()
+        return not any(key.startswith("holter/system/") for key in summary())
+
+    wait_until(training_again)
+    run.finish()

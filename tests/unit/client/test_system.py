@@ -116,19 +116,23 @@ def test_no_gpu_tools_means_no_gpu_reader(tmp_path, monkeypatch):
 
 
 class StepRun:
-    """The two things the sampler asks of a run: its step, and a place for points."""
+    """What the sampler asks of a run: its step, a place for points, and its summary."""
 
     id = "sampled"
 
     def __init__(self) -> None:
         self.step = 0
         self.logged: list[tuple[int, dict]] = []
+        self.summaries: list[dict] = []
 
     def log_at(self, metrics, *, step, wall_time=None):
         self.logged.append((step, metrics))
 
+    def _send_summary(self, values):
+        self.summaries.append(values)
 
-def test_sampler_logs_once_per_step_reached_and_never_before_the_first(tmp_path, monkeypatch):
+
+def test_sampler_logs_points_once_per_step_reached_and_never_before_the_first(tmp_path, monkeypatch):
     fake_nvidia_smi(tmp_path, "h100-80gb-hbm3__590.48.01__load.csv", monkeypatch)
     run = StepRun()
     sampler = SystemSampler(run, gpus=SmiReader.open())  # type: ignore[arg-type]
@@ -136,12 +140,52 @@ def test_sampler_logs_once_per_step_reached_and_never_before_the_first(tmp_path,
     assert not sampler.sample(gpus)  # nothing logged yet
     run.step = 6  # steps 0..5 logged
     assert sampler.sample(gpus)
-    assert not sampler.sample(gpus)  # the step has not moved: a hung job stays silent
+    assert not sampler.sample(gpus)  # the step has not moved: no second point at step 5
     run.step = 9
     assert sampler.sample(gpus)
     assert [step for step, _ in run.logged] == [5, 8]
     step, metrics = run.logged[0]
     assert metrics["holter/system/gpu.0.utilization"] == 100.0 and "holter/system/memory.used_frac" in metrics
+
+
+def test_a_quiet_job_shows_its_machine_in_the_summary_until_steps_move_again(tmp_path, monkeypatch):
+    fake_nvidia_smi(tmp_path, "h100-80gb-hbm3__590.48.01__load.csv", monkeypatch)
+    run = StepRun()
+    sampler = SystemSampler(run, gpus=SmiReader.open())  # type: ignore[arg-type]
+    gpus = sampler._gpus
+    run.step = 4
+    assert sampler.sample(gpus)
+    sampler.sample(gpus)  # one interval without a step: not yet quiet
+    assert run.summaries == []
+    sampler.sample(gpus)
+    sampler.sample(gpus)
+    assert len(run.summaries) == 2 and [step for step, _ in run.logged] == [3]  # no point beyond or at step 3 again
+    latest = run.summaries[-1]
+    assert latest["holter/system/gpu.0.utilization"] == 100.0 and latest["holter/system/quiet_since_step"] == 3
+    assert latest["holter/system/quiet_for_s"] >= 0 and latest["holter/system/sampled_at"].endswith("+00:00")
+    run.step = 5
+    assert sampler.sample(gpus)
+    removed = run.summaries[-1]
+    assert set(removed) == set(run.summaries[0]) | set(latest) and set(removed.values()) == {None}
+
+
+def test_a_job_quiet_before_its_first_step_is_reported_too(tmp_path):
+    run = StepRun()
+    sampler = SystemSampler(run, gpus=None)  # type: ignore[arg-type]
+    for _ in range(3):
+        sampler.sample(None)
+    assert run.logged == [] and "holter/system/memory.used_frac" in run.summaries[-1]
+    assert "holter/system/quiet_since_step" not in run.summaries[-1]
+
+
+def test_a_finished_run_takes_its_quiet_machine_out_of_the_summary_and_a_crashed_one_keeps_it():
+    for finished, expected in ((True, 2), (False, 1)):
+        run = StepRun()
+        sampler = SystemSampler(run, gpus=None)  # type: ignore[arg-type]
+        for _ in range(2):
+            sampler.sample(None)
+        sampler.stop(finished=finished)
+        assert len(run.summaries) == expected
 
 
 def test_sampler_thread_samples_at_its_interval_and_stops(tmp_path):
