@@ -12,12 +12,16 @@ wandb script runs with its import changed to `import holter as wandb`:
 
 `init` makes a run the current one: `holter.run`, `holter.config` and `holter.summary` are
 then its own objects (as wandb sets `wandb.run` and friends), and `log`, `define_metric`,
-`alert`, `watch` and `finish` act on it. `mode` (or $HOLTER_MODE): "online" (the default),
-"offline" (everything goes to the spool on disk and `holter sync` sends it later) or
-"disabled" (every call does nothing: nothing is sent and no file is written).
+`alert`, `watch`, `mark_preempting` and `finish` act on it. `mode` (or $HOLTER_MODE, else
+$WANDB_MODE): "online" (the default), "offline" (everything goes to the spool on disk and
+`holter sync` sends it later) or "disabled" (every call does nothing: nothing is sent and no
+file is written). Arguments not given come from Holter's environment variables, else wandb's
+(`ENVIRONMENT`).
 
-What has no meaning in Holter (`entity`, `settings`, `resume="must"`, wandb's code saving...)
-is accepted and named once on stderr; docs/wandb.md lists what maps to what.
+What has no meaning in Holter (`settings`, `resume="must"`, wandb's code saving...) is accepted
+and named once on stderr; docs/wandb.md lists what maps to what. The rest of wandb's surface
+lives beside this module: the run's attributes (holter/surface.py), `Api` (api.py), `sweep`
+and `agent` (sweeps.py), `errors`, `plot`, and `termlog` (console.py).
 """
 
 from __future__ import annotations
