@@ -29,6 +29,8 @@ from holter.surface import note_once
 from holter.transport import RejectedError, Transport, TransportError
 
 _NONFINITE = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
+# the most points the service downsamples a read to (its MAX_CHART_POINTS)
+MAX_SAMPLES = 100_000
 # wandb's run states for Holter's statuses
 _STATES = {"running": "running", "finished": "finished", "crashed": "crashed", "stalled": "running"}
 
@@ -163,7 +165,7 @@ class ApiRun:
         `samples` points; a pandas DataFrame when pandas is importable and `pandas` is true."""
         rows: dict[int, dict[str, Any]] = {}
         for name in keys or self._metric_names():
-            series = self._series(name, max_points=max(2, int(samples)))
+            series = self._series(name, max_points=min(max(2, int(samples)), MAX_SAMPLES))
             for step, value in zip(series["steps"], series["values"]):
                 rows.setdefault(step, {"_step": step})[name] = _number(value)
         ordered = [rows[step] for step in sorted(rows)]
