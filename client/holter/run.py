@@ -177,6 +177,8 @@ class Run(WandbRunSurface):
                 self._commit_pending()
         if not self._pending:
             self._pending_step = self._next_step if step is None else step
+        if any(isinstance(value, Mapping) for value in data.values()):
+            data = _flat_dicts(data)  # gathered leaf by leaf, as wandb merges a step's nested keys
         self._pending.update(data)
         if commit is not False:
             self._commit_pending()

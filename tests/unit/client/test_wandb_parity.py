@@ -257,3 +257,10 @@ def test_a_sweep_program_runs_with_its_parameters_in_the_environment_and_argumen
     holter.agent(sweep_id)
     assert out.read_text().splitlines() == [repr(({"lr": 0.5}, sweep_id, ["--lr=0.5"]))]
     assert sweeps.active() is None
+
+
+def test_nested_dicts_gathered_with_commit_false_merge_leaf_by_leaf(tmp_path: Path) -> None:
+    run = offline(tmp_path)
+    holter.log({"train": {"loss": 2.0}}, commit=False)
+    holter.log({"train": {"acc": 0.5}})
+    assert points(run, tmp_path) == {"train/loss": {0: 2.0}, "train/acc": {0: 0.5}}
