@@ -87,6 +87,8 @@ class Run(WandbRunSurface):
         # wandb's log(commit=False): values gathered for one step, sent when it is committed
         self._pending: dict[str, Any] = {}
         self._pending_step = 0
+        # values measured by a wandb-style watch, waiting for the script's next log() call
+        self._carried: dict[str, Any] = {}
         # define_metric(step_metric=...): which metric is whose x axis, and each axis's last value
         self._axes: dict[str, str] = {}
         self._axis_of: dict[str, str | None] = {}
@@ -158,7 +160,7 @@ class Run(WandbRunSurface):
         `define_metric(name, step_metric=AXIS)` is logged at the value of AXIS (in the same
         call, else the last one logged) rather than at the run's step.
         """
-        if commit is None and not self._pending and not self._axes:  # the common case, kept cheap
+        if commit is None and not self._pending and not self._axes and not self._carried:  # the common case, kept cheap
             if step is None:
                 step = self._next_step
             elif type(step) is not int:
@@ -171,6 +173,9 @@ class Run(WandbRunSurface):
             if len(queue) >= self._max_queued_calls:
                 self._wait_for_room()
             return
+        if self._carried:  # what a wandb-style watch measured since the last call joins this one
+            data = {**self._carried, **data}
+            self._carried = {}
         if step is not None:
             step = operator.index(step)
             if self._pending and step != self._pending_step:
@@ -363,10 +368,10 @@ class Run(WandbRunSurface):
     ) -> Any:
         """wandb's `run.watch`: per-layer gradient norms and activation RMS (`holter.torch.watch`)
         every `log_freq` backward passes, as wandb's hooks log: from the `log_freq`-th pass on,
-        into the step the script is logging (as wandb's `commit=False`), so the step counter and
-        the script's own metrics stay where they would be without it. wandb's gradient and
-        parameter histograms are not logged; `log`, `criterion`, `idx` and `log_graph` are
-        accepted for its sake. Returns the `holter.torch.Watch`; `unwatch()` removes it."""
+        with the values of the script's next `log()` call, at its step (wandb's hooks log with
+        `commit=False`), so the step counter and the script's own metrics stay where they would
+        be without it. wandb's gradient and parameter histograms are not logged; `log`,
+        `criterion`, `idx` and `log_graph` are accepted for its sake. Returns the `holter.torch.Watch`; `unwatch()` removes it."""
         from holter.torch import watch
 
         every = max(1, int(log_freq or 1))
@@ -508,6 +513,9 @@ class Run(WandbRunSurface):
             if self.status != "running":
                 return self._sender.delivery()
             self.status = status
+            if self._carried:
+                self._pending.update(self._carried)
+                self._carried = {}
             if self._pending:
                 self._commit_pending()
             _active_runs.discard(self)
@@ -557,14 +565,14 @@ class Run(WandbRunSurface):
 
 
 class _IntoCurrentStep:
-    """What a wandb-style `watch` logs into: the run's step being gathered (wandb's hooks log
-    with `commit=False`), never a step of its own."""
+    """What a wandb-style `watch` logs into: the step of the script's next `log()` call (wandb's
+    hooks log with `commit=False`), never a step of its own."""
 
     def __init__(self, run: Run) -> None:
         self.run = run
 
     def log(self, metrics: Mapping[str, Any], step: int | None = None) -> None:
-        self.run.log(metrics, commit=False)
+        self.run._carried.update(metrics)
 
 
 def init(

@@ -274,3 +274,20 @@ def test_unwatch_takes_the_hooks_off(model: TinyModel, tmp_path) -> None:  # typ
     finally:
         holter.finish()
     assert sorted(logged["holter/grad_norm"]) == [0] and sorted(logged["loss"]) == [0, 1]
+
+
+def test_wandb_style_watch_joins_a_script_logging_its_own_steps(model: TinyModel, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import holter
+
+    from tests.unit.client.test_wandb_surface import points
+
+    run = holter.init(project="p", mode="offline", spool_dir=tmp_path)
+    try:
+        holter.watch(model, log_freq=1)
+        for index, step in enumerate((0, 10, 20)):
+            train_step(model, index)
+            holter.log({"loss": float(step)}, step=step)
+        logged = points(run, tmp_path)
+    finally:
+        holter.finish()
+    assert sorted(logged["holter/grad_norm"]) == sorted(logged["loss"]) == [0, 10, 20]
