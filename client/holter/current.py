@@ -227,7 +227,6 @@ def init(
     $WANDB_DIR, $WANDB_ENTITY, $WANDB_SWEEP_ID; $WANDB_SILENT or $WANDB_QUIET mean `quiet`.
     Inside `holter.agent(...)` the sweep's drawn parameters go over `config` (see holter/sweeps.py).
     """
-    global _current
     unknown = set(options) - HOLTER_OPTIONS - IGNORED_OPTIONS
     if unknown:
         raise TypeError(f"holter.init got unexpected keyword arguments: {', '.join(sorted(unknown))}")

@@ -371,7 +371,8 @@ class Run(WandbRunSurface):
         with the values of the script's next `log()` call, at its step (wandb's hooks log with
         `commit=False`), so the step counter and the script's own metrics stay where they would
         be without it. wandb's gradient and parameter histograms are not logged; `log`,
-        `criterion`, `idx` and `log_graph` are accepted for its sake. Returns the `holter.torch.Watch`; `unwatch()` removes it."""
+        `criterion`, `idx` and `log_graph` are accepted for its sake. Returns the
+        `holter.torch.Watch`; `unwatch()` removes it."""
         from holter.torch import watch
 
         every = max(1, int(log_freq or 1))

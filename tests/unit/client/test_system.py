@@ -144,7 +144,7 @@ def test_sampler_logs_points_once_per_step_reached_and_never_before_the_first(tm
     run.step = 9
     assert sampler.sample(gpus)
     assert [step for step, _ in run.logged] == [5, 8]
-    step, metrics = run.logged[0]
+    _, metrics = run.logged[0]
     assert metrics["holter/system/gpu.0.utilization"] == 100.0 and "holter/system/memory.used_frac" in metrics
 
 
