@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, HTTPException, Query
 
@@ -59,6 +59,13 @@ def compare_arms(
         int | None, Query(ge=0, description="the range of the auc measure (default: what every run covers)")
     ] = None,
     end: Annotated[int | None, Query(ge=0)] = None,
+    primary: Annotated[
+        Literal["final", "at_step", "at_tokens", "auc"] | None,
+        Query(
+            description="the measure chosen up front and tested at α (default: at_tokens when every run counts "
+            "tokens, else at_step); the others are claimed only after it, Holm-corrected"
+        ),
+    ] = None,
 ) -> ArmComparisonPublic:
     first, second = _arm(session, principal, "a", a), _arm(session, principal, "b", b)
     if (start is None) != (end is None) or (start is not None and end is not None and end <= start):
@@ -72,13 +79,15 @@ def compare_arms(
             at_step=at_step,
             at_tokens=at_tokens,
             step_range=(start, end) if start is not None and end is not None else None,
+            primary=primary,
             max_points=settings.max_group_points,
         )
     except compare_service.GroupTooLargeError as exc:
         raise HTTPException(status_code=413, detail=str(exc)) from exc
-    for arm in (found.a, found.b):
-        if not arm.arm.curves:
-            raise HTTPException(status_code=404, detail=f"{metric!r} is not logged by {arm.label}")
+    except compare_service.MissingMetricError as exc:
+        raise HTTPException(status_code=404, detail=str(exc)) from exc
+    except ValueError as exc:  # a primary measure that cannot be read
+        raise HTTPException(status_code=422, detail=str(exc)) from exc
     return ArmComparisonPublic.from_comparison(found)
 
 
