@@ -144,6 +144,7 @@ ROUTES: tuple[RouteAccess, ...] = (
     # signal or noise: the arms `a` and `b` ("run:<id>", "group:<id>") are bound by the route
     _route("GET", "/compare", "read"),
     _route("GET", "/runs/{run_id}/seed-group", "read"),
+    _route("GET", "/runs/{run_id}/twins", "read"),
     _route("GET", "/projects/{project}/seed-groups", "read", path_ids={"project": "project"}),
     _route("GET", "/projects/{project}/settings", "read", path_ids={"project": "project"}),
     _route("PUT", "/projects/{project}/settings", "admin", "json", path_ids={"project": "project"}),

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from holter_server.analysis.seeds import GroupBand, SeedGroup
 from holter_server.analysis.verdicts import Identity, Verdict
 from holter_server.nonfinite import json_safe_column
-from holter_server.services.compare import ArmComparison, ArmReading
+from holter_server.services.compare import ArmComparison, ArmReading, Twins
 
 
 def _finite(value: float | None) -> float | None:
@@ -239,6 +239,44 @@ class ArmComparisonPublic(BaseModel):
             stand_in=ArmPublic.from_reading(c.stand_in) if c.stand_in else None,
             config_diff=[ConfigChangePublic(key=ch.key, a=ch.a, b=ch.b) for ch in c.confounders.changes],
             warnings=c.confounders.warnings,
+        )
+
+
+class TwinPublic(BaseModel):
+    """A run that read the same batches in the same order."""
+
+    run_id: str
+    name: str | None
+    status: str | None
+    differs: list[ConfigChangePublic] = Field(description="config keys in which it differs (a: this run, b: the twin)")
+
+
+class TwinsPublic(BaseModel):
+    """The runs of the project with this run's data order, whatever else differs (width, optimiser,
+    init seed): a spike they share at one step is the batch, not the optimiser."""
+
+    run_id: str
+    data_order: dict[str, Any] | None = Field(
+        description="the keys that decide which batch comes at which step; null: the config names no data"
+    )
+    sentence: str
+    twins: list[TwinPublic]
+
+    @classmethod
+    def from_twins(cls, found: Twins) -> TwinsPublic:
+        return cls(
+            run_id=found.run_id,
+            data_order=found.data_order,
+            sentence=found.sentence,
+            twins=[
+                TwinPublic(
+                    run_id=t.run_id,
+                    name=t.name,
+                    status=found.statuses.get(t.run_id),
+                    differs=[ConfigChangePublic(key=c.key, a=c.a, b=c.b) for c in t.differs],
+                )
+                for t in found.twins
+            ],
         )
 
 

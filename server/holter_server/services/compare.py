@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 
 from holter_server.analysis.configs import fingerprint, flatten, without
 from holter_server.analysis.seeds import GroupBand, RunConfig, SeedGroup, group_band, group_of, seed_groups
+from holter_server.analysis.twins import Twin, data_order, describe_twins, twin_runs
 from holter_server.analysis.verdicts import (
     Arm,
     Confounders,
@@ -82,6 +83,38 @@ def group_of_run(*, session: Session, run: RunRow, runs: list[RunRow] | None = N
     )
     assert found is not None  # the run is among those grouped
     return found
+
+
+@dataclass
+class Twins:
+    """The runs of a run's project that read the same batches in the same order (`analysis.twins`)."""
+
+    run_id: str
+    data_order: dict | None  # the keys that decide it; None when the config names no data
+    twins: list[Twin]
+    statuses: dict[str, str]
+    sentence: str
+
+
+def twins_of_run(*, session: Session, run: RunRow) -> Twins:
+    """The run's data-order twins among its project's runs (the newest MAX_RUNS), whatever else
+    differs: another width, optimiser or init seed."""
+    declared = declared_keys(session=session, project=run.project)
+    others = [r for r in project_runs(session=session, project=run.project) if r.id != run.id]
+    found = twin_runs(
+        run.config or {},
+        [(r.id, r.name, r.config or {}) for r in others],
+        seed_keys=declared.seed_keys,
+        data_seed_keys=declared.data_seed_keys,
+    )
+    order = data_order(run.config or {}, declared.data_seed_keys)
+    return Twins(
+        run.id,
+        order,
+        found,
+        {r.id: r.status for r in others},
+        describe_twins(order, found, declared.seed_keys),
+    )
 
 
 def _curve(session: Session, run_id: str, metric: str) -> tuple[np.ndarray, np.ndarray] | None:

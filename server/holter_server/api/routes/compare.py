@@ -14,6 +14,7 @@ from holter_server.schemas.compare import (
     ProjectSettingsSet,
     SeedGroupPublic,
     SeedGroupsPublic,
+    TwinsPublic,
 )
 from holter_server.services import compare as compare_service
 from holter_server.store import projects as projects_store
@@ -98,6 +99,15 @@ def compare_arms(
 )
 def read_seed_group(session: SessionDep, run_id: str) -> SeedGroupPublic:
     return SeedGroupPublic.from_group(compare_service.group_of_run(session=session, run=require_run(session, run_id)))
+
+
+@router.get(
+    "/runs/{run_id}/twins",
+    response_model=TwinsPublic,
+    summary="The runs that read the same batches in the same order as this one, whatever else differs",
+)
+def read_twins(session: SessionDep, run_id: str) -> TwinsPublic:
+    return TwinsPublic.from_twins(compare_service.twins_of_run(session=session, run=require_run(session, run_id)))
 
 
 @router.get(
