@@ -339,6 +339,12 @@ class DisabledRun:
     def timed_step(self, *args: Any, **kwargs: Any) -> Iterator[None]:
         yield
 
+    def note_data_wait(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def restart_step_clock(self) -> None:
+        pass
+
     def report_nonfinite(self, *args: Any, **kwargs: Any) -> None:
         pass
 

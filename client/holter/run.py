@@ -28,7 +28,7 @@ from holter.sender import Barrier, Control, Delivery, Sender
 from holter.spool import Spool, default_spool_root
 from holter.summary import Summary
 from holter.system import SystemSampler, sampling_interval
-from holter.throughput import ThroughputMeter, mfu_peak, rates
+from holter.throughput import StepClock, ThroughputMeter, mfu_peak
 from holter.transport import RejectedError, Transport, TransportError
 from holter.wire import dumps
 
@@ -84,6 +84,7 @@ class Run:
         self._axis_values: dict[str, Any] = {}
         self._alerted: dict[str, float] = {}
         self._throughput = ThroughputMeter()
+        self._step_clock = StepClock()
         self._finish_lock = threading.Lock()
         registration: dict[str, Any] = {
             "id": run_id,
@@ -390,20 +391,41 @@ class Run:
         flops_per_token: float | None = None,
         peak_flops: float | str | None = None,
     ) -> Iterator[None]:
-        """Time the block as one step and log `holter/step_time` and the throughput of its `tokens` and
-        `samples`; nothing is logged when the block raises.
+        """Time the block as one step's work and log its throughput two ways (holter/throughput.py):
+
+        * over the whole step, from the end of the previous timed step to the end of this one, the
+          wait for the batch included: `holter/step_time`, `holter/throughput/tokens_per_s`,
+          `holter/throughput/samples_per_s` (a loader stall shows here);
+        * over the block alone, the step's own work: `holter/compute_time`,
+          `holter/throughput/compute_tokens_per_s`, `holter/throughput/compute_samples_per_s`.
 
         With `flops_per_token` (`holter.torch.flops_per_token(model, seq_len)`) and `peak_flops`
-        (the device's FLOP/s, or its name: "H100", `holter.torch.peak_flops()` looks it up) it
-        also logs `holter/throughput/mfu`, the model FLOPs utilisation.
+        (the device's FLOP/s, or its name: "H100", `holter.torch.peak_flops()` looks it up) it also
+        logs the model FLOPs utilisation both ways: `holter/throughput/mfu` and
+        `holter/throughput/compute_mfu`. Nothing is logged when the block raises. The first step
+        has no previous end: its whole step is known only when `holter.torch.watch_loader` wraps
+        the loader (its wait for the first batch); call `restart_step_clock()` after a pause that
+        should not count as a step (a long evaluation).
         """
         peak = mfu_peak(tokens, flops_per_token, peak_flops)  # a bad peak fails here, before the step's work
-        started = time.perf_counter()
-        yield
-        self.log(
-            rates(time.perf_counter() - started, tokens, samples, flops_per_token=flops_per_token, peak_flops=peak),
-            step=step,
-        )
+        started = self._step_clock.now()
+        try:
+            yield
+        except BaseException:
+            self._step_clock.restart()  # a failed step is no step: the next one does not count its time
+            raise
+        metrics = self._step_clock.step(started, tokens, samples, flops_per_token=flops_per_token, peak_flops=peak)
+        self.log(metrics, step=step)
+
+    def note_data_wait(self, seconds: float) -> None:
+        """The wait for the next step's batch, from `holter.loader.watch_loader`: it completes the
+        first timed step's whole-step time (later steps measure it from the previous step's end)."""
+        self._step_clock.note_wait(seconds)
+
+    def restart_step_clock(self) -> None:
+        """Start the whole-step clock afresh at the next timed step, after a pause that is no part
+        of a training step (an evaluation, a checkpoint): it would read as one very slow step."""
+        self._step_clock.restart()
 
     def report_nonfinite(
         self, step: int, *, forward: Mapping[str, Any] | None = None, gradient: Mapping[str, Any] | None = None
