@@ -56,6 +56,7 @@ HOLTER_OPTIONS = frozenset(
         "max_held_bytes",
         "system_vitals",
         "quiet",
+        "provenance",
     }
 )
 # wandb options that have no meaning here: accepted, and named once.
@@ -343,6 +344,9 @@ class DisabledRun:
         pass
 
     def restart_step_clock(self) -> None:
+        pass
+
+    def report_preflight(self, *args: Any, **kwargs: Any) -> None:
         pass
 
     def report_nonfinite(self, *args: Any, **kwargs: Any) -> None:

@@ -17,13 +17,14 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from holter.config import Config
+from holter.provenance import provenance as recorded_provenance
 from holter.sender import Barrier, Control, Delivery, Sender
 from holter.spool import Spool, default_spool_root
 from holter.summary import Summary
@@ -62,6 +63,7 @@ class Run:
         max_held_bytes: int,
         notes: str | None = None,
         offline: bool = False,
+        provenance: dict[str, Any] | None = None,
     ) -> None:
         self.id = run_id
         self.project = project
@@ -97,6 +99,9 @@ class Run:
             registration["kinds"] = dict(kinds)
         if notes is not None:
             registration["notes"] = notes
+        if provenance:
+            registration["provenance"] = provenance
+        self.provenance = provenance
         register = Control("/api/v1/runs", registration)
         self._register = register
         spool = Spool(spool_root, run_id)
@@ -445,6 +450,16 @@ class Run:
         self._queue.append(Control(f"/api/v1/runs/{self.id}/nonfinite", payload))
         self._wake.set()
 
+    def report_preflight(self, checks: Iterable[Any]) -> None:
+        """Store pre-flight check results with the run (`holter.torch.preflight` calls it): each a
+        `holter.preflight.Check` or a mapping with `name`, `passed`, `summary` and `details`. Sent
+        in order with the points, through the spool when the service is away; a check sent again
+        replaces its earlier result."""
+        payload = [c.to_json() if hasattr(c, "to_json") else dict(c) for c in checks]
+        if payload:
+            self._queue.append(Control(f"/api/v1/runs/{self.id}/preflight", {"checks": payload}))
+            self._wake.set()
+
     def _wait_for_room(self) -> None:
         # Memory stays bounded: the sender always drains the queue, to the service or to disk.
         self._wake.set()
@@ -548,6 +563,7 @@ def init(
     quiet: bool | None = None,
     notes: str | None = None,
     offline: bool = False,
+    provenance: bool | None = None,
 ) -> Run:
     """Start (or resume, when `id` names an existing run) a run and return it.
 
@@ -561,7 +577,10 @@ def init(
     disk, network and GPUs every $HOLTER_SYSTEM_INTERVAL seconds (default 10) into
     `holter/system/...`. Prints one line with the run's dashboard page unless `quiet` (or
     $HOLTER_QUIET=1). `notes`: what the run is about, shown on its page. `offline`: send nothing,
-    keep everything in the spool for a later `holter sync`.
+    keep everything in the spool for a later `holter sync`. `provenance` (default on;
+    $HOLTER_PROVENANCE=0 turns it off) records the code version (git commit, dirty-diff hash) and
+    the environment (Python, torch, CUDA, package versions, hostname) with the run
+    (holter/provenance.py); `run.provenance` holds what was sent.
 
     `holter.init` (holter/current.py) is the wandb-style front of this: it also takes wandb's
     arguments and `mode`, and makes the run the process's current one (`holter.run`).
@@ -583,6 +602,7 @@ def init(
         max_held_bytes=max_held_bytes,
         notes=notes,
         offline=offline,
+        provenance=recorded_provenance() if _enabled(provenance, "HOLTER_PROVENANCE", default=True) else None,
     )
     if _enabled(system_vitals, "HOLTER_SYSTEM_VITALS", default=True):
         run._vitals = SystemSampler(run, interval=sampling_interval())

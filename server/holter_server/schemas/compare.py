@@ -12,6 +12,7 @@ from holter_server.analysis.seeds import GroupBand, SeedGroup
 from holter_server.analysis.verdicts import Identity, Verdict
 from holter_server.nonfinite import json_safe_column
 from holter_server.services.compare import ArmComparison, ArmReading, Twins
+from holter_server.services.repeats import Repeats
 
 
 def _finite(value: float | None) -> float | None:
@@ -276,6 +277,72 @@ class TwinsPublic(BaseModel):
                     differs=[ConfigChangePublic(key=c.key, a=c.a, b=c.b) for c in t.differs],
                 )
                 for t in found.twins
+            ],
+        )
+
+
+class DifferencePublic(BaseModel):
+    metric: str
+    step: int
+    a: float | None = Field(description="this run's value")
+    b: float | None = Field(description="the repeat's value")
+    relative: float | None
+
+
+class RepeatPublic(BaseModel):
+    """A run with this run's config and seeds, compared value for value."""
+
+    run_id: str
+    name: str | None
+    status: str | None
+    same_code: bool | None = Field(description="the same commit and local changes; null: a code version is unknown")
+    code: str = Field(description="the repeat's code version in words")
+    identical: bool = Field(description="every value both logged is the same, bit for bit")
+    metrics: list[str] = Field(description="the metrics compared (what training computes: losses, norms, rewards)")
+    points: int
+    first_difference: DifferencePublic | None
+    environment: list[str] = Field(description="what differs between the two environments ('torch 2.3.0 → 2.4.0')")
+    sentence: str
+
+
+class RepeatsPublic(BaseModel):
+    """Determinism: the runs of the project with this run's config and seeds, and whether they
+    logged the same values (when the code is the same too, they should)."""
+
+    run_id: str
+    code: str = Field(description="this run's code version in words")
+    sentence: str
+    repeats: list[RepeatPublic]
+
+    @classmethod
+    def from_repeats(cls, found: Repeats) -> RepeatsPublic:
+        return cls(
+            run_id=found.run_id,
+            code=found.code,
+            sentence=found.sentence,
+            repeats=[
+                RepeatPublic(
+                    run_id=r.run_id,
+                    name=r.name,
+                    status=found.statuses.get(r.run_id),
+                    same_code=r.same_code,
+                    code=r.code,
+                    identical=r.identical,
+                    metrics=r.compared,
+                    points=r.points,
+                    first_difference=DifferencePublic(
+                        metric=r.difference.metric,
+                        step=r.difference.step,
+                        a=_finite(r.difference.a),
+                        b=_finite(r.difference.b),
+                        relative=r.difference.relative,
+                    )
+                    if r.difference
+                    else None,
+                    environment=r.environment,
+                    sentence=r.sentence,
+                )
+                for r in found.repeats
             ],
         )
 

@@ -83,6 +83,26 @@ def create_or_resume_run(
     return run, resumed
 
 
+def set_provenance(*, session: Session, run: RunRow, provenance: dict[str, Any]) -> None:
+    """Record where the run came from, unless it already has it: the first create's code version
+    stands (a resume from other code is another run's business, not a rewrite of this one's)."""
+    if run.provenance is None:
+        run.provenance = provenance
+        session.flush()
+
+
+def record_preflight(*, session: Session, run: RunRow, checks: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Store pre-flight check results by name (a check run again replaces its result); returns
+    what is stored."""
+    stored = dict((run.preflight or {}).get("checks") or {})
+    moment = now().isoformat()
+    for check in checks:
+        stored[str(check["name"])] = {**check, "at": moment}
+    run.preflight = {"checks": stored}
+    session.flush()
+    return run.preflight
+
+
 def list_runs(
     *, session: Session, project: str | None, status: str | None, tag: str | None = None, limit: int, offset: int
 ) -> tuple[Sequence[RunRow], int]:

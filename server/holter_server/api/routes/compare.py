@@ -12,11 +12,13 @@ from holter_server.schemas.compare import (
     ArmComparisonPublic,
     ProjectSettingsPublic,
     ProjectSettingsSet,
+    RepeatsPublic,
     SeedGroupPublic,
     SeedGroupsPublic,
     TwinsPublic,
 )
 from holter_server.services import compare as compare_service
+from holter_server.services import repeats as repeats_service
 from holter_server.store import projects as projects_store
 from holter_server.store.models import RunRow
 
@@ -108,6 +110,15 @@ def read_seed_group(session: SessionDep, run_id: str) -> SeedGroupPublic:
 )
 def read_twins(session: SessionDep, run_id: str) -> TwinsPublic:
     return TwinsPublic.from_twins(compare_service.twins_of_run(session=session, run=require_run(session, run_id)))
+
+
+@router.get(
+    "/runs/{run_id}/repeats",
+    response_model=RepeatsPublic,
+    summary="Determinism: the runs with this run's config and seeds, and whether they logged the same values",
+)
+def read_repeats(session: SessionDep, run_id: str) -> RepeatsPublic:
+    return RepeatsPublic.from_repeats(repeats_service.repeats_of(session=session, run=require_run(session, run_id)))
 
 
 @router.get(

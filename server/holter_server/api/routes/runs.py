@@ -64,6 +64,8 @@ def create_run(session: SessionDep, settings: SettingsDep, principal: PrincipalD
         )
     except runs_store.RunIdTakenError:
         raise taken from None
+    if body.provenance is not None:
+        runs_store.set_provenance(session=session, run=run, provenance=body.provenance.model_dump(exclude_unset=True))
     kinds.declare(session=session, run=run, definitions=body.definitions())
     if body.notes is not None:
         runs_store.update_run(session=session, run=run, tags=None, notes=body.notes)
