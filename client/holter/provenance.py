@@ -151,19 +151,25 @@ def environment() -> dict[str, Any]:
     found["packages"] = packages
     torch = sys.modules.get("torch")
     if torch is not None:
-        found["torch"] = str(getattr(torch, "__version__", ""))[:64] or None
-        version = getattr(torch, "version", None)
-        if getattr(version, "cuda", None):
-            found["cuda"] = str(version.cuda)
-        try:
-            cudnn = torch.backends.cudnn.version()
-            if cudnn:
-                found["cudnn"] = str(cudnn)
-            if torch.cuda.is_initialized():  # asking an idle driver would start it: only when the job did
-                found["gpus"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
-        except Exception:  # noqa: BLE001 - a half-installed CUDA must not stop a run
-            pass
+        found.update(_torch(torch))
     return {k: v for k, v in found.items() if v is not None}
+
+
+def _torch(torch: Any) -> dict[str, Any]:
+    """torch's version, its CUDA and cuDNN, and the GPUs when the job started CUDA already."""
+    found: dict[str, Any] = {"torch": str(getattr(torch, "__version__", ""))[:64] or None}
+    version = getattr(torch, "version", None)
+    if getattr(version, "cuda", None):
+        found["cuda"] = str(version.cuda)
+    try:
+        cudnn = torch.backends.cudnn.version()
+        if cudnn:
+            found["cudnn"] = str(cudnn)
+        if torch.cuda.is_initialized():  # asking an idle driver would start it: only when the job did
+            found["gpus"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+    except Exception:  # noqa: BLE001 - a half-installed CUDA must not stop a run: what was read stands
+        return found
+    return found
 
 
 def provenance() -> dict[str, Any]:
