@@ -25,7 +25,7 @@ from typing import Any
 
 from holter.config import Config
 from holter.provenance import provenance as recorded_provenance
-from holter.sender import Barrier, Control, Delivery, Sender
+from holter.sender import Barrier, Control, Delivery, Sender, without_provenance
 from holter.spool import Spool, default_spool_root
 from holter.summary import Summary
 from holter.system import SystemSampler, sampling_interval
@@ -128,8 +128,14 @@ class Run:
 
     def _register_now(self, url: str, api_key: str | None, register: Control, timeout: float) -> None:
         """Try once to register so a resumed run learns its last step; never fatal."""
+        transport = Transport(url, api_key, timeout=timeout)
         try:
-            answer = Transport(url, api_key, timeout=timeout).request("POST", register.path, dumps(register.payload))
+            try:
+                answer = transport.request("POST", register.path, dumps(register.payload))
+            except RejectedError as exc:
+                if not without_provenance(register, exc):
+                    raise
+                answer = transport.request("POST", register.path, dumps(register.payload))
         except TransportError as exc:
             print(f"holter: service at {url} unreachable ({exc}); spooling to disk until it returns", file=sys.stderr)
             return

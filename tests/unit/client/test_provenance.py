@@ -81,3 +81,83 @@ def test_a_git_that_hangs_costs_at_most_its_deadline(
     started = time.monotonic()
     found = provenance.code_version(repo)
     assert time.monotonic() - started < 2 and (found is None or "commit" not in found)
+
+
+class OlderService:
+    """A loopback service of the version before provenance: its run schema forbids the field."""
+
+    def __init__(self, port: int) -> None:
+        import json
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.registrations: list[dict] = []
+        service = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+                status, answer = 200, {"stored": 0}
+                if self.path == "/api/v1/runs":
+                    service.registrations.append(body)
+                    if "provenance" in body:
+                        status = 422
+                        answer = {
+                            "detail": [
+                                {
+                                    "type": "extra_forbidden",
+                                    "loc": ["body", "provenance"],
+                                    "msg": "Extra inputs are not permitted",
+                                }
+                            ]
+                        }
+                    else:
+                        answer = {"id": body["id"], "resumed": False, "last_step": None}
+                data = json.dumps(answer).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_an_older_service_that_refuses_provenance_still_gets_the_run(spool_dir: Path) -> None:
+    import holter
+
+    from tests.servers import free_port
+
+    port = free_port()
+    service = OlderService(port)
+    try:
+        run = holter.init(project="p", url=f"http://127.0.0.1:{port}")
+        run.log({"loss": 1.0}, step=0)
+        assert run.finish(timeout=10).spooled == 0
+    finally:
+        service.stop()
+    assert "provenance" in service.registrations[0] and "provenance" not in service.registrations[1]
+
+
+def test_a_registration_spooled_for_an_older_service_is_sent_without_provenance(spool_dir: Path) -> None:
+    import holter
+
+    from tests.servers import free_port
+
+    port = free_port()
+    run = holter.init(project="p", url=f"http://127.0.0.1:{port}", connect_timeout=0.2)  # the service is away
+    run.log({"loss": 1.0}, step=0)
+    service = OlderService(port)
+    try:
+        assert run.finish(timeout=30).spooled == 0
+    finally:
+        service.stop()
+    assert [("provenance" in r) for r in service.registrations][-1] is False
