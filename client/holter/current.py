@@ -64,6 +64,7 @@ HOLTER_OPTIONS = frozenset(
         "max_held_bytes",
         "system_vitals",
         "quiet",
+        "provenance",
     }
 )
 # wandb options that have no meaning here: accepted, and named once.
@@ -500,6 +501,15 @@ class DisabledRun(WandbRunSurface):
     @contextmanager
     def timed_step(self, *args: Any, **kwargs: Any) -> Iterator[None]:
         yield
+
+    def note_data_wait(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def restart_step_clock(self) -> None:
+        pass
+
+    def report_preflight(self, *args: Any, **kwargs: Any) -> None:
+        pass
 
     def report_nonfinite(self, *args: Any, **kwargs: Any) -> None:
         pass

@@ -14,7 +14,9 @@ and logs, per batch, at the step the batch was trained at:
   body: the step's own work;
 * `holter/loader/wait_fraction`: wait / (wait + compute), the share of the step spent waiting.
 
-The service reads the fraction with a healthy ceiling (a step that spends more than a fifth of
+Each wait is also handed to the run (`Run.note_data_wait`), so that `run.timed_step` counts the
+first step's wait in its whole-step throughput (later steps measure it from the previous step's
+end). The service reads the fraction with a healthy ceiling (a step that spends more than a fifth of
 its time waiting is stalled) and names an input pipeline stall when it rises while the compute
 time does not. On a GPU the host runs ahead of the device, so the loop body's wall time is the
 device's pace only when the body waits for the device somewhere (`loss.item()`, a logged value):
@@ -59,6 +61,8 @@ class LoaderWatch(Generic[T]):
         self._step_fn = step
         self._clock = clock
         self._count = 0
+        # a `holter.Run` takes each wait for its timed step's whole-step time (holter/throughput.py)
+        self._note_wait: Callable[[float], None] | None = getattr(run, "note_data_wait", None)
 
     def __iter__(self) -> Iterator[T]:
         clock = self._clock
@@ -75,6 +79,8 @@ class LoaderWatch(Generic[T]):
                 return
             arrived = clock()
             previous = (self._next_step(), arrived - asked, arrived)
+            if self._note_wait is not None:
+                self._note_wait(arrived - asked)
             yield batch
             asked = clock()
 

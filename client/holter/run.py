@@ -17,19 +17,20 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from holter.config import Config
-from holter.sender import Barrier, Control, Delivery, Sender
+from holter.provenance import provenance as recorded_provenance
+from holter.sender import Barrier, Control, Delivery, Sender, without_provenance
 from holter.spool import Spool, default_spool_root
 from holter.summary import Summary
 from holter.surface import WandbRunSurface, _artifacts_note
 from holter.system import SystemSampler, sampling_interval
-from holter.throughput import ThroughputMeter, mfu_peak, rates
+from holter.throughput import StepClock, ThroughputMeter, mfu_peak
 from holter.transport import RejectedError, Transport, TransportError
 from holter.wire import dumps
 
@@ -66,6 +67,7 @@ class Run(WandbRunSurface):
         group: str | None = None,
         job_type: str | None = None,
         sweep_id: str | None = None,
+        provenance: dict[str, Any] | None = None,
     ) -> None:
         self.id = run_id
         self.project = project
@@ -95,6 +97,7 @@ class Run(WandbRunSurface):
         self._axis_values: dict[str, Any] = {}
         self._alerted: dict[str, float] = {}
         self._throughput = ThroughputMeter()
+        self._step_clock = StepClock()
         self._finish_lock = threading.Lock()
         registration: dict[str, Any] = {
             "id": run_id,
@@ -107,6 +110,9 @@ class Run(WandbRunSurface):
             registration["kinds"] = dict(kinds)
         if notes is not None:
             registration["notes"] = notes
+        if provenance:
+            registration["provenance"] = provenance
+        self.provenance = provenance
         register = Control("/api/v1/runs", registration)
         self._register = register
         spool = Spool(spool_root, run_id)
@@ -133,8 +139,14 @@ class Run(WandbRunSurface):
 
     def _register_now(self, url: str, api_key: str | None, register: Control, timeout: float) -> None:
         """Try once to register so a resumed run learns its last step; never fatal."""
+        transport = Transport(url, api_key, timeout=timeout)
         try:
-            answer = Transport(url, api_key, timeout=timeout).request("POST", register.path, dumps(register.payload))
+            try:
+                answer = transport.request("POST", register.path, dumps(register.payload))
+            except RejectedError as exc:
+                if not without_provenance(register, exc):
+                    raise
+                answer = transport.request("POST", register.path, dumps(register.payload))
         except TransportError as exc:
             print(f"holter: service at {url} unreachable ({exc}); spooling to disk until it returns", file=sys.stderr)
             return
@@ -442,20 +454,41 @@ class Run(WandbRunSurface):
         flops_per_token: float | None = None,
         peak_flops: float | str | None = None,
     ) -> Iterator[None]:
-        """Time the block as one step and log `holter/step_time` and the throughput of its `tokens` and
-        `samples`; nothing is logged when the block raises.
+        """Time the block as one step's work and log its throughput two ways (holter/throughput.py):
+
+        * over the whole step, from the end of the previous timed step to the end of this one, the
+          wait for the batch included: `holter/step_time`, `holter/throughput/tokens_per_s`,
+          `holter/throughput/samples_per_s` (a loader stall shows here);
+        * over the block alone, the step's own work: `holter/compute_time`,
+          `holter/throughput/compute_tokens_per_s`, `holter/throughput/compute_samples_per_s`.
 
         With `flops_per_token` (`holter.torch.flops_per_token(model, seq_len)`) and `peak_flops`
-        (the device's FLOP/s, or its name: "H100", `holter.torch.peak_flops()` looks it up) it
-        also logs `holter/throughput/mfu`, the model FLOPs utilisation.
+        (the device's FLOP/s, or its name: "H100", `holter.torch.peak_flops()` looks it up) it also
+        logs the model FLOPs utilisation both ways: `holter/throughput/mfu` and
+        `holter/throughput/compute_mfu`. Nothing is logged when the block raises. The first step
+        has no previous end: its whole step is known only when `holter.torch.watch_loader` wraps
+        the loader (its wait for the first batch); call `restart_step_clock()` after a pause that
+        should not count as a step (a long evaluation).
         """
         peak = mfu_peak(tokens, flops_per_token, peak_flops)  # a bad peak fails here, before the step's work
-        started = time.perf_counter()
-        yield
-        self.log(
-            rates(time.perf_counter() - started, tokens, samples, flops_per_token=flops_per_token, peak_flops=peak),
-            step=step,
-        )
+        started = self._step_clock.now()
+        try:
+            yield
+        except BaseException:
+            self._step_clock.restart()  # a failed step is no step: the next one does not count its time
+            raise
+        metrics = self._step_clock.step(started, tokens, samples, flops_per_token=flops_per_token, peak_flops=peak)
+        self.log(metrics, step=step)
+
+    def note_data_wait(self, seconds: float) -> None:
+        """The wait for the next step's batch, from `holter.loader.watch_loader`: it completes the
+        first timed step's whole-step time (later steps measure it from the previous step's end)."""
+        self._step_clock.note_wait(seconds)
+
+    def restart_step_clock(self) -> None:
+        """Start the whole-step clock afresh at the next timed step, after a pause that is no part
+        of a training step (an evaluation, a checkpoint): it would read as one very slow step."""
+        self._step_clock.restart()
 
     def report_nonfinite(
         self, step: int, *, forward: Mapping[str, Any] | None = None, gradient: Mapping[str, Any] | None = None
@@ -474,6 +507,16 @@ class Run(WandbRunSurface):
         }
         self._queue.append(Control(f"/api/v1/runs/{self.id}/nonfinite", payload))
         self._wake.set()
+
+    def report_preflight(self, checks: Iterable[Any]) -> None:
+        """Store pre-flight check results with the run (`holter.torch.preflight` calls it): each a
+        `holter.preflight.Check` or a mapping with `name`, `passed`, `summary` and `details`. Sent
+        in order with the points, through the spool when the service is away; a check sent again
+        replaces its earlier result."""
+        payload = [c.to_json() if hasattr(c, "to_json") else dict(c) for c in checks]
+        if payload:
+            self._queue.append(Control(f"/api/v1/runs/{self.id}/preflight", {"checks": payload}))
+            self._wake.set()
 
     def _wait_for_room(self) -> None:
         # Memory stays bounded: the sender always drains the queue, to the service or to disk.
@@ -598,6 +641,7 @@ def init(
     group: str | None = None,
     job_type: str | None = None,
     sweep_id: str | None = None,
+    provenance: bool | None = None,
 ) -> Run:
     """Start (or resume, when `id` names an existing run) a run and return it.
 
@@ -612,7 +656,10 @@ def init(
     `holter/system/...`. Prints one line with the run's dashboard page unless `quiet` (or
     $HOLTER_QUIET=1). `notes`: what the run is about, shown on its page. `offline`: send nothing,
     keep everything in the spool for a later `holter sync`. `group`, `job_type` and `sweep_id`
-    become the tags `group:NAME`, `job_type:NAME` and `sweep:ID`.
+    become the tags `group:NAME`, `job_type:NAME` and `sweep:ID`. `provenance` (default on;
+    $HOLTER_PROVENANCE=0 turns it off) records the code version (git commit, dirty-diff hash) and
+    the environment (Python, torch, CUDA, package versions, hostname) with the run
+    (holter/provenance.py); `run.provenance` holds what was sent.
 
     `holter.init` (holter/current.py) is the wandb-style front of this: it also takes wandb's
     arguments and `mode`, and makes the run the process's current one (`holter.run`).
@@ -637,6 +684,7 @@ def init(
         group=group,
         job_type=job_type,
         sweep_id=sweep_id,
+        provenance=recorded_provenance() if _enabled(provenance, "HOLTER_PROVENANCE", default=True) else None,
     )
     if _enabled(system_vitals, "HOLTER_SYSTEM_VITALS", default=True):
         run._vitals = SystemSampler(run, interval=sampling_interval())

@@ -45,6 +45,16 @@ class Control:
         self.payload = payload
 
 
+def without_provenance(register: Control, refusal: RejectedError) -> bool:
+    """A service older than the client's provenance refuses the field (422): take it out of the
+    run's registration and say so once; True when there was one to take out (send again)."""
+    if refusal.status != 422 or "provenance" not in register.payload or "provenance" not in str(refusal.detail):
+        return False
+    del register.payload["provenance"]
+    print("holter: this service does not store a run's code version yet; registering without it", file=sys.stderr)
+    return True
+
+
 class Barrier:
     """A marker in the log stream; the sender sets `done` once everything before it was handled."""
 
@@ -376,6 +386,8 @@ class Sender(threading.Thread):
         try:
             return self._transport.request("POST", path, body)
         except RejectedError as exc:
+            if path == self._register.path and without_provenance(self._register, exc):
+                return self._transport.request("POST", path, dumps(self._register.payload))
             # The run is unknown (say the service lost its database): register it again, then resend.
             if exc.status != 404 or path == self._register.path:
                 raise

@@ -1,16 +1,28 @@
 """Throughput and step time: a drop with an unchanged loss is a systems bug, not a learning one.
 
-`Run.log_throughput()` and `Run.timed_step()` use `ThroughputMeter`; the names they log are
-read by the service as throughput (down is bad) and step time (up is bad). They live under
-`holter/`, so a framework's own `step_time` (TRL logs one) is never mixed with Holter's. Given
-the model's FLOPs per token (`holter.torch.flops_per_token`) and the device's peak (`PEAK_FLOPS`,
-by GPU name), they also log MFU, model FLOPs utilisation: the share of the device's peak that the
-model's own arithmetic achieves, 0.3-0.5 for a well-tuned large run. MFU is a throughput: a drop
-with the loss unchanged is a systems problem.
+`Run.timed_step()` and `Run.log_throughput()` use this module; the names they log are read by the
+service as throughput (down is bad), MFU (down is bad, on a chart of its own: a share, not a rate)
+and step time (up is bad). They live under `holter/`, so a framework's own `step_time` (TRL logs
+one) is never mixed with Holter's.
+
+Two clocks, because a step that waits for its data is a slow step: the chapter's first suspect
+for low throughput is "the GPU idle while the CPU fetches the next batch", and a rate measured
+inside the step alone never shows it.
+
+* **the whole step** (`STEP_TIME`, `TOKENS_PER_S`, `SAMPLES_PER_S`, `MFU`): from the end of the
+  previous step to the end of this one: the wait for the batch, the step's work, and anything
+  else the loop does between steps (logging, an evaluation). This is what the run achieves;
+* **the step's own work** (`COMPUTE_TIME`, `COMPUTE_TOKENS_PER_S`, `COMPUTE_SAMPLES_PER_S`,
+  `COMPUTE_MFU`): the block `timed_step` wraps. Compute steady while the whole step falls is an
+  input-pipeline (or host) stall; both falling is the step itself.
+
+Given the model's FLOPs per token (`holter.torch.flops_per_token`) and the device's peak
+(`PEAK_FLOPS`, by GPU name), they also log MFU, model FLOPs utilisation: the share of the device's
+peak that the model's own arithmetic achieves, 0.3-0.5 for a well-tuned large run.
 
 On a GPU the host runs ahead of the device, so one step's wall time is only what it took to
-queue the work; the time between consecutive steps (what `log_throughput` measures) still
-averages to the device's pace because the host cannot run ahead by more than a bounded queue.
+queue the work; the time between consecutive steps (the whole step) still averages to the
+device's pace because the host cannot run ahead by more than a bounded queue.
 """
 
 from __future__ import annotations
@@ -23,6 +35,12 @@ STEP_TIME = "holter/step_time"
 TOKENS_PER_S = "holter/throughput/tokens_per_s"
 SAMPLES_PER_S = "holter/throughput/samples_per_s"
 MFU = "holter/throughput/mfu"
+COMPUTE_TIME = "holter/compute_time"
+COMPUTE_TOKENS_PER_S = "holter/throughput/compute_tokens_per_s"
+COMPUTE_SAMPLES_PER_S = "holter/throughput/compute_samples_per_s"
+COMPUTE_MFU = "holter/throughput/compute_mfu"
+WHOLE_STEP = (STEP_TIME, TOKENS_PER_S, SAMPLES_PER_S, MFU)
+COMPUTE_ONLY = (COMPUTE_TIME, COMPUTE_TOKENS_PER_S, COMPUTE_SAMPLES_PER_S, COMPUTE_MFU)
 
 # Peak dense (no sparsity) tensor FLOP/s in bf16 with float32 accumulation, from the vendors'
 # spec sheets, which print the sparse figure first: half of it is the dense one. Matched against
@@ -91,20 +109,70 @@ def rates(
     *,
     flops_per_token: float | None = None,
     peak_flops: float | str | None = None,
+    names: tuple[str, str, str, str] = WHOLE_STEP,
 ) -> dict[str, float]:
     """The metrics for one step of `seconds` that processed `tokens` and `samples` (either optional);
-    with `flops_per_token` and `peak_flops` (FLOP/s, or a GPU name) also `holter/throughput/mfu`,
-    tokens x flops_per_token / seconds / peak FLOP/s."""
+    with `flops_per_token` and `peak_flops` (FLOP/s, or a GPU name) also MFU, tokens x
+    flops_per_token / seconds / peak FLOP/s. `names`: the time, tokens/s, samples/s and MFU names
+    (the whole step's by default, `COMPUTE_ONLY` for the step's own work)."""
+    time_name, tokens_name, samples_name, mfu_name = names
     peak = mfu_peak(tokens, flops_per_token, peak_flops)
-    metrics = {STEP_TIME: seconds}
+    metrics = {time_name: seconds}
     if seconds > 0:
         if tokens is not None:
-            metrics[TOKENS_PER_S] = tokens / seconds
+            metrics[tokens_name] = tokens / seconds
             if flops_per_token is not None and peak is not None:
-                metrics[MFU] = tokens * flops_per_token / seconds / peak
+                metrics[mfu_name] = tokens * flops_per_token / seconds / peak
         if samples is not None:
-            metrics[SAMPLES_PER_S] = samples / seconds
+            metrics[samples_name] = samples / seconds
     return metrics
+
+
+class StepClock:
+    """Times `Run.timed_step`'s steps both ways (see the module doc): the block, and the whole step
+    from the end of the previous one. The first step has no previous end: its whole step is its
+    block plus the wait for its batch when a loader watch noted one (`note_wait`), else unknown
+    (only the compute series is logged for it)."""
+
+    def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
+        self._clock = clock
+        self._last_end: float | None = None
+        self._wait: float | None = None
+
+    def now(self) -> float:
+        return self._clock()
+
+    def note_wait(self, seconds: float) -> None:
+        """The wait for the next step's batch (from `holter.loader.watch_loader`)."""
+        self._wait = seconds
+
+    def step(
+        self,
+        started: float,
+        tokens: float | None = None,
+        samples: float | None = None,
+        *,
+        flops_per_token: float | None = None,
+        peak_flops: float | None = None,
+    ) -> dict[str, float]:
+        """End a step whose block began at `started`: its compute-only metrics, and the whole
+        step's when its length is known."""
+        end = self._clock()
+        compute = end - started
+        whole = end - self._last_end if self._last_end is not None else None
+        if whole is None and self._wait is not None:
+            whole = compute + self._wait
+        self._last_end, self._wait = end, None
+        kw = {"flops_per_token": flops_per_token, "peak_flops": peak_flops}
+        metrics = rates(compute, tokens, samples, names=COMPUTE_ONLY, **kw)
+        if whole is not None:
+            metrics.update(rates(whole, tokens, samples, **kw))
+        return metrics
+
+    def restart(self) -> None:
+        """Forget the previous step's end, e.g. after a pause the whole step should not count (a
+        long evaluation, a checkpoint) or a step that failed."""
+        self._last_end = self._wait = None
 
 
 class ThroughputMeter:

@@ -33,9 +33,10 @@ With `nan_tripwire=True` it also checks every step for the first module whose fo
 and the first parameter whose gradient, became NaN or ±Inf, and tells the service (see
 `holter.nonfinite`), which attaches it to the divergence it explains.
 
-Also here: `flops_per_token(model, seq_len=...)` and `peak_flops()` for MFU with
-`run.timed_step(..., flops_per_token=..., peak_flops=...)`, and `watch_loader(loader, run)`, the
-time each step waits for its batch (`holter.loader`).
+Also here: `preflight(model, ...)`, the pre-flight checks (overfit one batch, causal-mask leakage,
+cached vs full forward: holter/preflight.py); `flops_per_token(model, seq_len=...)` and
+`peak_flops()` for MFU with `run.timed_step(..., flops_per_token=..., peak_flops=...)`, and
+`watch_loader(loader, run)`, the time each step waits for its batch (`holter.loader`).
 
 This module imports torch; `import holter` does not import it.
 """
@@ -53,16 +54,22 @@ from torch.autograd import Variable
 
 from holter.loader import LoaderWatch, watch_loader
 from holter.nonfinite import NonFiniteStep, NonFiniteTripwire
+from holter.preflight import Check, cached_vs_full, causal_mask_leak, overfit_one_batch, preflight
 from holter.throughput import peak_flops_for
 
 __all__ = [
+    "Check",
     "Layer",
     "LoaderWatch",
     "NonFiniteStep",
     "Watch",
+    "cached_vs_full",
+    "causal_mask_leak",
     "flops_per_token",
     "layers_of",
+    "overfit_one_batch",
     "peak_flops",
+    "preflight",
     "watch",
     "watch_loader",
 ]

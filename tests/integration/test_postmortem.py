@@ -110,9 +110,11 @@ def test_the_report_draws_the_seed_group_and_says_where_the_run_ends(api: httpx.
         r"eval_loss ends ([0-9.]+) above its 3-seed group's mean \(at step 3,000, its last: this run 2\.2", section
     )
     assert told and 0.045 < float(told.group(1)) < 0.055, section
-    assert "the seed spread there is 0.01" in section and "outside the spread" in section
+    assert "the seeds' standard deviation there is 0.00" in section and ": a real difference (95% CI +0.0" in section
     summary = api.get(f"/runs/{run_id}/postmortem").json()["summary"]
-    assert "eval_loss ends 0.0" in summary and "above its 3-seed group's mean, outside the spread of 0.01" in summary
+    assert (
+        "eval_loss ends 0.0" in summary and "above its 3-seed group's mean, a real difference (seed SD 0.00" in summary
+    )
 
 
 def test_a_run_without_seed_siblings_is_told_how_to_get_some(api: httpx.Client) -> None:

@@ -1,6 +1,7 @@
 """Twin-run spike attribution through the real service, on SQLite and Postgres: a spike at the
-same step in runs with the same data order is the batch, and says so with links to the twins;
-a run with another data seed spiking at that step is no twin."""
+same step in runs with the same data order (whatever else differs: another width too) is the
+batch, and says so with links to the twins; a run with another data seed spiking at that step is
+no twin; a run's twins are listed for its page."""
 
 from __future__ import annotations
 
@@ -59,6 +60,30 @@ def test_a_spike_at_the_same_step_in_runs_with_the_same_data_order_is_attributed
         assert spike["details"]["twin_note"] in spike["summary"]
     (unrelated,) = wait_until(lambda: spikes(api, other_data))
     assert "twins" not in unrelated["details"] and "same data order" not in unrelated["summary"]
+
+
+def test_the_same_data_order_at_another_width_is_a_twin_and_listed_for_the_page(api: httpx.Client) -> None:
+    project = f"twin-{uuid.uuid4().hex[:6]}"
+    data = {"data": {"path": "shakespeare", "data_seed": 3}, "batch_size": 16, "block_size": 128}
+    narrow = post_run(api, project, {**data, "model": {"width": 128}, "lr": 1e-3, "seed": 0}, 700)
+    wide = post_run(api, project, {**data, "model": {"width": 256}, "lr": 3e-4, "seed": 1}, 700)
+    other = post_run(api, project, {**data, "data": {"path": "shakespeare", "data_seed": 4}, "seed": 0}, 700)
+    (spike,) = wait_until(
+        lambda: [s for s in spikes(api, wide) if [t["run_id"] for t in s["details"].get("twins", [])] == [narrow]]
+    )
+    assert "in 1 run with the same data order: the batch, not the optimiser" in spike["summary"]
+    twins = api.get(f"/runs/{narrow}/twins").json()
+    assert twins["data_order"] == {"data.path": "shakespeare", "data.data_seed": 3, "batch_size": 16, "block_size": 128}
+    assert [t["run_id"] for t in twins["twins"]] == [wide] and twins["twins"][0]["status"] == "finished"
+    assert [c["key"] for c in twins["twins"][0]["differs"]] == ["lr", "model.width", "seed"]
+    assert twins["sentence"].startswith("1 run shares this run's data order") and other not in str(twins)
+
+
+def test_a_run_that_names_no_data_has_no_twins_and_is_told_why(api: httpx.Client) -> None:
+    run_id = post_run(api, f"twin-{uuid.uuid4().hex[:6]}", {"lr": 3e-4, "batch_size": 8}, 100)
+    twins = api.get(f"/runs/{run_id}/twins").json()
+    assert twins["data_order"] is None and twins["twins"] == []
+    assert twins["sentence"].startswith("this run's config names no data")
 
 
 def test_a_spike_at_another_step_in_a_twin_is_not_attributed(api: httpx.Client) -> None:

@@ -105,7 +105,7 @@ def test_two_seed_groups_are_drawn_as_bands_with_the_services_verdict(page, ui_s
     sentence = page.locator("#cmp-verdict-sentence")
     sentence.wait_for()
     assert page.locator("#cmp-verdict-badge").inner_text().lower() == "real effect"
-    assert "lower at 5M tokens; the seed spread there is 0.01" in sentence.inner_text()
+    assert "lower at 5M tokens (95% CI -0.0" in sentence.inner_text()
     names = wait_until(
         lambda: page.evaluate("""() => {
         const el = document.querySelector('#cmp-seed-graph .js-plotly-plot');

@@ -21,7 +21,7 @@ MAX_POINTS = 2000
 
 
 ARM_KINDS = [{"value": "run", "label": "the run"}, {"value": "group", "label": "its seed group"}]
-VERDICT_COLORS = {"real effect": "green", "noise": "gray", "unknown": "yellow"}
+VERDICT_COLORS = {"real effect": "green", "no detectable difference": "gray", "unknown": "yellow"}
 
 
 def layout(

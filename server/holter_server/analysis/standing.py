@@ -3,9 +3,10 @@
 The post-mortem asks the seed question of one run: is where it ended something its config does
 (the other seeds end there too) or something this seed did? The run is one arm and its seed
 siblings (the run itself left out, so it is not measured against itself) the other; the
-judgement is `analysis.verdicts.judge`'s: the difference is the run's value less the seeds'
-mean, `noise` when that is inside the seeds' range, else a prediction t-test of the run against
-the seeds says whether it is a real difference or not settled.
+judgement is `analysis.verdicts.judge`'s: the difference is the run's logged value less the
+seeds' mean, and a prediction t-test of the run against the seeds says whether it is a real
+difference (with its confidence interval) or none that these seeds can detect (with what they
+could).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from holter_server.analysis.seeds import finite_curve
-from holter_server.analysis.verdicts import NOISE, REAL, Curve, Verdict, judge, value_at
+from holter_server.analysis.verdicts import REAL, Curve, Verdict, judge, logged_value, signed
 from holter_server.detect.events import format_step, format_value
 
 MIN_SEEDS = 2  # siblings needed for a seed spread: with one there is no spread to be inside
@@ -41,16 +42,24 @@ class Standing:
         return len(self.seed_values)
 
 
-def _verdict_text(verdict: Verdict, seeds: int, spread_said: bool) -> str:
-    """The judgement in words; `spread_said`: the sentence gave the spread already."""
-    of = "" if spread_said else f" of {format_value(verdict.spread or 0.0)}"
-    if verdict.verdict == NOISE:
-        return f"inside the seed spread{of}: noise"
-    p = f"t-test against the {seeds} seeds p = {verdict.p_value:.2g}" if verdict.p_value is not None else "no test"
+def _verdict_text(verdict: Verdict, seeds: int) -> str:
+    """The judgement in words, with the test's numbers."""
+    found = verdict.inference
+    if found is None:
+        return "not judged"
+    test = f"t-test against the {seeds} seeds p = {found.p_value:.2g}"
     if verdict.verdict == REAL:
-        return f"outside the spread{of}, a real difference ({p})"
-    needed = f"; about {verdict.seeds_needed} seeds per arm would settle it" if verdict.seeds_needed else ""
-    return f"outside the spread{of} but not settled ({p}){needed}"
+        return f"a real difference (95% CI {signed(found.ci_low)} to {signed(found.ci_high)}; {test})"
+    could = (
+        f"; a difference of {format_value(verdict.detectable)} or more would be found 80% of the time"
+        if verdict.detectable is not None
+        else ""
+    )
+    return f"no detectable difference from its seeds ({test}){could}"
+
+
+def _sd(verdict: Verdict) -> str:
+    return format_value(verdict.sigma) if verdict.sigma is not None else "unknown"
 
 
 def standing(metric: str, run_curve: Curve, seed_curves: Mapping[str, Curve]) -> Standing | None:
@@ -61,9 +70,9 @@ def standing(metric: str, run_curve: Curve, seed_curves: Mapping[str, Curve]) ->
     if not len(run_steps) or len(seeds) < MIN_SEEDS:
         return None
     end = int(run_steps[-1])
-    step = min(end, min(int(finite_curve(*c)[0][-1]) for c in seeds.values()))
-    seed_values = [value_at(*c, step) for c in seeds.values()]
-    run_value = value_at(*run_curve, step)
+    step = min(end, *(int(finite_curve(*c)[0][-1]) for c in seeds.values()))
+    seed_values = [logged_value(*c, step).value for c in seeds.values()]
+    run_value = logged_value(*run_curve, step).value
     at_end = step == end
     where = "at the end" if at_end else f"at step {format_step(step)}"
     verdict = judge(metric, "at_step", where, seed_values, [run_value])
@@ -84,7 +93,10 @@ def standing(metric: str, run_curve: Curve, seed_curves: Mapping[str, Curve]) ->
         f"{when}: this run {format_value(run_value)}, the seeds' median {format_value(float(np.median(seed_values)))}, "
         f"range {format_value(min(seed_values))}–{format_value(max(seed_values))}"
     )
-    spread = f"the seed spread there is {format_value(verdict.spread or 0.0)}"
-    sentence = f"{metric} {place} ({numbers}); {spread}: {_verdict_text(verdict, n, spread_said=True)}"
-    clause = f"{metric} {place}, {_verdict_text(verdict, n, spread_said=False)}"
+    sentence = (
+        f"{metric} {place} ({numbers}); the seeds' standard deviation there is {_sd(verdict)}: "
+        f"{_verdict_text(verdict, n)}"
+    )
+    judged = "a real difference" if verdict.verdict == REAL else "no detectable difference"
+    clause = f"{metric} {place}, {judged} (seed SD {_sd(verdict)})"
     return Standing(metric, step, at_end, run_value, seed_values, verdict, sentence, clause)

@@ -97,6 +97,7 @@ ROUTES: tuple[RouteAccess, ...] = (
     # what the training job itself reports (the wandb-style summary and alert)
     _route("POST", "/runs/{run_id}/summary", "ingest", "json"),
     _route("POST", "/runs/{run_id}/alerts", "ingest", "json"),
+    _route("POST", "/runs/{run_id}/preflight", "ingest", "json"),
     # points and series
     _route("POST", "/runs/{run_id}/points", "ingest", "points"),
     _route("GET", "/runs/{run_id}/metrics/{metric:path}/points", "read"),
@@ -144,6 +145,8 @@ ROUTES: tuple[RouteAccess, ...] = (
     # signal or noise: the arms `a` and `b` ("run:<id>", "group:<id>") are bound by the route
     _route("GET", "/compare", "read"),
     _route("GET", "/runs/{run_id}/seed-group", "read"),
+    _route("GET", "/runs/{run_id}/twins", "read"),
+    _route("GET", "/runs/{run_id}/repeats", "read"),
     _route("GET", "/projects/{project}/seed-groups", "read", path_ids={"project": "project"}),
     _route("GET", "/projects/{project}/settings", "read", path_ids={"project": "project"}),
     _route("PUT", "/projects/{project}/settings", "admin", "json", path_ids={"project": "project"}),

@@ -18,9 +18,22 @@ Two kinds of evidence, one event per period:
   `MIN_SHORT_TRAIN` of them in a row are evenly spaced (exactly, within `PERIOD_TOLERANCE`) at
   `MIN_SHORT_PERIOD` points or more, they are a sawtooth with that short period, not one
   "spike x N";
-* the autocorrelation of the detrended last `ACF_WINDOW` points, checked every `ACF_EVERY`
-  points: a clear peak after the first zero crossing, seen in two consecutive checks, whose
-  periodogram peak stands far above the spectrum around it (`details["p_value"]`).
+* the autocorrelation of the detrended last `ACF_WINDOW` points, checked every `ACF_EARLY_EVERY`
+  points from `ACF_FIRST` on while the series is short, then every `ACF_EVERY`: a clear peak after
+  the first zero crossing, seen in two consecutive checks, whose periodogram peak stands far above
+  the spectrum around it (`details["p_value"]`). The window is detrended with a cubic spline of
+  `DETREND_PIECES` pieces, which follows a loss's steep first drop (a quadratic does not, and a
+  short run is mostly that drop) while leaving periods of up to a quarter of the window (the
+  longest the check looks for: `ACF_MIN_CYCLES`) nearly whole.
+
+  Why `ACF_FIRST` = 128 points (it was 256, and two agreeing checks made 512): the check needs
+  `ACF_MIN_CYCLES` periods in the window and a periodogram peak whose chance under noise, over
+  the n/2 frequencies looked at, is below `MAX_CHANCE`. A sawtooth of amplitude A over noise σ
+  puts a peak of n²A²/4 over a noise median of nσ²·ln 2, so it passes when n·A²/(4σ²) ≥
+  ln(1500·n): at 128 points when A ≥ 0.62σ (periods up to 32 points), at 64 points only when
+  A ≥ 0.82σ and the period is at most 16. With two agreeing checks 64 points apart, a sawtooth of
+  period P is named after max(192, 4P + 64) points: the issue's period-40 zigzag on a 300-step
+  run at 256.
 The period is reported in steps (points x the median logging interval), because the period is
 the clue that points at the cause.
 """
@@ -50,6 +63,9 @@ MAX_CHANCE = 1e-3
 PERIOD_TOLERANCE = 0.1
 ACF_WINDOW = 1024
 ACF_EVERY = 256
+ACF_FIRST = 128  # points before the first check (see the module doc for why)
+ACF_EARLY_EVERY = 64  # checks this often while the series is shorter than ACF_WINDOW / 2
+DETREND_PIECES = 8
 ACF_MIN_PEAK = 0.4
 ACF_MAX_TROUGH = -0.15
 ACF_MIN_LAG = 4
@@ -236,13 +252,10 @@ class SawtoothDetector:
 
     # -- autocorrelation ----------------------------------------------------------------------
     def process(self, window: Window) -> None:
-        """Run the autocorrelation check at every `ACF_EVERY`-th point among the new ones."""
+        """Run the autocorrelation check at each length among the new points that `_checks` names."""
         first = window.first_index + window.new_from
         stop = window.end_index
-        check = ((first + ACF_EVERY - 1) // ACF_EVERY) * ACF_EVERY
-        if check == 0:
-            check = ACF_EVERY
-        while check <= stop:
+        for check in _checks(max(first, 1), stop):
             # `check` points seen: the window ends at series index check - 1
             end = window.position(check - 1) + 1
             width = min(check, ACF_WINDOW)
@@ -252,7 +265,6 @@ class SawtoothDetector:
                 else float(window.ceiling[min(max(end - 1 - window.new_from, 0), len(window.ceiling) - 1)])
             )
             self._check(window.steps[end - width : end], window.values[end - width : end], ceiling)
-            check += ACF_EVERY
 
     def _check(self, steps: np.ndarray, values: np.ndarray, ceiling: float | None) -> None:
         found = periodic_lag(values, min_rel=self.profile.sawtooth_min_rel, tolerance=ceiling)
@@ -384,11 +396,24 @@ class SawtoothDetector:
         self.events = [Event.from_dict(e) for e in state["events"]]
 
 
-@lru_cache(maxsize=8)
-def _quadratic_basis(n: int) -> np.ndarray:
-    """Orthonormal basis of quadratics over n points: projecting on it is a least-squares fit."""
-    t = np.linspace(-1.0, 1.0, n)
-    q, _ = np.linalg.qr(np.vander(t, 3))
+def _checks(first: int, stop: int) -> list[int]:
+    """The series lengths in [first, stop] at which the autocorrelation is checked: every
+    `ACF_EARLY_EVERY` points from `ACF_FIRST` while shorter than half the window, then every
+    `ACF_EVERY` (each check reads up to `ACF_WINDOW` points; the early ones are short and cheap)."""
+    early = [c for c in range(ACF_FIRST, ACF_WINDOW // 2, ACF_EARLY_EVERY) if first <= c <= stop]
+    late_from = max(first, ACF_WINDOW // 2)
+    late = range(((late_from + ACF_EVERY - 1) // ACF_EVERY) * ACF_EVERY, stop + 1, ACF_EVERY)
+    return early + list(late)
+
+
+@lru_cache(maxsize=64)
+def _detrend_basis(n: int) -> np.ndarray:
+    """Orthonormal basis of cubic splines with `DETREND_PIECES` equal pieces over n points (a
+    truncated power basis): projecting on it is a least-squares fit of the trend."""
+    t = np.linspace(0.0, 1.0, n)
+    knots = np.arange(1, DETREND_PIECES) / DETREND_PIECES
+    columns = [np.ones(n), t, t**2, t**3, *(np.clip(t - k, 0.0, None) ** 3 for k in knots)]
+    q, _ = np.linalg.qr(np.column_stack(columns))
     return q
 
 
@@ -409,17 +434,17 @@ def periodic_lag(values: np.ndarray, *, min_rel: float, tolerance: float | None)
     """Lag (in points, sub-point precision) of a clear autocorrelation peak and the chance of
     its periodogram peak under noise, or None.
 
-    The window is detrended with a quadratic so the falling loss does not masquerade as a
-    long period; a peak counts when it follows a real trough (a zig-zag, not a drift), the
+    The window is detrended with a cubic spline (`_detrend_basis`) so the falling loss does not
+    masquerade as a long period; a peak counts when it follows a real trough (a zig-zag, not a drift), the
     window holds at least `ACF_MIN_CYCLES` periods, and the periodogram at that period stands
     so far above the spectrum around it that noise would put a peak there with a chance below
     `MAX_CHANCE` over all the frequencies looked at (a periodogram ordinate of noise is
     exponential; its median is ln 2 times its mean).
     """
     n = len(values)
-    if n < ACF_EVERY:
+    if n < ACF_FIRST:
         return None
-    basis = _quadratic_basis(n)
+    basis = _detrend_basis(n)
     residual = values - basis @ (basis.T @ values)
     amplitude = float(np.std(residual))
     if amplitude <= min_rel * abs(float(np.median(values))) or amplitude == 0.0:

@@ -45,6 +45,82 @@ class MetricDefinition(BaseModel):
         return {name: getattr(self, name) for name in self.model_fields_set}
 
 
+class CodeVersion(BaseModel):
+    """The code a run ran (holter/provenance.py records it): its git commit and whether the working
+    tree differed from it, as a hash of the diff, so that two runs of the same commit with other
+    local changes are told apart; or, outside a repository, the script's own hash."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    commit: str | None = Field(default=None, pattern=r"^[0-9a-f]{7,64}$", description="the checked-out commit")
+    branch: str | None = Field(default=None, max_length=256)
+    dirty: bool | None = Field(default=None, description="the working tree differs from the commit")
+    diff_hash: str | None = Field(
+        default=None,
+        pattern=r"^[0-9a-f]{16,128}$",
+        description="sha256 of `git diff HEAD` and the untracked files' names: equal hashes, equal local changes",
+    )
+    changed_files: int | None = Field(default=None, ge=0, description="files the diff touches, untracked included")
+    diff_truncated: bool | None = Field(default=None, description="the diff was hashed up to the client's limit only")
+    script: str | None = Field(default=None, max_length=1024, description="the script that started the run")
+    script_hash: str | None = Field(default=None, pattern=r"^[0-9a-f]{16,128}$", description="sha256 of the script")
+
+
+class Environment(BaseModel):
+    """The machine and software a run ran on."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    python: str | None = Field(default=None, max_length=64)
+    implementation: str | None = Field(default=None, max_length=64)
+    platform: str | None = Field(default=None, max_length=256)
+    hostname: str | None = Field(default=None, max_length=256)
+    torch: str | None = Field(default=None, max_length=64)
+    cuda: str | None = Field(default=None, max_length=64)
+    cudnn: str | None = Field(default=None, max_length=64)
+    gpus: list[str] = Field(default_factory=list, max_length=64)
+    packages: dict[str, str] = Field(
+        default_factory=dict, max_length=200, description="versions of the packages that shape training"
+    )
+
+
+class Provenance(BaseModel):
+    """Where a run came from: its code version and its environment."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    code: CodeVersion | None = None
+    environment: Environment | None = None
+
+
+class PreflightCheck(BaseModel):
+    """One pre-flight check's result (`holter.torch.preflight`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(
+        min_length=1, max_length=64, pattern=r"^[a-z][a-z0-9_]*$", description="overfit_one_batch, causal_mask..."
+    )
+    passed: bool
+    summary: str = Field(max_length=2000, description="what was checked and found, with its numbers")
+    details: dict[str, Any] = Field(default_factory=dict, description="the numbers (JSON)")
+
+
+class PreflightReport(BaseModel):
+    """Pre-flight checks the job ran before training; stored by name (a resend replaces a check's
+    result with the same one)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    checks: list[PreflightCheck] = Field(min_length=1, max_length=32)
+
+
+class PreflightPublic(BaseModel):
+    """The run's pre-flight checks as stored, by name, each with when it arrived (`at`)."""
+
+    checks: dict[str, dict[str, Any]]
+
+
 class RunCreate(BaseModel):
     """Create a run, or resume it when `id` names an existing one (the client picks the id)."""
 
@@ -73,6 +149,9 @@ class RunCreate(BaseModel):
         default_factory=dict,
         max_length=MAX_DEFINITIONS,
         description="fuller definitions (kind, summary, step_metric), as define_metric sends them",
+    )
+    provenance: Provenance | None = Field(
+        default=None, description="the code version and environment (kept from the run's first create)"
     )
 
     def definitions(self) -> dict[str, dict[str, Any]]:
@@ -197,6 +276,12 @@ class RunPublic(BaseModel):
     summary: dict[str, Any] = Field(
         default_factory=dict, description="what the client said sums the run up (run.summary)"
     )
+    provenance: dict[str, Any] | None = Field(
+        default=None, description="the code version (git commit, dirty-diff hash) and environment the client recorded"
+    )
+    preflight: dict[str, Any] | None = Field(
+        default=None, description="pre-flight checks the job ran, by name: passed, summary, details, at"
+    )
 
     @classmethod
     def from_row(
@@ -227,6 +312,8 @@ class RunPublic(BaseModel):
             else [MetricPublic.from_row(m, (understood or {}).get(m.name), definitions.get(m.name)) for m in metrics],
             metric_definitions=None if metrics is None else definitions,
             summary=row.summary or {},
+            provenance=row.provenance,
+            preflight=row.preflight,
         )
 
 

@@ -13,9 +13,18 @@ from dataclasses import dataclass
 import numpy as np
 from sqlalchemy.orm import Session
 
-from holter_server.analysis.configs import flatten, without
+from holter_server.analysis.configs import fingerprint, flatten, without
 from holter_server.analysis.seeds import GroupBand, RunConfig, SeedGroup, group_band, group_of, seed_groups
-from holter_server.analysis.verdicts import Arm, Confounders, Verdict, compare_arms, confounders
+from holter_server.analysis.twins import Twin, data_order, describe_twins, twin_runs
+from holter_server.analysis.verdicts import (
+    Arm,
+    Confounders,
+    Identity,
+    Verdict,
+    compare_arms,
+    confounders,
+    identical_pairs,
+)
 from holter_server.services import reads
 from holter_server.store import projects as projects_store
 from holter_server.store import runs as runs_store
@@ -76,6 +85,38 @@ def group_of_run(*, session: Session, run: RunRow, runs: list[RunRow] | None = N
     return found
 
 
+@dataclass
+class Twins:
+    """The runs of a run's project that read the same batches in the same order (`analysis.twins`)."""
+
+    run_id: str
+    data_order: dict | None  # the keys that decide it; None when the config names no data
+    twins: list[Twin]
+    statuses: dict[str, str]
+    sentence: str
+
+
+def twins_of_run(*, session: Session, run: RunRow) -> Twins:
+    """The run's data-order twins among its project's runs (the newest MAX_RUNS), whatever else
+    differs: another width, optimiser or init seed."""
+    declared = declared_keys(session=session, project=run.project)
+    others = [r for r in project_runs(session=session, project=run.project) if r.id != run.id]
+    found = twin_runs(
+        run.config or {},
+        [(r.id, r.name, r.config or {}) for r in others],
+        seed_keys=declared.seed_keys,
+        data_seed_keys=declared.data_seed_keys,
+    )
+    order = data_order(run.config or {}, declared.data_seed_keys)
+    return Twins(
+        run.id,
+        order,
+        found,
+        {r.id: r.status for r in others},
+        describe_twins(order, found, declared.seed_keys),
+    )
+
+
 def _curve(session: Session, run_id: str, metric: str) -> tuple[np.ndarray, np.ndarray] | None:
     return reads.read_curve(session=session, run_id=run_id, metric=metric, limit=CURVE_POINTS)
 
@@ -90,6 +131,16 @@ def token_counter(*, session: Session, run_ids: list[str]) -> dict[str, str]:
         chosen = min(common, key=lambda n: (len(n), n))
         return dict.fromkeys(run_ids, chosen)
     return {r: n[0] for r, n in names.items() if n}
+
+
+def seeds_of(config: dict, declared: tuple[str, ...] = ()) -> str:
+    """A canonical text of a config's seed keys: two runs with the same text ran the same seeds."""
+    flat = flatten(config)
+    return fingerprint({k: v for k, v in flat.items() if is_seed_key(k, declared)})
+
+
+class MissingMetricError(LookupError):
+    """An arm none of whose runs logs the metric."""
 
 
 class GroupTooLargeError(ValueError):
@@ -178,6 +229,9 @@ def read_members(
     counters = token_counter(session=session, run_ids=list(curves)) if with_tokens else {}
     tokens = {r: c for r, name in counters.items() if (c := _curve(session, r, name)) is not None and len(c[0])}
     finite_tokens = {r: t[1][np.isfinite(t[1])] for r, t in tokens.items()}
+    declared = declared_keys(session=session, project=run.project).seed_keys
+    rows = runs_store.get_runs(session=session, run_ids=list(curves))
+    seeds = {r: seeds_of(row.config or {}, declared) for r, row in rows.items()}
     return ArmReading(
         kind=kind,
         run_id=run.id,
@@ -185,7 +239,7 @@ def read_members(
         run_ids=list(members),
         missing=[r for r in members if r not in curves],
         config=config,
-        arm=Arm(label, curves, tokens),
+        arm=Arm(label, curves, tokens, seeds),
         band=group_band(curves, BAND_POINTS),
         last_steps={r: int(c[0].max()) for r, c in curves.items()},
         final_tokens={r: float(v.max()) for r, v in finite_tokens.items() if len(v)},
@@ -194,23 +248,88 @@ def read_members(
 
 @dataclass
 class ArmComparison:
-    """Arm A against arm B on a metric: both arms, every measure's verdict, the confounders."""
+    """Arm A against arm B on a metric: both arms, every measure's verdict, the confounders, and
+    whether the arms logged bit-identical values."""
 
     metric: str
     a: ArmReading
     b: ArmReading
     verdicts: list[Verdict]
     confounders: Confounders
+    identity: Identity | None = None
+    stand_in: ArmReading | None = None  # the seed group whose spread stood in (one run per arm)
 
     @property
     def headline(self) -> Verdict | None:
-        """The fairest single measure: at matched tokens when both arms count them, else at matched steps."""
-        by = {v.measure: v for v in self.verdicts}
-        return by.get("at_tokens") or by.get("at_step") or (self.verdicts[0] if self.verdicts else None)
+        """The primary measure, chosen up front: at matched tokens when every run counts them, else
+        at matched steps (or the one the caller named)."""
+        return next((v for v in self.verdicts if v.primary), self.verdicts[0] if self.verdicts else None)
 
 
 def _typical(values: dict[str, float] | dict[str, int], every: list[str]) -> float | None:
     return float(statistics.median(values.values())) if values and set(values) >= set(every) else None
+
+
+MAX_STAND_IN = 20  # runs of a stand-in seed group read
+STAND_IN_GROUPS = 3  # other configs' seed groups tried (largest first) when neither arm's has seeds
+
+
+def stand_in_group(
+    *, session: Session, metric: str, arms: tuple[ArmReading, ArmReading], max_points: int | None
+) -> ArmReading | None:
+    """With one run per arm, a seed group whose spread on `metric` stands in for the arms' own: the
+    seed group of arm A's run, else of arm B's (the same configs, other seeds), else the project's
+    largest seed group that logs the metric (another config of the same project, said so). None
+    when no group of two or more seeds logs it."""
+    first = arms[0]
+    run = runs_store.get_run(session=session, run_id=first.run_id)
+    if run is None:
+        return None
+    runs = project_runs(session=session, project=run.project)
+    candidates: list[tuple[list[str], dict, str]] = []
+    for reading in arms:
+        own = runs_store.get_run(session=session, run_id=reading.run_id)
+        if own is not None:
+            group = group_of_run(session=session, run=own, runs=runs)
+            candidates.append((group.run_ids, group.config, f"{reading.label}'s seed group"))
+    groups = sorted(
+        (
+            g
+            for g in seed_groups(
+                [RunConfig(r.id, r.config or {}, r.name) for r in runs],
+                declared_keys(session=session, project=run.project).seed_keys,
+            )
+            if g.size >= 2
+        ),
+        key=lambda g: -g.size,
+    )
+    own = {tuple(c[0]) for c in candidates}
+    candidates += [
+        (g.run_ids, g.config, f"another config's seed group of project {run.project}")
+        for g in groups
+        if tuple(g.run_ids) not in own
+    ][:STAND_IN_GROUPS]
+    for group_runs, config, label in candidates:
+        members = group_runs[-MAX_STAND_IN:]
+        if len(members) < 2:
+            continue
+        try:
+            found = read_members(
+                session=session,
+                kind=GROUP_ARM,
+                run=run,
+                label=label,
+                members=members,
+                config=config,
+                metric=metric,
+                max_points=max_points,
+            )
+        except GroupTooLargeError:
+            continue
+        if len(found.arm.curves) >= 2:
+            found.label = found.arm.label = f"{label} ({len(found.arm.curves)} seeds)"
+            return found
+    return None
 
 
 def compare(
@@ -222,13 +341,18 @@ def compare(
     at_step: int | None = None,
     at_tokens: float | None = None,
     step_range: tuple[int, int] | None = None,
+    primary: str | None = None,
     max_points: int | None = None,
 ) -> ArmComparison:
     """Arm A (a kind and a run) against arm B on `metric`; an arm holding more than `max_points`
-    points is refused (GroupTooLargeError) before it is read."""
+    points is refused (GroupTooLargeError) before it is read, an arm that does not log the metric
+    (MissingMetricError); a `primary` measure that cannot be read raises ValueError."""
     first, second = (
         read_arm(session=session, kind=kind, run=run, metric=metric, max_points=max_points) for kind, run in (a, b)
     )
+    for arm in (first, second):
+        if not arm.arm.curves:
+            raise MissingMetricError(f"{metric!r} is not logged by {arm.label}")
     found = confounders(
         first.config,
         second.config,
@@ -237,8 +361,21 @@ def compare(
         last_step_a=_int(_typical(first.last_steps, list(first.arm.curves))),
         last_step_b=_int(_typical(second.last_steps, list(second.arm.curves))),
     )
-    verdicts = compare_arms(metric, first.arm, second.arm, at_step=at_step, at_tokens=at_tokens, step_range=step_range)
-    return ArmComparison(metric, first, second, verdicts, found)
+    stand_in = None
+    if len(first.arm.curves) == 1 and len(second.arm.curves) == 1:
+        stand_in = stand_in_group(session=session, metric=metric, arms=(first, second), max_points=max_points)
+    verdicts = compare_arms(
+        metric,
+        first.arm,
+        second.arm,
+        at_step=at_step,
+        at_tokens=at_tokens,
+        step_range=step_range,
+        primary=primary,
+        stand_in=stand_in.arm if stand_in else None,
+    )
+    identity = identical_pairs(metric, first.arm, second.arm)
+    return ArmComparison(metric, first, second, verdicts, found, identity, stand_in if verdicts else None)
 
 
 def _int(value: float | None) -> int | None:

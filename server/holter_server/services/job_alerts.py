@@ -36,8 +36,9 @@ def raise_alert(*, session: Session, run: RunRow, alert: JobAlert) -> EventRow:
         summary=summary,
         details={"title": alert.title, "text": alert.text},
     )
-    row, _previous = events_store.upsert_event(
+    row, created = events_store.insert_event_once(
         session=session, run_id=run.id, event_key=key, event=event, detector_version=DETECTOR
     )
-    alert_on_event(session=session, event=row, previous_severity=None)
+    if created:  # the same alert racing itself (a retry sent while the first is stored) is sent to chat once
+        alert_on_event(session=session, event=row, previous_severity=None)
     return row

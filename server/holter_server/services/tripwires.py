@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
+from holter_server.detect import DETECTOR_VERSION
 from holter_server.detect.findings import nonfinite_origin
 from holter_server.schemas.tripwires import NonFiniteReport
-from holter_server.services.detection import TRIPWIRE_PREFIX, record_event, row_to_event
+from holter_server.services.alerting import alert_on_event
+from holter_server.services.detection import TRIPWIRE_PREFIX, row_to_event
 from holter_server.services.kinds import understood_metrics
 from holter_server.store import events as events_store
 from holter_server.store import runs as runs_store
@@ -37,4 +39,10 @@ def record_nonfinite(*, session: Session, run_id: str, report: NonFiniteReport) 
         kinds={name: u.kind for name, u in understood.items()},
     )
     muted = (event.metric, event.kind) in events_store.muted_kinds(session=session, run_id=run_id)
-    return record_event(session=session, run_id=run_id, key=key, event=event, muted=muted)
+    # stored once even when the same report races itself (a retry sent while the first is stored)
+    row, created = events_store.insert_event_once(
+        session=session, run_id=run_id, event_key=key, event=event, detector_version=DETECTOR_VERSION, muted=muted
+    )
+    if created:
+        alert_on_event(session=session, event=row, previous_severity=None)
+    return row

@@ -415,6 +415,36 @@ def upsert_event(
     return row, previous
 
 
+def insert_event_once(
+    *, session: Session, run_id: str, event_key: str, event: Event, detector_version: str, muted: bool = False
+) -> tuple[EventRow, bool]:
+    """Store the event unless one with its key is stored already; returns (the stored row, whether
+    this call stored it). An `INSERT ... ON CONFLICT DO NOTHING`: the same report resent while the
+    first is still being stored (a client's retry after its timeout) waits for it and keeps it."""
+    moment = now()
+    given_id = next_id(session, EventRow.id)  # None on Postgres: its sequence numbers the row
+    created = session.execute(  # a row back: this call inserted it
+        insert_ignoring_conflicts(session, EventRow)
+        .values(
+            **({} if given_id is None else {"id": given_id}),
+            run_id=run_id,
+            event_key=event_key,
+            status="muted" if muted else "open",
+            created_at=moment,
+            updated_at=moment,
+            **_columns(event, detector_version),
+        )
+        .returning(EventRow.id)
+    ).first()
+    row = session.scalar(
+        select(EventRow)
+        .where(EventRow.run_id == run_id, EventRow.event_key == event_key)
+        .execution_options(populate_existing=True)
+    )
+    assert row is not None  # inserted above, or there already
+    return row, created is not None
+
+
 def _columns(event: Event, detector_version: str) -> dict[str, Any]:
     """The columns of an event row that its author's `Event` gives."""
     # a rule that found no metric to name says "" (detect.findings.nonfinite_origin): stored as

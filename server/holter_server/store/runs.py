@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 from sqlalchemy.orm.util import identity_key
 
 from holter_server.store import claims
+from holter_server.store.database import insert_ignoring_conflicts
 from holter_server.store.models import DetectorStateRow, MetricRow, PointRow, ReferenceRow, RunRow
 
 
@@ -33,18 +34,26 @@ def get_runs(*, session: Session, run_ids: Iterable[str]) -> dict[str, RunRow]:
     return {run.id: run for run in session.scalars(select(RunRow).where(RunRow.id.in_(wanted)))}
 
 
+class RunIdTakenError(ValueError):
+    """The run id is another project's."""
+
+
 def create_or_resume_run(
     *, session: Session, run_id: str, project: str, name: str | None, config: dict[str, Any], tags: list[str]
 ) -> tuple[RunRow, bool]:
     """Create the run, or resume it when the id exists; returns (run, resumed).
 
-    Resuming sets the run running again and merges the new config and tags into the old ones.
-    The caller checks that the project matches.
+    The create is an `INSERT ... ON CONFLICT DO NOTHING`: identical creates racing each other (a
+    client's retry after its timeout, while the first is still being answered) make one run, and
+    the losers resume it instead of failing on the duplicate key. Resuming sets the run running
+    again and merges the new config and tags into the old ones; `resumed` is False when the run
+    is still running and has logged nothing, since such a "resume" is a resent create. An id another
+    project holds raises RunIdTakenError (the race the caller's own check cannot see).
     """
     moment = now()
-    run = session.get(RunRow, run_id, with_for_update=True)
-    if run is None:
-        run = RunRow(
+    created = session.execute(  # a row back: this call inserted it (rowcount is -1 through psycopg here)
+        insert_ignoring_conflicts(session, RunRow)
+        .values(
             id=run_id,
             project=project,
             name=name,
@@ -55,9 +64,15 @@ def create_or_resume_run(
             updated_at=moment,
             heartbeat_at=moment,
         )
-        session.add(run)
-        session.flush()
+        .returning(RunRow.id)
+    ).first()
+    run = session.get(RunRow, run_id, with_for_update=True, populate_existing=True)
+    assert run is not None  # inserted above, or there already
+    if created is not None:
         return run, False
+    if run.project != project:
+        raise RunIdTakenError(run_id)
+    resumed = run.status != "running" or run.last_step is not None
     run.status = "running"
     run.finished_at = None
     run.name = name or run.name
@@ -65,7 +80,27 @@ def create_or_resume_run(
     run.tags = list(dict.fromkeys([*(run.tags or []), *tags]))
     run.updated_at = run.heartbeat_at = moment
     session.flush()
-    return run, True
+    return run, resumed
+
+
+def set_provenance(*, session: Session, run: RunRow, provenance: dict[str, Any]) -> None:
+    """Record where the run came from, unless it already has it: the first create's code version
+    stands (a resume from other code is another run's business, not a rewrite of this one's)."""
+    if run.provenance is None:
+        run.provenance = provenance
+        session.flush()
+
+
+def record_preflight(*, session: Session, run: RunRow, checks: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Store pre-flight check results by name (a check run again replaces its result); returns
+    what is stored."""
+    stored = dict((run.preflight or {}).get("checks") or {})
+    moment = now().isoformat()
+    for check in checks:
+        stored[str(check["name"])] = {**check, "at": moment}
+    run.preflight = {"checks": stored}
+    session.flush()
+    return run.preflight
 
 
 def list_runs(

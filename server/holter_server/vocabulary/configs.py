@@ -24,6 +24,22 @@ OPTIMIZER_KEY = re.compile(
     r"gradient_clipping|clip_norm|optimizer|optim|lr_scheduler\w*|scheduler|decay_lr|lr_decay\w*)$"
 )
 OPTIMIZER_SECTION = re.compile(r"^(optim|optimizer|optimiser|scheduler|lr_scheduler)$")
+# Keys that decide which batch comes at which step. Runs that agree on them saw the same batches in
+# the same order whatever else differs (width, depth, optimiser, init seed): the data itself (a key
+# of a data section, or one naming a dataset, path, file, shard or mixture), how it is cut into
+# batches (the batch-size, sequence-length, accumulation and world-size roles below) and shuffled.
+DATA_SECTION = re.compile(
+    r"^(data|dataset|datasets|datamodule|data_module|dataloader|data_loader|loader|data_args|data_config|"
+    r"data_cfg|train_data|train_dataset|corpus)$"
+)
+DATA_IDENTITY_KEY = re.compile(
+    r"^(dataset|datasets|dataset_\w+|\w+_dataset|data|data_path|data_paths|data_dir|data_root|data_name|data_files?|"
+    r"train_files?|train_data\w*|train_path|train_split|train_dataset\w*|corpus|shards?|data_mix\w*|mixture\w*|"
+    r"data_weights)$"
+)
+DATA_ORDER_KEY = re.compile(r"^(shuffle|shuffle_\w+|drop_last|packing|pack_sequences|sampler|curriculum\w*)$")
+# Keys of a data section that do not change the order (a worker count, memory pinning).
+NOT_DATA_ORDER = re.compile(r"^(num_workers|pin_memory|prefetch_factor|persistent_workers|cache_dir|num_proc)$")
 # The learning rate itself: the third of the chapter's classic confounders.
 LEARNING_RATE_KEY = re.compile(r"^(lr|learning_rate|max_lr|peak_lr|base_lr)$")
 # A counter of tokens seen, logged as a metric: compare at matched tokens when both arms log one.
@@ -51,6 +67,31 @@ def is_optimizer_key(key: str) -> bool:
     """A key that steers the optimiser, by its name or a section it sits in (`optim.betas`)."""
     parts = key.lower().split(".")
     return bool(OPTIMIZER_KEY.match(parts[-1])) or any(OPTIMIZER_SECTION.match(p) for p in parts[:-1])
+
+
+def names_data(key: str, data_seed_keys: tuple[str, ...] = ()) -> bool:
+    """A key that says which data a run read: a data seed, a key of a data section, or one naming a
+    dataset, path, file, shard or mixture (a batch size alone names no data)."""
+    parts = key.lower().split(".")
+    if NOT_DATA_ORDER.match(parts[-1]):
+        return False
+    return (
+        is_data_seed_key(key, data_seed_keys)
+        or bool(DATA_IDENTITY_KEY.match(parts[-1]))
+        or any(DATA_SECTION.match(p) for p in parts[:-1])
+    )
+
+
+def is_data_order_key(key: str, data_seed_keys: tuple[str, ...] = ()) -> bool:
+    """A key that decides which batch comes at which step (see DATA_SECTION): the data, its
+    shuffling, and how it is cut into batches."""
+    name = leaf(key)
+    batching = ("batch_size", "global_batch_size", "grad_accum", "world_size", "seq_len")
+    return (
+        names_data(key, data_seed_keys)
+        or bool(DATA_ORDER_KEY.match(name))
+        or any(name in ROLES[role] for role in batching)
+    )
 
 
 def is_learning_rate_key(key: str) -> bool:
@@ -105,6 +146,12 @@ ROLES: dict[str, tuple[str, ...]] = {
         "evaluation_interval",
         "val_check_interval",
         "eval_every_n_steps",
+        "eval_every_steps",
+        "evaluation_steps",
+        "val_interval",
+        "val_every",
+        "validate_every",
+        "validation_interval",
     ),
     "save_interval": (
         "save_interval",
@@ -114,6 +161,9 @@ ROLES: dict[str, tuple[str, ...]] = {
         "save_every",
         "checkpoint_every",
         "save_freq",
+        "ckpt_every",
+        "checkpoint_steps",
+        "save_every_n_steps",
     ),
     "log_interval": ("log_interval", "logging_steps", "log_every", "log_freq", "log_every_n_steps"),
     "rollouts": (
@@ -136,6 +186,21 @@ ROLES: dict[str, tuple[str, ...]] = {
         "context_length",
     ),
     "shard_tokens": ("shard_tokens", "tokens_per_shard", "shard_size_tokens"),
+    "shard_steps": ("steps_per_shard", "shard_steps", "iters_per_shard"),
+    # an epoch's length in steps, when the config says it outright (Keras, many hand-written loops)
+    "steps_per_epoch": (
+        "steps_per_epoch",
+        "iters_per_epoch",
+        "iterations_per_epoch",
+        "batches_per_epoch",
+        "num_batches_per_epoch",
+        "num_update_steps_per_epoch",
+        "updates_per_epoch",
+        "epoch_steps",
+        "steps_in_epoch",
+        "epoch_length",
+        "epoch_len",
+    ),
     "tokens_per_step": ("tokens_per_step", "tokens_per_batch", "tokens_per_iter"),
 }
 
@@ -167,6 +232,9 @@ PERIOD_RULES: tuple[PeriodRule, ...] = (
         ("dataset_size",),
         ("global_batch_size",),
     ),
+    PeriodRule(
+        "steps_per_epoch_given", "an epoch, as the config counts it: the loader starts over", ("steps_per_epoch",)
+    ),
     PeriodRule("gradient_accumulation", "one optimiser step every so many micro-steps", ("grad_accum",)),
     PeriodRule("eval_interval", "an evaluation every so many steps", ("eval_interval",)),
     PeriodRule("save_interval", "a checkpoint every so many steps", ("save_interval",)),
@@ -181,6 +249,9 @@ PERIOD_RULES: tuple[PeriodRule, ...] = (
     ),
     PeriodRule(
         "tokens_per_shard_step", "a data shard, from the tokens one step takes", ("shard_tokens",), ("tokens_per_step",)
+    ),
+    PeriodRule(
+        "steps_per_shard", "a data shard, as the config counts it: the loader moves to the next file", ("shard_steps",)
     ),
 )
 

@@ -125,7 +125,10 @@ class AblationVerdict:
 
 
 ABLATION_VERDICTS: tuple[AblationVerdict, ...] = (
-    AblationVerdict("real effect", "larger than the seed-to-seed spread, and a test says it is unlikely by chance"),
-    AblationVerdict("noise", "inside the seed-to-seed spread"),
-    AblationVerdict("unknown", "no seed spread to judge by (one run per arm), or too few seeds to settle it"),
+    AblationVerdict("real effect", "a test says a difference this large is unlikely by chance at these seeds"),
+    AblationVerdict(
+        "no detectable difference",
+        "the test found none at this many seeds (not proof of none: the verdict says what more seeds would detect)",
+    ),
+    AblationVerdict("unknown", "cannot be judged: one run per arm and no measured seed spread to stand in"),
 )

@@ -147,6 +147,19 @@ KINDS: dict[str, KindProfile] = {
         sawtooth_min_rel=0.05,
         sawtooth_max_chance=0.01,
     ),
+    # model FLOPs utilisation: a throughput measured as a share of the device's peak
+    "mfu": KindProfile(
+        name="mfu",
+        direction=-1,
+        spike_min_rel=0.08,
+        spike_warn_points=None,
+        rise_factor=None,
+        shift_min_rel=0.15,
+        frozen_min_points=None,
+        sawtooth_severity="info",
+        sawtooth_min_rel=0.05,
+        sawtooth_max_chance=0.01,
+    ),
     "step_time": KindProfile(
         name="step_time",
         spike_min_rel=0.2,

@@ -25,6 +25,7 @@ PANELS: tuple[Panel, ...] = (
     Panel("logprob_mismatch", "Logprob mismatch (rollout vs trainer)"),
     Panel("mismatch_ratio", "Rollout/trainer ratio (healthy at 1)"),
     Panel("throughput", "Throughput"),
+    Panel("mfu", "Model FLOPs utilisation (share of the device's peak)"),
     Panel("step_time", "Step time"),
     Panel("data_wait", "Waiting for data (share of the step)"),
     Panel("policy_loss", "Policy loss"),
@@ -88,8 +89,14 @@ SIGNAL_KINDS: tuple[SignalKind, ...] = (
         "vital",
         "rollout engine vs trainer as a ratio: healthy ≈1.0 (token_mult_prob_error, importance-sampling ratio)",
     ),
+    SignalKind("throughput", "throughput", "throughput", "vital", "tokens or samples per second, TFLOP/s: down is bad"),
     SignalKind(
-        "throughput", "throughput", "throughput", "vital", "tokens or samples per second, TFLOP/s, MFU: down is bad"
+        "mfu",
+        "MFU",
+        "mfu",
+        "vital",
+        "model FLOPs utilisation, the share of the device's peak the model's arithmetic achieves: down is bad "
+        "(a share, 0-1, on an axis of its own: beside tokens/s it would read as flat at 0)",
     ),
     SignalKind("step_time", "step time", "step_time", "vital", "time per step or phase: up is bad"),
     SignalKind(

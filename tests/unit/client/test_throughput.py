@@ -8,8 +8,23 @@ from pathlib import Path
 
 import holter
 import pytest
-from holter.throughput import MFU, SAMPLES_PER_S, STEP_TIME, TOKENS_PER_S, ThroughputMeter, peak_flops_for, rates
+from holter.loader import watch_loader
+from holter.throughput import (
+    COMPUTE_MFU,
+    COMPUTE_SAMPLES_PER_S,
+    COMPUTE_TIME,
+    COMPUTE_TOKENS_PER_S,
+    MFU,
+    SAMPLES_PER_S,
+    STEP_TIME,
+    TOKENS_PER_S,
+    StepClock,
+    ThroughputMeter,
+    peak_flops_for,
+    rates,
+)
 from holter_server.vocabulary import understand
+from holter_server.vocabulary.signals import panel_of
 
 from tests.servers import free_port
 
@@ -53,11 +68,39 @@ def test_restart_forgets_the_previous_mark() -> None:
 
 
 def test_names_are_read_as_throughput_and_step_time_by_the_service() -> None:
-    assert [understand(name).kind for name in (TOKENS_PER_S, SAMPLES_PER_S, STEP_TIME)] == [
-        "throughput",
-        "throughput",
-        "step_time",
-    ]
+    names = (TOKENS_PER_S, SAMPLES_PER_S, COMPUTE_TOKENS_PER_S, COMPUTE_SAMPLES_PER_S, STEP_TIME, COMPUTE_TIME)
+    kinds = ["throughput"] * 4 + ["step_time", "compute_time"]
+    assert [understand(name).kind for name in names] == kinds
+
+
+def test_the_step_clock_counts_the_wait_between_steps_in_the_whole_step_only() -> None:
+    # step 0's block 0.0-0.1; a 0.5 s wait for data; step 1's block 0.6-0.7
+    clock = StepClock(clock=FakeClock(0.0, 0.1, 0.6, 0.7))
+    first = clock.step(clock.now(), tokens=100)
+    assert first == {COMPUTE_TIME: pytest.approx(0.1), COMPUTE_TOKENS_PER_S: pytest.approx(1000)}
+    second = clock.step(clock.now(), tokens=100)
+    assert second[COMPUTE_TIME] == pytest.approx(0.1) and second[COMPUTE_TOKENS_PER_S] == pytest.approx(1000)
+    assert second[STEP_TIME] == pytest.approx(0.6) and second[TOKENS_PER_S] == pytest.approx(100 / 0.6)
+
+
+def test_the_first_steps_whole_time_takes_the_wait_a_loader_watch_noted() -> None:
+    clock = StepClock(clock=FakeClock(1.0, 1.25))
+    clock.note_wait(0.75)
+    found = clock.step(clock.now(), samples=8)
+    assert found[STEP_TIME] == pytest.approx(1.0) and found[SAMPLES_PER_S] == pytest.approx(8.0)
+    assert found[COMPUTE_SAMPLES_PER_S] == pytest.approx(32.0)
+
+
+def test_restarting_the_step_clock_leaves_a_pause_out() -> None:
+    clock = StepClock(clock=FakeClock(0.0, 0.1, 50.0, 50.1))
+    clock.step(clock.now(), tokens=10)
+    clock.restart()  # an evaluation ran in between
+    assert STEP_TIME not in clock.step(clock.now(), tokens=10)
+
+
+def test_mfu_is_drawn_on_a_chart_of_its_own_not_the_tokens_per_second_one() -> None:
+    assert understand(MFU).kind == understand(COMPUTE_MFU).kind == "mfu"
+    assert panel_of("mfu") == "mfu" and panel_of(understand(TOKENS_PER_S).kind) == "throughput"
 
 
 def test_log_throughput_logs_the_time_between_calls(offline_run: holter.Run) -> None:
@@ -71,18 +114,41 @@ def test_log_throughput_logs_the_time_between_calls(offline_run: holter.Run) -> 
     assert summary[SAMPLES_PER_S] == pytest.approx(10 / summary[STEP_TIME])
 
 
-def test_timed_step_logs_the_block_duration(offline_run: holter.Run) -> None:
+def test_timed_step_logs_the_block_and_the_whole_step(offline_run: holter.Run) -> None:
     with offline_run.timed_step(tokens=512, step=3):
         time.sleep(0.05)
-    assert offline_run.summary[STEP_TIME] >= 0.05
-    assert offline_run.summary[TOKENS_PER_S] == pytest.approx(512 / offline_run.summary[STEP_TIME])
+    assert offline_run.summary[COMPUTE_TIME] >= 0.05 and STEP_TIME not in offline_run.summary  # no step before it
+    assert offline_run.summary[COMPUTE_TOKENS_PER_S] == pytest.approx(512 / offline_run.summary[COMPUTE_TIME])
+    time.sleep(0.1)  # waiting for the next batch
+    with offline_run.timed_step(tokens=512, step=4):
+        time.sleep(0.05)
+    whole, compute = offline_run.summary[STEP_TIME], offline_run.summary[COMPUTE_TIME]
+    assert whole >= compute + 0.1 and offline_run.summary[TOKENS_PER_S] == pytest.approx(512 / whole)
+
+
+def test_a_loader_stall_shows_in_the_whole_step_throughput_not_in_the_compute(offline_run: holter.Run) -> None:
+    def batches() -> Iterator[int]:
+        for i in range(6):
+            if i == 3:
+                time.sleep(0.3)  # the loader stalls before batch 3
+            yield i
+
+    logged: dict[int, dict[str, float]] = {}
+    for step in watch_loader(batches(), offline_run):
+        with offline_run.timed_step(tokens=1000, step=step):
+            time.sleep(0.02)
+        logged[step] = dict(offline_run.summary)
+    whole = {s: m[TOKENS_PER_S] for s, m in logged.items()}
+    compute = {s: m[COMPUTE_TOKENS_PER_S] for s, m in logged.items()}
+    assert set(whole) == set(range(6))  # the first step's whole time is its wait plus its block
+    assert whole[3] < 0.2 * min(w for s, w in whole.items() if s != 3)
+    assert compute[3] > 0.5 * max(compute.values())
 
 
 def test_timed_step_logs_nothing_when_the_step_raises(offline_run: holter.Run) -> None:
-    with pytest.raises(RuntimeError):
-        with offline_run.timed_step(tokens=512):
-            raise RuntimeError("out of memory")
-    assert STEP_TIME not in offline_run.summary
+    with pytest.raises(RuntimeError), offline_run.timed_step(tokens=512):
+        raise RuntimeError("out of memory")
+    assert STEP_TIME not in offline_run.summary and COMPUTE_TIME not in offline_run.summary
 
 
 def test_summary_keeps_the_last_value_of_each_metric(offline_run: holter.Run) -> None:
@@ -141,20 +207,22 @@ def test_an_unknown_device_is_refused_rather_than_guessed() -> None:
         rates(1.0, tokens=10, flops_per_token=1e6)
 
 
-def test_timed_step_logs_mfu(offline_run: holter.Run) -> None:
-    with offline_run.timed_step(tokens=2048, step=0, flops_per_token=1e9, peak_flops=1e12):
+def test_timed_step_logs_mfu_over_the_whole_step_and_the_compute(offline_run: holter.Run) -> None:
+    for step in range(2):
+        with offline_run.timed_step(tokens=2048, step=step, flops_per_token=1e9, peak_flops=1e12):
+            time.sleep(0.02)
         time.sleep(0.02)
-    seconds = offline_run.summary[STEP_TIME]
-    assert offline_run.summary[MFU] == pytest.approx(2048 * 1e9 / seconds / 1e12)
+    summary = offline_run.summary
+    assert summary[MFU] == pytest.approx(2048 * 1e9 / summary[STEP_TIME] / 1e12)
+    assert summary[COMPUTE_MFU] == pytest.approx(2048 * 1e9 / summary[COMPUTE_TIME] / 1e12)
+    assert summary[MFU] < summary[COMPUTE_MFU]
 
 
 def test_timed_step_refuses_an_unknown_peak_before_the_step_runs(offline_run: holter.Run) -> None:
     ran = False
-    with pytest.raises(ValueError):
-        with offline_run.timed_step(tokens=2048, flops_per_token=1e9, peak_flops="a pocket calculator"):
-            ran = True
+    with (
+        pytest.raises(ValueError),
+        offline_run.timed_step(tokens=2048, flops_per_token=1e9, peak_flops="a pocket calculator"),
+    ):
+        ran = True
     assert not ran
-
-
-def test_mfu_is_read_as_a_throughput() -> None:
-    assert understand(MFU).kind == "throughput"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, HTTPException, Query
 
@@ -12,10 +12,13 @@ from holter_server.schemas.compare import (
     ArmComparisonPublic,
     ProjectSettingsPublic,
     ProjectSettingsSet,
+    RepeatsPublic,
     SeedGroupPublic,
     SeedGroupsPublic,
+    TwinsPublic,
 )
 from holter_server.services import compare as compare_service
+from holter_server.services import repeats as repeats_service
 from holter_server.store import projects as projects_store
 from holter_server.store.models import RunRow
 
@@ -59,6 +62,13 @@ def compare_arms(
         int | None, Query(ge=0, description="the range of the auc measure (default: what every run covers)")
     ] = None,
     end: Annotated[int | None, Query(ge=0)] = None,
+    primary: Annotated[
+        Literal["final", "at_step", "at_tokens", "auc"] | None,
+        Query(
+            description="the measure chosen up front and tested at α (default: at_tokens when every run counts "
+            "tokens, else at_step); the others are claimed only after it, Holm-corrected"
+        ),
+    ] = None,
 ) -> ArmComparisonPublic:
     first, second = _arm(session, principal, "a", a), _arm(session, principal, "b", b)
     if (start is None) != (end is None) or (start is not None and end is not None and end <= start):
@@ -72,13 +82,15 @@ def compare_arms(
             at_step=at_step,
             at_tokens=at_tokens,
             step_range=(start, end) if start is not None and end is not None else None,
+            primary=primary,
             max_points=settings.max_group_points,
         )
     except compare_service.GroupTooLargeError as exc:
         raise HTTPException(status_code=413, detail=str(exc)) from exc
-    for arm in (found.a, found.b):
-        if not arm.arm.curves:
-            raise HTTPException(status_code=404, detail=f"{metric!r} is not logged by {arm.label}")
+    except compare_service.MissingMetricError as exc:
+        raise HTTPException(status_code=404, detail=str(exc)) from exc
+    except ValueError as exc:  # a primary measure that cannot be read
+        raise HTTPException(status_code=422, detail=str(exc)) from exc
     return ArmComparisonPublic.from_comparison(found)
 
 
@@ -89,6 +101,24 @@ def compare_arms(
 )
 def read_seed_group(session: SessionDep, run_id: str) -> SeedGroupPublic:
     return SeedGroupPublic.from_group(compare_service.group_of_run(session=session, run=require_run(session, run_id)))
+
+
+@router.get(
+    "/runs/{run_id}/twins",
+    response_model=TwinsPublic,
+    summary="The runs that read the same batches in the same order as this one, whatever else differs",
+)
+def read_twins(session: SessionDep, run_id: str) -> TwinsPublic:
+    return TwinsPublic.from_twins(compare_service.twins_of_run(session=session, run=require_run(session, run_id)))
+
+
+@router.get(
+    "/runs/{run_id}/repeats",
+    response_model=RepeatsPublic,
+    summary="Determinism: the runs with this run's config and seeds, and whether they logged the same values",
+)
+def read_repeats(session: SessionDep, run_id: str) -> RepeatsPublic:
+    return RepeatsPublic.from_repeats(repeats_service.repeats_of(session=session, run=require_run(session, run_id)))
 
 
 @router.get(

@@ -1,5 +1,5 @@
-"""What the training job says about its own run besides points: its summary and its alerts
-(wandb's `run.summary[...] = ...` and `wandb.alert(...)`)."""
+"""What the training job says about its own run besides points: its summary, its alerts
+(wandb's `run.summary[...] = ...` and `wandb.alert(...)`) and its pre-flight checks."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from fastapi import APIRouter, HTTPException
 from holter_server.api.deps import SessionDep, SettingsDep
 from holter_server.api.routes.runs import require_run
 from holter_server.schemas.events import EventPublic, JobAlert
-from holter_server.schemas.runs import SummaryPublic, SummaryUpdate
+from holter_server.schemas.runs import PreflightPublic, PreflightReport, SummaryPublic, SummaryUpdate
 from holter_server.services import job_alerts
 from holter_server.store import runs as runs_store
 
@@ -47,3 +47,16 @@ def raise_alert(session: SessionDep, run_id: str, body: JobAlert) -> EventPublic
     row = job_alerts.raise_alert(session=session, run=run, alert=body)
     session.commit()
     return EventPublic.from_row(row)
+
+
+@router.post(
+    "/preflight",
+    response_model=PreflightPublic,
+    summary="Store the pre-flight checks the job ran before training (holter.torch.preflight), by check name",
+    responses={404: {"description": "unknown run"}, 422: {"description": "malformed report"}},
+)
+def report_preflight(session: SessionDep, run_id: str, body: PreflightReport) -> PreflightPublic:
+    run = require_run(session, run_id)
+    stored = runs_store.record_preflight(session=session, run=run, checks=[c.model_dump() for c in body.checks])
+    session.commit()
+    return PreflightPublic(checks=stored["checks"])

@@ -51,15 +51,21 @@ def create_run(session: SessionDep, settings: SettingsDep, principal: PrincipalD
             status_code=403, detail=f"this key is for project {principal.project!r}, not {body.project!r}"
         )
     run_id = body.id or uuid.uuid4().hex[:16]
+    # never the other project's name: the caller may not be allowed to know it
+    taken = HTTPException(
+        status_code=409, detail=f"run id {run_id!r} is already taken by another project; choose another id"
+    )
     existing = runs_store.get_run(session=session, run_id=run_id)
     if existing is not None and existing.project != body.project:
-        # never the other project's name: the caller may not be allowed to know it
-        raise HTTPException(
-            status_code=409, detail=f"run id {run_id!r} is already taken by another project; choose another id"
+        raise taken
+    try:
+        run, resumed = runs_store.create_or_resume_run(
+            session=session, run_id=run_id, project=body.project, name=body.name, config=body.config, tags=body.tags
         )
-    run, resumed = runs_store.create_or_resume_run(
-        session=session, run_id=run_id, project=body.project, name=body.name, config=body.config, tags=body.tags
-    )
+    except runs_store.RunIdTakenError:
+        raise taken from None
+    if body.provenance is not None:
+        runs_store.set_provenance(session=session, run=run, provenance=body.provenance.model_dump(exclude_unset=True))
     kinds.declare(session=session, run=run, definitions=body.definitions())
     if body.notes is not None:
         runs_store.update_run(session=session, run=run, tags=None, notes=body.notes)

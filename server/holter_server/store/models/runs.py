@@ -39,6 +39,10 @@ class RunRow(Base):
     metric_definitions: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     # what the client said sums the run up (wandb's `run.summary`): {"best_acc": 0.93, ...}
     summary: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # the code and machine it ran on, as the client recorded them at start: {"code": {...}, "environment": {...}}
+    provenance: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # pre-flight checks the job ran before training, by name: {"checks": {"causal_mask": {...}}}
+    preflight: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
 
 class MetricRow(Base):

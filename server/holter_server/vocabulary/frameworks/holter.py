@@ -6,8 +6,11 @@ Read from this repository's client:
 * client/holter/torch.py (`holter.torch.watch`): `holter/grad_norm` (the whole model),
   `holter/grad_norm/<layer>` and `holter/act_norm/<layer>` (one layer each).
 * client/holter/throughput.py (`Run.timed_step`, `Run.log_throughput`, the Trainer callback):
-  `holter/step_time`, `holter/throughput/tokens_per_s`, `holter/throughput/samples_per_s` and
-  `holter/throughput/mfu` (model FLOPs utilisation).
+  over the whole step, its wait for data included, `holter/step_time`,
+  `holter/throughput/tokens_per_s`, `holter/throughput/samples_per_s` and `holter/throughput/mfu`
+  (model FLOPs utilisation, a kind and chart of its own); over `timed_step`'s block alone, the
+  step's own work, `holter/compute_time`, `holter/throughput/compute_tokens_per_s`,
+  `holter/throughput/compute_samples_per_s` and `holter/throughput/compute_mfu`.
 * client/holter/system.py (the system-vitals sampler): everything under `holter/system/` —
   `holter/system/cpu.percent`, `.../memory.*`, `.../disk.*`, `.../network.*`, and per GPU
   `holter/system/gpu.<i>.utilization`, `.memory_used_frac`, `.memory_used_gib`, `.temperature_c`,
@@ -35,12 +38,15 @@ RULES: tuple[NameRule, ...] = (
     NameRule(r"^holter/grad_norm/", "grad_norm", "one layer's gradient norm (holter.torch.watch)"),
     NameRule(r"^holter/act_norm/", "activation_norm", "one layer's activation RMS (holter.torch.watch)"),
     NameRule(
-        r"^holter/step_time$", "step_time", "the time between steps (timed_step, log_throughput, the Trainer callback)"
+        r"^holter/step_time$",
+        "step_time",
+        "the whole step, its wait for data included (timed_step, log_throughput, the Trainer callback)",
     ),
+    NameRule(r"^holter/compute_time$", "compute_time", "the step's own work, without its wait for data (timed_step)"),
     NameRule(
-        r"^holter/throughput/mfu$",
-        "throughput",
-        "model FLOPs utilisation: the share of the device's peak the model achieves",
+        r"^holter/throughput/(compute_)?mfu$",
+        "mfu",
+        "model FLOPs utilisation: the share of the device's peak the model achieves (over the whole step, or compute_)",
     ),
     NameRule(r"^holter/throughput/", "throughput", "tokens or samples per second (timed_step, log_throughput)"),
     NameRule(r"^holter/system/gpu\.\d+\.memory_used_frac$", "gpu_memory", "a GPU's share of memory in use"),

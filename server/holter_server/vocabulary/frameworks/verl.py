@@ -89,7 +89,7 @@ RULES: tuple[NameRule, ...] = (
         "statistic",
         "prompt and response lengths",
     ),
-    NameRule(r"(^|/)perf/mfu/", "throughput", "model-FLOPs utilisation of a worker"),
+    NameRule(r"(^|/)perf/mfu/", "mfu", "model-FLOPs utilisation of a worker"),
     NameRule(r"(^|/)perf/(max_memory_(allocated|reserved)_gb|cpu_memory_used_gb)$", "statistic", "peak memory"),
     NameRule(r"(^|/)perf/total_num_tokens$", "schedule", "tokens in the step's batch"),
     NameRule(r"^val-(core|aux)/", "reward", "validation reward or accuracy"),

@@ -27,6 +27,9 @@ CASES = {
         187.5,
         "period 187.5 ≈ num_train_samples / global_batch_size",
     ),
+    # the run: a data-order sawtooth of period 40 in a config that says steps_per_epoch outright
+    "steps_per_epoch_given": ({"steps_per_epoch": 40, "batch_size": 32}, 40, "period 40 = steps_per_epoch"),
+    "steps_per_shard": ({"data": {"steps_per_shard": 150}}, 150, "period 150 = steps_per_shard"),
     "gradient_accumulation": ({"gradient_accumulation_steps": 96}, 96, "period 96 = gradient_accumulation_steps"),
     "eval_interval": ({"eval_interval": 250}, 250, "period 250 = eval_interval"),
     "save_interval": ({"trainer": {"save_steps": 300}}, 300, "period 300 = save_steps"),

@@ -133,3 +133,19 @@ def test_bursts_of_spikes_are_not_a_sawtooth(seed):
     for center in (1_000, 6_000, 9_500, 14_000, 17_500):  # five unstable phases of dense spikes
         values[center + rng.choice(1_500, 15, replace=False)] *= 3.0
     assert "sawtooth" not in [e.kind for e in classify_series(np.arange(20_000), values, metric="grad_norm")]
+
+
+@pytest.mark.parametrize(("n", "period"), [(300, 40), (200, 25), (560, 40)])
+def test_a_data_order_zigzag_on_a_short_run_is_a_sawtooth_with_its_period(n: int, period: int) -> None:
+    # the CPU runs: 300-560 logged steps, a zigzag locked to the epoch (40 steps) or the
+    # eval interval (25); at least 4 periods fit, and two checks agree, well before 512 points
+    values = decaying_loss(n, noise=0.003) * (1 + 0.06 * ((np.arange(n) % period) / period - 0.5))
+    saw = [e for e in classify_series(np.arange(n), values, metric="loss") if e.kind == "sawtooth"]
+    assert saw and abs(saw[0].period - period) <= 0.05 * period, saw
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_short_healthy_loss_is_no_sawtooth(seed: int) -> None:
+    n = int(np.random.default_rng(seed).integers(150, 520))
+    values = decaying_loss(n, seed=seed, noise=0.01)
+    assert "sawtooth" not in [e.kind for e in classify_series(np.arange(n), values, metric="loss")]

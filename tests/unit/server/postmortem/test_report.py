@@ -137,7 +137,7 @@ def test_a_seed_group_is_drawn_behind_the_run_and_its_standing_told() -> None:
     assert html.index("3-seed group median") < html.index('"name":"eval_loss"')
     assert "<h2>Seed group</h2>" in html and "seed-0 (s0), s1 (s1)" in html
     assert "eval_loss ends 0.031 above its 3-seed group&#x27;s mean (at step 2,000, its last: this run 2.049" in html
-    assert "the seed spread there is 0.012: outside the spread, a real difference" in html
+    assert "the seeds&#x27; standard deviation there is 0.006: a real difference (95% CI +0.0" in html
 
 
 def test_a_run_without_seed_siblings_says_how_to_make_some() -> None:

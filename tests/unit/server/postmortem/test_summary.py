@@ -111,7 +111,7 @@ def test_loss_spikes_shared_with_twin_runs_are_put_on_the_batch() -> None:
 
 
 def test_a_seed_group_closes_the_summary_in_one_clause() -> None:
-    clause = "eval_loss ends 0.031 above its 3-seed group's mean, outside the spread of 0.012, a real difference"
+    clause = "eval_loss ends 0.031 above its 3-seed group's mean, a real difference (seed SD 0.006)"
     events = [event("divergence", "loss", 8412, severity="critical")]
     told = write_summary(name="r", status="finished", last_step=9000, events=events, seed_clause=clause)
     assert told.endswith(f"loss diverged at step 8,412; {clause}.")

@@ -160,7 +160,10 @@ def test_data_wait_compute_time_and_mfu_are_recognised(metric, kind):
         ("holter/step_time", "step_time"),
         ("holter/throughput/tokens_per_s", "throughput"),
         ("holter/throughput/samples_per_s", "throughput"),
-        ("holter/throughput/mfu", "throughput"),
+        ("holter/throughput/mfu", "mfu"),
+        ("holter/throughput/compute_mfu", "mfu"),
+        ("holter/throughput/compute_tokens_per_s", "throughput"),
+        ("holter/compute_time", "compute_time"),
         ("holter/loader/wait_fraction", "data_wait"),
         ("holter/loader/wait_s", "statistic"),
         ("holter/loader/compute_s", "compute_time"),
@@ -188,7 +191,13 @@ def test_the_names_the_client_modules_log_are_the_ones_holters_map_reads():
     assert [understand(name).kind for name in (throughput.STEP_TIME, throughput.TOKENS_PER_S, throughput.MFU)] == [
         "step_time",
         "throughput",
+        "mfu",
+    ]
+    assert [understand(name).kind for name in throughput.COMPUTE_ONLY] == [
+        "compute_time",
         "throughput",
+        "throughput",
+        "mfu",
     ]
     assert understand(system.PREFIX + "gpu.0.utilization").kind == "gpu_utilization"
 
