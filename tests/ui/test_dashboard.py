@@ -297,3 +297,37 @@ def test_the_charts_use_the_shipped_bundle_never_the_full_one(page, spiky_run: s
     assert int(zipped.headers["content-length"]) < len(answer.content) / 2
     api = httpx.get(f"{ui_server.url}/api/v1/runs/{spiky_run}", headers={"Accept-Encoding": "gzip"}, timeout=10)
     assert "content-encoding" not in api.headers  # the API's answers are left as they are
+
+
+def test_deleting_a_run_asks_first_then_goes_back_to_the_runs(page, ui_server: ServerProcess) -> None:  # type: ignore[no-untyped-def]
+    run = holter.init(project="ui", name="mistake", id=f"ui{uuid.uuid4().hex[:10]}", url=ui_server.url)
+    run.log({"loss": 1.0}, step=0)
+    run.finish()
+    page.goto(f"/runs/{run.id}")
+    page.locator("#run-delete").click()
+    dialog = page.get_by_role("dialog")
+    dialog.wait_for()
+    assert "cannot be undone" in dialog.inner_text()
+    page.locator("#run-delete-cancel").click()
+    dialog.wait_for(state="hidden")
+    assert httpx.get(f"{ui_server.url}/api/v1/runs/{run.id}", timeout=10).status_code == 200
+    page.locator("#run-delete").click()
+    page.locator("#run-delete-confirm").click()
+    page.wait_for_url(f"{ui_server.url}/")
+    assert httpx.get(f"{ui_server.url}/api/v1/runs/{run.id}", timeout=10).status_code == 404
+    page.goto(f"/runs/{run.id}")
+    page.locator(".no-such-run", has_text="No such run").wait_for()
+    assert page.locator("#run-charts").count() == 0  # no controls on a run that is not there
+
+
+def test_archiving_a_run_takes_it_off_the_runs_page(page, ui_server: ServerProcess) -> None:  # type: ignore[no-untyped-def]
+    run = holter.init(project="ui-archive", name="old", id=f"ui{uuid.uuid4().hex[:10]}", url=ui_server.url)
+    run.log({"loss": 1.0}, step=0)
+    run.finish()
+    page.goto(f"/runs/{run.id}")
+    page.locator("#run-archive", has_text="Archive").click()
+    page.locator(".archived-badge").wait_for()
+    listed = httpx.get(f"{ui_server.url}/api/v1/runs", params={"project": "ui-archive"}, timeout=10).json()["data"]
+    assert listed == []
+    page.locator("#run-archive", has_text="Unarchive").click()
+    page.locator(".archived-badge").wait_for(state="detached")

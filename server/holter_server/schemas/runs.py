@@ -187,6 +187,7 @@ class RunPublic(BaseModel):
     heartbeat_at: datetime
     finished_at: datetime | None
     last_step: int | None
+    archived_at: datetime | None = Field(default=None, description="when it was archived (None: it is not)")
     health: str | None = Field(default=None, description="worst open event: healthy, info, warning or critical")
     open_events: int | None = None
     metrics: list[MetricPublic] | None = Field(default=None, description="present when one run is read")
@@ -222,12 +223,20 @@ class RunPublic(BaseModel):
             heartbeat_at=row.heartbeat_at,
             finished_at=row.finished_at,
             last_step=row.last_step,
+            archived_at=row.archived_at,
             metrics=None
             if metrics is None
             else [MetricPublic.from_row(m, (understood or {}).get(m.name), definitions.get(m.name)) for m in metrics],
             metric_definitions=None if metrics is None else definitions,
             summary=row.summary or {},
         )
+
+
+class RunDeleted(BaseModel):
+    """What deleting a run removed: the rows of each table that belonged to it."""
+
+    id: str
+    deleted: dict[str, int] = Field(description="rows removed per table (points, rollups, events, ...)")
 
 
 class RunCreated(RunPublic):

@@ -39,6 +39,8 @@ class RunRow(Base):
     metric_definitions: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     # what the client said sums the run up (wandb's `run.summary`): {"best_acc": 0.93, ...}
     summary: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # when someone archived it: kept whole, left out of the runs list unless asked for (None: not archived)
+    archived_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
 
 
 class MetricRow(Base):
