@@ -172,6 +172,23 @@ class MetricPublic(BaseModel):
         )
 
 
+class MetricColumnPublic(BaseModel):
+    """A metric of a run in the runs table: its kind, last value and best value (lowest where up
+    is bad, as for a loss; highest where down is bad, as for a reward), NaN and ±Inf left out."""
+
+    kind: str
+    last: float | None
+    best: float | None
+    best_step: int | None
+
+
+class SparklinePublic(BaseModel):
+    """A run's curve in a few dozen points (min and max per bucket), null where not finite."""
+
+    metric: str
+    values: list[float | None]
+
+
 class RunPublic(BaseModel):
     """A run as the API shows it."""
 
@@ -197,6 +214,12 @@ class RunPublic(BaseModel):
     )
     summary: dict[str, Any] = Field(
         default_factory=dict, description="what the client said sums the run up (run.summary)"
+    )
+    columns: dict[str, MetricColumnPublic] | None = Field(
+        default=None, description="the metrics asked for with `metric=` (those the run has): last and best value"
+    )
+    sparkline: SparklinePublic | None = Field(
+        default=None, description="the run's first metric of the kind asked for with `sparkline_kind=`, downsampled"
     )
 
     @classmethod
@@ -250,3 +273,6 @@ class RunsPublic(BaseModel):
 
     data: list[RunPublic]
     count: int
+    metric_names: list[str] | None = Field(
+        default=None, description="with `names=true`: every metric name of the runs on this page, for choosing columns"
+    )

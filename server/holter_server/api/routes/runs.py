@@ -12,6 +12,7 @@ from holter_server.api.deps import PrincipalDep, SessionDep, SettingsDep
 from holter_server.schemas import MAX_BIGINT
 from holter_server.schemas.events import AnalyzedSeries, RunAnalysis
 from holter_server.schemas.runs import (
+    MetricColumnPublic,
     MetricPublic,
     MetricUpdate,
     RunCreate,
@@ -21,9 +22,10 @@ from holter_server.schemas.runs import (
     RunPublic,
     RunsPublic,
     RunUpdate,
+    SparklinePublic,
 )
 from holter_server.schemas.vocabulary import RunStatusName
-from holter_server.services import kinds, lifecycle, retention
+from holter_server.services import kinds, lifecycle, retention, run_table
 from holter_server.services.run_analysis import analyze_run
 from holter_server.store import events as events_store
 from holter_server.store import runs as runs_store
@@ -79,6 +81,13 @@ def list_runs(
         Literal["exclude", "include", "only"],
         Query(description="archived runs: left out (default), with the rest, or alone"),
     ] = "exclude",
+    metric: Annotated[
+        list[str] | None, Query(max_length=20, description="metrics to show the last and best value of, per run")
+    ] = None,
+    sparkline_kind: Annotated[
+        str | None, Query(description="a kind (loss): each run's first metric of it, as a sparkline")
+    ] = None,
+    names: Annotated[bool, Query(description="list the metric names of the runs on this page")] = False,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     offset: Annotated[int, Query(ge=0, le=MAX_BIGINT)] = 0,
 ) -> RunsPublic:
@@ -92,7 +101,19 @@ def list_runs(
         offset=offset,
     )
     health = events_store.health_of_runs(session=session, run_ids=[row.id for row in rows])
-    return RunsPublic(data=[RunPublic.from_row(row, health=health[row.id]) for row in rows], count=count)
+    page = [RunPublic.from_row(row, health=health[row.id]) for row in rows]
+    if metric or sparkline_kind:
+        columns, sparklines = run_table.table_columns(
+            session=session, runs=rows, metrics=metric or [], sparkline_kind=sparkline_kind
+        )
+        for run in page:
+            run.columns = {name: MetricColumnPublic(**vars(c)) for name, c in columns.get(run.id, {}).items()}
+            run.sparkline = SparklinePublic(**sparklines[run.id]) if run.id in sparklines else None  # type: ignore[arg-type]
+    metric_names = None
+    if names:
+        listed = runs_store.metric_names_of_runs(session=session, run_ids=[row.id for row in rows])
+        metric_names = sorted({name for names_ in listed.values() for name in names_})
+    return RunsPublic(data=page, count=count, metric_names=metric_names)
 
 
 @router.get("/{run_id}", response_model=RunPublic, summary="One run with its config, status, health and metric series")
