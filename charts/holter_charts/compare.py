@@ -21,6 +21,7 @@ from holter_charts.vocabulary import Vocabulary
 
 DRIFT_COLOR = "#e8590c"
 BAND_FILL = "rgba(134,142,150,0.22)"
+DRIFT_STRIP = 0.03  # the height of a run's row of drift strips, in the chart's height
 TAIL_SHARE = 0.5  # two arms' seed bands open on the last half of the steps, where the curves flatten
 
 
@@ -51,6 +52,10 @@ def compare_figure(
             smooth["name"] = raw["name"] = f"{plotly_text(label)} (reference)"
         traces += [raw, smooth]
         traces += event_markers(metric, label, s, events, color, vocab)
+        # a run's drifts: a strip of its colour along the bottom, one row per run, under the steps
+        # where it stayed outside the band (shading the chart's whole height, a run outside from
+        # start to end shaded everything, the band and the other runs included)
+        row = sum(1 for r, *_ in runs[:i] if r in comparisons)
         for drift in (comparisons.get(run_id) or {}).get("drifts") or []:
             start, end = int(drift["start_step"]), int(drift["end_step"])
             shapes.append(
@@ -60,12 +65,13 @@ def compare_figure(
                     "yref": "paper",
                     "x0": start,
                     "x1": max(end, start + 1),
-                    "y0": 0,
-                    "y1": 1,
+                    "y0": DRIFT_STRIP * row,
+                    "y1": DRIFT_STRIP * (row + 0.8),
                     "fillcolor": color,
-                    "opacity": 0.12,
+                    "opacity": 0.7,
                     "line": {"width": 0},
-                    "layer": "below",
+                    "layer": "above",
+                    "name": f"drift of {label}",
                 }
             )
     band = widest_band(comparisons.values())

@@ -61,6 +61,7 @@ def base_layout(title: str, view: View, *, height: int = 320, uirevision: str = 
         layout["margin"] = {"l": 44, "r": 10, "t": 34, "b": 28}
         layout["showlegend"] = False
         layout["yaxis"]["nticks"] = 4
+        layout["yaxis"]["automargin"] = True  # long tick labels (0.163907) get the room they need
     return layout
 
 

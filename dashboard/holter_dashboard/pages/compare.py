@@ -29,7 +29,7 @@ EXPLAIN_ARMS = (
 EXPLAIN_SEED_GROUP = "Seed group: the runs whose configs differ from this one's only in their seed keys."
 EXPLAIN_BAND = (
     "Grey band: the reference run's curve, smoothed, widened by 4 times its own local noise; "
-    "a run that stays outside it long enough is shaded in its colour (a drift)."
+    "a strip of a run's colour along the bottom marks where it stayed outside the band (a drift)."
 )
 EXPLAIN_SEED_BANDS = (
     "Each arm: its median (line), the median ± robust spread of its seeds (dark), their min–max (light)."

@@ -195,7 +195,7 @@ def system_section(snap: Snapshot) -> Any:
     label = dmc.Group(
         [
             dmc.Text("System", fw=600, size="sm"),
-            dmc.Text(f"{len(system)} charts: CPU, memory, disk, network, GPU", size="xs", c="dimmed"),
+            dmc.Text(f"{len(system)} charts: {', '.join(system_families(metrics))}", size="xs", c="dimmed"),
             dmc.Badge(f"{len(open_events)} open events", color="orange", size="xs", variant="light")
             if open_events
             else None,
@@ -215,6 +215,12 @@ def system_section(snap: Snapshot) -> Any:
         # there even without system vitals (the page's refresh listens to it), only not shown
         style=None if system else {"display": "none"},
     )
+
+
+def system_families(metrics: set[str]) -> list[str]:
+    """What the system charts measure, in a few words: `holter/system/cpu.percent` -> cpu."""
+    families = {m.rsplit("/", 1)[-1].split(".", 1)[0].split("_", 1)[0] for m in metrics}
+    return sorted(families)
 
 
 def side(snap: Snapshot, me: str | None, live: bool) -> dmc.Stack:
