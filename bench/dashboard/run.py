@@ -7,24 +7,28 @@ Starts `holter serve` (dashboard included) on a fresh SQLite file (or `--db`, e.
 writes a run of `--metrics` metrics × `--points` steps through the HTTP API, then drives headless
 Chromium (/usr/bin/chromium) with Playwright:
 
-* load: from navigation start to every chart of the run page holding its data, `--repeat` times
-  as a first visit (a fresh browser profile, nothing cached) and `--repeat` times as a returning
-  visit (the same profile: scripts come from the browser's cache);
+* load: from navigation start to the first chart, and to every chart of the run page holding its
+  data, `--repeat` times as a first visit (a fresh browser profile, nothing cached) and `--repeat`
+  times as a returning visit (the same profile: scripts come from the browser's cache); with the
+  page's weight (bytes over the wire and decoded, by kind: scripts, styles, data) and the
+  service's CPU-seconds per load;
 * lag: a second, live run open in the page; `run.log()` through the real client, then the time
   until the browser's chart holds that step; 10 times.
 
-Prints medians (and min/max).
+Prints medians (and min/max). `--skip-lag` leaves the lag out.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
 import statistics
 import sys
 import tempfile
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -33,9 +37,9 @@ import msgpack
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-import holter
+import holter  # noqa: E402  (after the path insert above)
 
-from tests.servers import ServerProcess
+from tests.servers import ServerProcess  # noqa: E402
 
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
 METRICS = [
@@ -47,13 +51,27 @@ METRICS = [
     "lr",
     *(f"act_norm/layer.{i}" for i in range(6)),
 ]
+# A chart is drawn once Plotly holds its data (10 points or more); `expected` charts, or the first.
 CHARTS_DRAWN = """(expected) => {
-    const plots = document.querySelectorAll('.chart-card .js-plotly-plot');
-    if (plots.length < expected) return false;
-    for (const el of plots) {
-        if (!el._fullData || !el.data || !el.data.length || !el.data[0].x || el.data[0].x.length < 10) return false;
+    const plots = Array.from(document.querySelectorAll('.chart-card .js-plotly-plot')).filter(el =>
+        el._fullData && el.data && el.data.length && el.data[0].x && el.data[0].x.length >= 10);
+    return plots.length >= expected ? performance.now() : false;
+}"""
+# What the page downloaded: bytes over the wire (transferSize; 0 for what came from the cache)
+# and decoded, per kind of resource, the document itself included.
+PAGE_WEIGHT = r"""() => {
+    const out = {};
+    const add = (kind, wire, decoded) => {
+        const k = out[kind] || (out[kind] = {wire: 0, decoded: 0, count: 0});
+        k.wire += wire; k.decoded += decoded; k.count += 1;
+    };
+    for (const e of performance.getEntriesByType('navigation')) add('document', e.transferSize, e.decodedBodySize);
+    for (const e of performance.getEntriesByType('resource')) {
+        const kind = /\.js(\?|$)/.test(e.name) ? 'script' : /\.css(\?|$)/.test(e.name) ? 'style'
+            : /_dash-update-component|_dash-layout|_dash-dependencies|\/api\//.test(e.name) ? 'data' : 'other';
+        add(kind, e.transferSize, e.decodedBodySize);
     }
-    return performance.now();
+    return out;
 }"""
 
 
@@ -94,6 +112,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--lag-samples", type=int, default=10)
     parser.add_argument("--chromium", default="/usr/bin/chromium")
+    parser.add_argument("--skip-lag", action="store_true", help="measure the page load only")
     args = parser.parse_args()
 
     from playwright.sync_api import sync_playwright
@@ -107,15 +126,18 @@ def main() -> int:
             log_path=Path(tmp) / "live.log",
             env={"HOLTER_SPOOL_DIR": str(Path(tmp) / "spool")},
         ).start()
-        try:
-            lags = live_lag(browser, lag_server, args.lag_samples)
-        finally:
+        if not args.skip_lag:
+            try:
+                lags = live_lag(browser, lag_server, args.lag_samples)
+            finally:
+                lag_server.stop()
+            print(
+                f"log() → point on screen: median {statistics.median(lags):.2f} s (min {min(lags):.2f}, "
+                f"max {max(lags):.2f}, n={len(lags)}; goal ≤ 2 s; client flush interval 1 s, page refresh 1 s)",
+                flush=True,
+            )
+        else:
             lag_server.stop()
-        print(
-            f"log() → point on screen: median {statistics.median(lags):.2f} s (min {min(lags):.2f}, max {max(lags):.2f}, "
-            f"n={len(lags)}; goal ≤ 2 s; client flush interval 1 s, page refresh 1 s)",
-            flush=True,
-        )
         # load: the big run written in bulk; live detection is off so that it does not spend the
         # next minutes catching up on 12M points while the page loads (a real run's detection
         # keeps pace as it goes)
@@ -131,36 +153,75 @@ def main() -> int:
                 big = write_run(api, METRICS[: args.metrics], args.points)
             expected = _expected_charts(METRICS[: args.metrics])
             page_url = f"{server.url}/runs/{big}"
-            load_page(browser, page_url, expected)  # warms the service (first reads, Python imports)
+            load_page(browser, page_url, expected, server)  # warms the service (first reads, Python imports)
             # first visit: a fresh browser profile each time, nothing cached
-            cold = [load_page(browser, page_url, expected) for _ in range(args.repeat)]
+            cold = [load_page(browser, page_url, expected, server) for _ in range(args.repeat)]
             # returning visit: the same profile, so the browser's cache holds the scripts
             context = browser.new_context(viewport={"width": 1440, "height": 900})
-            load_page(context, page_url, expected)
-            warm = [load_page(context, page_url, expected) for _ in range(args.repeat)]
+            load_page(context, page_url, expected, server)
+            warm = [load_page(context, page_url, expected, server) for _ in range(args.repeat)]
             context.close()
         finally:
             server.stop()
         browser.close()
-    for label, loads in (("first visit, empty browser cache", cold), ("returning visit, browser cache warm", warm)):
-        print(
-            f"run page, {args.metrics} metrics × {args.points:,} points ({store}), {label}: charts drawn in median "
-            f"{statistics.median(loads):.2f} s (min {min(loads):.2f}, max {max(loads):.2f}, n={len(loads)}; goal < 1.5 s)"
-        )
+    print(f"run page, {args.metrics} metrics × {args.points:,} points ({store}), {expected} charts:")
+    report("first visit, empty browser cache", cold)
+    report("returning visit, browser cache warm", warm)
     return 0
 
 
-def load_page(opener, url: str, expected: int) -> float:  # type: ignore[no-untyped-def]
-    """Seconds from navigation start until every chart holds its data, in a new tab of `opener`
-    (a browser: a fresh profile per tab; a context: one shared profile)."""
+@dataclass
+class Load:
+    """One load of the run page: seconds to its first chart and to every chart, what it weighed,
+    and the service's CPU-seconds meanwhile."""
+
+    first: float
+    all: float
+    weight: dict[str, dict[str, float]]
+    server_cpu: float
+
+
+def load_page(opener, url: str, expected: int, server: ServerProcess) -> Load:  # type: ignore[no-untyped-def]
+    """Load the run page in a new tab of `opener` (a browser: a fresh profile per tab; a context:
+    one shared profile) and time it from navigation start."""
     page = (
         opener.new_page(viewport={"width": 1440, "height": 900}) if hasattr(opener, "contexts") else opener.new_page()
     )
     try:
+        cpu = process_cpu(server)
         page.goto(url, wait_until="commit")
-        return page.wait_for_function(CHARTS_DRAWN, arg=expected, polling="raf", timeout=60_000).json_value() / 1000
+        first = page.wait_for_function(CHARTS_DRAWN, arg=1, polling="raf", timeout=60_000).json_value() / 1000
+        every = page.wait_for_function(CHARTS_DRAWN, arg=expected, polling="raf", timeout=60_000).json_value() / 1000
+        cpu = process_cpu(server) - cpu
+        page.wait_for_timeout(300)  # late resources are counted in the weight, not the time
+        return Load(first, every, page.evaluate(PAGE_WEIGHT), cpu)
     finally:
         page.close()
+
+
+def process_cpu(server: ServerProcess) -> float:
+    """CPU-seconds the service's process (and its waited-for children) used so far."""
+    assert server.process is not None
+    fields = Path(f"/proc/{server.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def summary(label: str, values: list[float], unit: str = "s") -> str:
+    return f"{label} median {statistics.median(values):.2f} {unit} (min {min(values):.2f}, max {max(values):.2f})"
+
+
+def report(label: str, loads: list[Load]) -> None:
+    print(f"  {label} (n={len(loads)}):")
+    print("    " + summary("first chart", [x.first for x in loads]))
+    print("    " + summary("every chart", [x.all for x in loads]) + "; goal < 1.5 s")
+    print("    " + summary("service CPU", [x.server_cpu for x in loads], "CPU-s"))
+    weight = loads[0].weight
+    parts = ", ".join(
+        f"{kind} {w['wire'] / 1e6:.2f} MB ({w['decoded'] / 1e6:.2f} MB decoded, {int(w['count'])} files)"
+        for kind, w in sorted(weight.items())
+    )
+    total = sum(w["wire"] for w in weight.values()) / 1e6
+    print(f"    page weight over the wire {total:.2f} MB: {parts}")
 
 
 def _expected_charts(metrics: list[str]) -> int:

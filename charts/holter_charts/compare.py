@@ -21,6 +21,7 @@ from holter_charts.vocabulary import Vocabulary
 
 DRIFT_COLOR = "#e8590c"
 BAND_FILL = "rgba(134,142,150,0.22)"
+DRIFT_STRIP = 0.03  # the height of a run's row of drift strips, in the chart's height
 TAIL_SHARE = 0.5  # two arms' seed bands open on the last half of the steps, where the curves flatten
 
 
@@ -51,6 +52,10 @@ def compare_figure(
             smooth["name"] = raw["name"] = f"{plotly_text(label)} (reference)"
         traces += [raw, smooth]
         traces += event_markers(metric, label, s, events, color, vocab)
+        # a run's drifts: a strip of its colour along the bottom, one row per run, under the steps
+        # where it stayed outside the band (shading the chart's whole height, a run outside from
+        # start to end shaded everything, the band and the other runs included)
+        row = sum(1 for r, *_ in runs[:i] if r in comparisons)
         for drift in (comparisons.get(run_id) or {}).get("drifts") or []:
             start, end = int(drift["start_step"]), int(drift["end_step"])
             shapes.append(
@@ -60,12 +65,13 @@ def compare_figure(
                     "yref": "paper",
                     "x0": start,
                     "x1": max(end, start + 1),
-                    "y0": 0,
-                    "y1": 1,
+                    "y0": DRIFT_STRIP * row,
+                    "y1": DRIFT_STRIP * (row + 0.8),
                     "fillcolor": color,
-                    "opacity": 0.12,
+                    "opacity": 0.7,
                     "line": {"width": 0},
-                    "layer": "below",
+                    "layer": "above",
+                    "name": f"drift of {label}",
                 }
             )
     band = widest_band(comparisons.values())
@@ -80,7 +86,8 @@ def compare_figure(
 def event_markers(
     metric: str, label: str, series: Series, events: Sequence[Mapping[str, Any]], color: str, vocab: Vocabulary
 ) -> list[dict]:
-    """One marker per step where the run `label` has events of `metric` (a spike, the drift and its precursor share it)."""
+    """One marker per step where the run `label` has events of `metric` (a spike, the drift and
+    its precursor share it)."""
     at_step: dict[int, list[Mapping[str, Any]]] = {}
     for event in events:
         if event.get("metric") == metric and event.get("status") != "dismissed":
@@ -123,15 +130,28 @@ def widest_band(comparisons: Iterable[Mapping[str, Any]]) -> Mapping[str, Any] |
     return max(found, key=lambda c: len(c["steps"])) if found else None
 
 
+def finite_band(
+    steps: Sequence[Any], low: Sequence[float], high: Sequence[float]
+) -> tuple[list[Any], list[float], list[float]]:
+    """A band's points where both edges are finite: a gap in an edge would let Plotly's fill run
+    to the axis or across the chart, shading what the band does not cover."""
+    kept = [(x, lo, hi) for x, lo, hi in zip(steps, low, high) if math.isfinite(lo) and math.isfinite(hi)]
+    return [k[0] for k in kept], [k[1] for k in kept], [k[2] for k in kept]
+
+
 def band_traces(comparison: Mapping[str, Any]) -> list[dict]:
     """The reference's band from a comparison: the upper edge (no fill), then the lower edge filled up to it."""
-    steps = [int(s) for s in comparison.get("steps") or []]
+    steps, low, high = finite_band(
+        [int(s) for s in comparison.get("steps") or []],
+        decode_values(comparison.get("low") or []),
+        decode_values(comparison.get("high") or []),
+    )
     return [
         {
             "type": "scatter",
             "mode": "lines",
             "x": steps,
-            "y": gaps(decode_values(comparison.get("high") or [])),
+            "y": high,
             "line": {"width": 0},
             "hoverinfo": "skip",
             "showlegend": False,
@@ -142,7 +162,7 @@ def band_traces(comparison: Mapping[str, Any]) -> list[dict]:
             "type": "scatter",
             "mode": "lines",
             "x": steps,
-            "y": gaps(decode_values(comparison.get("low") or [])),
+            "y": low,
             "line": {"width": 0},
             "fill": "tonexty",
             "fillcolor": BAND_FILL,
@@ -211,12 +231,13 @@ def seed_band_figure(comparison: Mapping[str, Any]) -> dict:
         group = len(arm["run_ids"]) > 1
         if group:
             low, high, spread = decode_values(band["low"]), decode_values(band["high"]), decode_values(band["spread"])
+            edge_steps, low_edge, high_edge = finite_band(steps, low, high)
             traces.append(
                 {
                     "type": "scatter",
                     "mode": "lines",
-                    "x": steps + steps[::-1],
-                    "y": gaps(high) + gaps(low)[::-1],
+                    "x": edge_steps + edge_steps[::-1],
+                    "y": high_edge + low_edge[::-1],
                     "fill": "toself",
                     "fillcolor": rgba(color, 0.12),
                     "line": {"width": 0},
@@ -225,14 +246,15 @@ def seed_band_figure(comparison: Mapping[str, Any]) -> dict:
                     "hoverinfo": "skip",
                 }
             )
-            upper = [m + s for m, s in zip(median, spread)]
-            lower = [m - s for m, s in zip(median, spread)]
+            spread_steps, lower, upper = finite_band(
+                steps, [m - s for m, s in zip(median, spread)], [m + s for m, s in zip(median, spread)]
+            )
             traces.append(
                 {
                     "type": "scatter",
                     "mode": "lines",
-                    "x": steps + steps[::-1],
-                    "y": gaps(upper) + gaps(lower)[::-1],
+                    "x": spread_steps + spread_steps[::-1],
+                    "y": upper + lower[::-1],
                     "fill": "toself",
                     "fillcolor": rgba(color, 0.3),
                     "line": {"width": 0},
@@ -281,8 +303,9 @@ def seed_band_figure(comparison: Mapping[str, Any]) -> dict:
 def drift_sentence(metric: str, drift: Mapping[str, Any]) -> str:
     """'eval_loss 0.12 above the reference from step 2,000 to 3,950 (40 points)'."""
     gap = abs(float(drift.get("mean_gap") or 0.0))
+    where = drift.get("direction", "away from")
     return (
-        f"{metric} {gap:.3g} {drift.get('direction', 'away from')} the reference from step {int(drift['start_step']):,} "
+        f"{metric} {gap:.3g} {where} the reference from step {int(drift['start_step']):,} "
         f"to {int(drift['end_step']):,} ({drift.get('points', 0)} points)"
     )
 

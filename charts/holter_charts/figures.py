@@ -23,11 +23,13 @@ def panel_figure(
     view: View | None = None,
     *,
     vocab: Vocabulary,
+    compact: bool = False,
 ) -> tuple[dict, dict[str, list[float]]]:
     """The figure of one panel, and the EMA state of each metric a line panel smoothed (what live
-    appends continue from; empty for the other kinds). Notes are drawn on line panels only."""
+    appends continue from; empty for the other kinds). Notes are drawn on line panels only.
+    `compact`: a line panel as a small multiple (the run page's System section)."""
     if panel.kind == "heatmap":
         return heatmap_figure(panel, series, events, view, vocab=vocab), {}
     if panel.kind == "band":
         return band_figure(panel, series, view), {}
-    return line_figure(panel, series, events, notes, view, vocab=vocab)
+    return line_figure(panel, series, events, notes, view, vocab=vocab, compact=compact)

@@ -20,7 +20,10 @@ def family_matrix(
 ) -> tuple[list[float], list[int], list[list[float | None]]]:
     """Per-layer series resampled onto one step grid: (step of each column, layer of each row,
     rows of values). Each cell holds the max of its layer's values in the column's step range,
-    so a one-step excursion still colours its cell; a non-finite value makes the cell empty."""
+    so a one-step excursion still colours its cell; a non-finite value makes the cell empty. A
+    cell no point falls in (a downsampled read has a point or two per bucket, and the grid's
+    columns need not line up with the buckets) holds the cell before it: nothing happened there,
+    which an empty cell would say otherwise."""
     present = {layer: s for layer, s in layers.items() if len(s)}
     if not present:
         return [], sorted(layers), [[] for _ in layers]
@@ -38,10 +41,16 @@ def family_matrix(
             steps = np.asarray(s.steps, dtype=np.float64)
             values = np.asarray(s.values, dtype=np.float64)
             idx = np.clip(np.searchsorted(edges, steps, side="right") - 1, 0, bins - 1)
+            filled = np.zeros(bins, dtype=bool)
             for col in np.unique(idx):
                 chunk = values[idx == col]
                 finite = chunk[np.isfinite(chunk)]
                 row[int(col)] = float(finite.max()) if len(finite) == len(chunk) else None
+                filled[int(col)] = True
+            first, last = int(idx.min()), int(idx.max())
+            for col in range(first + 1, last):
+                if not filled[col]:
+                    row[col] = row[col - 1]
         rows.append(row)
     return centers, order, rows
 

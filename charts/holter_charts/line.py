@@ -20,6 +20,11 @@ from holter_charts.style import PALETTE, base_layout, empty_note, plotly_text, r
 from holter_charts.vocabulary import Vocabulary
 
 NONFINITE_Y = 0.96  # where NaN/Inf crosses sit, in the chart's height (a second y axis from 0 to 1)
+# A series drawn with more points than this is drawn with WebGL (scattergl): SVG slows down with
+# tens of thousands of points, and a chart read at full resolution (a zoom, a long live tail)
+# can hold that many. Below it SVG is cheaper (a WebGL context costs more to set up than it saves).
+WEBGL_POINTS = 5_000
+Y_PAD = 0.06  # a compact chart's y range reaches this share of its span beyond the data, so a flat line is not clipped
 
 
 def line_traces(
@@ -29,8 +34,9 @@ def line_traces(
     x = x_values(series, view)
     smoothed, state = ema(series.values, view.smoothing, ema_state)
     smoothing_on = view.smoothing > 0
+    trace_type = trace_type_for(len(series))
     raw = {
-        "type": "scatter",
+        "type": trace_type,
         "mode": "lines",
         "name": plotly_text(metric),
         "x": x,
@@ -43,7 +49,7 @@ def line_traces(
         "connectgaps": False,
     }
     smooth = {
-        "type": "scatter",
+        "type": trace_type,
         "mode": "lines",
         "name": plotly_text(metric),
         "x": x,
@@ -55,6 +61,11 @@ def line_traces(
         "hovertemplate": f"{plotly_text(metric)} (EMA)<br>step %{{x}}: %{{y:.4g}}<extra></extra>",
     }
     return raw, smooth, state
+
+
+def trace_type_for(points: int) -> str:
+    """`scattergl` for a long series, `scatter` (SVG) otherwise."""
+    return "scattergl" if points > WEBGL_POINTS else "scatter"
 
 
 def nonfinite_points(metric: str, series: Series, view: View) -> tuple[list[Any], list[str]]:
@@ -77,8 +88,10 @@ def line_figure(
     view: View | None = None,
     *,
     vocab: Vocabulary,
+    compact: bool = False,
 ) -> tuple[dict, dict[str, list[float]]]:
     """A line panel: each metric raw + smoothed, NaN/Inf crosses, events and notes drawn on it.
+    `compact`: a small multiple, its y range padded so that a flat line at its extreme is drawn whole.
 
     Returns the figure and each metric's EMA state, which live updates continue from.
     """
@@ -140,7 +153,11 @@ def line_figure(
             "showlegend": False,
         }
     )
-    layout = base_layout(panel.title, view)
+    layout = base_layout(panel.title, view, compact=compact)
+    if compact and not view.log_y:
+        padded = padded_range([v for m in panel.metrics for v in (series.get(m) or Series([], [])).values])
+        if padded is not None:
+            layout["yaxis"]["range"] = padded
     if view.x_axis == "time" and view.start is not None and view.end is not None and view.end > view.start:
         layout["xaxis"]["range"] = [
             step_to_x(view.start, series.values(), view),
@@ -154,6 +171,17 @@ def line_figure(
     if not any(len(series.get(m) or ()) for m in panel.metrics):
         layout["annotations"].append(empty_note("no points yet"))
     return {"data": traces, "layout": layout}, states
+
+
+def padded_range(values: Sequence[float]) -> list[float] | None:
+    """The finite values' range widened by `Y_PAD` of its span each way (a flat series: ±1% of its
+    level, or ±1 at zero); None when nothing is finite."""
+    finite = [v for v in values if math.isfinite(v)]
+    if not finite:
+        return None
+    low, high = min(finite), max(finite)
+    pad = (high - low) * Y_PAD if high > low else (abs(high) * 0.01 or 1.0)
+    return [low - pad, high + pad]
 
 
 Extension = tuple[int, list[Any], list[Any]]  # (trace index, x to append, y to append)

@@ -148,11 +148,22 @@ def _merged_labels(labels: list[dict], series: list[Series], view: View, near: f
     return out
 
 
-def stagger(
-    labels: list[dict], series: Iterable[Series], view: View, *, levels: int = 3, near: float = 0.09
-) -> list[dict]:
-    """Lift labels that would overlap a neighbour (closer than `near` of the x span) onto
-    up to `levels` rows, so two events at the same step stay readable."""
+# How wide a label is on screen, to keep two from overlapping: the plot area of a half-width run
+# page chart is about this many pixels, and an 11 px label about this many per character.
+PLOT_WIDTH_PX = 520.0
+LABEL_CHAR_PX = 6.6
+LABEL_PAD_PX = 10.0
+
+
+def label_width(label: Mapping[str, Any], span: float) -> float:
+    """A label's width in x units, for a chart whose x axis spans `span`."""
+    return (len(str(label.get("text") or "")) * LABEL_CHAR_PX + LABEL_PAD_PX) / PLOT_WIDTH_PX * span
+
+
+def stagger(labels: list[dict], series: Iterable[Series], view: View, *, levels: int = 3) -> list[dict]:
+    """Lift labels that would overlap a neighbour onto up to `levels` rows, so two events at the
+    same step stay readable. A label that finds no free row is folded into the label it would
+    cover ("divergence +1", its summary added to the hover text) rather than drawn over it."""
     series = list(series)
     xs = x_ends(series, view)
     if not labels or not xs:
@@ -161,14 +172,31 @@ def stagger(
     if view.start is not None and view.end is not None:
         lo, hi = step_to_x(view.start, series, view), step_to_x(view.end, series, view)
     span = max(hi - lo, 1)
-    placed: list[tuple[float, int]] = []
-    for label in sorted(labels, key=lambda a: a["x"] if isinstance(a["x"], (int, float)) else 0):
-        x = label["x"] if isinstance(label["x"], (int, float)) else 0
-        used = {level for px, level in placed if abs(px - x) < near * span}
-        level = next((k for k in range(levels) if k not in used), levels - 1)
-        label["yshift"] = 17 * level
-        placed.append((x, level))
-    return labels
+    rows: list[list[dict]] = [[] for _ in range(levels)]
+    shown: list[dict] = []
+
+    def x_of(label: Mapping[str, Any]) -> float:
+        return float(label["x"]) if isinstance(label["x"], (int, float)) else 0.0
+
+    def overlaps(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+        return abs(x_of(a) - x_of(b)) < (label_width(a, span) + label_width(b, span)) / 2
+
+    for label in sorted(labels, key=x_of):
+        free = next((k for k, row in enumerate(rows) if not any(overlaps(label, other) for other in row)), None)
+        if free is None:
+            host = next(other for other in rows[-1] if overlaps(label, other))
+            host["folded"] = host.get("folded", 0) + 1
+            host["text"] = f"{host['base_text']} +{host['folded']}"
+            host["hovertext"] = f"{host.get('hovertext') or ''}<br>{label.get('hovertext') or label.get('text', '')}"
+            continue
+        label["yshift"] = 17 * free
+        label["base_text"] = label.get("text", "")
+        rows[free].append(label)
+        shown.append(label)
+    for label in shown:
+        label.pop("base_text", None)
+        label.pop("folded", None)
+    return shown
 
 
 def note_shapes(

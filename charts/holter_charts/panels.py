@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from holter_charts.vocabulary import Vocabulary
@@ -22,15 +22,21 @@ _LAYER = re.compile(
 )
 
 
+Section = Literal["main", "system"]
+
+
 @dataclass(frozen=True)
 class Panel:
-    """One chart of the run page: a signal family drawn as lines, or per-layer metrics as a heatmap."""
+    """One chart of the run page: a signal family drawn as lines, or per-layer metrics as a
+    heatmap. `section` says where the page puts it: the main grid, or the collapsed System
+    section for system vitals (CPU, memory, disk, network, a GPU's clocks and memory)."""
 
     key: str
     title: str
     metrics: tuple[str, ...]
     kind: Literal["lines", "heatmap", "band"] = "lines"
     layers: tuple[int, ...] = ()
+    section: Section = "main"
 
 
 def layer_of(name: str) -> tuple[str, int] | None:
@@ -46,7 +52,9 @@ def plan_panels(metrics: Iterable[Mapping[str, Any]], vocab: Vocabulary) -> list
     """The run page's charts for a run's metrics (as `GET /runs/{id}` lists them, each with the
     panel and kind the service gave it): the vocabulary's shared panels in its order (train and
     eval loss together, the train loss first), a heatmap per per-layer family (two layers or
-    more), then every other metric on its own chart, alphabetically."""
+    more), then every other metric on its own chart, alphabetically. A chart whose metrics are
+    all of system kinds (the service's vocabulary says which) goes in the System section. Every
+    chart has a key of its own (two names may make one slug: `cpu.percent`, `cpu_percent`)."""
     by_name = {m["name"]: m for m in metrics}
     names = sorted(by_name)
     families: dict[str, dict[int, str]] = {}
@@ -91,7 +99,32 @@ def plan_panels(metrics: Iterable[Mapping[str, Any]], vocab: Vocabulary) -> list
     panels.extend(
         Panel(key=_slug(name), title=_titled(name, by_name[name].get("step_metric")), metrics=(name,)) for name in alone
     )
-    return panels
+    return _sectioned(_unique_keys(panels), by_name, vocab)
+
+
+def _unique_keys(panels: list[Panel]) -> list[Panel]:
+    """The panels, a key that is taken already getting a number: a page holds one chart per key."""
+    seen: set[str] = set()
+    out: list[Panel] = []
+    for panel in panels:
+        key, n = panel.key, 1
+        while key in seen:
+            n += 1
+            key = f"{panel.key}-{n}"
+        seen.add(key)
+        out.append(panel if key == panel.key else replace(panel, key=key))
+    return out
+
+
+def _sectioned(panels: list[Panel], by_name: Mapping[str, Mapping[str, Any]], vocab: Vocabulary) -> list[Panel]:
+    """Each panel in its section: system vitals in the System section, after the main grid's charts."""
+    placed = [
+        replace(panel, section="system")
+        if all(vocab.is_system_kind(by_name[m].get("kind")) for m in panel.metrics)
+        else panel
+        for panel in panels
+    ]
+    return [p for p in placed if p.section == "main"] + [p for p in placed if p.section == "system"]
 
 
 # The quantile metrics a logged histogram becomes (holter.Histogram; client/holter/media.py), lowest first.

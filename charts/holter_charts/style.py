@@ -18,7 +18,12 @@ def plotly_text(text: str) -> str:
     return html.escape(str(text), quote=False)
 
 
-def base_layout(title: str, view: View, *, height: int = 320, uirevision: str = "keep") -> dict:
+COMPACT_HEIGHT = 190  # a small multiple (the run page's System section)
+
+
+def base_layout(title: str, view: View, *, height: int = 320, uirevision: str = "keep", compact: bool = False) -> dict:
+    """The layout every chart starts from; `compact`: a small multiple, with a small title, tight
+    margins and no legend (one metric a chart)."""
     # no axis title: the page's "by step / by wall time" control says it, and the legend sits there
     xaxis: dict[str, Any] = {"showgrid": True, "gridcolor": "#eef0f2", "zeroline": False}
     if view.x_axis == "time":
@@ -26,7 +31,9 @@ def base_layout(title: str, view: View, *, height: int = 320, uirevision: str = 
     elif view.start is not None and view.end is not None and view.end > view.start:
         xaxis["range"] = [view.start, view.end]
         xaxis["autorange"] = False
-    return {
+    if compact:
+        xaxis["nticks"] = 5
+    layout = {
         "title": {"text": plotly_text(title), "x": 0.01, "xanchor": "left", "font": {"size": 14}},
         # the legend goes under the chart: above it, event labels need the room
         "height": height,
@@ -48,6 +55,14 @@ def base_layout(title: str, view: View, *, height: int = 320, uirevision: str = 
         "uirevision": uirevision,
         "dragmode": "zoom",
     }
+    if compact:
+        layout["title"]["font"] = {"size": 12}
+        layout["height"] = COMPACT_HEIGHT
+        layout["margin"] = {"l": 44, "r": 10, "t": 34, "b": 28}
+        layout["showlegend"] = False
+        layout["yaxis"]["nticks"] = 4
+        layout["yaxis"]["automargin"] = True  # long tick labels (0.163907) get the room they need
+    return layout
 
 
 def empty_note(text: str) -> dict:

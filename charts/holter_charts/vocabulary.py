@@ -122,6 +122,13 @@ class Vocabulary:
         found = next((k for k in self.signal_kinds if k["name"] == kind), None)
         return found["label"] if found else str(kind or "")
 
+    def is_system_kind(self, kind: str | None) -> bool:
+        """Whether a metric of this kind is a system vital (the machine, not the model): drawn in
+        the run page's System section. The vocabulary marks the GPU vitals' kinds `system`, and
+        names the kind of every other machine reading `system`."""
+        found = next((k for k in self.signal_kinds if k["name"] == kind), None)
+        return found is not None and (bool(found.get("system")) or found["name"] == "system")
+
     def signal_description(self, kind: str | None) -> str:
         found = next((k for k in self.signal_kinds if k["name"] == kind), None)
         return found["description"] if found else ""

@@ -47,6 +47,8 @@ DB_HELP = "database URL (default: $HOLTER_DATABASE_URL, else an SQLite file unde
 # Which commands take which place-naming option (a command's actions inherit it).
 URL_COMMANDS = ("demo", "import", "report", "alerts", "runs", "sync")
 DB_COMMANDS = ("serve", "demo", "db", "worker", "keys")
+# What `holter runs` does besides listing.
+RUN_ACTIONS = ("list", "delete", "archive", "unarchive")
 # Commands served by the client itself, with no service package needed.
 CLIENT_COMMANDS = ("runs", "sync")
 
@@ -175,7 +177,17 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("-o", "--output", default=None, help="file to write (default holter-<run id>.html)")
     _place_options(report, url=True)
 
-    listed = commands.add_parser("runs", help="list runs with their ids, newest first")
+    listed = commands.add_parser(
+        "runs",
+        help="list runs with their ids, newest first; or delete, archive or unarchive runs",
+        description="`holter runs` lists runs; `holter runs delete ID...` deletes runs with every point, "
+        "event and note of them (asks first, unless --yes; needs an admin key with auth on); "
+        "`holter runs archive ID...` hides runs from the list and keeps them, `unarchive` brings them back.",
+    )
+    listed.add_argument("action", nargs="?", choices=RUN_ACTIONS, default="list", help="default: list")
+    listed.add_argument("run_ids", nargs="*", metavar="ID", help="the runs to delete, archive or unarchive")
+    listed.add_argument("--yes", action="store_true", help="delete without asking")
+    listed.add_argument("--archived", action="store_true", help="list archived runs too")
     listed.add_argument("--project", default=None)
     # the statuses live in the service's vocabulary; it refuses an unknown one with the list
     listed.add_argument("--status", default=None, help="only runs with this status (running, finished, ...)")
@@ -281,9 +293,8 @@ def list_runs(args: argparse.Namespace) -> int:
     from holter.transport import RejectedError, Transport, TransportError
 
     url = (args.url or os.environ.get("HOLTER_URL") or DEFAULT_URL).rstrip("/")
-    query = urlencode(
-        {k: v for k, v in (("project", args.project), ("status", args.status), ("limit", args.limit)) if v is not None}
-    )
+    pairs = (("project", args.project), ("status", args.status), ("limit", args.limit))
+    query = urlencode({k: v for k, v in pairs if v is not None} | ({"archived": "include"} if args.archived else {}))
     try:
         answer = Transport(url, os.environ.get("HOLTER_API_KEY")).request("GET", f"/api/v1/runs?{query}")
     except (TransportError, RejectedError) as exc:
@@ -320,11 +331,54 @@ def list_runs(args: argparse.Namespace) -> int:
     return 0
 
 
+def change_runs(args: argparse.Namespace) -> int:
+    """`holter runs delete|archive|unarchive ID...`: 0 when every run was changed, 1 when the
+    person said no, 2 when the service refused one (an unknown run, a key that may not)."""
+    from urllib.parse import quote
+
+    from holter.run import DEFAULT_URL
+    from holter.transport import RejectedError, Transport, TransportError
+
+    if not args.run_ids:
+        print(f"holter runs {args.action}: name the runs (holter runs {args.action} ID...)", file=sys.stderr)
+        return 2
+    url = (args.url or os.environ.get("HOLTER_URL") or DEFAULT_URL).rstrip("/")
+    transport = Transport(url, os.environ.get("HOLTER_API_KEY"))
+    failed = False
+    for run_id in args.run_ids:
+        path = f"/api/v1/runs/{quote(run_id, safe='')}"
+        try:
+            if args.action == "delete":
+                run = transport.request("GET", path)
+                if not args.yes:
+                    name = run.get("name") or run_id
+                    last = run.get("last_step")
+                    print(
+                        f"delete run {run_id} ({name}, project {run['project']}, last step {last}) with every point, "
+                        "event and note of it? This cannot be undone. [y/N] ",
+                        end="",
+                        flush=True,
+                    )
+                    if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+                        print("left as it was")
+                        return 1
+                answer = transport.request("DELETE", path)
+                points = answer.get("deleted", {}).get("points", 0)
+                print(f"deleted run {run_id} ({points:,} points)")
+            else:
+                transport.request("POST", f"{path}/{args.action}")
+                print(f"{args.action}d run {run_id}")
+        except (TransportError, RejectedError) as exc:
+            print(f"holter runs {args.action} {run_id}: {exc}", file=sys.stderr)
+            failed = True
+    return 2 if failed else 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `holter` console script."""
     args = parse_args(argv)
     if args.command == "runs":
-        return list_runs(args)
+        return list_runs(args) if args.action == "list" else change_runs(args)
     if args.command == "sync":
         from holter import sync
         from holter.run import DEFAULT_URL

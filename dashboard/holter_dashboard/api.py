@@ -139,6 +139,15 @@ class HolterAPI:
             id=body.get("id"),
         )
 
+    async def signature(self) -> str | None:
+        """The name this reader's notes and acknowledgements are signed with: the key's name with
+        auth on, "local" with it off (None when the service cannot say)."""
+        try:
+            me = await self.who_am_i(current_key())
+        except ApiError:
+            return None
+        return (me.name or "key") if me.auth else "local"
+
     # -- the vocabulary: read once, it changes only with the service's version
     async def vocabulary(self) -> Vocabulary:
         """Kinds, severities (with colours), statuses and panels, as the service defines them."""
@@ -155,6 +164,14 @@ class HolterAPI:
 
     async def update_run(self, run_id: str, **fields: Any) -> dict[str, Any]:
         return await self._request("PATCH", f"/runs/{run_id}", json=fields)
+
+    async def delete_run(self, run_id: str) -> dict[str, Any]:
+        """Delete a run and everything stored under it (an admin key's right)."""
+        return await self._request("DELETE", f"/runs/{run_id}")
+
+    async def archive_run(self, run_id: str, archived: bool = True) -> dict[str, Any]:
+        """Archive a run (hidden from the runs list unless asked for), or bring it back."""
+        return await self._request("POST", f"/runs/{run_id}/{'archive' if archived else 'unarchive'}")
 
     async def set_metric_kind(self, run_id: str, metric: str, kind: str | None) -> dict[str, Any]:
         """Say what a metric is (None: as its name says); the service analyses it again."""
@@ -232,14 +249,20 @@ class HolterAPI:
     async def events(self, **filters: Any) -> list[dict[str, Any]]:
         return (await self._request("GET", "/events", params={"limit": 1000, **filters}))["data"]
 
-    async def acknowledge(self, run_id: str, event_id: int, *, by: str, reason: str) -> dict[str, Any]:
+    # Notes and decisions on events are signed with `signature()`: a service that signs them by the
+    # key itself ignores the name sent; an older one stores it (the same name).
+    async def acknowledge(self, run_id: str, event_id: int, *, reason: str) -> dict[str, Any]:
         return await self._request(
-            "POST", f"/runs/{run_id}/events/{event_id}/acknowledge", json={"by": by, "reason": reason}
+            "POST",
+            f"/runs/{run_id}/events/{event_id}/acknowledge",
+            json={"by": await self.signature() or "local", "reason": reason},
         )
 
-    async def dismiss(self, run_id: str, event_id: int, *, by: str, reason: str, mute: bool = False) -> dict[str, Any]:
+    async def dismiss(self, run_id: str, event_id: int, *, reason: str, mute: bool = False) -> dict[str, Any]:
         return await self._request(
-            "POST", f"/runs/{run_id}/events/{event_id}/dismiss", json={"by": by, "reason": reason, "mute": mute}
+            "POST",
+            f"/runs/{run_id}/events/{event_id}/dismiss",
+            json={"by": await self.signature() or "local", "reason": reason, "mute": mute},
         )
 
     # -- annotations
@@ -247,12 +270,17 @@ class HolterAPI:
         return (await self._request("GET", f"/runs/{run_id}/annotations"))["data"]
 
     async def add_annotation(self, run_id: str, **fields: Any) -> dict[str, Any]:
+        fields = {"author": await self.signature() or "local", **fields}
         return await self._request(
             "POST", f"/runs/{run_id}/annotations", json={k: v for k, v in fields.items() if v is not None}
         )
 
-    async def delete_annotation(self, run_id: str, annotation_id: int, *, author: str) -> None:
-        await self._request("DELETE", f"/runs/{run_id}/annotations/{annotation_id}", params={"author": author})
+    async def delete_annotation(self, run_id: str, annotation_id: int) -> None:
+        await self._request(
+            "DELETE",
+            f"/runs/{run_id}/annotations/{annotation_id}",
+            params={"author": await self.signature() or "local"},
+        )
 
     # -- alerts: channels, rules, deliveries
     async def channels(self) -> list[dict[str, Any]]:

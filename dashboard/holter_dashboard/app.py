@@ -119,7 +119,8 @@ def _guard_api_paths(app: FastAPI) -> None:
 
 
 def shell() -> dmc.MantineProvider:
-    """The frame around every page: header with navigation, the reader's name and, when signed in, "Sign out"."""
+    """The frame around every page: header with navigation and, when signed in, "Sign out" (notes and
+    acknowledgements are signed by the service with the key's name, "local" with auth off)."""
     header = dmc.AppShellHeader(
         dmc.Group(
             [
@@ -145,21 +146,7 @@ def shell() -> dmc.MantineProvider:
                     ],
                     gap="lg",
                 ),
-                dmc.Group(
-                    [
-                        dmc.TextInput(
-                            id="author",
-                            placeholder="your name (for notes)",
-                            size="xs",
-                            w=200,
-                            persistence=True,
-                            persistence_type="local",
-                            debounce=True,
-                        ),
-                        *filter(None, [sign_out_link()]),
-                    ],
-                    gap="md",
-                ),
+                dmc.Group([*filter(None, [sign_out_link()])], gap="md"),
             ],
             justify="space-between",
             h="100%",

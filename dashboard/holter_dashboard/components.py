@@ -18,7 +18,7 @@ THEME: dict[str, Any] = {
     "components": {"Card": {"defaultProps": {"withBorder": True, "shadow": "xs"}}},
 }
 
-# a badge in a table cell otherwise lets the table squeeze its label to "FAIL…"
+# a badge in a table cell or a tight row otherwise lets its label be squeezed to "FAIL…", "UNKNO…"
 UNCLIPPED = {"root": {"overflow": "visible"}, "label": {"overflow": "visible"}}
 
 
@@ -29,6 +29,7 @@ def status_badge(status: str | None, vocab: Vocabulary) -> dmc.Badge:
         color=vocab.run_status_badge(status),
         variant="dot" if vocab.is_live(status) else "light",
         className=f"status-{status}",
+        styles=UNCLIPPED,
     )
 
 
@@ -42,6 +43,7 @@ def health_badge(health: str | None, vocab: Vocabulary, open_events: int | None 
         color=vocab.health_badge(health),
         variant="filled" if vocab.is_loudest(health) else "light",
         className=f"health-{health}",
+        styles=UNCLIPPED,
     )
 
 

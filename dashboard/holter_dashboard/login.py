@@ -37,7 +37,7 @@ MAX_FORM_BYTES = 16 * 1024
 
 # Paths the gate leaves alone: the API (it checks keys itself), its docs, Dash's static files, the
 # sign-in pages. Dash's callback and layout requests are checked, but answered 401, not redirected.
-OPEN_PREFIXES = ("/api/", "/assets/", "/_dash-component-suites/")
+OPEN_PREFIXES = ("/api/", "/assets/", "/_dash-component-suites/", "/_holter/docs/")
 OPEN_PATHS = {
     "/api",
     "/docs",

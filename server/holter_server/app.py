@@ -10,10 +10,12 @@ from typing import Any
 from fastapi import APIRouter, Depends, FastAPI
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
+from fastapi_offline import FastAPIOffline
 from sqlalchemy.orm import Session, sessionmaker
 
 from holter_server import __version__
 from holter_server.alerts import image_links
+from holter_server.api import docs
 from holter_server.api.bad_input import refuse_unstorable_text, validation_failed
 from holter_server.api.gate import Gate
 from holter_server.api.routes import (
@@ -71,7 +73,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             work.stop()
             engine.dispose()
 
-    app = FastAPI(title="Holter", version=__version__, summary="Training-health monitor for ML runs", lifespan=lifespan)
+    app = FastAPIOffline(
+        title="Holter",
+        version=__version__,
+        summary="Training-health monitor for ML runs",
+        lifespan=lifespan,
+        # /docs and /redoc with their files served from here, not a CDN (api/docs.py)
+        docs_url=None,
+        redoc_url=None,
+        static_url=docs.ASSETS,
+    )
+    docs.install(app)
     app.state.settings = settings
     app.state.auth_mode = AuthMode(settings)
     app.add_exception_handler(RequestValidationError, validation_failed)

@@ -432,3 +432,50 @@ def test_a_detector_event_reaches_the_formatter_as_the_detector_made_it(tmp_path
     assert (sent.project, sent.run_id, sent.run_name, sent.event_id) == ("p", "r", "baseline", delivery.event_id)
     section = formatters.slack([sent], "alert")["blocks"][1]
     assert section["text"]["text"] == f"*CRITICAL* · {formatters.slack_text(event.summary)}"
+
+
+def test_two_rules_matching_one_event_send_one_message_naming_it_once(
+    alert_server: ServerProcess, api: httpx.Client, receiver: Receiver, project: str, spool_dir: Path
+) -> None:
+    channel = add_channel(api, receiver, project, default_rules=False)
+    for name in ("divergences", "anything critical"):
+        rule = {"channel_id": channel["id"], "name": name, "min_severity": "critical", "cooldown_s": 0}
+        if name == "divergences":
+            rule["kinds"] = ["divergence"]
+        api.post("/rules", json=rule).raise_for_status()
+    run = diverge(alert_server.url, project, spool_dir)
+    wait_until(lambda: len(receiver.messages()) >= 1)
+    time.sleep(2)  # a second message, were one queued, would be out by now
+    (message,) = receiver.messages()
+    alerts = message.json()["alerts"]
+    assert [(a["run_id"], a["kind"]) for a in alerts] == [(run.id, "divergence")]
+    assert len(api.get("/deliveries", params={"channel_id": channel["id"]}).json()) == 1
+
+
+def test_the_picture_of_a_divergence_shows_the_level_it_left(
+    alert_server: ServerProcess, api: httpx.Client, receiver: Receiver, project: str, spool_dir: Path
+) -> None:
+    # a loss that sits near 2 for 1,500 steps, then climbs to 10 and stays: the picture must show both
+    add_channel(api, receiver, project)
+    run = holter.init(project=project, name="climbing", url=alert_server.url, spool_dir=spool_dir)
+    for step in range(2000):
+        level = 2.0 if step < 1500 else min(10.0, 2.0 + (step - 1500) * 0.08)
+        run.log({"loss": level + 0.01 * math.sin(step)}, step=step)
+    run.finish()
+    wait_until(lambda: len(receiver.messages()) >= 1, timeout=60)
+    alert = receiver.messages()[0].json()["alerts"][0]
+    assert alert["kind"] == "divergence"
+    bars = alert["sparkline"]
+    assert bars[0] in "▁▂" and bars[-1] in "▇█"  # the level before (low), then the climb (high)
+    png = httpx.get(alert["image_url"].replace("http://holter.example:8765", alert_server.url))
+    assert png.status_code == 200 and png.content.startswith(b"\x89PNG")
+
+
+def test_a_test_message_is_listed_with_the_deliveries(api: httpx.Client, receiver: Receiver, project: str) -> None:
+    channel = add_channel(api, receiver, project)
+    api.post(f"/channels/{channel['id']}/test").raise_for_status()
+    receiver.answers = [(500, {})]
+    assert api.post(f"/channels/{channel['id']}/test").status_code == 502
+    listed = api.get("/deliveries", params={"channel_id": channel["id"]}).json()
+    assert [(d["purpose"], d["status"]) for d in listed] == [("test", "failed"), ("test", "delivered")]
+    assert "500" in listed[0]["last_error"] and "connected to Holter" in listed[1]["summary"]

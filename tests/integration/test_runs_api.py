@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import uuid
+
 import httpx
+import pytest
 
 from tests.conftest import new_run_id
 
@@ -107,3 +110,43 @@ def test_health_names_the_store(api: httpx.Client, store_url: str) -> None:
     health = api.get("/health").json()
     assert health["status"] == "ok"
     assert health["database"] == ("sqlite" if store_url.startswith("sqlite") else "postgresql")
+
+
+def test_the_runs_list_carries_chosen_metrics_last_and_best_and_a_loss_sparkline(api: httpx.Client) -> None:
+    run_id = f"tab{uuid.uuid4().hex[:10]}"
+    project = f"table-{uuid.uuid4().hex[:6]}"
+    api.post("/runs", json={"id": run_id, "project": project}).raise_for_status()
+    steps = list(range(5000))
+    loss = [3.0 - s / 2500 if s != 4000 else float("nan") for s in steps]  # best 1.0004 at step 4999, a NaN left out
+    api.post(
+        f"/runs/{run_id}/points",
+        json={
+            "metrics": {
+                "loss": {"steps": steps, "values": [v if v == v else "NaN" for v in loss]},
+                "reward": {"steps": [0, 1, 2], "values": [0.1, 0.9, 0.3]},
+            }
+        },
+    ).raise_for_status()
+    answer = api.get(
+        "/runs",
+        params=[
+            ("project", project),
+            ("metric", "loss"),
+            ("metric", "reward"),
+            ("metric", "absent"),
+            ("sparkline_kind", "loss"),
+            ("names", "true"),
+        ],
+    ).json()
+    (run,) = answer["data"]
+    assert (
+        run["columns"]["loss"]["best"] == pytest.approx(3.0 - 4999 / 2500)
+        and run["columns"]["loss"]["best_step"] == 4999
+    )
+    assert run["columns"]["reward"] == {"kind": "reward", "last": 0.3, "best": 0.9, "best_step": 1}
+    assert "absent" not in run["columns"]
+    spark = run["sparkline"]
+    assert spark["metric"] == "loss" and 10 < len(spark["values"]) <= 48 and spark["values"][0] == 3.0
+    assert answer["metric_names"] == ["loss", "reward"]
+    plain = api.get("/runs", params={"project": project}).json()["data"][0]
+    assert plain["columns"] is None and plain["sparkline"] is None

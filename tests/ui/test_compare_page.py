@@ -116,3 +116,39 @@ def test_two_seed_groups_are_drawn_as_bands_with_the_services_verdict(page, ui_s
     assert page.locator("#cmp-config-diff").inner_text().count("model.norm") == 1
     page.locator("#cmp-verdict").screenshot(path=str(tmp_path / "verdict.png"))
     page.screenshot(path=str(tmp_path / "compare.png"), full_page=True)
+
+
+def test_several_metrics_at_once_with_run_names_in_the_legends_and_terms_explained(
+    page, ui_server: ServerProcess
+) -> None:  # type: ignore[no-untyped-def]
+    ids = [f"named{uuid.uuid4().hex[:8]}" for _ in range(2)]
+    steps = list(range(300))
+    with ui_server.api() as api:
+        for run_id, name, shift in zip(ids, ("baseline lr", "double lr"), (0.0, 0.3)):
+            api.post("/runs", json={"id": run_id, "project": "ui-compare-many", "name": name}).raise_for_status()
+            api.post(
+                f"/runs/{run_id}/points",
+                json={
+                    "metrics": {
+                        "loss": {"steps": steps, "values": [2.0 - s / 300 + shift for s in steps]},
+                        "grad_norm": {"steps": steps, "values": [1.0 + shift] * len(steps)},
+                    }
+                },
+            ).raise_for_status()
+    page.goto(f"/compare?runs={ids[0]},{ids[1]}&metric=loss,grad_norm")
+    page.locator("#cmp-graph-1 .js-plotly-plot").wait_for()
+    for graph in ("#cmp-graph", "#cmp-graph-1"):
+        names = wait_until(
+            lambda graph=graph: page.evaluate(
+                "(g) => { const el = document.querySelector(g + ' .js-plotly-plot'); return el && el.data && el.data.map(t => t.name); }",
+                graph,
+            )
+        )
+        assert "baseline lr" in names and "double lr" in names and not any(i in names for i in ids)
+    assert [t.inner_text() for t in page.locator(".cmp-metric-title").all()] == ["loss", "grad_norm"]
+    assert "seed group" in page.locator(".cmp-explain-seed-group").inner_text().lower()
+    assert "arm a" in page.locator(".cmp-explain-arms").inner_text().lower()
+    badge = page.locator("#cmp-verdict-badge")
+    badge.wait_for()
+    text = badge.inner_text()
+    assert "…" not in text and badge.evaluate("el => el.scrollWidth <= el.clientWidth + 1")  # the badge fits its word

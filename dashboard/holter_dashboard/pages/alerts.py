@@ -321,6 +321,8 @@ def deliveries_table(deliveries: list[dict[str, Any]], channel_names: dict[int, 
     for d in deliveries:
         failed = d.get("status") == "failed"
         alert: list[Any] = [dmc.Text(d.get("summary") or d.get("purpose") or "—", size="sm")]
+        if d.get("purpose") in ("test", "resolved"):  # not an alert: say what it was
+            alert.insert(0, dmc.Badge(d["purpose"], size="xs", variant="outline", color="gray", className="purpose"))
         if d.get("run_id"):
             alert.append(dmc.Anchor(d["run_id"], href=f"/runs/{d['run_id']}", size="xs", ff="monospace"))
         if d.get("last_error"):

@@ -1,8 +1,9 @@
-"""Compare page: one metric across runs, aligned by step, with their events and, against a
-reference run, the service's band and each run's drifts from it (`GET /runs/{id}/compare`);
-and the first two runs as arms of an ablation (each a run or its seed group), drawn with the seed
-bands and judged by the service (`GET /api/v1/compare`): the verdict, its numbers, the config diff
-and the confounders."""
+"""Compare page: several metrics across runs (a chart each, runs by name in the legends),
+aligned by step, with their events and, against a reference run, the service's band and each
+run's drifts from it (`GET /runs/{id}/compare`); and the first two runs as arms of an ablation
+(each a run or its seed group), drawn with the seed bands and judged by the service
+(`GET /api/v1/compare`) per metric: the verdict, its numbers, the config diff and the
+confounders. Each term says what it means where it appears."""
 
 from __future__ import annotations
 
@@ -15,9 +16,24 @@ from holter_charts.compare import compare_figure, seed_band_figure
 from holter_charts.series import Series, View
 
 from holter_dashboard.api import ApiError, HolterAPI, optional
-from holter_dashboard.components import empty_state, error_alert
+from holter_dashboard.components import UNCLIPPED, empty_state, error_alert
 
 MAX_POINTS = 2000
+MAX_METRICS = 4  # charts on the page at once
+
+# One line each, shown where the term appears.
+EXPLAIN_ARMS = (
+    "Arm A and arm B are the first two runs chosen: each alone (the run) or with its seed group, "
+    "and the service says whether B differs from A by more than the seeds' noise."
+)
+EXPLAIN_SEED_GROUP = "Seed group: the runs whose configs differ from this one's only in their seed keys."
+EXPLAIN_BAND = (
+    "Grey band: the reference run's curve, smoothed, widened by 4 times its own local noise; "
+    "a strip of a run's colour along the bottom marks where it stayed outside the band (a drift)."
+)
+EXPLAIN_SEED_BANDS = (
+    "Each arm: its median (line), the median ± robust spread of its seeds (dark), their min–max (light)."
+)
 
 
 ARM_KINDS = [{"value": "run", "label": "the run"}, {"value": "group", "label": "its seed group"}]
@@ -34,6 +50,7 @@ def layout(
     **_: Any,
 ) -> html.Div:
     chosen = [r for r in (runs or "").split(",") if r]
+    metrics = [m for m in (metric or "").split(",") if m][:MAX_METRICS]
     try:
         smoothing = min(max(float(smooth), 0.0), 0.99) if smooth not in (None, "") else 0.6
     except ValueError:
@@ -50,13 +67,14 @@ def layout(
                 w=420,
                 size="xs",
             ),
-            dmc.Select(
-                id="cmp-metric",
-                label="Metric",
-                value=metric,
-                data=[metric] if metric else [],
+            dmc.MultiSelect(
+                id="cmp-metrics",
+                label="Metrics",
+                value=metrics,
+                data=metrics,
                 searchable=True,
-                w=220,
+                maxValues=MAX_METRICS,
+                w=320,
                 size="xs",
             ),
             dmc.Select(
@@ -72,6 +90,7 @@ def layout(
             dmc.Select(
                 id="cmp-arm-a",
                 label="Arm A (first run)",
+                description="the run, or it with its seed group",
                 value=a if a in ("run", "group") else "run",
                 data=ARM_KINDS,
                 w=150,
@@ -81,6 +100,7 @@ def layout(
             dmc.Select(
                 id="cmp-arm-b",
                 label="Arm B (second run)",
+                description="the run, or it with its seed group",
                 value=b if b in ("run", "group") else "run",
                 data=ARM_KINDS,
                 w=150,
@@ -103,7 +123,15 @@ def layout(
     return html.Div(
         [
             dmc.Title("Compare runs", order=2, mb="sm"),
-            dmc.Card(controls, padding="sm", mb="md"),
+            dmc.Card(
+                [
+                    controls,
+                    dmc.Text(EXPLAIN_ARMS, size="xs", c="dimmed", mt=6, className="cmp-explain-arms"),
+                    dmc.Text(EXPLAIN_SEED_GROUP, size="xs", c="dimmed", className="cmp-explain-seed-group"),
+                ],
+                padding="sm",
+                mb="md",
+            ),
             dcc.Loading(html.Div(id="cmp-body"), type="dot", delay_show=400),
             dcc.Interval(id="cmp-tick", interval=5000),
             html.Div(id="cmp-url-sink", hidden=True),
@@ -114,13 +142,13 @@ def layout(
 def register(app: Dash, api: HolterAPI) -> None:
     @app.callback(
         Output("cmp-runs", "data"),
-        Output("cmp-metric", "data"),
-        Output("cmp-metric", "value"),
+        Output("cmp-metrics", "data"),
+        Output("cmp-metrics", "value"),
         Output("cmp-ref", "data"),
         Input("cmp-runs", "value"),
-        State("cmp-metric", "value"),
+        State("cmp-metrics", "value"),
     )
-    async def options(chosen: list[str] | None, metric: str | None) -> tuple:
+    async def options(chosen: list[str] | None, wanted: list[str] | None) -> tuple:
         try:
             listing = await api.list_runs()
             details = await asyncio.gather(*(api.get_run(r) for r in chosen or []), return_exceptions=True)
@@ -131,16 +159,18 @@ def register(app: Dash, api: HolterAPI) -> None:
         run_options += [{"value": r, "label": r} for r in chosen or [] if r not in label]
         kinds = {m["name"]: m.get("kind") for d in details if isinstance(d, dict) for m in d.get("metrics") or []}
         metrics: list[str] = sorted(kinds)
-        if metric not in metrics:
+        kept = [m for m in wanted or [] if m in metrics]
+        if not kept:
             # start on what the service reads as the training loss, else the first metric
-            metric = next((m for m in metrics if kinds[m] == "loss"), metrics[0] if metrics else None)
+            first = next((m for m in metrics if kinds[m] == "loss"), metrics[0] if metrics else None)
+            kept = [first] if first else []
         refs = [{"value": r, "label": label.get(r, r)} for r in chosen or []]
-        return run_options, metrics, metric, refs
+        return run_options, metrics, kept if kept != (wanted or []) else no_update, refs
 
     @app.callback(
         Output("cmp-body", "children"),
         Input("cmp-runs", "value"),
-        Input("cmp-metric", "value"),
+        Input("cmp-metrics", "value"),
         Input("cmp-ref", "value"),
         Input("cmp-smooth", "value"),
         Input("cmp-arm-a", "value"),
@@ -149,7 +179,7 @@ def register(app: Dash, api: HolterAPI) -> None:
     )
     async def draw(
         chosen: list[str] | None,
-        metric: str | None,
+        metrics: list[str] | None,
         ref: str | None,
         smoothing: float | None,
         arm_a: str | None,
@@ -158,87 +188,124 @@ def register(app: Dash, api: HolterAPI) -> None:
     ) -> Any:
         if not chosen:
             return empty_state("Pick runs to compare", "Tick two or more runs on the runs page, or choose them above.")
-        if not metric:
+        if not metrics:
             return empty_state("These runs have no metric in common yet")
-        reads = await asyncio.gather(
-            *(api.points(r, metric, max_points=MAX_POINTS) for r in chosen), return_exceptions=True
-        )
-        runs: list[tuple[str, str, Series, list]] = []
-        problems: list[str] = []
-        for run_id, read in zip(chosen, reads):
-            if isinstance(read, ApiError):
-                problems.append(f"{run_id}: {read.message}")
-                continue
-            if isinstance(read, BaseException):
-                raise read
-            events, _ = await optional(api.run_events(run_id, metric=metric), [])
-            runs.append((run_id, run_id, Series.from_api(read), events))
-        reference = ref if ref in chosen else None
-        comparisons, band_problems = await against_reference(api, [r for r, *_ in runs], reference, metric)
-        problems += band_problems
-        figure = compare_figure(
-            metric,
-            runs,
-            reference=reference,
-            view=View(smoothing=smoothing or 0.0),
-            vocab=await api.vocabulary(),
-            comparisons=comparisons,
-        )
-        figure["layout"]["uirevision"] = f"{','.join(chosen)}:{metric}:{ref}"
-        body: list[Any] = [error_alert("; ".join(problems), "Some runs could not be read")] if problems else []
-        arms = (arm_a or "run", arm_b or "run")
-        if len(chosen) >= 2:
-            try:
-                comparison = await api.compare_arms(metric, f"{arms[0]}:{chosen[0]}", f"{arms[1]}:{chosen[1]}")
-            except ApiError as exc:
-                body.append(error_alert(exc.message, "These arms could not be compared"))
-            else:
-                if "group" in arms:
-                    body.append(
-                        dmc.Paper(
-                            dcc.Graph(
-                                id="cmp-seed-graph", figure=seed_band_figure(comparison), config={"displaylogo": False}
-                            ),
-                            withBorder=True,
-                            radius="md",
-                            p=4,
-                            mb="md",
-                        )
-                    )
-                body.append(verdict_card(comparison))
-        body.append(
-            dmc.Paper(
-                dcc.Graph(id="cmp-graph", figure=figure, config={"displaylogo": False}),
-                withBorder=True,
-                radius="md",
-                p=4,
+        names = await run_names(api, chosen)
+        sections = await asyncio.gather(
+            *(
+                metric_section(api, i, metric, chosen, names, ref, smoothing, (arm_a or "run", arm_b or "run"))
+                for i, metric in enumerate(metrics[:MAX_METRICS])
             )
         )
-        return body
+        return [part for section in sections for part in section]
 
     app.clientside_callback(
         """
-        function(runs, metric, ref, smooth, a, b) {
+        function(runs, metrics, ref, smooth, a, b) {
             if (window.location.pathname !== '/compare') return window.dash_clientside.no_update;
             const q = new URLSearchParams();
             if (runs && runs.length) q.set('runs', runs.join(','));
-            if (metric) q.set('metric', metric);
+            if (metrics && metrics.length) q.set('metric', metrics.join(','));
             if (ref) q.set('ref', ref);
             if (smooth !== null && smooth !== undefined && smooth !== 0.6) q.set('smooth', smooth);
             if (a && a !== 'run') q.set('a', a);
             if (b && b !== 'run') q.set('b', b);
-            setTimeout(() => window.history.replaceState(null, '', '/compare' + (q.toString() ? '?' + q.toString() : '')), 0);
+            const s = q.toString();
+            setTimeout(() => window.history.replaceState(null, '', '/compare' + (s ? '?' + s : '')), 0);
             return window.dash_clientside.no_update;
         }
         """,
         Output("cmp-url-sink", "children"),
         Input("cmp-runs", "value"),
-        Input("cmp-metric", "value"),
+        Input("cmp-metrics", "value"),
         Input("cmp-ref", "value"),
         Input("cmp-smooth", "value"),
         Input("cmp-arm-a", "value"),
         Input("cmp-arm-b", "value"),
     )
+
+
+async def run_names(api: HolterAPI, run_ids: list[str]) -> dict[str, str]:
+    """What each run is called in the legends: its name, with its id when two runs share a name."""
+    reads = await asyncio.gather(*(api.get_run(r) for r in run_ids), return_exceptions=True)
+    names = {r: (read.get("name") if isinstance(read, dict) else None) or r for r, read in zip(run_ids, reads)}
+    shared = {n for n in names.values() if list(names.values()).count(n) > 1}
+    return {r: f"{n} ({r})" if n in shared and n != r else n for r, n in names.items()}
+
+
+def suffixed(name: str, index: int) -> str:
+    """The first metric's parts keep their ids (cmp-graph, cmp-verdict...); the others are numbered."""
+    return name if index == 0 else f"{name}-{index}"
+
+
+async def metric_section(
+    api: HolterAPI,
+    index: int,
+    metric: str,
+    chosen: list[str],
+    names: dict[str, str],
+    ref: str | None,
+    smoothing: float | None,
+    arms: tuple[str, str],
+) -> list[Any]:
+    """One metric across the runs: its chart (with the reference's band), and the arms' verdict."""
+    reads = await asyncio.gather(
+        *(api.points(r, metric, max_points=MAX_POINTS) for r in chosen), return_exceptions=True
+    )
+    runs: list[tuple[str, str, Series, list]] = []
+    problems: list[str] = []
+    for run_id, read in zip(chosen, reads):
+        if isinstance(read, ApiError):
+            problems.append(f"{names.get(run_id, run_id)}: {read.message}")
+            continue
+        if isinstance(read, BaseException):
+            raise read
+        events, _ = await optional(api.run_events(run_id, metric=metric), [])
+        runs.append((run_id, names.get(run_id, run_id), Series.from_api(read), events))
+    reference = ref if ref in chosen else None
+    comparisons, band_problems = await against_reference(api, [r for r, *_ in runs], reference, metric)
+    problems += band_problems
+    figure = compare_figure(
+        metric,
+        runs,
+        reference=reference,
+        view=View(smoothing=smoothing or 0.0),
+        vocab=await api.vocabulary(),
+        comparisons=comparisons,
+    )
+    figure["layout"]["uirevision"] = f"{','.join(chosen)}:{metric}:{ref}"
+    body: list[Any] = [dmc.Title(metric, order=4, mt="md" if index else 0, mb=6, className="cmp-metric-title")]
+    if problems:
+        body.append(error_alert("; ".join(problems), "Some runs could not be read"))
+    if len(chosen) >= 2:
+        try:
+            comparison = await api.compare_arms(metric, f"{arms[0]}:{chosen[0]}", f"{arms[1]}:{chosen[1]}")
+        except ApiError as exc:
+            body.append(error_alert(exc.message, "These arms could not be compared"))
+        else:
+            if "group" in arms:
+                body.append(
+                    dmc.Paper(
+                        [
+                            dcc.Graph(
+                                id=suffixed("cmp-seed-graph", index),
+                                figure=seed_band_figure(comparison),
+                                config={"displaylogo": False},
+                            ),
+                            dmc.Text(EXPLAIN_SEED_BANDS, size="xs", c="dimmed", px="xs", pb=4),
+                        ],
+                        withBorder=True,
+                        radius="md",
+                        p=4,
+                        mb="md",
+                    )
+                )
+            body.append(verdict_card(comparison, index))
+    chart: list[Any] = [dcc.Graph(id=suffixed("cmp-graph", index), figure=figure, config={"displaylogo": False})]
+    if reference is not None:
+        chart.append(dmc.Text(EXPLAIN_BAND, size="xs", c="dimmed", px="xs", pb=4, className="cmp-explain-band"))
+    body.append(dmc.Paper(chart, withBorder=True, radius="md", p=4))
+    return body
 
 
 async def against_reference(
@@ -262,7 +329,7 @@ async def against_reference(
     return comparisons, problems
 
 
-def verdict_card(comparison: dict[str, Any]) -> dmc.Card:
+def verdict_card(comparison: dict[str, Any], index: int = 0) -> dmc.Card:
     """What the service concluded about arm A against arm B, with its numbers: the headline
     verdict, every other measure, the confounder warnings and the config diff."""
     headline = comparison.get("headline")
@@ -276,9 +343,11 @@ def verdict_card(comparison: dict[str, Any]) -> dmc.Card:
                     dmc.Badge(
                         headline["verdict"],
                         color=VERDICT_COLORS.get(headline["verdict"], "gray"),
-                        id="cmp-verdict-badge",
+                        id=suffixed("cmp-verdict-badge", index),
+                        styles=UNCLIPPED,
+                        style={"flexShrink": 0},
                     ),
-                    dmc.Text(headline["sentence"], id="cmp-verdict-sentence", fw=600),
+                    dmc.Text(headline["sentence"], id=suffixed("cmp-verdict-sentence", index), fw=600),
                 ],
                 gap="sm",
                 wrap="nowrap",
@@ -303,12 +372,14 @@ def verdict_card(comparison: dict[str, Any]) -> dmc.Card:
             striped=True,
             withTableBorder=True,
             fz="sm",
-            id="cmp-config-diff",
+            id=suffixed("cmp-config-diff", index),
         )
         rows.append(table)
     else:
         rows.append(dmc.Text("the arms' configs are the same apart from seeds", size="sm", c="dimmed"))
-    return dmc.Card(dmc.Stack(rows, gap="xs"), withBorder=True, radius="md", p="sm", mb="md", id="cmp-verdict")
+    return dmc.Card(
+        dmc.Stack(rows, gap="xs"), withBorder=True, radius="md", p="sm", mb="md", id=suffixed("cmp-verdict", index)
+    )
 
 
 def _shown(value: Any) -> str:

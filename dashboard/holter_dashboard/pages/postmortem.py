@@ -422,16 +422,15 @@ def register(app: Dash, api: HolterAPI) -> None:
         Output("pm-ref-version", "data"),
         Input("pm-make-ref", "n_clicks"),
         State("pm-data", "data"),
-        State("author", "value"),
         State("pm-ref-version", "data"),
         prevent_initial_call=True,
     )
-    async def make_reference(n_clicks: int | None, data: dict | None, author: str | None, version: int) -> tuple:
+    async def make_reference(n_clicks: int | None, data: dict | None, version: int) -> tuple:
         if not n_clicks or not data:
             return no_update, no_update
         run = data["run"]
         try:
-            await api.set_reference(run["project"], run["id"], by=author or None)
+            await api.set_reference(run["project"], run["id"], by=await api.signature())
         except ApiError as exc:
             return dmc.Text(exc.message, size="xs", c="red", mt=4), no_update
         return (

@@ -1,9 +1,13 @@
-"""Runs page: every run with status, health, last step, age and tags; filters, sort, compare."""
+"""Runs page: every run with status, health, last step, age and tags, a sparkline of its loss,
+and the metric (last, best) and config columns the reader chose; text search over names, tags
+and config; filters; sort by any column; the whole view kept in the URL so it can be shared."""
 
 from __future__ import annotations
 
+import json
+import math
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 import dash_mantine_components as dmc
 from dash import ALL, Dash, Input, Output, State, dcc, html, no_update
@@ -19,6 +23,12 @@ SORTS = {
     "name": "name",
     "step": "most steps",
 }
+SPARK_KIND = "loss"  # each run's sparkline: its first metric the service reads as a training loss
+MAX_COLUMNS = 8  # metric columns a view may hold (each is a read per run)
+
+
+def split_list(value: str | None) -> list[str]:
+    return [v for v in (value or "").split(",") if v]
 
 
 def layout(
@@ -28,11 +38,26 @@ def layout(
     config: str | None = None,
     kind: str | None = None,
     sort: str | None = None,
+    q: str | None = None,
+    cols: str | None = None,
+    ccols: str | None = None,
+    asc: str | None = None,
+    archived: str | None = None,
     **_: Any,
 ) -> html.Div:
-    """The runs page; its filters come from (and go back to) the URL's query string."""
+    """The runs page; its filters, columns and sort come from (and go back to) the URL's query string."""
+    metric_columns, config_columns = split_list(cols)[:MAX_COLUMNS], split_list(ccols)
     filters = dmc.Group(
         [
+            dmc.TextInput(
+                id="runs-q",
+                label="Search",
+                placeholder="name, tag or config (lr=3e-4)",
+                value=q or "",
+                w=220,
+                size="xs",
+                debounce=300,
+            ),
             dmc.Select(
                 id="runs-project",
                 label="Project",
@@ -80,14 +105,45 @@ def layout(
             dmc.Select(
                 id="runs-sort",
                 label="Sort by",
-                value=sort if sort in SORTS else "updated",
+                value=sort or "updated",
                 w=170,
                 size="xs",
-                data=[{"value": k, "label": v} for k, v in SORTS.items()],
+                data=sort_options(metric_columns, config_columns, sort),
+                allowDeselect=False,
+            ),
+            dmc.Switch(id="runs-asc", label="ascending", checked=asc == "1", size="xs", mb=6),
+            dmc.Switch(id="runs-archived", label="archived too", checked=archived == "1", size="xs", mb=6),
+        ],
+        gap="sm",
+        align="flex-end",
+    )
+    columns = dmc.Group(
+        [
+            dmc.TagsInput(
+                id="runs-cols",
+                label="Metric columns (last · best)",
+                placeholder="add a metric",
+                value=metric_columns,
+                data=metric_columns,
+                maxTags=MAX_COLUMNS,
+                w=360,
+                size="xs",
+                clearable=True,
+            ),
+            dmc.TagsInput(
+                id="runs-ccols",
+                label="Config columns",
+                placeholder="add a config key (optimizer.lr)",
+                value=config_columns,
+                data=config_columns,
+                w=360,
+                size="xs",
+                clearable=True,
             ),
         ],
         gap="sm",
         align="flex-end",
+        mt="xs",
     )
     return html.Div(
         [
@@ -115,7 +171,7 @@ def layout(
                 justify="space-between",
                 mb="sm",
             ),
-            dmc.Card(filters, padding="sm", mb="md"),
+            dmc.Card([filters, columns], padding="sm", mb="md"),
             html.Div(id="runs-table", children=dmc.Skeleton(h=200)),
             dcc.Interval(id="runs-tick", interval=3000),
             dcc.Store(id="runs-selected", data=[]),
@@ -138,55 +194,177 @@ def config_matches(config: dict[str, Any], expression: str) -> bool:
     return not sep or str(node).strip().lower() == wanted.strip().lower()
 
 
-def sort_runs(runs: list[dict[str, Any]], sort: str, vocab: Vocabulary) -> list[dict[str, Any]]:
-    if sort == "created":
-        return sorted(runs, key=lambda r: r.get("created_at") or "", reverse=True)
+def flat_config(config: Any, prefix: str = "") -> dict[str, Any]:
+    """A nested config as dotted keys: {"optimizer": {"lr": 3e-4}} -> {"optimizer.lr": 3e-4}."""
+    if not isinstance(config, dict):
+        return {prefix: config} if prefix else {}
+    out: dict[str, Any] = {}
+    for key, value in config.items():
+        name = f"{prefix}.{key}" if prefix else str(key)
+        if isinstance(value, dict) and value:
+            out.update(flat_config(value, name))
+        else:
+            out[name] = value
+    return out
+
+
+def shown_value(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def search_text(run: dict[str, Any]) -> str:
+    """What the search box looks in: the run's name, id, project, tags and config (key=value)."""
+    config = " ".join(f"{k}={shown_value(v)}" for k, v in flat_config(run.get("config") or {}).items())
+    return " ".join(
+        [run.get("name") or "", run["id"], run.get("project") or "", *(run.get("tags") or []), config]
+    ).lower()
+
+
+def matches_search(run: dict[str, Any], query: str) -> bool:
+    """Every word of the query appears in the run's name, id, project, tags or config."""
+    text = search_text(run)
+    return all(word in text for word in query.lower().split())
+
+
+def sort_options(metrics: list[str], config_keys: list[str], current: str | None = None) -> list[dict[str, str]]:
+    options = [{"value": k, "label": v} for k, v in SORTS.items()]
+    for m in metrics:
+        options += [{"value": f"best:{m}", "label": f"{m} (best)"}, {"value": f"last:{m}", "label": f"{m} (last)"}]
+    options += [{"value": f"config:{k}", "label": f"config {k}"} for k in config_keys]
+    if current and current not in {o["value"] for o in options}:
+        options.append({"value": current, "label": current})
+    return options
+
+
+def sort_runs(
+    runs: list[dict[str, Any]], sort: str, vocab: Vocabulary, ascending: bool = False
+) -> list[dict[str, Any]]:
+    """Runs in the order chosen; a run without the value sorted on goes last either way."""
     if sort == "health":
-        return sorted(runs, key=lambda r: (vocab.health_rank(r.get("health")), -(r.get("open_events") or 0)))
+        ordered = sorted(runs, key=lambda r: (vocab.health_rank(r.get("health")), -(r.get("open_events") or 0)))
+        return ordered[::-1] if ascending else ordered
     if sort == "name":
-        return sorted(runs, key=lambda r: (r.get("name") or r["id"]).lower())
-    if sort == "step":
-        return sorted(runs, key=lambda r: r.get("last_step") or -1, reverse=True)
-    return sorted(runs, key=lambda r: r.get("updated_at") or r.get("heartbeat_at") or "", reverse=True)
+        ordered = sorted(runs, key=lambda r: (r.get("name") or r["id"]).lower())
+        return ordered[::-1] if ascending else ordered
+
+    def value(run: dict[str, Any]) -> Any:
+        if sort == "created":
+            return run.get("created_at")
+        if sort == "step":
+            return run.get("last_step")
+        if sort.startswith(("best:", "last:")):
+            which, metric = sort.split(":", 1)
+            return ((run.get("columns") or {}).get(metric) or {}).get(which)
+        if sort.startswith("config:"):
+            found = flat_config(run.get("config") or {}).get(sort.split(":", 1)[1])
+            return found if isinstance(found, (int, float)) and not isinstance(found, bool) else None
+        return run.get("updated_at") or run.get("heartbeat_at")
+
+    present = [r for r in runs if value(r) is not None]
+    missing = [r for r in runs if value(r) is None]
+    return sorted(present, key=value, reverse=not ascending) + missing
 
 
-def runs_table(runs: list[dict[str, Any]], vocab: Vocabulary, selected: set[str] = frozenset()) -> dmc.Card:
+def sparkline(values: list[float | None], width: int = 96, height: int = 22, color: str = "#1c7ed6") -> str | None:
+    """A run's curve as a small SVG (a data URI for an <img>): no script, nothing fetched."""
+    finite = [(i, v) for i, v in enumerate(values) if v is not None and math.isfinite(v)]
+    if len(finite) < 2:
+        return None
+    low, high = min(v for _, v in finite), max(v for _, v in finite)
+    span, last = (high - low) or 1.0, max(len(values) - 1, 1)
+    points = " ".join(
+        f"{i / last * (width - 2) + 1:.1f},{(1 - (v - low) / span) * (height - 4) + 2:.1f}" for i, v in finite
+    )
+    svg = (
+        f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}'>"
+        f"<polyline fill='none' stroke='{color}' stroke-width='1.4' points='{points}'/></svg>"
+    )
+    return "data:image/svg+xml," + quote(svg)
+
+
+def runs_table(
+    runs: list[dict[str, Any]],
+    vocab: Vocabulary,
+    selected: set[str] = frozenset(),
+    metrics: list[str] = (),  # type: ignore[assignment]
+    config_keys: list[str] = (),  # type: ignore[assignment]
+) -> dmc.Card:
+    heads = ["", "Run", "Project", "Status", "Health", SPARK_KIND.capitalize(), "Last step", "Active", "Tags"]
     head = dmc.TableThead(
-        dmc.TableTr([dmc.TableTh(h) for h in ("", "Run", "Project", "Status", "Health", "Last step", "Active", "Tags")])
+        dmc.TableTr(
+            [dmc.TableTh(h) for h in heads]
+            + [
+                dmc.TableTh(
+                    dmc.Stack([dmc.Text(m, size="xs", fw=700), dmc.Text("last · best", size="xs", c="dimmed")], gap=0)
+                )
+                for m in metrics
+            ]
+            + [dmc.TableTh(dmc.Text(k, size="xs", fw=700, ff="monospace")) for k in config_keys]
+        )
     )
     rows = []
     for r in runs:
         tags = dmc.Group([dmc.Badge(t, variant="outline", size="xs", color="gray") for t in r.get("tags") or []], gap=4)
-        rows.append(
-            dmc.TableTr(
-                [
-                    dmc.TableTd(
-                        dmc.Checkbox(id={"type": "run-select", "run": r["id"]}, size="xs", checked=r["id"] in selected)
+        spark = r.get("sparkline") or {}
+        picture = sparkline(spark.get("values") or [])
+        config = flat_config(r.get("config") or {})
+        cells = [
+            dmc.TableTd(
+                dmc.Checkbox(id={"type": "run-select", "run": r["id"]}, size="xs", checked=r["id"] in selected)
+            ),
+            dmc.TableTd(
+                dmc.Stack(
+                    [
+                        link(r.get("name") or r["id"], f"/runs/{r['id']}", fw=600, className="run-link"),
+                        dmc.Text(r["id"], size="xs", c="dimmed", ff="monospace"),
+                    ],
+                    gap=0,
+                )
+            ),
+            dmc.TableTd(r.get("project")),
+            dmc.TableTd(status_badge(r.get("status"), vocab)),
+            dmc.TableTd(health_badge(r.get("health"), vocab, r.get("open_events"))),
+            dmc.TableTd(
+                html.Img(src=picture, title=f"{spark.get('metric')} over the run", className="run-sparkline")
+                if picture
+                else dmc.Text("—", c="dimmed", size="xs")
+            ),
+            dmc.TableTd(
+                f"{r['last_step']:,}" if r.get("last_step") is not None else "—",
+                style={"fontVariantNumeric": "tabular-nums"},
+            ),
+            dmc.TableTd(age(r.get("heartbeat_at") or r.get("updated_at"))),
+            dmc.TableTd(tags),
+        ]
+        for m in metrics:
+            column = (r.get("columns") or {}).get(m)
+            best_at = column.get("best_step") if column else None
+            cells.append(
+                dmc.TableTd(
+                    html.Span(
+                        f"{shown_value(column['last'])} · {shown_value(column['best'])}" if column else "—",
+                        title=f"best at step {best_at:,}" if best_at is not None else "",
+                        className="metric-cell",
+                        style={"fontFamily": "monospace", "fontSize": 12},
                     ),
-                    dmc.TableTd(
-                        dmc.Stack(
-                            [
-                                link(r.get("name") or r["id"], f"/runs/{r['id']}", fw=600, className="run-link"),
-                                dmc.Text(r["id"], size="xs", c="dimmed", ff="monospace"),
-                            ],
-                            gap=0,
-                        )
-                    ),
-                    dmc.TableTd(r.get("project")),
-                    dmc.TableTd(status_badge(r.get("status"), vocab)),
-                    dmc.TableTd(health_badge(r.get("health"), vocab, r.get("open_events"))),
-                    dmc.TableTd(
-                        f"{r['last_step']:,}" if r.get("last_step") is not None else "—",
-                        style={"fontVariantNumeric": "tabular-nums"},
-                    ),
-                    dmc.TableTd(age(r.get("heartbeat_at") or r.get("updated_at"))),
-                    dmc.TableTd(tags),
-                ],
-                className="run-row",
+                    style={"whiteSpace": "nowrap"},
+                )
             )
-        )
+        cells += [
+            dmc.TableTd(dmc.Text(shown_value(config.get(k)), size="xs", ff="monospace", className="config-cell"))
+            for k in config_keys
+        ]
+        rows.append(dmc.TableTr(cells, className="run-row"))
     return dmc.Card(
-        dmc.Table([head, dmc.TableTbody(rows)], highlightOnHover=True, verticalSpacing="xs", fz="sm"), padding=0
+        dmc.TableScrollContainer(
+            dmc.Table([head, dmc.TableTbody(rows)], highlightOnHover=True, verticalSpacing="xs", fz="sm"),
+            minWidth=900,
+        ),
+        padding=0,
     )
 
 
@@ -196,6 +374,9 @@ def register(app: Dash, api: HolterAPI) -> None:
         Output("runs-project", "data"),
         Output("runs-status", "data"),
         Output("runs-kind", "data"),
+        Output("runs-cols", "data"),
+        Output("runs-ccols", "data"),
+        Output("runs-sort", "data"),
         Input("runs-tick", "n_intervals"),
         Input("runs-project", "value"),
         Input("runs-status", "value"),
@@ -203,6 +384,11 @@ def register(app: Dash, api: HolterAPI) -> None:
         Input("runs-config", "value"),
         Input("runs-kind", "value"),
         Input("runs-sort", "value"),
+        Input("runs-q", "value"),
+        Input("runs-cols", "value"),
+        Input("runs-ccols", "value"),
+        Input("runs-asc", "checked"),
+        Input("runs-archived", "checked"),
         State("runs-selected", "data"),
     )
     async def refresh(
@@ -213,14 +399,29 @@ def register(app: Dash, api: HolterAPI) -> None:
         config: str | None,
         kind: str | None,
         sort: str | None,
+        query: str | None,
+        metrics: list[str] | None,
+        config_keys: list[str] | None,
+        ascending: bool | None,
+        archived: bool | None,
         selected: list[str] | None,
-    ) -> tuple[Any, list[str], Any, Any]:
+    ) -> tuple[Any, ...]:
+        metrics, config_keys = (metrics or [])[:MAX_COLUMNS], config_keys or []
+        keep = (no_update,) * 3
         try:
             vocab = await api.vocabulary()
-            everything = await api.list_runs()
-            page = await api.list_runs(project=project, status=status, tag=tag or None)
+            everything = await api.list_runs(archived="include")
+            page = await api.list_runs(
+                project=project,
+                status=status,
+                tag=tag or None,
+                metric=metrics or None,
+                sparkline_kind=SPARK_KIND,
+                names="true",
+                archived="include" if archived else None,
+            )
         except ApiError as exc:
-            return error_alert(exc.message, "Could not list runs"), [], no_update, no_update
+            return error_alert(exc.message, "Could not list runs"), [], no_update, no_update, *keep
         statuses = vocab.run_status_names
         kinds = [{"value": k["name"], "label": k["label"]} for k in vocab.event_kinds]
         projects = sorted({r["project"] for r in everything["data"]})
@@ -230,8 +431,11 @@ def register(app: Dash, api: HolterAPI) -> None:
                 projects,
                 statuses,
                 kinds,
+                *keep,
             )
         runs = page["data"]
+        metric_names = sorted({*(page.get("metric_names") or []), *metrics})
+        config_names = sorted({k for r in runs for k in flat_config(r.get("config") or {})} | set(config_keys))
         # filters the service may not know yet (or at all) are applied here as well
         if status:
             runs = [r for r in runs if r.get("status") == status]
@@ -239,6 +443,8 @@ def register(app: Dash, api: HolterAPI) -> None:
             runs = [r for r in runs if tag in (r.get("tags") or [])]
         if config:
             runs = [r for r in runs if config_matches(r.get("config") or {}, config)]
+        if query:
+            runs = [r for r in runs if matches_search(r, query)]
         notice = None
         if kind:
             events, problem = await optional(api.events(kind=kind, status="open"), None)
@@ -250,11 +456,20 @@ def register(app: Dash, api: HolterAPI) -> None:
                 with_kind = {e["run_id"] for e in events}
                 runs = [r for r in runs if r["id"] in with_kind]
         if not runs:
-            body: Any = empty_state("No run matches these filters", "Clear a filter to see more runs.")
+            body: Any = empty_state("No run matches these filters", "Clear a filter or the search to see more runs.")
         else:
-            body = runs_table(sort_runs(runs, sort or "updated", vocab), vocab, set(selected or []))
+            ordered = sort_runs(runs, sort or "updated", vocab, ascending=bool(ascending))
+            body = runs_table(ordered, vocab, set(selected or []), metrics, config_keys)
         count = dmc.Text(f"{len(runs)} of {everything['count']} runs", size="xs", c="dimmed", mb=4)
-        return [x for x in (notice, count, body) if x is not None], projects, statuses, kinds
+        return (
+            [x for x in (notice, count, body) if x is not None],
+            projects,
+            statuses,
+            kinds,
+            metric_names,
+            config_names,
+            sort_options(metrics, config_keys, sort),
+        )
 
     @app.callback(
         Output("runs-compare", "disabled"),
@@ -270,16 +485,23 @@ def register(app: Dash, api: HolterAPI) -> None:
         query = urlencode({"runs": ",".join(chosen)})
         return len(chosen) < 2, "/compare?" + query, chosen, len(chosen) < 2, "/levers?" + query
 
-    # The URL keeps the filters, so a filtered view can be shared (history.replaceState: no reload)
+    # The URL keeps the filters, columns and sort, so a view can be shared (history.replaceState: no reload)
     app.clientside_callback(
         """
-        function(project, status, tag, config, kind, sort) {
-            const q = new URLSearchParams();
-            const put = (k, v) => { if (v) q.set(k, v); };
+        function(project, status, tag, config, kind, sort, q, cols, ccols, asc, archived) {
+            const query = new URLSearchParams();
+            const put = (k, v) => { if (v) query.set(k, v); };
             put('project', project); put('status', status); put('tag', tag); put('config', config); put('kind', kind);
-            if (sort && sort !== 'updated') q.set('sort', sort);
-            const s = q.toString();
-            if (window.location.pathname === '/') setTimeout(() => window.history.replaceState(null, '', s ? '/?' + s : '/'), 0);
+            put('q', q);
+            if (cols && cols.length) query.set('cols', cols.join(','));
+            if (ccols && ccols.length) query.set('ccols', ccols.join(','));
+            if (sort && sort !== 'updated') query.set('sort', sort);
+            if (asc) query.set('asc', '1');
+            if (archived) query.set('archived', '1');
+            const s = query.toString();
+            if (window.location.pathname === '/') {
+                setTimeout(() => window.history.replaceState(null, '', s ? '/?' + s : '/'), 0);
+            }
             return window.dash_clientside.no_update;
         }
         """,
@@ -290,4 +512,9 @@ def register(app: Dash, api: HolterAPI) -> None:
         Input("runs-config", "value"),
         Input("runs-kind", "value"),
         Input("runs-sort", "value"),
+        Input("runs-q", "value"),
+        Input("runs-cols", "value"),
+        Input("runs-ccols", "value"),
+        Input("runs-asc", "checked"),
+        Input("runs-archived", "checked"),
     )

@@ -93,6 +93,10 @@ ROUTES: tuple[RouteAccess, ...] = (
     _route("POST", "/runs/{run_id}/heartbeat", "ingest"),
     _route("POST", "/runs/{run_id}/finish", "ingest", "json"),
     _route("POST", "/runs/{run_id}/analyze", "read"),
+    # deleting a run and archiving one are an admin's (api/routes/runs.py)
+    _route("DELETE", "/runs/{run_id}", "admin"),
+    _route("POST", "/runs/{run_id}/archive", "admin"),
+    _route("POST", "/runs/{run_id}/unarchive", "admin"),
     _route("POST", "/runs/{run_id}/nonfinite", "ingest", "json"),
     # what the training job itself reports (the wandb-style summary and alert)
     _route("POST", "/runs/{run_id}/summary", "ingest", "json"),

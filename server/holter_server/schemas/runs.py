@@ -251,6 +251,23 @@ class MetricPublic(BaseModel):
         )
 
 
+class MetricColumnPublic(BaseModel):
+    """A metric of a run in the runs table: its kind, last value and best value (lowest where up
+    is bad, as for a loss; highest where down is bad, as for a reward), NaN and ±Inf left out."""
+
+    kind: str
+    last: float | None
+    best: float | None
+    best_step: int | None
+
+
+class SparklinePublic(BaseModel):
+    """A run's curve in a few dozen points (min and max per bucket), null where not finite."""
+
+    metric: str
+    values: list[float | None]
+
+
 class RunPublic(BaseModel):
     """A run as the API shows it."""
 
@@ -266,6 +283,7 @@ class RunPublic(BaseModel):
     heartbeat_at: datetime
     finished_at: datetime | None
     last_step: int | None
+    archived_at: datetime | None = Field(default=None, description="when it was archived (None: it is not)")
     health: str | None = Field(default=None, description="worst open event: healthy, info, warning or critical")
     open_events: int | None = None
     metrics: list[MetricPublic] | None = Field(default=None, description="present when one run is read")
@@ -281,6 +299,12 @@ class RunPublic(BaseModel):
     )
     preflight: dict[str, Any] | None = Field(
         default=None, description="pre-flight checks the job ran, by name: passed, summary, details, at"
+    )
+    columns: dict[str, MetricColumnPublic] | None = Field(
+        default=None, description="the metrics asked for with `metric=` (those the run has): last and best value"
+    )
+    sparkline: SparklinePublic | None = Field(
+        default=None, description="the run's first metric of the kind asked for with `sparkline_kind=`, downsampled"
     )
 
     @classmethod
@@ -307,6 +331,7 @@ class RunPublic(BaseModel):
             heartbeat_at=row.heartbeat_at,
             finished_at=row.finished_at,
             last_step=row.last_step,
+            archived_at=row.archived_at,
             metrics=None
             if metrics is None
             else [MetricPublic.from_row(m, (understood or {}).get(m.name), definitions.get(m.name)) for m in metrics],
@@ -315,6 +340,13 @@ class RunPublic(BaseModel):
             provenance=row.provenance,
             preflight=row.preflight,
         )
+
+
+class RunDeleted(BaseModel):
+    """What deleting a run removed: the rows of each table that belonged to it."""
+
+    id: str
+    deleted: dict[str, int] = Field(description="rows removed per table (points, rollups, events, ...)")
 
 
 class RunCreated(RunPublic):
@@ -328,3 +360,6 @@ class RunsPublic(BaseModel):
 
     data: list[RunPublic]
     count: int
+    metric_names: list[str] | None = Field(
+        default=None, description="with `names=true`: every metric name of the runs on this page, for choosing columns"
+    )

@@ -4,7 +4,9 @@ other way round)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -14,16 +16,66 @@ from sqlalchemy.orm import Session
 from holter_server.alerts.message import Alert, LinkedAlert
 from holter_server.alerts.rules import DEFAULT_RULES, EventFacts, RuleSpec, first_crossing, matches, threshold_applies
 from holter_server.alerts.sparkline import text_sparkline
+from holter_server.services import reads
 from holter_server.store import alerts as alerts_store
 from holter_server.store import events as events_store
-from holter_server.store import points as points_store
 from holter_server.store import runs as runs_store
 from holter_server.store.models import AlertRuleRow, EventRow, RunRow
 from holter_server.store.runs import now
 from holter_server.vocabulary.severities import rank
 from holter_server.vocabulary.zoom import zoom_window
 
-CONTEXT_POINTS = 120  # points around an event shown in its sparkline
+COURSE_POINTS = 240  # points of an event's picture (min and max per bucket: a spike is never lost)
+LEAD_POINTS = 60  # the level before an event: at least this many of the metric's points before it starts
+TAIL_POINTS = 10  # and a few after it ends (or up to the last point, for an event still going on)
+
+
+@dataclass(frozen=True)
+class Course:
+    """An event's whole course on its metric, with the level before it: what its pictures draw."""
+
+    steps: list[int]
+    values: list[float]
+    start_index: int | None  # where the event starts and ends among the points
+    end_index: int | None
+    level: float | None  # the metric's level before the event (median of the points before it)
+
+
+def event_course(*, session: Session, run_id: str, event: EventRow) -> Course | None:
+    """The event's metric from well before the event starts to just after it ends (to its last
+    point while it goes on), downsampled without losing an extreme: a divergence from 2 to 10
+    shows the 2 it left, not 60 points around its start. None for an event of no metric."""
+    if event.metric is None or event.start_step is None:
+        return None
+    metric = runs_store.get_metric(session=session, run_id=run_id, name=event.metric)
+    if metric is None or metric.first_step is None or metric.last_step is None:
+        return None
+    start = event.start_step
+    end = event.end_step if event.end_step is not None else start
+    steps_per_point = max(1.0, (metric.last_step - metric.first_step + 1) / max(metric.count, 1))
+    lead = max(2 * (end - start), math.ceil(LEAD_POINTS * steps_per_point))
+    tail = max((end - start) // 4, math.ceil(TAIL_POINTS * steps_per_point))
+    read = reads.read_series(
+        session=session,
+        metric=metric,
+        start=max(metric.first_step, start - lead),
+        end=min(metric.last_step, end + tail),
+        max_points=COURSE_POINTS,
+        plain_cap=COURSE_POINTS,
+    )
+    values = [float(v) for v in read.values]
+    if not values:
+        return None
+    starts = [i for i, step in enumerate(read.steps) if step >= start]
+    ends = [i for i, step in enumerate(read.steps) if step <= end]
+    before = sorted(v for step, v in zip(read.steps, values) if step < start and math.isfinite(v))
+    return Course(
+        steps=list(read.steps),
+        values=values,
+        start_index=starts[0] if starts else None,
+        end_index=ends[-1] if ends else None,
+        level=before[len(before) // 2] if before else None,
+    )
 
 
 def rule_spec(rule: AlertRuleRow, channel_project: str | None = None) -> RuleSpec:
@@ -69,19 +121,8 @@ def describe_event(*, session: Session, event: EventRow, run: RunRow) -> Alert:
 
     Links are added when it is sent (`with_links`), from the base URL the sender is configured with.
     """
-    sparkline = ""
-    if event.metric is not None and event.start_step is not None:
-        metric = runs_store.get_metric(session=session, run_id=run.id, name=event.metric)
-        if metric is not None:
-            around = points_store.read_points(
-                session=session,
-                run_id=run.id,
-                metric_id=metric.metric_id,
-                start=max(0, event.start_step - CONTEXT_POINTS // 2),
-                end=None,
-                limit=CONTEXT_POINTS,
-            )
-            sparkline = text_sparkline(around.values)
+    course = event_course(session=session, run_id=run.id, event=event)
+    sparkline = text_sparkline(course.values) if course is not None else ""
     moment = event.updated_at or now()
     return Alert(
         event=events_store.event_of(event),
@@ -107,7 +148,8 @@ def with_links(alert: Alert, base_url: str, image_link: ImageLink | None = None)
         if image_link is not None:
             image_url = image_link(alert)
         else:
-            image_url = f"{base_url.rstrip('/')}/api/v1/runs/{quote(alert.run_id, safe='')}/events/{alert.event_id}/sparkline.png"
+            run_path = f"/api/v1/runs/{quote(alert.run_id, safe='')}"
+            image_url = f"{base_url.rstrip('/')}{run_path}/events/{alert.event_id}/sparkline.png"
     link = dashboard_link(base_url, alert.run_id, event.metric, event.start_step, event.end_step)
     return alert.linked(link=link, image_url=image_url)
 
@@ -135,11 +177,14 @@ def alert_on_event(*, session: Session, event: EventRow, previous_severity: str 
     )
     queued = 0
     alert: Alert | None = None
+    told: set[int] = set()  # channels with a message about this event: one each, however many rules match
     for rule, channel_project in alerts_store.enabled_rules_with_channel_project(session=session):
-        if not matches(rule_spec(rule, channel_project), facts):
+        if rule.channel_id in told or not matches(rule_spec(rule, channel_project), facts):
             continue
+        told.add(rule.channel_id)
         alert = alert or describe_event(session=session, event=event, run=run)
-        queued += _queue(session, rule, run.id, event.id, alert, f"event:{event.id}:{event.severity}:rule:{rule.id}")
+        key = f"event:{event.id}:{event.severity}:channel:{rule.channel_id}"
+        queued += _queue(session, rule, run.id, event.id, alert, key)
     if event.kind == "run_resumed":
         queued += _resolve_stalls(session, run, event)
     return queued

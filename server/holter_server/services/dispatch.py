@@ -70,7 +70,7 @@ def render(
 ) -> tuple[bytes, dict[str, str], str]:
     """The request body and headers for a group, and the idempotency key they carry.
     `image_link`: makes the signed URL of an event's chart picture (chat services fetch it without a key)."""
-    alerts = [with_links(stored_alert(row.alert), base_url, image_link) for row in rows]
+    alerts = [with_links(stored_alert(row.alert), base_url, image_link) for row in one_per_event(rows)]
     purpose = rows[0].purpose
     key = group_key_to_idempotency_key(rows)
     headers = {"Content-Type": "application/json", "Idempotency-Key": key, "User-Agent": "Holter"}
@@ -88,6 +88,20 @@ def render(
     else:
         body = json.dumps(formatters.FORMATTERS[channel.kind](alerts, purpose)).encode()
     return body, headers, key
+
+
+def one_per_event(rows: list[DeliveryRow]) -> list[DeliveryRow]:
+    """The deliveries of a group with one per event, its latest (an event that got worse while the
+    message waited out a cooldown was queued once per severity; queues older than one delivery per
+    channel held one per rule): a message lists an event once, however many rules matched it."""
+    latest: dict[tuple[str | None, int], DeliveryRow] = {}
+    kept: list[DeliveryRow] = []
+    for row in rows:
+        if row.event_id is None:
+            kept.append(row)
+        else:
+            latest[(row.run_id, row.event_id)] = row
+    return [row for row in rows if row in kept or latest.get((row.run_id, row.event_id or -1)) is row]
 
 
 def send(
@@ -200,8 +214,12 @@ def dispatch_due(
     return attempted
 
 
-def send_test(*, channel: ChannelRow, client: httpx.Client, base_url: str, guard: TargetGuard) -> None:
-    """Send a test message right away (not through the outbox); raises DeliveryError."""
+def send_test(
+    *, session: Session, channel: ChannelRow, client: httpx.Client, base_url: str, guard: TargetGuard
+) -> DeliveryRow:
+    """Send a test message right away (not through the outbox), and list it with the channel's
+    deliveries, delivered or failed with the channel's answer; raises DeliveryError when it failed.
+    The caller commits in both cases."""
     event = Event(
         kind=TEST_MESSAGE_KIND,
         metric=None,
@@ -220,12 +238,17 @@ def send_test(*, channel: ChannelRow, client: httpx.Client, base_url: str, guard
         sparkline="▁▂▃▅▇█▇▅▃▂▁",
         event_id=None,
     )
-    row = DeliveryRow(
+    row = alerts_store.record_test_delivery(
+        session=session,
+        channel_id=channel.id,
         idempotency_key=f"test:{channel.id}:{now().timestamp()}",
         alert=alert.to_json(),
-        purpose="test",
-        group_key=None,
-        attempts=0,
     )
     body, headers, _ = render(channel, [row], base_url)
-    send(client, channel, body, headers, guard=guard)
+    try:
+        send(client, channel, body, headers, guard=guard)
+    except DeliveryError as exc:
+        alerts_store.mark_group(session=session, rows=[row], status="failed", error=str(exc), not_before=None)
+        raise
+    alerts_store.mark_group(session=session, rows=[row], status="delivered", error=None, not_before=None)
+    return row

@@ -142,6 +142,30 @@ def queue_delivery(
     return row
 
 
+def record_test_delivery(
+    *, session: Session, channel_id: int, idempotency_key: str, alert: dict[str, Any]
+) -> DeliveryRow:
+    """A test message, listed with the channel's deliveries: sent at once (never by the
+    dispatcher, which takes pending rows only), its outcome marked by the caller."""
+    moment = now()
+    row = DeliveryRow(
+        channel_id=channel_id,
+        rule_id=None,
+        run_id=None,
+        event_id=None,
+        purpose="test",
+        idempotency_key=idempotency_key,
+        alert=alert,
+        status="pending",  # never committed so: the caller marks it delivered or failed first
+        attempts=0,
+        not_before=moment,
+        created_at=moment,
+    )
+    session.add(row)
+    session.flush()
+    return row
+
+
 def group_due_deliveries(*, session: Session, limit: int) -> int:
     """Give due, ungrouped deliveries a group: one message per channel, run and purpose.
 

@@ -13,7 +13,18 @@ from sqlalchemy.orm.util import identity_key
 
 from holter_server.store import claims
 from holter_server.store.database import insert_ignoring_conflicts
-from holter_server.store.models import DetectorStateRow, MetricRow, PointRow, ReferenceRow, RunRow
+from holter_server.store.models import (
+    AnnotationRow,
+    DeliveryRow,
+    DetectorStateRow,
+    EventRow,
+    MetricRow,
+    MuteRow,
+    PointRow,
+    ReferenceRow,
+    RollupRow,
+    RunRow,
+)
 
 
 def now() -> datetime:
@@ -104,10 +115,22 @@ def record_preflight(*, session: Session, run: RunRow, checks: Sequence[Mapping[
 
 
 def list_runs(
-    *, session: Session, project: str | None, status: str | None, tag: str | None = None, limit: int, offset: int
+    *,
+    session: Session,
+    project: str | None,
+    status: str | None,
+    tag: str | None = None,
+    archived: str = "exclude",
+    limit: int,
+    offset: int,
 ) -> tuple[Sequence[RunRow], int]:
-    """Runs, newest first, with the total count matching the filters."""
+    """Runs, newest first, with the total count matching the filters. `archived`: "exclude"
+    (archived runs left out), "include" or "only"."""
     query = select(RunRow)
+    if archived == "exclude":
+        query = query.where(RunRow.archived_at.is_(None))
+    elif archived == "only":
+        query = query.where(RunRow.archived_at.is_not(None))
     if project is not None:
         query = query.where(RunRow.project == project)
     if status is not None:
@@ -307,10 +330,39 @@ def drift_done(*, session: Session, run: RunRow) -> None:
     session.flush()
 
 
-def delete_run(*, session: Session, run_id: str) -> None:
-    """Remove a run and everything stored under it."""
-    session.execute(delete(PointRow).where(PointRow.run_id == run_id))
-    session.execute(delete(DetectorStateRow).where(DetectorStateRow.run_id == run_id))
-    session.execute(delete(MetricRow).where(MetricRow.run_id == run_id))
-    session.execute(delete(ReferenceRow).where(ReferenceRow.run_id == run_id))  # no foreign key: a project's setting
-    session.execute(delete(RunRow).where(RunRow.id == run_id))
+def delete_run(*, session: Session, run_id: str) -> dict[str, int]:
+    """Remove a run and every row that belongs to it; returns how many rows of each table went.
+
+    One statement per table, each naming this one run (so it runs on one shard of a table
+    distributed by run, and on one partition of a partitioned one), children before parents so
+    that no foreign key has to cascade across tables: notes before the events they comment on,
+    detector states and rollups before the metrics they belong to. Deliveries name their run
+    without a foreign key (the outbox is the channel's history), and so do reference choices:
+    both go too. The caller holds the run's background work (`claims.wait_for_run`) and commits.
+    """
+    removed: dict[str, int] = {}
+    for model in (
+        AnnotationRow,
+        MuteRow,
+        EventRow,
+        DetectorStateRow,
+        RollupRow,
+        PointRow,
+        MetricRow,
+        ReferenceRow,
+        DeliveryRow,
+    ):
+        table = model.__table__
+        result = session.execute(delete(table).where(table.c.run_id == run_id))
+        removed[table.name] = result.rowcount or 0  # type: ignore[attr-defined]
+    result = session.execute(delete(RunRow.__table__).where(RunRow.__table__.c.id == run_id))
+    removed["runs"] = result.rowcount or 0  # type: ignore[attr-defined]
+    session.expire_all()
+    return removed
+
+
+def set_archived(*, session: Session, run: RunRow, archived: bool) -> RunRow:
+    """Archive the run (left out of the runs list unless asked for) or bring it back."""
+    run.archived_at = now() if archived else None
+    session.flush()
+    return run

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from holter_charts.compare import compare_figure
+from holter_charts.compare import band_traces, compare_figure
 from holter_charts.series import Series
 
 
@@ -37,11 +37,19 @@ def test_the_reference_band_and_the_drifts_are_the_services(vocab) -> None:  # t
         "loss", [("a", "a", ref, []), ("b", "b", other, [])], reference="a", vocab=vocab, comparisons={"b": comparison}
     )
     high, low = figure["data"][:2]
-    assert high["x"] == [0, 500, 999] and high["y"] == [2.1, 2.2, 2.3]
-    assert low["name"] == "reference band" and low["fill"] == "tonexty" and low["y"] == [1.9, 1.8, None]
+    # step 999's low edge is NaN: the band stops at 500 rather than fill down to the axis there
+    assert high["x"] == [0, 500] and high["y"] == [2.1, 2.2]
+    assert low["name"] == "reference band" and low["fill"] == "tonexty" and low["y"] == [1.9, 1.8]
     (span,) = figure["layout"]["shapes"]
     assert (span["x0"], span["x1"]) == (400, 599) and span["fillcolor"] == figure["data"][4]["line"][
         "color"
     ]  # b's colour
     without = compare_figure("loss", [("a", "a", ref, []), ("b", "b", other, [])], reference="a", vocab=vocab)
     assert "reference band" not in [t.get("name") for t in without["data"]] and without["layout"]["shapes"] == []
+
+
+def test_a_band_with_a_gap_is_filled_only_where_both_edges_are_known() -> None:
+    comparison = {"steps": [0, 1, 2, 3, 4], "low": [1.0, 1.0, "NaN", 1.0, 1.0], "high": [2.0, 2.0, 2.0, "NaN", 2.0]}
+    high, low = band_traces(comparison)
+    assert high["x"] == low["x"] == [0, 1, 4]
+    assert None not in high["y"] and None not in low["y"]  # a None in a filled edge fills to the axis

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from holter_charts.line import band_figure, line_appends, line_figure
+from holter_charts.line import WEBGL_POINTS, band_figure, line_appends, line_figure
 from holter_charts.panels import Panel, nonfinite_trace_index, trace_indexes
 from holter_charts.series import Series, View
 
@@ -117,3 +117,26 @@ def test_live_appends_extend_each_trace_as_the_figure_drew_it(vocab) -> None:  #
         assert first["data"][index]["x"] == whole["data"][index]["x"]
         assert first["data"][index]["y"] == whole["data"][index]["y"]
     assert first["data"][bad]["x"] == [2, 4] and set(new_states) == {"loss"}
+
+
+def test_a_long_series_is_drawn_with_webgl_and_a_short_one_with_svg(vocab) -> None:
+    panel = Panel(key="loss", title="Loss", metrics=("loss",))
+    long = Series(list(range(WEBGL_POINTS + 1)), [1.0] * (WEBGL_POINTS + 1))
+    short = Series(list(range(100)), [1.0] * 100)
+    for series, kind in ((long, "scattergl"), (short, "scatter")):
+        figure, _ = line_figure(panel, {"loss": series}, vocab=vocab)
+        assert [t["type"] for t in figure["data"][:2]] == [kind, kind]
+
+
+def test_a_small_multiple_pads_its_range_so_a_flat_line_at_its_top_is_drawn_whole(vocab) -> None:
+    panel = Panel(key="cpu", title="holter/system/cpu.percent", metrics=("holter/system/cpu.percent",))
+    values = [100.0] * 20 + [40.0] + [100.0] * 20
+    figure, _ = line_figure(
+        panel, {"holter/system/cpu.percent": Series(list(range(41)), values)}, vocab=vocab, compact=True
+    )
+    low, high = figure["layout"]["yaxis"]["range"]
+    assert low < 40.0 and high > 100.0 and figure["layout"]["showlegend"] is False
+    flat, _ = line_figure(
+        panel, {"holter/system/cpu.percent": Series(list(range(5)), [0.0] * 5)}, vocab=vocab, compact=True
+    )
+    assert flat["layout"]["yaxis"]["range"] == [-1.0, 1.0]

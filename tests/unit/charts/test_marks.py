@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from holter_charts.marks import event_shapes, stagger
+from holter_charts.marks import event_shapes, label_width, stagger
 from holter_charts.series import Series, View
 
 
@@ -57,3 +57,22 @@ def test_overlapping_events_of_a_family_draw_one_span_and_one_counted_label(voca
     assert texts == ["sawtooth ×5", "spike"]
     counted = next(label for label in labels if label["text"] == "sawtooth ×5")
     assert counted["hovertext"].count("saws") == 4 and "1 more" in counted["hovertext"]
+
+
+def test_labels_never_overlap_a_neighbour_whatever_their_colours(vocab) -> None:
+    # two divergences a few steps apart, one critical and one a warning (so not merged into one
+    # label): drawn side by side they read "divergenc|divergence"
+    series = [Series(list(range(1000)), [1.0] * 1000)]
+    events = [
+        {"id": i, "metric": "loss", "kind": "divergence", "severity": sev, "status": "open", "start_step": step}
+        for i, (sev, step) in enumerate([("critical", 500), ("warning", 530), ("info", 560), ("warning", 590)])
+    ]
+    _, labels = event_shapes(events, series, View(), vocab)
+    placed = stagger(labels, series, View())
+    for i, a in enumerate(placed):
+        for b in placed[i + 1 :]:
+            if a["yshift"] == b["yshift"]:
+                assert abs(a["x"] - b["x"]) >= (label_width(a, 999) + label_width(b, 999)) / 2
+    # the fourth has no free row: it is folded into a label it would cover, never drawn over it
+    assert len(placed) == 3 and any(label["text"].endswith("+1") for label in placed)
+    assert sum(label["hovertext"].count("<br>") for label in placed) == 1

@@ -76,3 +76,24 @@ def test_layer_names() -> None:
     assert layer_of("act_norm/layer.11") == ("act_norm/layer*", 11)
     assert layer_of("model.layers.3.mlp/grad_norm") == ("model.layers*.mlp/grad_norm", 3)
     assert layer_of("loss") is None
+
+
+def test_system_vitals_go_to_the_system_section_after_the_main_charts(vocab) -> None:
+    names = [
+        "loss",
+        "holter/system/cpu.percent",
+        "holter/system/gpu.0.memory_used_frac",
+        "lr",
+        "holter/system/memory.rss_mb",
+    ]
+    panels = plan_panels(as_the_api_lists(names), vocab)
+    sections = [(p.section, p.metrics) for p in panels]
+    assert [s for s, _ in sections] == ["main", "main", "system", "system", "system"]
+    assert {m for s, ms in sections if s == "system" for m in ms} == {
+        n for n in names if n.startswith("holter/system/")
+    }
+
+
+def test_two_names_with_one_slug_get_a_chart_each(vocab) -> None:
+    panels = plan_panels(as_the_api_lists(["holter/system/cpu.percent", "holter/system/cpu_percent"]), vocab)
+    assert len(panels) == 2 and len({p.key for p in panels}) == 2

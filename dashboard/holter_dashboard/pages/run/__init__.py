@@ -1,17 +1,19 @@
-"""Run page: one chart per signal family, updating live, with events and notes drawn on them.
+"""Run page: one chart per signal family, updating live, with events and notes drawn on them;
+system vitals as small multiples in a closed System section.
 
 Data flow (all state in the browser's stores, all data through the API):
-* the page's layout (`page_layout`) reads the run and draws every chart before it answers, so
-  opening a run costs one round trip, not a chain of callbacks;
-* `tick` (every second) reads the run, its events and notes; plans the panels again when the
-  set of metrics changes; otherwise appends new points to the charts with `dash.Patch()` (the
-  user's zoom stays, since the figures' `uirevision` does not change);
-* `draw` renders every chart again when the view (range, smoothing, log, x axis), the panels
-  or the events change; a zoom changes the view's range, and `draw` reads that range again at
-  full resolution.
+* the page's layout (`layout.page_layout`) reads the run and draws its main charts, events and
+  notes before it answers, so opening a run costs one round trip, not a chain of callbacks;
+* `refresh` (callbacks.py) is the one writer of the charts and of what they were drawn from
+  (`run-drawn`): every second (a tick the browser skips while a refresh is on its way), it
+  appends each chart's new points with `dash.Patch()` from each metric's cursor (the user's
+  zoom stays: the figures' `uirevision` does not change), draws a chart again when its events
+  changed or it grew too long, and draws every chart again when the view (range, smoothing, log,
+  x axis, metrics) or the set of charts changes; a zoom changes the view's range in the browser.
 
-The page in four modules: `layout` (the URL's view and the page as it opens), `data` (reading
-the run and drawing its charts, live appends), `views` (header, side lists) and `callbacks`.
+The page in five modules: `layout` (the URL's view and the page as it opens), `data` (reading
+the run, drawing and updating its charts), `views` (header, side lists), `events` (the events
+panel) and `callbacks`.
 """
 
 from holter_dashboard.pages.run.callbacks import register

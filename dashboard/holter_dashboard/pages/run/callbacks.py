@@ -1,6 +1,18 @@
-"""The run page's callbacks: the live tick, redraws, the view (zoom, smoothing, scale, axis),
-events (zoom to, acknowledge, dismiss), notes, metric kinds, tags and notes of the run, and
-the URL following the view."""
+"""The run page's callbacks.
+
+One callback, `refresh`, writes the charts and what they were drawn from (`run-drawn`), the
+header, the events and notes: it is the page's only writer of them, so a chart and its cursor
+never disagree. It runs on the tick (every second), when the view changes (zoom, smoothing,
+scale, axis, chosen metrics), when the System section opens or closes, and after the reader
+changed the run (a note, an acknowledgement). The tick goes through a gate in the browser
+(assets/run_page.js): a tick while a refresh is on its way is skipped, never raced, and Dash
+keeps only the newest answer of a callback called again before it answered; so each refresh
+starts from what the last applied one drew, and new points are appended in order and once.
+
+The others: the view (clicks on events, reset, the controls; a zoom is followed in the browser),
+acknowledging and dismissing events, notes, metric kinds, tags and notes of the run, archive
+and delete, and the URL following the view.
+"""
 
 from __future__ import annotations
 
@@ -11,126 +23,177 @@ from typing import Any
 from dash import ALL, ClientsideFunction, Dash, Input, Output, State, ctx, no_update
 
 from holter_dashboard.api import ApiError, HolterAPI
+from holter_dashboard.components import error_alert
 from holter_dashboard.links import zoom_range
 from holter_dashboard.pages.run.data import (
-    append_live,
-    drawn_signature,
-    fresh_marks,
+    Drawn,
+    NoSuchRun,
+    chart_grid,
+    draw_panels,
+    figure_outputs,
+    main_empty_state,
     panels_of,
     read_snapshot,
-    render_charts,
+    shown,
+    update_charts,
     view_of,
 )
+from holter_dashboard.pages.run.events import events_panel
 from holter_dashboard.pages.run.layout import as_int
 from holter_dashboard.pages.run.views import (
     AUTO_KIND,
-    events_list,
     kinds_signature,
     message,
     metrics_list,
+    no_such_run,
     notes_list,
-    run_info,
+    run_header,
 )
+
+SYSTEM = "system"  # the System section's accordion value when open
+FIGURES = 8  # the position of the charts' figures among `refresh`'s outputs
 
 
 def register(app: Dash, api: HolterAPI) -> None:
-    @app.callback(
-        Output("run-header", "children"),
-        Output("run-info", "children"),
-        Output("run-panels", "data"),
-        Output("run-marks", "data"),
-        Output({"type": "panel", "key": ALL}, "figure"),
-        Output("run-live", "data"),
-        Output("run-metrics", "data"),
-        Output("note-metric", "data"),
-        Output("run-kinds", "children"),
-        Output("run-kinds-sig", "data"),
+    # The tick asks for a refresh only when none is on its way (assets/run_page.js)
+    app.clientside_callback(
+        ClientsideFunction(namespace="holter", function_name="tick_gate"),
+        Output("run-go", "data"),
         Input("run-tick", "n_intervals"),
-        State("run-id", "data"),
-        State("run-panels", "data"),
-        State("run-marks", "data"),
-        State("run-live", "data"),
-        State("run-view", "data"),
-        State("run-kinds-sig", "data"),
-    )
-    async def tick(
-        _n: int | None,
-        run_id: str,
-        panels_data: list[dict] | None,
-        marks: dict | None,
-        live: dict | None,
-        view_data: dict | None,
-        kinds_sig: str | None,
-    ) -> tuple:
-        figure_outputs = ctx.outputs_list[4]
-        keep_figures = [no_update] * len(figure_outputs)
-        snap = await read_snapshot(api, run_id)
-        if snap.run is None or snap.vocab is None:
-            return (
-                snap.header,
-                no_update,
-                no_update,
-                no_update,
-                keep_figures,
-                no_update,
-                no_update,
-                no_update,
-                no_update,
-                no_update,
-            )
-        run, header, panels, new_marks = snap.run, snap.header, snap.panels, snap.marks
-        # the metrics' kinds are drawn again only when one changed (a select being used must stay open)
-        new_sig = kinds_signature(run)
-        kinds = (metrics_list(run, snap.vocab), new_sig) if new_sig != kinds_sig else (no_update, no_update)
-        # the layout drew the run as it opened; the info panel is drawn again only for a run that appeared later
-        info = run_info(run, can_edit="notes" in run) if panels_data is None else no_update
-        marks_out = new_marks if not marks or marks.get("sig") != new_marks["sig"] else no_update
-        metric_options = snap.metric_names
-        if panels != panels_data:
-            # first call, new metrics or a metric whose kind changed: `draw` renders everything (and sets the live cursor)
-            return header, info, panels, marks_out, keep_figures, no_update, metric_options, metric_options, *kinds
-        if not live or marks_out is not no_update:
-            return header, info, no_update, marks_out, keep_figures, no_update, no_update, no_update, *kinds
-        figures, live = await append_live(
-            api,
-            run_id,
-            run,
-            panels_of(panels_data),
-            figure_outputs,
-            live,
-            view_of(view_data),
-            marks or new_marks,
-            snap.vocab,
-        )
-        return header, info, no_update, no_update, figures, live, no_update, no_update, *kinds
-
-    @app.callback(
-        Output("run-charts", "children"),
-        Output("run-live", "data", allow_duplicate=True),
-        Input("run-panels", "data"),
-        Input("run-view", "data"),
-        Input("run-marks", "data"),
-        State("run-id", "data"),
-        State("run-live", "data"),
         prevent_initial_call=True,
     )
-    async def draw(
-        panels_data: list[dict] | None, view_data: dict | None, marks: dict | None, run_id: str, live: dict | None
-    ) -> tuple:
-        if panels_data is None:
-            return no_update, no_update
-        if live and live.get("drawn") == drawn_signature(panels_data, view_data, marks):
-            return no_update, no_update  # an input was set to what it already was
-        return await render_charts(api, run_id, panels_data, view_data, marks)
+    app.clientside_callback(
+        ClientsideFunction(namespace="holter", function_name="refreshed"),
+        Output("run-url-sink", "title"),
+        Input("run-done", "data"),
+        prevent_initial_call=True,
+    )
 
-    # A zoom on a chart sets the view's step range in the browser (assets/run_zoom.js says why)
+    @app.callback(
+        Output("run-header", "children"),
+        Output("run-charts", "children"),
+        Output("run-system", "children"),
+        Output("run-events", "children"),
+        Output("run-notes", "children"),
+        Output("run-kinds", "children"),
+        Output("run-metrics", "data"),
+        Output("note-metric", "data"),
+        Output({"type": "panel", "key": ALL}, "figure"),
+        Output("run-drawn", "data"),
+        Output("run-marks", "data"),
+        Output("run-done", "data"),
+        Input("run-go", "data"),
+        Input("run-view", "data"),
+        Input("run-system-open", "value"),
+        Input("run-poke", "data"),
+        State("run-id", "data"),
+        State("run-drawn", "data"),
+        prevent_initial_call=True,
+    )
+    async def refresh(
+        go: Any, view_data: dict | None, system_open: str | None, _poke: Any, run_id: str, drawn_data: dict | None
+    ) -> tuple:
+        outputs = ctx.outputs_list[FIGURES]
+        keep = [no_update] * len(outputs)
+        # every refresh says it ended, whatever started it: one started by the reader replaces a tick's
+        out: list[Any] = [no_update] * 8 + [keep, no_update, no_update, poke()]
+        try:
+            snap = await read_snapshot(api, run_id)
+        except NoSuchRun:
+            out[0] = no_such_run(run_id)
+            out[1] = out[2] = []
+            return tuple(out)
+        except ApiError as exc:
+            out[0] = error_alert(exc.message, "Cannot read this run")
+            return tuple(out)
+        view_data = view_data or {}
+        drawn = Drawn.from_store(drawn_data) or Drawn(view=view_data)
+        header: Any = run_header(snap.run, snap.vocab)
+        if snap.events_problem:
+            header = [header, error_alert(snap.events_problem, "Events unavailable")]
+        out[0] = header
+        marks = snap.marks
+        marks_changed = marks["sig"] != drawn.marks
+        me = None
+        if marks_changed:
+            me = await api.signature()
+            out[3] = events_panel(snap.events, snap.vocab, live=snap.vocab.is_live(snap.run.get("status")))
+            out[4] = notes_list(snap.notes, me)
+            out[10] = marks
+        kinds = kinds_signature(snap.run)
+        if kinds != drawn.kinds:  # drawn again only when one changed: a select being used must stay open
+            out[5] = metrics_list(snap.run, snap.vocab)
+        if snap.metric_names != drawn.names:
+            out[6] = out[7] = snap.metric_names
+        view = view_of(view_data)
+        chosen = view_data.get("metrics") or []
+        all_main = panels_of(snap.main_panels)
+        main = shown(all_main, chosen)
+        system = panels_of(snap.system_panels) if system_open == SYSTEM else []
+        new = Drawn(
+            view=view_data,
+            main=snap.main_panels,
+            system=snap.system_panels if system_open == SYSTEM else None,
+            cursor=dict(drawn.cursor),
+            ema=dict(drawn.ema),
+            tail=dict(drawn.tail),
+            marks=marks["sig"],
+            kinds=kinds,
+            names=snap.metric_names,
+            clock=drawn.clock,
+            refreshes=drawn.refreshes + 1,
+        )
+        main_again = drawn.view != view_data or drawn.main != snap.main_panels
+        system_again = main_again or drawn.system != new.system
+        if main_again:
+            if main:
+                charts = await draw_panels(api, run_id, main, view, marks, snap.vocab)
+                out[1] = chart_grid(main, charts)
+                new.cursor.update(charts.cursor)
+                new.ema.update(charts.ema)
+                new.clock = charts.clock
+                new.tail.update(dict.fromkeys((p.key for p in main), 0))
+            else:
+                out[1] = main_empty_state(all_main, chosen)
+        if system_again:
+            if system:
+                charts = await draw_panels(api, run_id, system, view, marks, snap.vocab, compact=True)
+                out[2] = chart_grid(system, charts, compact=True)
+                new.cursor.update(charts.cursor)
+                new.ema.update(charts.ema)
+                new.tail.update(dict.fromkeys((p.key for p in system), 0))
+            else:
+                out[2] = []
+        # the charts left on the page: brought up to the run in place
+        replaced = {p.key for p in main} if main_again else set()
+        replaced |= {p.key for p in system} if system_again else set()
+        on_page_keys = {o["id"]["key"] for o in outputs} - replaced
+        drawn_panels = panels_of(drawn.main) + panels_of(drawn.system or [])
+        on_page = [p for p in drawn_panels if p.key in on_page_keys]
+        if on_page:
+            update = await update_charts(
+                api,
+                run_id,
+                snap,
+                drawn,
+                on_page,
+                marks_changed=marks_changed,
+                compact_keys={p.key for p in panels_of(drawn.system or [])},
+            )
+            out[FIGURES] = figure_outputs(outputs, update.figures)
+            new.cursor.update(update.cursor)
+            new.ema.update(update.ema)
+            new.tail.update(update.tail)
+        out[9] = new.to_store()
+        return tuple(out)
+
+    # A zoom on a chart sets the view's step range in the browser (assets/run_page.js says why)
     app.clientside_callback(
         ClientsideFunction(namespace="holter", function_name="follow_zoom"),
         Output("run-view", "data", allow_duplicate=True),
         Input({"type": "panel", "key": ALL}, "relayoutData"),
         State("run-view", "data"),
-        State("run-live", "data"),
-        State("run-panels", "data"),
+        State("run-drawn", "data"),
         prevent_initial_call=True,
     )
 
@@ -185,20 +248,8 @@ def register(app: Dash, api: HolterAPI) -> None:
         return no_update if new == view else new
 
     @app.callback(
-        Output("run-events", "children"),
-        Output("run-notes", "children"),
-        Input("run-marks", "data"),
-        Input("author", "value"),
-    )
-    async def side_lists(marks: dict | None, author: str | None) -> tuple:
-        if marks is None:
-            return no_update, no_update
-        return events_list(marks["events"], await api.vocabulary()), notes_list(marks["notes"], author)
-
-    @app.callback(
         Output("kind-message", "children"),
-        Output("run-kinds", "children", allow_duplicate=True),
-        Output("run-kinds-sig", "data", allow_duplicate=True),
+        Output("run-poke", "data", allow_duplicate=True),
         Input({"type": "metric-kind", "metric": ALL}, "value"),
         State("run-id", "data"),
         prevent_initial_call=True,
@@ -207,55 +258,46 @@ def register(app: Dash, api: HolterAPI) -> None:
         trigger = ctx.triggered_id
         chosen = ctx.triggered[0]["value"] if ctx.triggered else None
         if not isinstance(trigger, dict) or not chosen:
-            return no_update, no_update, no_update
+            return no_update, no_update
         metric = trigger["metric"]
         try:
-            run, vocab = await asyncio.gather(api.get_run(run_id), api.vocabulary())
+            run = await api.get_run(run_id)
             current = next((m for m in run.get("metrics") or [] if m["name"] == metric), None)
             if current is None:
-                return message(f"The run has no metric {metric!r}.", ok=False), no_update, no_update
+                return message(f"The run has no metric {metric!r}.", ok=False), no_update
             declared = (current.get("understood") or {}).get("source") == "declared"
             if (chosen == AUTO_KIND and not declared) or (chosen == current.get("kind") and declared):
-                return no_update, no_update, no_update
+                return no_update, no_update
             await api.set_metric_kind(run_id, metric, None if chosen == AUTO_KIND else chosen)
             run = await api.get_run(run_id)
         except ApiError as exc:
-            return message(exc.message, ok=False), no_update, no_update
+            return message(exc.message, ok=False), no_update
         now = next(m for m in run["metrics"] if m["name"] == metric)
-        return (
-            message(f"{metric} is now read as {now['kind']}; its events are being worked out again."),
-            metrics_list(run, vocab),
-            kinds_signature(run),
-        )
+        return message(f"{metric} is now read as {now['kind']}; its events are being worked out again."), poke()
 
     @app.callback(
         Output("event-message", "children"),
-        Output("run-marks", "data", allow_duplicate=True),
+        Output("run-poke", "data", allow_duplicate=True),
         Input({"type": "event-ack", "id": ALL}, "n_clicks"),
         Input({"type": "event-dismiss", "id": ALL}, "n_clicks"),
         State("event-reason", "value"),
-        State("author", "value"),
         State("run-id", "data"),
         prevent_initial_call=True,
     )
-    async def handle_event(
-        _acks: list, _dismissals: list, reason: str | None, author: str | None, run_id: str
-    ) -> tuple:
+    async def handle_event(_acks: list, _dismissals: list, reason: str | None, run_id: str) -> tuple:
         trigger = ctx.triggered_id
         if not isinstance(trigger, dict) or not ctx.triggered[0]["value"]:
             return no_update, no_update
-        if not author:
-            return message("Type your name at the top right first.", ok=False), no_update
         try:
             if trigger["type"] == "event-ack":
-                await api.acknowledge(run_id, trigger["id"], by=author, reason=reason or "")
+                event = await api.acknowledge(run_id, trigger["id"], reason=reason or "")
                 done = "acknowledged"
             else:
-                await api.dismiss(run_id, trigger["id"], by=author, reason=reason or "", mute=False)
+                event = await api.dismiss(run_id, trigger["id"], reason=reason or "", mute=False)
                 done = "dismissed"
         except ApiError as exc:
             return message(exc.message, ok=False), no_update
-        return message(f"Event {done}."), await fresh_marks(api, run_id)
+        return message(f"Event {done} (signed {event.get('status_by')})."), poke()
 
     @app.callback(
         Output("note-start", "value"),
@@ -278,30 +320,26 @@ def register(app: Dash, api: HolterAPI) -> None:
     @app.callback(
         Output("note-message", "children"),
         Output("note-text", "value"),
-        Output("run-marks", "data", allow_duplicate=True),
+        Output("run-poke", "data", allow_duplicate=True),
         Input("note-add", "n_clicks"),
         State("note-start", "value"),
         State("note-end", "value"),
         State("note-metric", "value"),
         State("note-text", "value"),
-        State("author", "value"),
         State("run-id", "data"),
         prevent_initial_call=True,
     )
     async def add_note(
-        _n: int | None, start: Any, end: Any, metric: str | None, text: str | None, author: str | None, run_id: str
+        _n: int | None, start: Any, end: Any, metric: str | None, text: str | None, run_id: str
     ) -> tuple:
         if not (text or "").strip():
             return message("Write the note first.", ok=False), no_update, no_update
-        if not author:
-            return message("Type your name at the top right first.", ok=False), no_update, no_update
         start, end = as_int(start), as_int(end)
         if start is not None and end is not None and end < start:
             start, end = end, start
         try:
             await api.add_annotation(
                 run_id,
-                author=author,
                 text=text.strip(),
                 start_step=start,
                 end_step=end if end is not None else start,
@@ -309,25 +347,24 @@ def register(app: Dash, api: HolterAPI) -> None:
             )
         except ApiError as exc:
             return message(exc.message, ok=False), no_update, no_update
-        return message("Note added."), "", await fresh_marks(api, run_id)
+        return message("Note added."), "", poke()
 
     @app.callback(
         Output("note-message", "children", allow_duplicate=True),
-        Output("run-marks", "data", allow_duplicate=True),
+        Output("run-poke", "data", allow_duplicate=True),
         Input({"type": "note-delete", "id": ALL}, "n_clicks"),
-        State("author", "value"),
         State("run-id", "data"),
         prevent_initial_call=True,
     )
-    async def delete_note(_clicks: list, author: str | None, run_id: str) -> tuple:
+    async def delete_note(_clicks: list, run_id: str) -> tuple:
         trigger = ctx.triggered_id
         if not isinstance(trigger, dict) or not ctx.triggered[0]["value"]:
             return no_update, no_update
         try:
-            await api.delete_annotation(run_id, trigger["id"], author=author or "")
+            await api.delete_annotation(run_id, trigger["id"])
         except ApiError as exc:
             return message(exc.message, ok=False), no_update
-        return message("Note deleted."), await fresh_marks(api, run_id)
+        return message("Note deleted."), poke()
 
     @app.callback(
         Output("run-save-message", "children"),
@@ -344,25 +381,64 @@ def register(app: Dash, api: HolterAPI) -> None:
             return message(exc.message, ok=False)
         return message("Saved.")
 
+    @app.callback(
+        Output("run-delete-dialog", "opened"),
+        Input("run-delete", "n_clicks"),
+        Input("run-delete-cancel", "n_clicks"),
+        prevent_initial_call=True,
+    )
+    def ask_before_deleting(opened: int | None, _cancel: int | None) -> Any:
+        # a button reports its first n_clicks as it mounts: only a click opens the dialog
+        if ctx.triggered_id == "run-delete":
+            return True if opened else no_update
+        return False
+
+    @app.callback(
+        Output("run-delete-message", "children"),
+        Output("run-location", "href"),
+        Input("run-delete-confirm", "n_clicks"),
+        State("run-id", "data"),
+        prevent_initial_call=True,
+    )
+    async def delete_run(n: int | None, run_id: str) -> tuple:
+        if not n:
+            return no_update, no_update
+        try:
+            await api.delete_run(run_id)
+        except ApiError as exc:
+            return message(exc.message, ok=False), no_update
+        return message("Deleted."), "/"
+
+    @app.callback(
+        Output("event-message", "children", allow_duplicate=True),
+        Output("run-poke", "data", allow_duplicate=True),
+        Input("run-archive", "n_clicks"),
+        State("run-id", "data"),
+        prevent_initial_call=True,
+    )
+    async def archive_run(n: int | None, run_id: str) -> tuple:
+        if not n:
+            return no_update, no_update
+        try:
+            run = await api.get_run(run_id)
+            archived = not run.get("archived_at")
+            await api.archive_run(run_id, archived)
+        except ApiError as exc:
+            return message(exc.message, ok=False), no_update
+        text = "Archived: hidden from the runs page (its filter shows it)." if archived else "Back on the runs page."
+        return message(text), poke()
+
     # The URL follows the view (history.replaceState: no reload), so it can be shared or bookmarked
     app.clientside_callback(
-        """
-        function(view) {
-            if (!view || !window.location.pathname.startsWith('/runs/')) return window.dash_clientside.no_update;
-            const q = new URLSearchParams();
-            if (view.metrics && view.metrics.length) q.set('metrics', view.metrics.join(','));
-            if (view.start !== null && view.start !== undefined) { q.set('start', view.start); q.set('end', view.end); }
-            if (view.smoothing !== 0.6) q.set('smooth', view.smoothing);
-            if (view.log_y) q.set('log', '1');
-            if (view.x_axis === 'time') q.set('x', 'time');
-            const s = q.toString();
-            setTimeout(() => window.history.replaceState(null, '', window.location.pathname + (s ? '?' + s : '')), 0);
-            return window.dash_clientside.no_update;
-        }
-        """,
+        ClientsideFunction(namespace="holter", function_name="view_to_url"),
         Output("run-url-sink", "children"),
         Input("run-view", "data"),
     )
+
+
+def poke() -> float:
+    """A new value for `run-poke`: the page refreshes at once after the reader changed the run."""
+    return asyncio.get_running_loop().time()
 
 
 def event_of(marks: dict | None, event_id: Any) -> dict | None:

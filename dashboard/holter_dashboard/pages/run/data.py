@@ -1,15 +1,23 @@
 """Reading a run and drawing its charts: the snapshot the page polls, the series at chart
-resolution (zoomed ranges at full resolution), the charts themselves, and the live appends.
+resolution (zoomed ranges at full resolution), the chart grids, and what a refresh changes in
+charts already drawn (new points appended in place, or a chart drawn again).
 
 Every read goes through the API; the service downsamples (min/max per bucket, a NaN is never
 dropped), so the page draws what it gets.
+
+What the charts on screen were drawn from is one dict in the page's `run-drawn` store
+(`Drawn`): the view, the panels of each section, each metric's last step drawn (its cursor),
+the smoothing states, how many points each chart gained since it was drawn, and the signatures
+of the events and notes drawn on them. Only the page's refresh callback writes it, in the same
+answer as the charts it describes, so a cursor never disagrees with its chart.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import dash
@@ -23,69 +31,137 @@ from holter_charts.vocabulary import Vocabulary
 
 from holter_dashboard.api import ApiError, HolterAPI, optional
 from holter_dashboard.components import empty_state, error_alert
-from holter_dashboard.pages.run.views import metrics_list, run_header, run_info
 
 MAX_POINTS = 1200  # per metric and chart: about two per horizontal pixel of a half-width chart, min and max
 EDGE_POINTS = 300  # outside a zoomed range, for context and panning
-LIVE_READ_LIMIT = 20_000
+COMPACT_POINTS = 400  # per metric of a small multiple (the System section)
+# New points one refresh appends per metric, at most: a metric further behind (the page was
+# asleep, a burst was imported) is read again whole at chart resolution instead.
+LIVE_POINTS = 2000
+# A chart that gained this many points since it was drawn is read again at chart resolution
+# (downsampled), so a page left open all day does not grow without bound.
+TAIL_LIMIT = MAX_POINTS
+HEATMAP_EVERY = 5  # refreshes between redraws of a live per-layer heatmap
 GRAPH_CONFIG = {"displaylogo": False, "responsive": True, "modeBarButtonsToRemove": ["lasso2d", "toImage"]}
+COMPACT_CONFIG = {**GRAPH_CONFIG, "displayModeBar": False}
 
 
 @dataclass
 class Snapshot:
-    """The run as the page last read it: its header, chart plan, events and notes."""
+    """The run as the page last read it: the run, its events and notes, and the charts its metrics call for."""
 
-    run: dict[str, Any] | None
-    header: Any
+    run: dict[str, Any]
+    vocab: Vocabulary
+    events: list[dict[str, Any]]
+    notes: list[dict[str, Any]]
     panels: list[dict[str, Any]]
-    marks: dict[str, Any]
-    vocab: Vocabulary | None = None
+    events_problem: str | None = None
 
     @property
     def metric_names(self) -> list[str]:
-        return sorted(m["name"] for m in (self.run or {}).get("metrics") or [])
+        return sorted(m["name"] for m in self.run.get("metrics") or [])
+
+    @property
+    def main_panels(self) -> list[dict[str, Any]]:
+        return [p for p in self.panels if p["section"] == "main"]
+
+    @property
+    def system_panels(self) -> list[dict[str, Any]]:
+        return [p for p in self.panels if p["section"] == "system"]
+
+    @property
+    def marks(self) -> dict[str, Any]:
+        """The events and notes drawn on the charts, with their signature (what changed since)."""
+        return {"events": self.events, "notes": self.notes, "sig": marks_signature(self.events, self.notes)}
+
+    @property
+    def last_steps(self) -> dict[str, int | None]:
+        return {m["name"]: m.get("last_step") for m in self.run.get("metrics") or []}
 
 
-@dataclass
-class FirstRender:
-    """Everything the page shows when it opens; None where a part could not be read."""
-
-    snapshot: Snapshot
-    info: Any = None
-    charts: Any = None
-    live: dict[str, Any] | None = None
-    metrics: Any = None
+class NoSuchRun(Exception):
+    """The service has no run by this id (or none this key may see)."""
 
 
-async def first_render(api: HolterAPI, run_id: str, view: dict[str, Any]) -> FirstRender:
-    snap = await read_snapshot(api, run_id)
-    if snap.run is None:
-        return FirstRender(snap)
-    charts, live = await render_charts(api, run_id, snap.panels, view, snap.marks)
-    return FirstRender(
-        snap,
-        run_info(snap.run, can_edit="notes" in snap.run),
-        charts,
-        live,
-        metrics_list(snap.run, snap.vocab) if snap.vocab else None,
+async def read_snapshot(api: HolterAPI, run_id: str) -> Snapshot:
+    """The run, its events and notes, and its charts; NoSuchRun for a run the service does not
+    have, an ApiError for any other failure."""
+    try:
+        run, vocab = await asyncio.gather(api.get_run(run_id), api.vocabulary())
+    except ApiError as exc:
+        if exc.status == 404:
+            raise NoSuchRun(run_id) from exc
+        raise
+    (events, events_problem), (notes, _) = await asyncio.gather(
+        optional(api.run_events(run_id), []), optional(api.annotations(run_id), [])
+    )
+    # each metric's panel and kind are the service's: the page draws what the API says
+    panels = json.loads(json.dumps([asdict(p) for p in plan_panels(run.get("metrics") or [], vocab)]))
+    return Snapshot(run, vocab, events, notes, panels, events_problem)
+
+
+def marks_signature(events: list[dict], notes: list[dict]) -> str:
+    return json.dumps(
+        [
+            [(e.get("id"), e.get("status"), e.get("end_step"), e.get("updated_at")) for e in events],
+            [(n.get("id"), n.get("updated_at")) for n in notes],
+        ],
+        default=str,
     )
 
 
+def view_of(data: dict[str, Any] | None) -> View:
+    data = data or {}
+    return View(
+        smoothing=float(data.get("smoothing", 0.6)),
+        log_y=bool(data.get("log_y")),
+        x_axis=data.get("x_axis", "step"),
+        start=data.get("start"),
+        end=data.get("end"),
+    )
+
+
+def panels_of(data: Iterable[dict] | None) -> list[Panel]:
+    return [
+        Panel(
+            key=p["key"],
+            title=p["title"],
+            metrics=tuple(p["metrics"]),
+            kind=p["kind"],
+            layers=tuple(p["layers"]),
+            section=p.get("section", "main"),
+        )
+        for p in data or []
+    ]
+
+
+def shown(panels: list[Panel], wanted: list[str]) -> list[Panel]:
+    """The panels a view shows: those holding a chosen metric (all when none is chosen)."""
+    return [p for p in panels if not wanted or any(m in wanted for m in p.metrics)]
+
+
+def revision_of(view: View) -> str:
+    """Plotly keeps a chart's zoom while this stays the same: a redraw for a new view resets it, live appends do not."""
+    return f"{view.x_axis}:{view.start}:{view.end}:{view.log_y}"
+
+
 async def load_series(
-    api: HolterAPI, run_id: str, metrics: list[str], view: View
+    api: HolterAPI, run_id: str, metrics: list[str], view: View, max_points: int = MAX_POINTS
 ) -> tuple[dict[str, Series], list[str]]:
     """The points to draw: the whole run at chart resolution, or a zoomed range at full
     resolution with coarse context either side (so panning shows something and live points
     append after a continuous line)."""
+    if not metrics:
+        return {}, []
     if view.start is not None and view.end is not None:
         segments = [
             (0, view.start - 1, EDGE_POINTS),
-            (view.start, view.end, MAX_POINTS),
+            (view.start, view.end, max_points),
             (view.end + 1, None, EDGE_POINTS),
         ]
         segments = [(a, b, n) for a, b, n in segments if b is None or b >= a]
     else:
-        segments = [(None, None, MAX_POINTS)]
+        segments = [(None, None, max_points)]
     with_times = view.x_axis == "time"
     reads = await asyncio.gather(
         *(api.many_points(run_id, metrics, start=a, end=b, max_points=n, with_times=with_times) for a, b, n in segments)
@@ -108,185 +184,212 @@ async def load_series(
     return out, errors
 
 
-def view_of(data: dict[str, Any] | None) -> View:
-    data = data or {}
-    return View(
-        smoothing=float(data.get("smoothing", 0.6)),
-        log_y=bool(data.get("log_y")),
-        x_axis=data.get("x_axis", "step"),
-        start=data.get("start"),
-        end=data.get("end"),
-    )
+@dataclass
+class Drawn:
+    """What the charts on the page were drawn from (the `run-drawn` store, as a dict)."""
+
+    view: dict[str, Any]
+    main: list[dict[str, Any]] = field(default_factory=list)
+    system: list[dict[str, Any]] | None = None  # None: the System section is closed, nothing drawn in it
+    cursor: dict[str, int] = field(default_factory=dict)
+    ema: dict[str, list[float]] = field(default_factory=dict)
+    tail: dict[str, int] = field(default_factory=dict)  # points appended per chart since it was drawn
+    marks: str = ""
+    kinds: str = ""
+    names: list[str] = field(default_factory=list)
+    clock: list[list[float]] = field(default_factory=list)
+    refreshes: int = 0
+
+    @classmethod
+    def from_store(cls, data: dict[str, Any] | None) -> Drawn | None:
+        return cls(**data) if data else None
+
+    def to_store(self) -> dict[str, Any]:
+        return asdict(self)
 
 
-def panels_of(data: list[dict] | None) -> list[Panel]:
-    return [
-        Panel(key=p["key"], title=p["title"], metrics=tuple(p["metrics"]), kind=p["kind"], layers=tuple(p["layers"]))
-        for p in data or []
-    ]
+@dataclass
+class Charts:
+    """Figures drawn for some panels, with each metric's cursor and smoothing state."""
+
+    figures: dict[str, dict] = field(default_factory=dict)
+    cursor: dict[str, int] = field(default_factory=dict)
+    ema: dict[str, list[float]] = field(default_factory=dict)
+    clock: list[list[float]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
 
 
-def shown(panels: list[Panel], wanted: list[str]) -> list[Panel]:
-    return [p for p in panels if not wanted or any(m in wanted for m in p.metrics)]
-
-
-async def read_snapshot(api: HolterAPI, run_id: str) -> Snapshot:
-    """The run, its events and notes, and the charts its metrics call for; on an error, a header saying what went wrong."""
-    try:
-        run, vocab = await asyncio.gather(api.get_run(run_id), api.vocabulary())
-    except ApiError as exc:
-        text = f"There is no run {run_id!r}." if exc.status == 404 else exc.message
-        return Snapshot(None, error_alert(text, "Cannot show this run"), [], {})
-    (events, events_problem), (notes, _) = await asyncio.gather(
-        optional(api.run_events(run_id), []), optional(api.annotations(run_id), [])
-    )
-    header: Any = run_header(run, vocab)
-    if events_problem:
-        header = [header, error_alert(events_problem, "Events unavailable")]
-    # each metric's panel and kind are the service's: the page draws what the API says
-    panels = json.loads(
-        json.dumps([asdict(p) for p in plan_panels(run.get("metrics") or [], vocab)])
-    )  # as the store holds it
-    marks = {"events": events, "notes": notes, "sig": marks_signature(events, notes)}
-    return Snapshot(run, header, panels, marks, vocab)
-
-
-def drawn_signature(panels_data: list[dict] | None, view_data: dict | None, marks: dict | None) -> str:
-    """What the charts on screen were drawn from: `draw` skips a redraw from the same inputs."""
-    return json.dumps([panels_data, view_data, (marks or {}).get("sig")], sort_keys=True, default=str)
-
-
-async def render_charts(
-    api: HolterAPI, run_id: str, panels_data: list[dict], view_data: dict | None, marks: dict | None
-) -> tuple[Any, dict[str, Any] | None]:
-    """The charts of the run page for this view, and the live cursor (last step drawn per metric, EMA states)."""
-    panels = shown(panels_of(panels_data), (view_data or {}).get("metrics") or [])
-    if not panels:
-        if not panels_data:
-            return empty_state(
-                "No metrics logged yet", "Points appear here within a second or two of `run.log()`."
-            ), None
-        return empty_state("No chart matches the chosen metrics"), None
-    view = view_of(view_data)
-    metrics = [m for p in panels for m in p.metrics]
-    (series, errors), vocab = await asyncio.gather(load_series(api, run_id, metrics, view), api.vocabulary())
-    marks = marks or {"events": [], "notes": []}
-    uirevision = revision_of(view)
-    graphs = []
-    ema_states: dict[str, list[float]] = {}
-    for panel in panels:
-        figure, states = panel_figure(panel, series, marks["events"], marks["notes"], view, vocab=vocab)
-        ema_states.update(states)
-        figure["layout"]["uirevision"] = uirevision
-        graphs.append(
-            dmc.Paper(
-                dcc.Graph(
-                    id={"type": "panel", "key": panel.key},
-                    figure=figure,
-                    config=GRAPH_CONFIG,
-                    className=f"panel panel-{panel.kind}",
-                ),
-                withBorder=True,
-                radius="md",
-                p=4,
-                className="chart-card",
-            )
-        )
-    live = {
-        "cursor": {m: (s.steps[-1] if s.steps else -1) for m, s in series.items()},
-        "ema": ema_states,
-        "heat_tick": 0,
-        "drawn": drawn_signature(panels_data, view_data, marks),
-        "clock": wall_clock(series.values()) if view.x_axis == "time" else [],
-    }
-    body = [error_alert("; ".join(errors), "Some series could not be read")] if errors else []
-    body.append(dmc.SimpleGrid(graphs, cols={"base": 1, "xl": 2}, spacing="sm"))
-    return body, live
-
-
-def revision_of(view: View) -> str:
-    """Plotly keeps a chart's zoom while this stays the same: a redraw for a new view resets it, live appends do not."""
-    return f"{view.x_axis}:{view.start}:{view.end}:{view.log_y}"
-
-
-def marks_signature(events: list[dict], notes: list[dict]) -> str:
-    return json.dumps(
-        [
-            [(e.get("id"), e.get("status"), e.get("end_step"), e.get("updated_at")) for e in events],
-            [(n.get("id"), n.get("updated_at")) for n in notes],
-        ],
-        default=str,
-    )
-
-
-async def fresh_marks(api: HolterAPI, run_id: str) -> dict:
-    (events, _), (notes, _) = await asyncio.gather(
-        optional(api.run_events(run_id), []), optional(api.annotations(run_id), [])
-    )
-    return {"events": events, "notes": notes, "sig": marks_signature(events, notes)}
-
-
-async def append_live(
+async def draw_panels(
     api: HolterAPI,
     run_id: str,
-    run: dict,
     panels: list[Panel],
-    figure_outputs: list[dict],
-    live: dict,
     view: View,
-    marks: dict,
+    marks: dict[str, Any],
     vocab: Vocabulary,
-) -> tuple[list[Any], dict]:
-    """Patches appending each chart's new points (line panels), or a fresh heatmap now and then."""
-    cursor: dict[str, int] = dict(live.get("cursor") or {})
-    states: dict[str, list[float]] = dict(live.get("ema") or {})
-    last_steps = {m["name"]: m.get("last_step") for m in run.get("metrics") or []}
-    by_key = {p.key: p for p in panels}
-    shown = [by_key.get(o["id"]["key"]) for o in figure_outputs]
-    stale = [
-        m
-        for p in shown
-        if p
-        for m in p.metrics
-        if m in cursor and last_steps.get(m) is not None and last_steps[m] > cursor[m]
+    *,
+    compact: bool = False,
+) -> Charts:
+    """The figures of `panels` for this view, read from the service."""
+    metrics = [m for p in panels for m in p.metrics]
+    series, errors = await load_series(api, run_id, metrics, view, COMPACT_POINTS if compact else MAX_POINTS)
+    charts = Charts(errors=errors)
+    uirevision = revision_of(view)
+    for panel in panels:
+        figure, states = panel_figure(
+            panel, series, marks["events"], marks["notes"], view, vocab=vocab, compact=compact
+        )
+        figure["layout"]["uirevision"] = uirevision
+        charts.figures[panel.key] = figure
+        charts.ema.update(states)
+    charts.cursor = {m: (s.steps[-1] if s.steps else -1) for m, s in series.items()}
+    if view.x_axis == "time":
+        charts.clock = wall_clock(series.values())
+    return charts
+
+
+def chart_grid(panels: list[Panel], charts: Charts, *, compact: bool = False) -> list[Any]:
+    """The charts of a section laid out: two columns on a wide screen (four for small multiples)."""
+    graphs = [
+        dmc.Paper(
+            dcc.Graph(
+                id={"type": "panel", "key": panel.key},
+                figure=charts.figures[panel.key],
+                config=COMPACT_CONFIG if compact else GRAPH_CONFIG,
+                className=f"panel panel-{panel.kind}" + (" panel-compact" if compact else ""),
+            ),
+            withBorder=True,
+            radius="md",
+            p=4,
+            className="chart-card",
+        )
+        for panel in panels
     ]
-    if not stale:
-        return [no_update] * len(figure_outputs), no_update
-    reads = await asyncio.gather(
-        *(api.points(run_id, m, start=cursor[m] + 1, limit=LIVE_READ_LIMIT) for m in stale), return_exceptions=True
-    )
-    fresh = {m: Series.from_api(r) for m, r in zip(stale, reads) if not isinstance(r, BaseException)}
-    heat_tick = int(live.get("heat_tick", 0)) + 1
-    figures: list[Any] = []
-    for panel in shown:
-        if panel is None or not any(m in fresh for m in panel.metrics):
-            figures.append(no_update)
+    body: list[Any] = [error_alert("; ".join(charts.errors), "Some series could not be read")] if charts.errors else []
+    cols = {"base": 1, "sm": 2, "lg": 3, "xl": 4} if compact else {"base": 1, "xl": 2}
+    body.append(dmc.SimpleGrid(graphs, cols=cols, spacing="sm"))
+    return body
+
+
+def main_empty_state(all_main: list[Panel], chosen: list[str]) -> Any:
+    if not all_main:
+        return empty_state("No metrics logged yet", "Points appear here within a second or two of `run.log()`.")
+    return empty_state("No chart matches the chosen metrics", "Clear the metrics chosen above to see every chart.")
+
+
+@dataclass
+class Update:
+    """What a refresh changes in the charts already on the page: per chart (by key) a Patch that
+    appends points, or a whole figure drawn again; the cursors and states that go with them."""
+
+    figures: dict[str, Any] = field(default_factory=dict)
+    cursor: dict[str, int] = field(default_factory=dict)
+    ema: dict[str, list[float]] = field(default_factory=dict)
+    tail: dict[str, int] = field(default_factory=dict)
+
+
+async def update_charts(
+    api: HolterAPI,
+    run_id: str,
+    snap: Snapshot,
+    drawn: Drawn,
+    on_page: list[Panel],
+    *,
+    marks_changed: bool,
+    compact_keys: set[str],
+) -> Update:
+    """Bring the charts on the page up to the run: new points appended in place, in order and
+    once (each metric from its cursor on); a chart drawn again whole when its events or notes
+    changed, when it gained more points than it should hold, when a metric fell too far behind
+    to append, and a per-layer heatmap every few refreshes (a band chart at every one)."""
+    view = view_of(drawn.view)
+    last_steps = snap.last_steps
+    update = Update(tail=dict(drawn.tail))
+    behind = {
+        m: drawn.cursor[m]
+        for p in on_page
+        for m in p.metrics
+        if m in drawn.cursor and last_steps.get(m) is not None and last_steps[m] > drawn.cursor[m]  # type: ignore[operator]
+    }
+    redraw = {p.key for p in on_page if redrawn_now(p, drawn, marks_changed, any(m in behind for m in p.metrics))}
+    fresh = await read_new_points(api, run_id, behind, view)
+    for panel in on_page:
+        if panel.kind == "lines" and any(isinstance(fresh.get(m), TooFarBehind) for m in panel.metrics):
+            redraw.add(panel.key)
+    # charts drawn again whole (each section at its own resolution)
+    for compact in (False, True):
+        again = [p for p in on_page if p.key in redraw and (p.key in compact_keys) == compact]
+        if again:
+            charts = await draw_panels(api, run_id, again, view, snap.marks, snap.vocab, compact=compact)
+            update.figures.update(charts.figures)
+            update.cursor.update(charts.cursor)
+            update.ema.update(charts.ema)
+            for panel in again:
+                update.tail[panel.key] = 0
+    # the others: their new points appended
+    appendable = {m: s for m, s in fresh.items() if isinstance(s, Series) and len(s)}
+    for panel in on_page:
+        if panel.key in redraw or panel.kind != "lines":
             continue
-        if panel.kind == "band":  # seven thin series: drawn again whole
-            series, _ = await load_series(api, run_id, list(panel.metrics), view)
-            figure, _ = panel_figure(panel, series, view=view, vocab=vocab)
-            figure["layout"]["uirevision"] = revision_of(view)
-            figures.append(figure)
+        mine = {m: appendable[m] for m in panel.metrics if m in appendable}
+        if not mine:
             continue
-        if panel.kind == "heatmap":
-            if heat_tick % 5:
-                figures.append(no_update)
-                for m in panel.metrics:
-                    fresh.pop(m, None)  # not drawn yet: read again next time
-                continue
-            series, _ = await load_series(api, run_id, list(panel.metrics), view)
-            figure, _ = panel_figure(panel, series, marks.get("events", []), view=view, vocab=vocab)
-            figure["layout"]["uirevision"] = revision_of(view)
-            figures.append(figure)
-            continue
-        extensions, new_states = line_appends(panel, fresh, view, states)
-        states.update(new_states)
+        extensions, states = line_appends(panel, mine, view, {**drawn.ema, **update.ema})
         patch = dash.Patch()
         for index, x, y in extensions:
             patch["data"][index]["x"].extend(x)
             patch["data"][index]["y"].extend(y)
-        figures.append(patch)
-    for metric, s in fresh.items():
-        if len(s):
-            cursor[metric] = s.steps[-1]
-    return figures, {**live, "cursor": cursor, "ema": states, "heat_tick": heat_tick}
+        update.figures[panel.key] = patch
+        update.ema.update(states)
+        for metric, s in mine.items():
+            update.cursor[metric] = s.steps[-1]
+        update.tail[panel.key] = drawn.tail.get(panel.key, 0) + max(len(s) for s in mine.values())
+    return update
+
+
+def redrawn_now(panel: Panel, drawn: Drawn, marks_changed: bool, has_new: bool) -> bool:
+    """Whether a chart is drawn again whole at this refresh rather than appended to: a line chart
+    whose events or notes changed or that grew past its limit, a band chart with new points, a
+    heatmap with new points every few refreshes (or new events)."""
+    if panel.kind == "lines":
+        return marks_changed or drawn.tail.get(panel.key, 0) >= TAIL_LIMIT
+    if panel.kind == "band":
+        return has_new
+    return marks_changed or (has_new and drawn.refreshes % HEATMAP_EVERY == 0)
+
+
+class TooFarBehind:
+    """A metric with more new points than one refresh appends: its chart is read again whole."""
+
+
+async def read_new_points(
+    api: HolterAPI, run_id: str, cursors: dict[str, int], view: View
+) -> dict[str, Series | TooFarBehind]:
+    """Each metric's points after its cursor, exactly as stored (one read per distinct cursor:
+    metrics logged together share one); TooFarBehind for a metric with more than LIVE_POINTS."""
+    if not cursors:
+        return {}
+    by_cursor: dict[int, list[str]] = {}
+    for metric, cursor in cursors.items():
+        by_cursor.setdefault(cursor, []).append(metric)
+    reads = await asyncio.gather(
+        *(
+            api.many_points(run_id, metrics, start=cursor + 1, max_points=LIVE_POINTS, with_times=view.x_axis == "time")
+            for cursor, metrics in by_cursor.items()
+        ),
+        return_exceptions=True,
+    )
+    out: dict[str, Series | TooFarBehind] = {}
+    for read in reads:
+        if isinstance(read, BaseException):
+            continue  # read again at the next refresh: the cursor has not moved
+        for metric, payload in read.items():
+            if isinstance(payload, ApiError):
+                continue
+            series = Series.from_api(payload)
+            out[metric] = TooFarBehind() if series.downsampled else series
+    return out
+
+
+def figure_outputs(outputs: list[dict[str, Any]], figures: dict[str, Any]) -> list[Any]:
+    """The values of the page's pattern-matched figure outputs: each chart's new figure or Patch, or no_update."""
+    return [figures.get(o["id"]["key"], no_update) for o in outputs]

@@ -8,10 +8,9 @@ from typing import Any
 
 import dash_mantine_components as dmc
 from dash import html
-from holter_charts.marks import event_label
 from holter_charts.vocabulary import Vocabulary
 
-from holter_dashboard.components import age, health_badge, severity_badge, status_badge
+from holter_dashboard.components import age, empty_state, health_badge, link, status_badge
 
 AUTO_KIND = "auto"  # the kind control's choice for "as its name says" (the service forgets a declaration)
 
@@ -38,6 +37,9 @@ def run_header(run: dict[str, Any], vocab: Vocabulary) -> dmc.Group:
                             dmc.Badge("● live", color="green", variant="transparent", className="live-badge")
                             if live
                             else None,
+                            dmc.Badge("archived", color="gray", variant="outline", className="archived-badge")
+                            if run.get("archived_at")
+                            else None,
                         ],
                         gap="sm",
                     ),
@@ -54,10 +56,23 @@ def run_header(run: dict[str, Any], vocab: Vocabulary) -> dmc.Group:
                     ),
                     stat("last heard", age(run.get("heartbeat_at"))),
                     stat("started", age(run.get("created_at"))),
-                    dmc.Anchor(
-                        dmc.Button("Post-mortem", size="xs", variant="light"),
-                        href=f"/runs/{run['id']}/postmortem",
-                        id="run-postmortem-link",
+                    dmc.Group(
+                        [
+                            dmc.Anchor(
+                                dmc.Button("Post-mortem", size="xs", variant="light"),
+                                href=f"/runs/{run['id']}/postmortem",
+                                id="run-postmortem-link",
+                            ),
+                            dmc.Button(
+                                "Unarchive" if run.get("archived_at") else "Archive",
+                                id="run-archive",
+                                size="xs",
+                                variant="subtle",
+                                color="gray",
+                            ),
+                            dmc.Button("Delete…", id="run-delete", size="xs", variant="subtle", color="red"),
+                        ],
+                        gap=4,
                     ),
                 ],
                 gap="xl",
@@ -181,85 +196,10 @@ def metrics_list(run: dict[str, Any], vocab: Vocabulary) -> Any:
     return dmc.ScrollArea(dmc.Stack(rows, gap=6), mah=320, type="auto")
 
 
-def events_list(events: list[dict[str, Any]], vocab: Vocabulary) -> Any:
-    if not events:
-        return dmc.Text("No events: every curve looks healthy so far.", size="sm", c="dimmed", className="no-events")
-    items = []
-    for e in sorted(
-        events,
-        key=lambda e: (
-            vocab.event_status_rank(e.get("status")),
-            -vocab.severity_rank(e.get("severity")),
-            -(e.get("start_step") or 0),
-        ),
-    ):
-        steps = (
-            f"step {e['start_step']:,}"
-            if e.get("end_step") in (None, e.get("start_step"))
-            else f"steps {e['start_step']:,}–{e['end_step']:,}"
-        )
-        handled = e.get("status") != "open"
-        items.append(
-            dmc.Paper(
-                [
-                    dmc.Group(
-                        [
-                            severity_badge(event_label(e, vocab), e.get("severity"), vocab, quiet=handled, size="sm"),
-                            dmc.Text(e.get("metric") or "run", size="xs", c="dimmed", ff="monospace"),
-                        ],
-                        justify="space-between",
-                    ),
-                    dmc.Text(e.get("summary") or "", size="xs", mt=4),
-                    dmc.Text(
-                        steps
-                        + (
-                            f" · {e['status']} by {e.get('status_by')}"
-                            + (f": {e['status_reason']}" if e.get("status_reason") else "")
-                            if handled
-                            else ""
-                        ),
-                        size="xs",
-                        c="dimmed",
-                    ),
-                    dmc.Group(
-                        [
-                            dmc.Button(
-                                "Zoom", id={"type": "event-zoom", "id": e["id"]}, size="compact-xs", variant="subtle"
-                            ),
-                            dmc.Button(
-                                "Acknowledge",
-                                id={"type": "event-ack", "id": e["id"]},
-                                size="compact-xs",
-                                variant="subtle",
-                                color="teal",
-                                disabled=handled,
-                            ),
-                            dmc.Button(
-                                "Dismiss",
-                                id={"type": "event-dismiss", "id": e["id"]},
-                                size="compact-xs",
-                                variant="subtle",
-                                color="gray",
-                                disabled=e.get("status") == "dismissed",
-                            ),
-                        ],
-                        gap=2,
-                        mt=4,
-                    ),
-                ],
-                p="xs",
-                withBorder=True,
-                radius="sm",
-                className=f"event-item event-{e.get('kind')}",
-                style={"opacity": 0.6 if e.get("status") == "dismissed" else 1},
-            )
-        )
-    return dmc.ScrollArea(dmc.Stack(items, gap=6), mah=520, type="auto")
-
-
-def notes_list(notes: list[dict[str, Any]], author: str | None) -> Any:
+def notes_list(notes: list[dict[str, Any]], me: str | None) -> Any:
+    """The run's notes, oldest first; `me` (who this page signs as) may delete their own."""
     if not notes:
-        return dmc.Text("No notes yet.", size="xs", c="dimmed")
+        return dmc.Text("No notes yet.", size="xs", c="dimmed", className="no-notes")
     items = []
     for n in sorted(notes, key=lambda n: n.get("created_at") or ""):
         where = (
@@ -289,7 +229,7 @@ def notes_list(notes: list[dict[str, Any]], author: str | None) -> Any:
                                 variant="subtle",
                                 color="red",
                             )
-                            if author and author == n.get("author")
+                            if me and me == n.get("author")
                             else None,
                         ],
                         justify="space-between",
@@ -306,3 +246,18 @@ def notes_list(notes: list[dict[str, Any]], author: str | None) -> Any:
 
 def message(text: str, ok: bool = True) -> dmc.Text:
     return dmc.Text(text, size="xs", c="teal" if ok else "red", mt=4)
+
+
+def no_such_run(run_id: str) -> Any:
+    """The page of a run the service does not have: what happened and the way back, no controls."""
+    return dmc.Stack(
+        [
+            empty_state(
+                "No such run",
+                f"There is no run {run_id!r} here: it may have been deleted, or the link is mistyped.",
+            ),
+            dmc.Group([link("Back to the runs", "/", id="no-run-back")], justify="center"),
+        ],
+        gap="sm",
+        className="no-such-run",
+    )

@@ -19,11 +19,10 @@ from holter_server.schemas.alerts import (
     RulePublic,
     RuleUpdate,
 )
-from holter_server.services.alerting import CONTEXT_POINTS, add_default_rules
+from holter_server.services.alerting import add_default_rules, event_course
 from holter_server.services.dispatch import DeliveryError, send_test
 from holter_server.store import alerts as alerts_store
 from holter_server.store import events as events_store
-from holter_server.store import points as points_store
 from holter_server.store import runs as runs_store
 from holter_server.store.models import ChannelRow
 
@@ -79,19 +78,22 @@ def delete_channel(session: SessionDep, channel_id: RowId) -> Response:
     return Response(status_code=204)
 
 
-@router.post("/channels/{channel_id}/test", summary="Send a test message now")
+@router.post("/channels/{channel_id}/test", summary="Send a test message now (listed with the deliveries)")
 def test_channel(session: SessionDep, settings: SettingsDep, channel_id: RowId) -> dict[str, str]:
     channel = _require_channel(session, channel_id)
     with httpx.Client(timeout=settings.alert_timeout) as client:
         try:
             send_test(
+                session=session,
                 channel=channel,
                 client=client,
                 base_url=settings.base_url(),
                 guard=TargetGuard(allow_private=settings.allow_private_webhooks),
             )
         except DeliveryError as exc:
+            session.commit()  # the failed test is listed with the deliveries too
             raise HTTPException(status_code=502, detail=f"the channel did not take the test message: {exc}") from exc
+    session.commit()
     return {"status": "delivered"}
 
 
@@ -173,7 +175,7 @@ def retry_delivery(session: SessionDep, delivery_id: RowId) -> DeliveryPublic:
 
 @router.get(
     "/runs/{run_id}/events/{event_id}/sparkline.png",
-    summary="A small picture of the curve around an event",
+    summary="A picture of an event's whole course on its metric, with the level before it",
     response_class=Response,
     responses={200: {"content": {"image/png": {}}}},
 )
@@ -183,17 +185,8 @@ def event_sparkline(session: SessionDep, run_id: str, event_id: RowId) -> Respon
     metric = (
         runs_store.get_metric(session=session, run_id=run_id, name=event.metric) if event and event.metric else None
     )
-    if event is None or metric is None or event.start_step is None:
+    course = event_course(session=session, run_id=run_id, event=event) if event is not None and metric else None
+    if course is None:
         raise HTTPException(status_code=404, detail=f"run {run_id!r} has no metric event {event_id}")
-    around = points_store.read_points(
-        session=session,
-        run_id=run_id,
-        metric_id=metric.metric_id,
-        start=max(0, event.start_step - CONTEXT_POINTS // 2),
-        end=None,
-        limit=CONTEXT_POINTS,
-    )
-    mark = around.steps.index(event.start_step) if event.start_step in around.steps else None
-    return Response(
-        png_sparkline(around.values, mark_index=mark), media_type="image/png", headers={"Cache-Control": "max-age=3600"}
-    )
+    picture = png_sparkline(course.values, mark_index=course.start_index, mark_end=course.end_index, level=course.level)
+    return Response(picture, media_type="image/png", headers={"Cache-Control": "max-age=3600"})

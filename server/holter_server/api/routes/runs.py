@@ -1,10 +1,10 @@
-"""Runs: create or resume, heartbeat, finish, update, list, read, analyze."""
+"""Runs: create or resume, heartbeat, finish, update, list, read, analyze, archive, delete."""
 
 from __future__ import annotations
 
 import json
 import uuid
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, HTTPException, Query
 
@@ -12,17 +12,20 @@ from holter_server.api.deps import PrincipalDep, SessionDep, SettingsDep
 from holter_server.schemas import MAX_BIGINT
 from holter_server.schemas.events import AnalyzedSeries, RunAnalysis
 from holter_server.schemas.runs import (
+    MetricColumnPublic,
     MetricPublic,
     MetricUpdate,
     RunCreate,
     RunCreated,
+    RunDeleted,
     RunFinish,
     RunPublic,
     RunsPublic,
     RunUpdate,
+    SparklinePublic,
 )
 from holter_server.schemas.vocabulary import RunStatusName
-from holter_server.services import kinds, lifecycle
+from holter_server.services import kinds, lifecycle, retention, run_table
 from holter_server.services.run_analysis import analyze_run
 from holter_server.store import events as events_store
 from holter_server.store import runs as runs_store
@@ -80,14 +83,43 @@ def list_runs(
     project: str | None = None,
     status: RunStatusName | None = None,  # type: ignore[valid-type]
     tag: str | None = None,
+    archived: Annotated[
+        Literal["exclude", "include", "only"],
+        Query(description="archived runs: left out (default), with the rest, or alone"),
+    ] = "exclude",
+    metric: Annotated[
+        list[str] | None, Query(max_length=20, description="metrics to show the last and best value of, per run")
+    ] = None,
+    sparkline_kind: Annotated[
+        str | None, Query(description="a kind (loss): each run's first metric of it, as a sparkline")
+    ] = None,
+    names: Annotated[bool, Query(description="list the metric names of the runs on this page")] = False,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     offset: Annotated[int, Query(ge=0, le=MAX_BIGINT)] = 0,
 ) -> RunsPublic:
     rows, count = runs_store.list_runs(
-        session=session, project=project or principal.project, status=status, tag=tag, limit=limit, offset=offset
+        session=session,
+        project=project or principal.project,
+        status=status,
+        tag=tag,
+        archived=archived,
+        limit=limit,
+        offset=offset,
     )
     health = events_store.health_of_runs(session=session, run_ids=[row.id for row in rows])
-    return RunsPublic(data=[RunPublic.from_row(row, health=health[row.id]) for row in rows], count=count)
+    page = [RunPublic.from_row(row, health=health[row.id]) for row in rows]
+    if metric or sparkline_kind:
+        columns, sparklines = run_table.table_columns(
+            session=session, runs=rows, metrics=metric or [], sparkline_kind=sparkline_kind
+        )
+        for run in page:
+            run.columns = {name: MetricColumnPublic(**vars(c)) for name, c in columns.get(run.id, {}).items()}
+            run.sparkline = SparklinePublic(**sparklines[run.id]) if run.id in sparklines else None  # type: ignore[arg-type]
+    metric_names = None
+    if names:
+        listed = runs_store.metric_names_of_runs(session=session, run_ids=[row.id for row in rows])
+        metric_names = sorted({name for names_ in listed.values() for name in names_})
+    return RunsPublic(data=page, count=count, metric_names=metric_names)
 
 
 @router.get("/{run_id}", response_model=RunPublic, summary="One run with its config, status, health and metric series")
@@ -160,3 +192,28 @@ def analyze(session: SessionDep, run_id: str) -> RunAnalysis:
         ],
         findings=[f.to_dict() for f in findings],
     )
+
+
+@router.delete(
+    "/{run_id}",
+    response_model=RunDeleted,
+    summary="Delete a run with every point, rollup, event, note, detector state and delivery of it (admin)",
+)
+def delete_run(session: SessionDep, run_id: str) -> RunDeleted:
+    deleted = retention.delete_run(session=session, run=require_run(session, run_id))
+    session.commit()
+    return RunDeleted(id=run_id, deleted=deleted)
+
+
+@router.post("/{run_id}/archive", response_model=RunPublic, summary="Archive a run: kept, left out of the runs list")
+def archive_run(session: SessionDep, run_id: str) -> RunPublic:
+    run = retention.archive_run(session=session, run=require_run(session, run_id), archived=True)
+    session.commit()
+    return RunPublic.from_row(run)
+
+
+@router.post("/{run_id}/unarchive", response_model=RunPublic, summary="Bring an archived run back to the runs list")
+def unarchive_run(session: SessionDep, run_id: str) -> RunPublic:
+    run = retention.archive_run(session=session, run=require_run(session, run_id), archived=False)
+    session.commit()
+    return RunPublic.from_row(run)

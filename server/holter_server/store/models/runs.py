@@ -43,6 +43,8 @@ class RunRow(Base):
     provenance: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     # pre-flight checks the job ran before training, by name: {"checks": {"causal_mask": {...}}}
     preflight: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # when someone archived it: kept whole, left out of the runs list unless asked for (None: not archived)
+    archived_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
 
 
 class MetricRow(Base):

@@ -1,12 +1,27 @@
-// The run page's zoom, in the browser: a drag-zoom (or a double-click back out) on a chart
-// becomes the view's step range, which the service then reads at full resolution.
-//
-// It runs here rather than as a server callback because Dash drops the answer of a server
-// callback that is triggered again before it returns, and every chart reports a relayout (its
-// autosize) as it is first drawn: a zoom made meanwhile would be lost.
+// The run page in the browser: the gate in front of its refresh, the zoom, and the URL.
 window.dash_clientside = Object.assign({}, window.dash_clientside, {
     holter: {
-        follow_zoom: function (_relayouts, view, live, panels) {
+        // The tick asks for a refresh only when none is on its way: a refresh slower than the
+        // tick (a busy machine, a big run) is skipped, never raced. A refresh that never
+        // answered (the service restarted) stops holding the gate after a while.
+        tick_gate: function (n) {
+            const noUpdate = window.dash_clientside.no_update;
+            const since = window._holterRefreshSince || 0;
+            if (since && Date.now() - since < 20000) return noUpdate;
+            window._holterRefreshSince = Date.now();
+            return n;
+        },
+        refreshed: function (_done) {
+            window._holterRefreshSince = 0;
+            return window.dash_clientside.no_update;
+        },
+
+        // A drag-zoom (or a double-click back out) on a chart becomes the view's step range, which
+        // the service then reads at full resolution. It runs here rather than as a server callback
+        // because Dash drops the answer of a server callback that is triggered again before it
+        // returns, and every chart reports a relayout (its autosize) as it is first drawn: a zoom
+        // made meanwhile would be lost.
+        follow_zoom: function (_relayouts, view, drawn) {
             const noUpdate = window.dash_clientside.no_update;
             // Charts that report relayouts together (their autosize as they are drawn, beside a
             // zoom) come in one call: the zoom is whichever of them carries a range, not the first.
@@ -15,12 +30,13 @@ window.dash_clientside = Object.assign({}, window.dash_clientside, {
             if (!trigger || !view) return noUpdate;
             const payload = trigger.value;
             const key = JSON.parse(trigger.prop_id.slice(0, trigger.prop_id.lastIndexOf('.'))).key;
-            const heatmap = (panels || []).some(p => p.key === key && p.kind === 'heatmap');  // always by step
+            const panels = ((drawn && drawn.main) || []).concat((drawn && drawn.system) || []);
+            const heatmap = panels.some(p => p.key === key && p.kind === 'heatmap');  // always by step
             const next = Object.assign({}, view);
             let range = payload['xaxis.range'] || [payload['xaxis.range[0]'], payload['xaxis.range[1]']];
             if (range[0] !== undefined && range[1] !== undefined) {
                 if (view.x_axis === 'time' && !heatmap) {
-                    const clock = (live && live.clock) || [];
+                    const clock = (drawn && drawn.clock) || [];
                     if (clock.length < 2) return noUpdate;
                     range = range.map(x => stepAt(clock, epochMs(x)));
                 }
@@ -33,6 +49,20 @@ window.dash_clientside = Object.assign({}, window.dash_clientside, {
                 return noUpdate;
             }
             return next.start === view.start && next.end === view.end ? noUpdate : next;
+        },
+
+        // The URL follows the view (history.replaceState: no reload), so it can be shared or bookmarked.
+        view_to_url: function (view) {
+            if (!view || !window.location.pathname.startsWith('/runs/')) return window.dash_clientside.no_update;
+            const q = new URLSearchParams();
+            if (view.metrics && view.metrics.length) q.set('metrics', view.metrics.join(','));
+            if (view.start !== null && view.start !== undefined) { q.set('start', view.start); q.set('end', view.end); }
+            if (view.smoothing !== 0.6) q.set('smooth', view.smoothing);
+            if (view.log_y) q.set('log', '1');
+            if (view.x_axis === 'time') q.set('x', 'time');
+            const s = q.toString();
+            setTimeout(() => window.history.replaceState(null, '', window.location.pathname + (s ? '?' + s : '')), 0);
+            return window.dash_clientside.no_update;
         },
     },
 });

@@ -1,0 +1,155 @@
+"""Deleting and archiving runs through the real service, on each store (SQLite, Postgres, and
+Postgres partitioned by run under HOLTER_TEST_PARTITION_POINTS): every row that belongs to the
+run goes, every row of the run beside it stays."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from sqlalchemy import create_engine, text
+
+from tests.conftest import ADMIN_TOKEN
+from tests.servers import ServerProcess
+from tests.waiting import wait_until
+
+# every table that holds rows of a run, by the column that names it
+RUN_TABLES = {
+    "points": "run_id",
+    "rollups": "run_id",
+    "metrics": "run_id",
+    "detector_states": "run_id",
+    "events": "run_id",
+    "mutes": "run_id",
+    "annotations": "run_id",
+    "deliveries": "run_id",
+    "references": "run_id",
+    "runs": "id",
+}
+
+
+def rows_of(store_url: str, run_id: str) -> dict[str, int]:
+    engine = create_engine(store_url.replace("postgresql://", "postgresql+psycopg://"))
+    try:
+        with engine.connect() as connection:
+            return {
+                table: connection.execute(
+                    text(f'SELECT count(*) FROM "{table}" WHERE {column} = :run'), {"run": run_id}
+                ).scalar_one()
+                for table, column in RUN_TABLES.items()
+            }
+    finally:
+        engine.dispose()
+
+
+def filled_run(admin: httpx.Client, project: str, channel_id: int) -> str:
+    """A finished run with something in every table: points and rollups of three metrics, a
+    detector state per metric, events (a NaN's divergence, a job's alert), a note on an event, a
+    muted kind, the alert's delivery, and the run as its project's reference."""
+    run_id = f"del{uuid.uuid4().hex[:10]}"
+    admin.post("/runs", json={"id": run_id, "project": project, "name": run_id}).raise_for_status()
+    steps = list(range(3000))
+    admin.post(
+        f"/runs/{run_id}/points",
+        json={
+            "metrics": {
+                "loss": {"steps": steps, "values": [2.0 + math.sin(s / 50) if s != 2900 else "NaN" for s in steps]},
+                "grad_norm": {"steps": steps, "values": [1.0 + 0.01 * (s % 7) for s in steps]},
+                "lr": {"steps": steps, "values": [3e-4] * len(steps)},
+            }
+        },
+    ).raise_for_status()
+    admin.post(
+        f"/runs/{run_id}/alerts",
+        json={"title": "eval below target", "text": "accuracy 0.2", "severity": "critical", "key": "eval-1"},
+    ).raise_for_status()
+    admin.post(f"/runs/{run_id}/finish", json={"status": "finished"}).raise_for_status()
+    wait_until(lambda: len(admin.get(f"/runs/{run_id}/events").json()["data"]) >= 2, timeout=60)
+    events = admin.get(f"/runs/{run_id}/events").json()["data"]
+    admin.post(
+        f"/runs/{run_id}/annotations", json={"author": "ana", "text": "the data loader", "event_id": events[0]["id"]}
+    ).raise_for_status()
+    on_metric = next(e for e in events if e["metric"])
+    admin.post(
+        f"/runs/{run_id}/events/{on_metric['id']}/dismiss", json={"by": "ana", "reason": "known", "mute": True}
+    ).raise_for_status()
+    admin.put(f"/projects/{project}/reference", json={"run_id": run_id}).raise_for_status()
+    wait_until(lambda: admin.get("/deliveries", params={"run_id": run_id, "channel_id": channel_id}).json(), timeout=30)
+    return run_id
+
+
+@pytest.fixture(scope="module")
+def admin(secured: ServerProcess) -> Iterator[httpx.Client]:
+    with secured.api(key=ADMIN_TOKEN) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def channel(admin: httpx.Client) -> int:
+    # a webhook nobody answers on loopback: its deliveries are queued (and fail), which is all we need
+    return admin.post(
+        "/channels", json={"name": "ops", "kind": "webhook", "target": "http://127.0.0.1:9/hook", "project": "del"}
+    ).json()["id"]
+
+
+def test_deleting_a_run_removes_every_row_of_it_and_none_of_another(
+    secured: ServerProcess, admin: httpx.Client, channel: int
+) -> None:
+    doomed, kept = filled_run(admin, "del", channel), filled_run(admin, "del", channel)
+    before = rows_of(secured.database_url, doomed)
+    assert all(before[table] for table in RUN_TABLES if table != "references"), before
+    kept_before = rows_of(secured.database_url, kept)
+
+    answer = admin.delete(f"/runs/{doomed}")
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["deleted"]["points"] == 9000 and answer.json()["deleted"]["runs"] == 1
+    assert rows_of(secured.database_url, doomed) == dict.fromkeys(RUN_TABLES, 0)
+    assert rows_of(secured.database_url, kept) == kept_before
+    assert admin.get(f"/runs/{doomed}").status_code == 404
+    assert admin.delete(f"/runs/{doomed}").status_code == 404
+
+
+def test_only_an_admin_key_deletes_or_archives(secured: ServerProcess, admin: httpx.Client) -> None:
+    run_id = f"keep{uuid.uuid4().hex[:8]}"
+    admin.post("/runs", json={"id": run_id, "project": "del"}).raise_for_status()
+    reader = admin.post("/keys", json={"name": "reader", "scope": "read", "project": "del"}).json()["key"]
+    with secured.api(key=reader) as client:
+        assert client.delete(f"/runs/{run_id}").status_code == 403
+        assert client.post(f"/runs/{run_id}/archive").status_code == 403
+    assert admin.get(f"/runs/{run_id}").status_code == 200
+
+
+def test_an_archived_run_leaves_the_list_and_keeps_everything(admin: httpx.Client) -> None:
+    run_id = f"arch{uuid.uuid4().hex[:8]}"
+    admin.post("/runs", json={"id": run_id, "project": "arch"}).raise_for_status()
+    admin.post(f"/runs/{run_id}/points", json={"metrics": {"loss": {"steps": [0, 1], "values": [2.0, 1.0]}}})
+    archived = admin.post(f"/runs/{run_id}/archive").json()
+    assert archived["archived_at"] is not None
+
+    def listed(**query: str) -> list[str]:
+        return [r["id"] for r in admin.get("/runs", params={"project": "arch", **query}).json()["data"]]
+
+    assert run_id not in listed() and run_id in listed(archived="include") and listed(archived="only") == [run_id]
+    assert admin.get(f"/runs/{run_id}/metrics/loss/points").json()["values"] == [2.0, 1.0]
+    admin.post(f"/runs/{run_id}/unarchive").raise_for_status()
+    assert run_id in listed()
+
+
+def test_holter_runs_delete_asks_then_deletes(secured: ServerProcess, admin: httpx.Client) -> None:
+    run_id = f"cli{uuid.uuid4().hex[:8]}"
+    admin.post("/runs", json={"id": run_id, "project": "del", "name": "mistaken import"}).raise_for_status()
+    env = {"HOLTER_API_KEY": ADMIN_TOKEN, "PATH": "/usr/bin:/bin"}
+    command = [sys.executable, "-m", "holter.cli", "runs", "delete", run_id, "--url", secured.url]
+    refused = subprocess.run(command, check=False, input="n\n", capture_output=True, text=True, env=env, timeout=60)
+    assert refused.returncode == 1 and "mistaken import" in refused.stdout
+    assert admin.get(f"/runs/{run_id}").status_code == 200
+    done = subprocess.run([*command, "--yes"], check=False, capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "deleted" in done.stdout and admin.get(f"/runs/{run_id}").status_code == 404
+    unknown = subprocess.run([*command, "--yes"], check=False, capture_output=True, text=True, env=env, timeout=60)
+    assert unknown.returncode == 2 and run_id in unknown.stderr

@@ -1,0 +1,93 @@
+"""The runs table in a real browser: metric and config columns, search, sort, sparklines, and
+the view kept in the URL."""
+
+from __future__ import annotations
+
+import math
+import uuid
+
+import pytest
+
+from tests.servers import ServerProcess
+from tests.waiting import wait_until
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def three_runs(ui_server: ServerProcess) -> dict[str, str]:
+    """Three finished runs of one project whose losses end at 1.0, 0.5 and 2.0, with configs."""
+    project = f"table{uuid.uuid4().hex[:6]}"
+    ids = {}
+    with ui_server.api() as api:
+        for name, floor, lr in (("alpha", 1.0, 1e-3), ("bravo", 0.5, 3e-4), ("charlie", 2.0, 1e-2)):
+            run_id = f"{name}{uuid.uuid4().hex[:6]}"
+            api.post(
+                "/runs",
+                json={
+                    "id": run_id,
+                    "project": project,
+                    "name": name,
+                    "tags": ["sweep"],
+                    "config": {"optimizer": {"name": "adamw", "lr": lr}, "data": f"set-{name}"},
+                },
+            ).raise_for_status()
+            steps = list(range(400))
+            loss = [floor + 2.0 * math.exp(-s / 60) for s in steps]
+            api.post(
+                f"/runs/{run_id}/points",
+                json={
+                    "metrics": {
+                        "loss": {"steps": steps, "values": loss},
+                        "reward": {"steps": steps, "values": [-v for v in loss]},
+                    }
+                },
+            ).raise_for_status()
+            api.post(f"/runs/{run_id}/finish", json={"status": "finished"}).raise_for_status()
+            ids[name] = run_id
+    ids["project"] = project
+    return ids
+
+
+def table(page) -> list[list[str]]:  # type: ignore[no-untyped-def]
+    return page.evaluate(
+        "() => Array.from(document.querySelectorAll('.run-row'))"
+        ".map(r => Array.from(r.querySelectorAll('td')).map(td => td.innerText.trim()))"
+    )
+
+
+def test_metric_and_config_columns_sorted_best_first_and_kept_in_the_url(page, three_runs: dict) -> None:  # type: ignore[no-untyped-def]
+    project = three_runs["project"]
+    page.goto(f"/?project={project}&cols=loss,reward&ccols=optimizer.lr&sort=best:loss&asc=1")
+    page.locator(".run-row .metric-cell").first.wait_for()
+    rows = table(page)
+    assert [r[1].split("\n")[0] for r in rows] == ["bravo", "alpha", "charlie"]  # lowest best loss first
+    bravo = rows[0]
+    assert any(cell.startswith("0.5") and "· 0.5" in cell for cell in bravo)  # loss: last 0.5 · best 0.5
+    assert any(cell.startswith("-0.5") and "· -0.5" in cell for cell in bravo)  # reward: best is the highest
+    assert "0.0003" in bravo
+    assert page.locator(".run-row .run-sparkline").count() == 3  # each run's loss as a sparkline
+    # the view is in the URL: opened again, it is the same
+    url = page.evaluate("() => window.location.href")
+    assert "cols=loss%2Creward" in url and "sort=best%3Aloss" in url and "asc=1" in url
+    page.goto(url)
+    page.locator(".run-row .metric-cell").first.wait_for()
+    assert [r[1].split("\n")[0] for r in table(page)] == ["bravo", "alpha", "charlie"]
+
+
+def test_search_looks_in_names_tags_and_config(page, three_runs: dict) -> None:  # type: ignore[no-untyped-def]
+    project = three_runs["project"]
+    page.goto(f"/?project={project}")
+    page.locator(".run-row").first.wait_for()
+    search = page.locator("#runs-q")
+    cases = (
+        ("charlie", ["charlie"]),
+        ("set-alpha", ["alpha"]),
+        ("lr=0.0003", ["bravo"]),
+        ("sweep", ["alpha", "bravo", "charlie"]),
+    )
+    for query, expected in cases:
+        search.fill(query)
+        search.press("Enter")
+        wait_until(lambda expected=expected: sorted(r[1].split("\n")[0] for r in table(page)) == expected, timeout=15)
+    assert "q=sweep" in page.evaluate("() => window.location.href")
