@@ -8,7 +8,7 @@ def test_missing_file_is_a_format_error(tmp_path):
 
 
 def test_unknown_extension_is_a_format_error(tmp_path):
-    path = tmp_path / "run.parquet"
+    path = tmp_path / "run.xlsx"
     path.write_text("x")
     with pytest.raises(ImportFormatError, match="unknown format"):
         read_series(path)
