@@ -87,6 +87,11 @@ class Reader:
         """The share of the file read so far (0..1), None when it cannot tell."""
         return None
 
+    def written(self) -> object:
+        """Something that changes whenever the file is written to (its size, its files' sizes):
+        a follower's sign of life from the job, metrics or not."""
+        return None
+
     def crashed(self) -> bool:
         """Whether the file ends the way a crashed job's does (a text log ending in a traceback)."""
         return False

@@ -76,6 +76,9 @@ class CsvReader(Reader):
         size = self.tail.size()
         return min(1.0, self.tail.offset / size) if size else None
 
+    def written(self) -> object:
+        return self.tail.size()
+
     def read(self, *, final: bool = False) -> Iterator[Entry]:
         where = str(self.path)
         for raw in self.tail.lines(final=final):
@@ -207,6 +210,9 @@ class JsonlReader(Reader):
     def progress(self) -> float | None:
         size = self.tail.size()
         return min(1.0, self.tail.offset / size) if size else None
+
+    def written(self) -> object:
+        return self.tail.size()
 
     def read(self, *, final: bool = False) -> Iterator[Entry]:
         for raw in self.tail.lines(final=final):

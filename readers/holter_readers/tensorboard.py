@@ -263,6 +263,10 @@ class TensorBoardReader(Reader):
         for key in list(self.files):
             self.files[key] = self._event_file(self.files[key].tail.path, self.files[key].prefix, key)
 
+    def written(self) -> object:
+        self._discover()
+        return tuple(f.tail.size() for f in self.files.values())
+
     def progress(self) -> float | None:
         files = list(self.files.values())
         total = sum(f.tail.size() for f in files)

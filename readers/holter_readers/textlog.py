@@ -204,7 +204,7 @@ _MEGATRON_VALIDATION = re.compile(
 # Megatron's printed names → the names it gives the same values in TensorBoard and W&B
 # (training.py training_log), with the factor to its TensorBoard unit.
 _MEGATRON_NAMES: dict[str, tuple[str, float]] = {
-    "consumed samples": ("consumed-samples", 1.0),
+    "consumed samples": ("consumed_samples", 1.0),
     "skipped samples": ("skipped-train-samples", 1.0),
     "elapsed time per iteration (ms)": ("iteration-time", 1e-3),
     "throughput per GPU (TFLOP/s/GPU)": ("throughput", 1.0),
@@ -458,6 +458,9 @@ class TextLogReader(Reader):
     def progress(self) -> float | None:
         size = self.tail.size()
         return min(1.0, self.tail.offset / size) if size else None
+
+    def written(self) -> object:
+        return self.tail.size()
 
     def crashed(self) -> bool:
         return self.ended_in_traceback

@@ -88,6 +88,14 @@ class TrainerStateReader(Reader):
     def progress(self) -> float | None:
         return self._done
 
+    def written(self) -> object:
+        state = state_file(self.path)
+        try:
+            stat = state.stat() if state is not None else None
+        except OSError:
+            return None
+        return (str(state), stat.st_size, stat.st_mtime_ns) if stat else None
+
     def read(self, *, final: bool = False) -> Iterator[Entry]:
         state = state_file(self.path)
         if state is None:
