@@ -56,6 +56,8 @@ HOLTER_OPTIONS = frozenset(
         "max_held_bytes",
         "system_vitals",
         "quiet",
+        "sync_tensorboard",
+        "tensorboard",
     }
 )
 # wandb options that have no meaning here: accepted, and named once.
@@ -71,8 +73,6 @@ IGNORED_OPTIONS = frozenset(
         "magic",
         "monitor_gym",
         "save_code",
-        "sync_tensorboard",
-        "tensorboard",
         "fork_from",
         "resume_from",
         "job_type_hint",
@@ -188,9 +188,14 @@ def init(
     else:
         if dir is not None and own.get("spool_dir") is None:
             own["spool_dir"] = os.path.join(os.fspath(dir), "holter-spool")
+        sync = own.pop("sync_tensorboard", None) or own.pop("tensorboard", None)  # wandb's older name
         made = run_module.init(
             project, name, config, id=id, tags=all_tags or None, notes=notes, offline=chosen == "offline", **own
         )
+        if sync:  # the job's own TensorBoard writers, followed into the run (holter/tensorboard_sync.py)
+            from holter.tensorboard_sync import sync_tensorboard
+
+            sync_tensorboard(made)
     _make_current(made)
     return made
 

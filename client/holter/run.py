@@ -43,6 +43,8 @@ class Run:
     """One training run. Create it with `holter.init()`."""
 
     _vitals: SystemSampler | None = None
+    # what reads into the run beside the job and must finish reading first (sync_tensorboard)
+    _companions: tuple[Any, ...] = ()
 
     def __init__(
         self,
@@ -468,6 +470,8 @@ class Run:
         from holter import current  # imported here: holter.current imports this module
 
         current.forget(self)  # a finished run is no longer `holter.run`
+        for companion in self._companions:
+            companion.stop()
         if self._vitals is not None:
             self._vitals.stop()
         if timeout is None:
