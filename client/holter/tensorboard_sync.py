@@ -16,6 +16,7 @@ TF2's `tf.summary.create_file_writer` writes from C++ and is not followed.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import inspect
@@ -24,7 +25,7 @@ import sys
 import threading
 import weakref
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from holter.follow import Follower
 
@@ -37,9 +38,13 @@ WRITERS = (
     ("tensorboardX.event_file_writer", "EventFileWriter", ("_ev_writer", "_file_name")),
 )
 
-_active: TensorBoardSync | None = None
-_lock = threading.Lock()
-_patched: set[str] = set()
+
+class _Hooks:
+    """The writer classes patched in this process, and the sync the writers they open go to."""
+
+    active: TensorBoardSync | None = None
+    lock = threading.Lock()
+    patched: ClassVar[set[str]] = set()
 
 
 class TensorBoardSync:
@@ -68,10 +73,8 @@ class TensorBoardSync:
         with self._read_lock:
             for file in [Path(file_name)] if file_name else _own_event_files(folder):
                 self.reader.add_file(file, prefix)
-        try:
+        with contextlib.suppress(TypeError):  # a writer class without weak references: not flushed at the end
             self._writers.add(writer)
-        except TypeError:  # a writer class without weak references: not flushed at the end
-            pass
 
     def _loop(self) -> None:
         while not self._stopped.wait(self.poll):
@@ -81,7 +84,7 @@ class TensorBoardSync:
         with self._read_lock:
             try:
                 self.follower.poll(final=final)
-            except Exception as exc:  # the job must never fail for its monitoring
+            except Exception as exc:  # noqa: BLE001 - the job must never fail for its monitoring
                 print(f"holter: reading the TensorBoard files failed: {exc!r}", file=sys.stderr)
 
     def stop(self) -> None:
@@ -89,32 +92,29 @@ class TensorBoardSync:
         self._stopped.set()
         self._thread.join(10.0)
         for writer in list(self._writers):
-            try:
+            with contextlib.suppress(Exception):  # a closed writer has nothing left to flush
                 writer.flush()
-            except Exception:  # noqa: BLE001 S110 - a closed writer has nothing left to flush
-                pass
         self._read(final=True)
-        global _active
-        with _lock:
-            if _active is self:
-                _active = None
+        with _Hooks.lock:
+            if _Hooks.active is self:
+                _Hooks.active = None
 
 
 def sync_tensorboard(run: Any) -> TensorBoardSync:
     """Follow the TensorBoard writers the job opens from now on into `run` (see the module doc);
     the run stops it when it finishes."""
-    global _active
-    with _lock:
-        _active = TensorBoardSync(run)  # a run started after another one takes the writers over
+    sync = TensorBoardSync(run)
+    with _Hooks.lock:
+        _Hooks.active = sync  # a run started after another one takes the writers over
         for module, name, path in WRITERS:
             _patch(module, name, path)
-    run._companions = (*run._companions, _active)
-    return _active
+    run._companions = (*run._companions, sync)
+    return sync
 
 
 def _patch(module_name: str, class_name: str, file_attribute: tuple[str, ...]) -> None:
     """Wrap the writer class's __init__ (once per process) when its package is installed."""
-    if module_name in _patched:
+    if module_name in _Hooks.patched:
         return
     try:
         if module_name not in sys.modules and importlib.util.find_spec(module_name.split(".")[0]) is None:
@@ -130,7 +130,7 @@ def _patch(module_name: str, class_name: str, file_attribute: tuple[str, ...]) -
             bound = signature.bind(self, *args, **kwargs)
         except TypeError:
             bound = None
-        if bound is not None and _active is not None:
+        if bound is not None and _Hooks.active is not None:
             bound.apply_defaults()
             flush = bound.arguments.get("flush_secs")
             if isinstance(flush, (int, float)) and flush > LIVE_FLUSH_S:
@@ -138,7 +138,7 @@ def _patch(module_name: str, class_name: str, file_attribute: tuple[str, ...]) -
             original(*bound.args, **bound.kwargs)
         else:
             original(self, *args, **kwargs)
-        sync = _active
+        sync = _Hooks.active
         if sync is None:
             return
         logdir = bound.arguments.get("logdir") if bound is not None else (args[0] if args else None)
@@ -151,7 +151,7 @@ def _patch(module_name: str, class_name: str, file_attribute: tuple[str, ...]) -
 
     __init__.__wrapped__ = original  # type: ignore[attr-defined]
     writer_class.__init__ = __init__
-    _patched.add(module_name)
+    _Hooks.patched.add(module_name)
 
 
 def _prefix(first: Path, logdir: Path) -> str:
