@@ -423,6 +423,7 @@ class TextLogReader(Reader):
         else:
             raise FormatError(f"unknown log format {line_format!r} (known: {AUTO}, {', '.join(FORMATS)})")
         self.state = LineState()
+        self._trials: dict[str, LineState] = {}
         self.ended_in_traceback = False
         self.metric_lines = 0
 
@@ -485,11 +486,14 @@ class TextLogReader(Reader):
     def _parse(self, line: str) -> Entry | None:
         if self.line_format is not None:
             return self.line_format.parse(line, self.state)
+        # each format keeps its own state until one reads a line (the HF bar printed before the
+        # first dict gives that dict's step)
         for line_format in FORMATS.values():
-            state = LineState()
+            state = self._trials.setdefault(line_format.name, LineState())
             entry = line_format.parse(line, state)
             if entry is not None:
                 self.line_format, self.state = line_format, state
+                self._trials.clear()
                 return entry
         return None
 
