@@ -84,7 +84,8 @@ def test_a_tiny_tensorboard_file_claiming_a_huge_tensor_stays_small(tmp_path: Pa
     # the command in a process of its own, its peak memory read by its parent when it ends
     probe = (
         "import resource, subprocess, sys\n"
-        "done = subprocess.run([sys.executable, '-m', 'holter.cli', 'analyze', sys.argv[1]], capture_output=True, text=True)\n"
+        "command = [sys.executable, '-m', 'holter.cli', 'analyze', sys.argv[1]]\n"
+        "done = subprocess.run(command, capture_output=True, text=True)\n"
         "print(done.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, repr(done.stderr))\n"
     )
     done = subprocess.run(
