@@ -59,34 +59,49 @@ _DTYPES: dict[int, tuple[str, int]] = {
 }
 
 
-def _crc32c_tables() -> tuple[list[int], ...]:
-    """Slicing-by-4 tables of CRC-32C: four bytes per step, a third of the Python work of one."""
-    first = []
+def _crc32c_byte_table() -> list[int]:
+    """CRC-32C (Castagnoli, reflected polynomial 0x82F63B78) of each byte value."""
+    table = []
     for byte in range(256):
         crc = byte
         for _ in range(8):
             crc = (crc >> 1) ^ 0x82F63B78 if crc & 1 else crc >> 1
-        first.append(crc)
-    tables = [first]
-    for _ in range(3):
-        tables.append([(crc >> 8) ^ first[crc & 0xFF] for crc in tables[-1]])
-    return tuple(tables)
+        table.append(crc)
+    return table
 
 
-_T0, _T1, _T2, _T3 = _crc32c_tables()
+_BYTES = _crc32c_byte_table()
+_HALVES: tuple[list[int], list[int]] | None = None
+
+
+def _half_word_tables() -> tuple[list[int], list[int]]:
+    """Tables that take a 32-bit word's CRC step two bytes at a time (slicing-by-4 with the four
+    byte tables pairwise merged): two lookups per word, about 1.8x the byte-at-a-time speed in
+    Python. Built on first use (65,536 entries each, ~5 MB, ~40 ms)."""
+    global _HALVES  # noqa: PLW0603 - built once per process, on first use
+    if _HALVES is None:
+        tables = [_BYTES]
+        for _ in range(3):
+            tables.append([(crc >> 8) ^ _BYTES[crc & 0xFF] for crc in tables[-1]])
+        t0, t1, t2, t3 = tables
+        low = [t3[i & 0xFF] ^ t2[i >> 8] for i in range(65536)]
+        high = [t1[i & 0xFF] ^ t0[i >> 8] for i in range(65536)]
+        _HALVES = (low, high)
+    return _HALVES
 
 
 def masked_crc32c(data: bytes) -> int:
     """TFRecord's checksum: CRC-32C (Castagnoli), rotated and offset so that a CRC of data
     holding CRCs stays strong."""
     crc = 0xFFFFFFFF
-    t0, t1, t2, t3 = _T0, _T1, _T2, _T3
+    low, high = _half_word_tables()
     words = len(data) // 4
     for word in struct.unpack_from(f"<{words}I", data):
         crc ^= word
-        crc = t3[crc & 0xFF] ^ t2[(crc >> 8) & 0xFF] ^ t1[(crc >> 16) & 0xFF] ^ t0[crc >> 24]
+        crc = low[crc & 0xFFFF] ^ high[crc >> 16]
+    table = _BYTES
     for byte in data[words * 4 :]:
-        crc = t0[(crc ^ byte) & 0xFF] ^ (crc >> 8)
+        crc = table[(crc ^ byte) & 0xFF] ^ (crc >> 8)
     crc ^= 0xFFFFFFFF
     return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
 

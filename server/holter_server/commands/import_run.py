@@ -112,18 +112,21 @@ class ImportProgress:
 
 
 def stream_points(points: Iterator[Point], run: holter.Run, sent: SentCounts, progress: ImportProgress) -> int:
-    """Log every point to `run` at its step and wall time, consecutive points of one step together."""
+    """Log every point to `run` at its step and wall time, consecutive points of one step together
+    (the client keeps one wall time per step, the latest: TensorBoard's scalars of one step,
+    written a few microseconds apart, go as one call)."""
     pending: dict[str, float] = {}
     pending_step: int | None = None
     pending_time: float | None = None
     count = 0
     try:
         for metric, step, value, wall_time in points:
-            if step != pending_step or metric in pending or wall_time != pending_time:
+            if step != pending_step or metric in pending:
                 if pending:
                     run.log_at(pending, step=pending_step, wall_time=pending_time)  # type: ignore[arg-type]
-                pending, pending_step, pending_time = {}, step, wall_time
+                pending, pending_step = {}, step
             pending[metric] = value
+            pending_time = wall_time
             sent.add(metric, step)
             count += 1
             if count % 1024 == 0:
