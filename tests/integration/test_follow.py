@@ -65,7 +65,8 @@ with open(path, "a", buffering=1) as out:
 """
 
 # A job logging through torch's SummaryWriter (flushing every second), which opens a second
-# writer for its evaluations halfway: a new run folder appears in the logdir.
+# writer for its evaluations halfway (a new run folder appears in the logdir); its loss goes NaN
+# at step 160.
 TENSORBOARD_WRITER = """
 import math, sys, time
 from torch.utils.tensorboard import SummaryWriter
@@ -73,7 +74,7 @@ logdir, steps, pause = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
 train = SummaryWriter(logdir + "/train", flush_secs=1)
 evaluation = None
 for step in range(steps):
-    train.add_scalar("loss", 3.0 * math.exp(-step / 50) + 0.5, step)
+    train.add_scalar("loss", float("nan") if step >= 160 else 3.0 * math.exp(-step / 50) + 0.5, step)
     train.add_scalar("grad_norm", 0.9, step)
     if step == steps // 2:
         evaluation = SummaryWriter(logdir + "/eval", flush_secs=1)
@@ -190,7 +191,7 @@ def test_a_growing_csv_is_followed_until_it_goes_quiet_and_its_nan_is_named(
 
 
 def test_a_tensorboard_logdir_is_followed_with_the_run_folders_that_appear(
-    follow_server: ServerProcess, project: str, tmp_path: Path
+    follow_server: ServerProcess, receiver: Receiver, project: str, tmp_path: Path
 ) -> None:
     pytest.importorskip("torch.utils.tensorboard")
     logdir = tmp_path / "runs"
@@ -208,6 +209,10 @@ def test_a_tensorboard_logdir_is_followed_with_the_run_folders_that_appear(
     assert counts(run) == {"train/loss": 200, "train/grad_norm": 200, "eval/loss": 10}
     loss = httpx.get(f"{follow_server.url}/api/v1/runs/{run['id']}/metrics/train/loss/points")
     assert loss.json()["values"][0] == pytest.approx(3.5) and all(t > 1.6e9 for t in loss.json()["times"])
+    assert loss.json()["values"][160:] == ["NaN"] * 40
+    wait_until(lambda: alerted(receiver, "divergence"))
+    (divergence,) = alerted(receiver, "divergence")
+    assert divergence["metric"] == "train/loss" and divergence["start_step"] == 160
 
 
 def test_a_follower_killed_midway_goes_on_where_it_stopped_into_the_same_run(
