@@ -12,9 +12,11 @@ Resumable: after every batch of points is sent or spooled, how far each file was
 run's id are kept in a small state file; a `holter follow` of the same path after a restart goes
 on from there into the same run (a point read twice is stored once).
 
-The run ends when the file goes quiet for `--idle` seconds or the process `--pid` exits (after a
-last read), marked crashed when a text log ends in a traceback. Ctrl-C (or SIGTERM) stops
-following and leaves the run open, for the next `holter follow` of the path to go on with.
+The run is made when the first point is read (a path that never appears leaves no empty run). It
+ends when the file goes quiet for `--idle` seconds or the process `--pid` exits (after a last
+read), marked crashed when a text log ends in a traceback (a job that dies before its first
+metrics line still gets its crashed run, for the alert). Ctrl-C (or SIGTERM) stops following and
+leaves the run open, for the next `holter follow` of the path to go on with.
 
 `Follower` is also what `holter.init(sync_tensorboard=True)` runs in a thread inside the job
 (holter/tensorboard_sync.py).
@@ -24,14 +26,16 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib
 import json
 import os
 import signal
 import sys
 import threading
 import time
+import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from holter.spool import default_spool_root
 
@@ -175,10 +179,6 @@ class _Stop:
 
 def run_command(args: argparse.Namespace) -> int:
     """`holter follow PATH`: see the module doc."""
-    import importlib
-
-    from holter.transport import TransportError
-
     run_module = importlib.import_module("holter.run")  # `holter.run` is the current run, not the module
 
     files = _readers()
@@ -198,19 +198,17 @@ def run_command(args: argparse.Namespace) -> int:
     if args.pid is not None and not process_alive(args.pid):
         return _fail(f"--pid {args.pid}: no such process")
     state = FollowState(Path(args.state) if args.state else default_state_path(path, reader.format))
-    kept = state.data if state.data.get("path") == str(path.resolve()) else {}
-    if kept.get("position") and not args.new_run:
+    kept = state.data if state.data.get("path") == str(path.resolve()) and not args.new_run else {}
+    if kept.get("position"):
         reader.restore(kept["position"])
-    run_id = args.run_id or (None if args.new_run else kept.get("run_id"))
-    described = reader.format
-    if reader.format == "textlog":
-        described = "text log, " + ("--pattern lines" if args.pattern else f"{args.log_format} format")
+    run_id = args.run_id or kept.get("run_id") or uuid.uuid4().hex[:16]
+    name = args.name or kept.get("name") or path.name
+    url = (args.url or os.environ.get("HOLTER_URL") or run_module.DEFAULT_URL).rstrip("/")
     config = {"source": "holter follow", "file": path.name, "format": reader.format}
-    url = args.url or os.environ.get("HOLTER_URL") or run_module.DEFAULT_URL
-    try:
-        run = run_module.init(
+    run = RunOnDemand(
+        lambda: run_module.init(
             project=args.project,
-            name=args.name or kept.get("name") or path.name,
+            name=name,
             config=config,
             id=run_id,
             url=url,
@@ -219,38 +217,62 @@ def run_command(args: argparse.Namespace) -> int:
             quiet=True,
             system_vitals=False,
         )
-    except (ValueError, TransportError) as exc:
-        return _fail(str(exc))
-    state.save(path=str(path.resolve()), run_id=run.id, name=run.name, finished=False)
-    resumed = " (going on where it stopped)" if kept.get("position") and not args.new_run else ""
-    print(f"holter follow: {path} ({described}) → run {run.id} of project {run.project}{resumed}", file=sys.stderr)
-    print(f"holter follow: {run.page_url}", file=sys.stderr)
+    )
+    state.save(path=str(path.resolve()), run_id=run_id, name=name, finished=False)
+    described = reader.format
+    if reader.format == "textlog":
+        described = "text log, " + ("--pattern lines" if args.pattern else f"{args.log_format} format")
+    resumed = " (going on where it stopped)" if kept.get("position") else ""
+    project = args.project or os.environ.get("HOLTER_PROJECT") or "default"
+    print(f"holter follow: {path} ({described}) → run {run_id} of project {project}{resumed}", file=sys.stderr)
+    print(f"holter follow: {url}/runs/{run_id} (made when the first point is read)", file=sys.stderr)
     follower = Follower(reader, run)
     stop = _Stop()
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         status = _follow(args, reader, follower, state, stop)
-    except ValueError as exc:  # a file that turned out unreadable (no step column, not a CSV header, ...)
-        _checkpoint(follower, state)
-        run.finish("crashed")
+    except ValueError as exc:  # unreadable after all (a CSV header without a step), or the service refused the run
+        _leave_open(follower, state)
         return _fail(str(exc))
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     if status is None:
-        _checkpoint(follower, state)
-        run_module._active_runs.discard(run)  # not finished at exit: the run stays open
-        run._sender.stop(FLUSH_TIMEOUT_S)  # deliver what is queued
+        _leave_open(follower, state)
         print(
-            f"holter follow: stopped; {follower.points:,} points sent. Run {run.id} stays open: "
-            f"`holter follow {args.path}` goes on where this stopped",
+            f"holter follow: stopped; {follower.points:,} points sent. The run stays open: `holter follow "
+            f"{args.path}` goes on where this stopped",
             file=sys.stderr,
         )
         return EXIT_INTERRUPTED
-    delivery = run.finish(status)
+    if run.run is None and status != "crashed":
+        state.save(position=reader.position(), finished=True)
+        print(f"holter follow: nothing read from {path}; no run was made", file=sys.stderr)
+        return EXIT_OK
+    delivery = run.get().finish(status)
     _checkpoint(follower, state, finished=True, durable=not delivery.not_durable)
-    print(f"holter follow: run {run.id} {status}; {follower.points:,} points sent", file=sys.stderr)
+    print(f"holter follow: run {run_id} {status}; {follower.points:,} points sent", file=sys.stderr)
     return EXIT_OK
+
+
+class RunOnDemand:
+    """The followed run, started (`holter.run.init`) when there is first something to put in it:
+    a path that never appears, or holds nothing, leaves no empty run behind."""
+
+    def __init__(self, start: Callable[[], Any]) -> None:
+        self._start = start
+        self.run: Any = None
+
+    def get(self) -> Any:
+        if self.run is None:
+            self.run = self._start()
+        return self.run
+
+    def log_at(self, values: dict[str, float], *, step: int, wall_time: float | None = None) -> None:
+        self.get().log_at(values, step=step, wall_time=wall_time)
+
+    def update_config(self, values: dict[str, Any]) -> None:
+        self.get().update_config(values)
 
 
 def _follow(args: argparse.Namespace, reader: Any, follower: Follower, state: FollowState, stop: _Stop) -> str | None:
@@ -288,12 +310,22 @@ def _follow(args: argparse.Namespace, reader: Any, follower: Follower, state: Fo
 
 def _checkpoint(follower: Follower, state: FollowState, *, finished: bool = False, durable: bool = True) -> None:
     """Keep how far the files were read, once what was read is sent or on disk in the spool."""
-    run = follower.run
-    if not finished:
+    run = follower.run.run
+    if not finished and run is not None:
         run.flush(FLUSH_TIMEOUT_S)
         durable = not run._sender.delivery().not_durable
     if durable:
         state.save(position=follower.reader.position(), finished=finished)
+
+
+def _leave_open(follower: Follower, state: FollowState) -> None:
+    """Stop following without ending the run: what was read is delivered (or spooled) and kept
+    in the state, and the run is not finished at exit, for the next `holter follow` to go on."""
+    _checkpoint(follower, state)
+    run = follower.run.run
+    if run is not None:
+        importlib.import_module("holter.run")._active_runs.discard(run)
+        run._sender.stop(FLUSH_TIMEOUT_S)
 
 
 def _fail(message: str) -> int:

@@ -266,3 +266,20 @@ def test_a_bad_pattern_is_refused_before_any_run_is_made(
     follower = start_follow(follow_server, tmp_path / "x.log", project, tmp_path, "--pattern", r"loss=(?P<loss>\S+)")
     assert follower.wait(60) == 2 and "needs a named group 'step'" in follower.stderr.read()
     assert the_run(follow_server, project) is None
+
+
+def test_a_path_that_never_appears_leaves_no_run(follow_server: ServerProcess, project: str, tmp_path: Path) -> None:
+    follower = start_follow(follow_server, tmp_path / "never.log", project, tmp_path, "--idle", "1")
+    assert follower.wait(60) == 0 and "no run was made" in follower.stderr.read()
+    assert the_run(follow_server, project) is None
+
+
+def test_a_job_dying_before_its_first_metrics_line_still_gets_a_crashed_run(
+    follow_server: ServerProcess, receiver: Receiver, project: str, tmp_path: Path
+) -> None:
+    log = tmp_path / "train.log"
+    log.write_text('> building model\nTraceback (most recent call last):\n  File "train.py"\nImportError: apex\n')
+    follower = start_follow(follow_server, log, project, tmp_path, "--idle", "1")
+    assert follower.wait(60) == 0, follower.stderr.read()
+    assert the_run(follow_server, project)["status"] == "crashed"
+    wait_until(lambda: alerted(receiver, "run_crashed"))
