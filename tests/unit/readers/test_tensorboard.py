@@ -7,12 +7,12 @@ import math
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 from holter_readers import FormatError, points_of
 from holter_readers.tensorboard import TensorBoardReader, decode_event, masked_crc32c, tensor_scalar
 
 tensorboard = pytest.importorskip("tensorboard")
+np = pytest.importorskip("numpy")
 from tensorboard.compat.proto import event_pb2, summary_pb2, tensor_pb2, tensor_shape_pb2, types_pb2  # noqa: E402
 from tensorboard.summary.writer.event_file_writer import EventFileWriter  # noqa: E402
 
