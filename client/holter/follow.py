@@ -62,10 +62,11 @@ class Follower:
     reader had to skip is said once on stderr.
     """
 
-    def __init__(self, reader: Any, run: Any, *, quiet: bool = False) -> None:
+    def __init__(self, reader: Any, run: Any, *, quiet: bool = False, speaker: str = "holter follow") -> None:
         self.reader = reader
         self.run = run
         self.quiet = quiet
+        self.speaker = speaker  # who says what the reader skipped, on stderr
         self.entries = 0
         self.points = 0
         self._config_sent: dict[str, Any] = {}
@@ -95,7 +96,7 @@ class Follower:
         warnings = self.reader.warnings
         if self._warned < len(warnings) and not self.quiet:
             for message in warnings[self._warned :]:
-                print(f"holter follow: {message}", file=sys.stderr)
+                print(f"{self.speaker}: {message}", file=sys.stderr)
         self._warned = len(warnings)
 
 

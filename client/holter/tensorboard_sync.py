@@ -56,7 +56,7 @@ class TensorBoardSync:
         self.run = run
         self.poll = poll
         self.reader = TensorBoardReader(Path(os.getcwd()), strict=False, discover=False)
-        self.follower = Follower(self.reader, run)
+        self.follower = Follower(self.reader, run, speaker="holter (sync_tensorboard)")
         self.first_logdir: Path | None = None
         self._writers: weakref.WeakSet[Any] = weakref.WeakSet()
         self._stopped = threading.Event()
