@@ -86,6 +86,26 @@ evaluation.close()
 """
 
 
+# A Hugging Face Trainer's output folder: every save writes checkpoint-N/ with the whole
+# trainer_state.json so far (written in place, as the Trainer does) and the model's config.json.
+TRAINER_WRITER = """
+import json, os, sys, time
+output, saves, pause = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+history = []
+for save in range(1, saves + 1):
+    for step in range((save - 1) * 50 + 10, save * 50 + 1, 10):
+        history.append({"step": step, "loss": 3.0 - step / 200, "grad_norm": 0.7, "learning_rate": 5e-5})
+    history.append({"step": save * 50, "eval_loss": 3.1 - save / 10})
+    folder = os.path.join(output, f"checkpoint-{save * 50}")
+    os.makedirs(folder)
+    with open(os.path.join(folder, "config.json"), "w") as handle:
+        json.dump({"model_type": "gpt2", "n_layer": 2}, handle)
+    with open(os.path.join(folder, "trainer_state.json"), "w") as handle:
+        json.dump({"global_step": save * 50, "log_history": history}, handle)
+    time.sleep(pause)
+"""
+
+
 @pytest.fixture(scope="module")
 def follow_server(store_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     folder = tmp_path_factory.mktemp("follow")
@@ -213,6 +233,25 @@ def test_a_tensorboard_logdir_is_followed_with_the_run_folders_that_appear(
     wait_until(lambda: alerted(receiver, "divergence"))
     (divergence,) = alerted(receiver, "divergence")
     assert divergence["metric"] == "train/loss" and divergence["start_step"] == 160
+
+
+def test_a_trainer_output_folder_is_followed_from_checkpoint_to_checkpoint(
+    follow_server: ServerProcess, project: str, tmp_path: Path
+) -> None:
+    output = tmp_path / "output"
+    output.mkdir()
+    writer = start_writer(TRAINER_WRITER, output, 8, 0.5)
+    follower = start_follow(follow_server, output, project, tmp_path, "--pid", str(writer.pid))
+    try:
+        assert wait_until(lambda: writer.poll() is None and counts(the_run(follow_server, project)).get("loss"))
+        assert writer.wait(120) == 0
+        assert follower.wait(120) == 0, follower.stderr.read()
+    finally:
+        writer.kill()
+        follower.kill()
+    run = the_run(follow_server, project)
+    assert run["config"]["format"] == "trainer_state" and run["config"]["model_type"] == "gpt2"
+    assert counts(run) == {"loss": 40, "grad_norm": 40, "learning_rate": 40, "eval_loss": 8}
 
 
 def test_a_follower_killed_midway_goes_on_where_it_stopped_into_the_same_run(
