@@ -7,6 +7,7 @@ COPY client ./client
 COPY server ./server
 COPY dashboard ./dashboard
 COPY charts ./charts
+COPY readers ./readers
 COPY migrations ./migrations
 RUN pip install --no-cache-dir ".[all]" \
     && useradd --create-home --uid 10001 holter

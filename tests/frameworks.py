@@ -348,7 +348,8 @@ SCENARIOS: dict[str, Scenario] = {
         {
             "lm loss": ("loss", with_spike(lm_loss, 150, factor=2.0)),
             "lm loss validation": ("eval_loss", lambda t, rng: lm_loss(t, rng) + 0.08),
-            "lm loss validation ppl": ("eval_loss", lambda t, rng: np.exp(lm_loss(t, rng) + 0.08)),
+            # exp of the validation loss beside it: not a second eval loss (its scale made the train loss "too good")
+            "lm loss validation ppl": ("statistic", lambda t, rng: np.exp(lm_loss(t, rng) + 0.08)),
             "grad-norm": ("grad_norm", grad_norm),
             "iteration-time": ("step_time", with_shift(level(1.20, 0.01), 400, 1.5)),
             "learning-rate": ("schedule", lr_schedule),

@@ -45,12 +45,16 @@ REAL_SCENARIOS = (
 URL_HELP = "service URL (default $HOLTER_URL or http://127.0.0.1:8765)"
 DB_HELP = "database URL (default: $HOLTER_DATABASE_URL, else an SQLite file under the user data directory)"
 # Which commands take which place-naming option (a command's actions inherit it).
-URL_COMMANDS = ("demo", "import", "report", "alerts", "runs", "sync")
+URL_COMMANDS = ("demo", "import", "report", "alerts", "runs", "sync", "follow")
 DB_COMMANDS = ("serve", "demo", "db", "worker", "keys")
 # What `holter runs` does besides listing.
 RUN_ACTIONS = ("list", "delete", "archive", "unarchive")
 # Commands served by the client itself, with no service package needed.
-CLIENT_COMMANDS = ("runs", "sync")
+CLIENT_COMMANDS = ("runs", "sync", "follow")
+# The file formats `holter follow` reads (holter_readers.files.READER_FORMATS) and the text log
+# formats (holter_readers.textlog.FORMATS), named here so the parser needs no import.
+FOLLOW_FORMATS = ("tensorboard", "trainer_state", "csv", "jsonl", "textlog")
+LOG_FORMATS = ("auto", "nanogpt", "llmc", "megatron", "nemo", "torchtitan", "hf", "keyvalue")
 
 
 def _place_options(parser: argparse.ArgumentParser, *, url: bool = False, db: bool = False) -> None:
@@ -168,6 +172,8 @@ def build_parser() -> argparse.ArgumentParser:
     imported.add_argument("--kind", action="append", default=None, metavar="[NAME=]KIND", help=KIND_HELP)
     _place_options(imported, url=True)
 
+    _add_follow_parser(commands)
+
     commands.add_parser(
         "kinds", help="list the metric kinds (what --kind and define_metric accept) and whose names are recognised"
     )
@@ -226,6 +232,64 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_alerts_parser(commands)
     return parser
+
+
+def _add_follow_parser(commands: Any) -> None:
+    """`holter follow PATH`: stream what a running job writes into a live run."""
+    follow = commands.add_parser(
+        "follow",
+        help="watch a running job's TensorBoard logdir, trainer_state.json, CSV, JSONL or text log; stream it live",
+        description="Stream what a running job writes into a live run, without touching the job: a TensorBoard "
+        "logdir (new event files and runs as they appear), a trainer_state.json (or a Trainer output folder of "
+        "checkpoints), a growing CSV or JSONL, or a text log (nanoGPT, llm.c, Megatron-LM, NeMo, torchtitan, the HF "
+        "Trainer's printed dicts, 'step N | name value' lines, or --pattern). Stopped and started again, it goes on "
+        "where it stopped, into the same run.",
+    )
+    follow.add_argument("path", help="the logdir, file or folder to follow (it may not exist yet)")
+    follow.add_argument("--project", default=None, help="the run's project (default $HOLTER_PROJECT or 'default')")
+    follow.add_argument("--name", default=None, help="the run's name (default: the file's or folder's name)")
+    follow.add_argument("--run-id", default=None, help="the run's id (default: the one this path was followed into)")
+    follow.add_argument("--new-run", action="store_true", help="start a new run and read the path from its start")
+    follow.add_argument(
+        "--format", choices=FOLLOW_FORMATS, default=None, help="the file's format (default: from the path)"
+    )
+    follow.add_argument(
+        "--log-format",
+        choices=LOG_FORMATS,
+        default="auto",
+        help="a text log's line format (default auto: the first format that reads a line)",
+    )
+    follow.add_argument(
+        "--pattern",
+        default=None,
+        metavar="REGEX",
+        help="a text log's lines as a regular expression: the named group 'step' is the step, every other named group "
+        r"a metric ('__' in a name stands for '/'), e.g. 'it (?P<step>\d+) loss=(?P<train__loss>\S+)'",
+    )
+    follow.add_argument("--step-column", default=None, help="CSV, JSONL, trainer_state.json: the step's column or key")
+    follow.add_argument("--kind", action="append", default=None, metavar="[NAME=]KIND", help=KIND_HELP)
+    follow.add_argument("--tag", action="append", default=None, help="a tag for the run (repeatable)")
+    follow.add_argument(
+        "--idle",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="end the run when nothing is written for this long (default: follow until stopped or --pid exits)",
+    )
+    follow.add_argument(
+        "--pid",
+        type=int,
+        default=None,
+        help="end the run when this process exits (crashed if the log ends in a traceback)",
+    )
+    follow.add_argument("--poll", type=float, default=1.0, metavar="SECONDS", help="how often to look (default 1)")
+    follow.add_argument(
+        "--state",
+        default=None,
+        metavar="FILE",
+        help="where to keep how far it has read (default: under the spool root)",
+    )
+    _place_options(follow, url=True)
 
 
 def _add_alerts_parser(commands: Any) -> None:
@@ -379,6 +443,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.command == "runs":
         return list_runs(args) if args.action == "list" else change_runs(args)
+    if args.command == "follow":
+        from holter.follow import run_command
+
+        return run_command(args)
     if args.command == "sync":
         from holter import sync
         from holter.run import DEFAULT_URL

@@ -65,6 +65,8 @@ HOLTER_OPTIONS = frozenset(
         "system_vitals",
         "quiet",
         "provenance",
+        "sync_tensorboard",
+        "tensorboard",
     }
 )
 # wandb options that have no meaning here: accepted, and named once.
@@ -77,8 +79,6 @@ IGNORED_OPTIONS = frozenset(
         "magic",
         "monitor_gym",
         "save_code",
-        "sync_tensorboard",
-        "tensorboard",
         "fork_from",
         "resume_from",
         "job_type_hint",
@@ -281,6 +281,7 @@ def init(
     else:
         if root is not None and own.get("spool_dir") is None:
             own["spool_dir"] = os.path.join(os.fspath(root), "holter-spool")
+        sync = own.pop("sync_tensorboard", None) or own.pop("tensorboard", None)  # wandb's older name
         made = run_module.init(
             project,
             name,
@@ -294,6 +295,10 @@ def init(
             sweep_id=sweep_id,
             **own,
         )
+        if sync:  # the job's own TensorBoard writers, followed into the run (holter/tensorboard_sync.py)
+            from holter.tensorboard_sync import sync_tensorboard
+
+            sync_tensorboard(made)
     made.entity = entity or ""
     made._files_root = os.fspath(root) if root is not None else None
     _make_current(made)

@@ -45,6 +45,8 @@ class Run(WandbRunSurface):
     """One training run. Create it with `holter.init()`."""
 
     _vitals: SystemSampler | None = None
+    # what reads into the run beside the job and must finish reading first (sync_tensorboard)
+    _companions: tuple[Any, ...] = ()
 
     def __init__(
         self,
@@ -569,6 +571,8 @@ class Run(WandbRunSurface):
         for handle in self._watches:
             handle.remove()  # what a step-function watch still holds reaches the run before it ends
         self._watches.clear()
+        for companion in self._companions:
+            companion.stop()
         if self._vitals is not None:
             self._vitals.stop(finished=status == "finished")
         if timeout is None:

@@ -18,6 +18,9 @@ for name in ("fastapi", "sqlalchemy", "dash", "psycopg", "pydantic", "numpy", "h
     assert importlib.util.find_spec(name) is None or name == "holter_server", name
 for bare in ("client", "server", "dashboard"):
     assert importlib.util.find_spec(bare) is None, bare
+# `holter follow` and sync_tensorboard read files with the readers shipped beside the client
+import holter.follow, holter.tensorboard_sync, holter_readers.files
+assert holter_readers.files.open_reader
 print("ok")
 """
 
@@ -38,3 +41,11 @@ def test_client_installs_alone_and_imports_without_service_dependencies(tmp_path
     assert serve.returncode == 2
     assert "pip install 'holter[server]'" in serve.stderr
     assert subprocess.run([str(env_dir / "bin" / "holter"), "--help"], capture_output=True).returncode == 0
+    (tmp_path / "metrics.csv").write_text("step,loss\n0,2.0\n")
+    follow = subprocess.run(
+        [str(env_dir / "bin" / "holter"), "follow", str(tmp_path / "metrics.csv"), "--pattern", "("],
+        check=False,
+        capture_output=True,
+        text=True,
+    )
+    assert follow.returncode == 2 and "not a regular expression" in follow.stderr

@@ -253,3 +253,78 @@ def test_options_go_before_or_after_the_subcommand(server: ServerProcess, spool_
     run_id = new_run_id()
     assert main(["--url", server.url, "import", str(path), "--project", "imports", "--run-id", run_id]) == 0
     assert counts(server, run_id) == {"loss": 2}
+
+
+def test_the_runs_config_names_the_file_not_its_local_path(
+    server: ServerProcess, spool_dir: Path, tmp_path: Path
+) -> None:
+    path = tmp_path / "metrics.csv"
+    path.write_text("step,loss\n0,1.0\n1,0.9\n")
+    code, run_id = import_file(server, path)
+    config = httpx.get(f"{server.url}/api/v1/runs/{run_id}").json()["config"]
+    assert code == 0 and config == {"source": "holter import", "file": "metrics.csv", "format": "csv"}
+    assert str(tmp_path) not in json.dumps(config)
+
+
+def test_a_trainer_states_model_config_becomes_the_runs_config(
+    server: ServerProcess, spool_dir: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "trainer_state.json").write_text(json.dumps({"log_history": [{"step": 1, "loss": 2.0}]}))
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "gpt2", "n_layer": 12}))
+    code, run_id = import_file(server, tmp_path / "trainer_state.json")
+    config = httpx.get(f"{server.url}/api/v1/runs/{run_id}").json()["config"]
+    assert code == 0 and config["model_type"] == "gpt2" and config["n_layer"] == 12
+
+
+def test_an_import_with_an_ingest_key_succeeds(
+    secured: ServerProcess,
+    spool_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from tests.conftest import ADMIN_TOKEN
+
+    with secured.api(key=ADMIN_TOKEN) as admin:
+        key = admin.post("/keys", json={"name": "importer", "scope": "ingest", "project": "imports-key"}).json()["key"]
+        path = tmp_path / "metrics.csv"
+        path.write_text("step,loss\n" + "".join(f"{s},{2.0 - s / 100}\n" for s in range(100)))
+        monkeypatch.setenv("HOLTER_API_KEY", key)
+        run_id = new_run_id()
+        code = main(["import", str(path), "--project", "imports-key", "--run-id", run_id, "--url", secured.url])
+        assert code == 0, capsys.readouterr().err
+        assert "an ingest key" in capsys.readouterr().err
+        stored = {m["name"]: m["count"] for m in admin.get(f"/runs/{run_id}").json()["metrics"]}
+    assert stored == {"loss": 100}
+
+
+@pytest.mark.parametrize("file_format", ["csv", "parquet"])
+def test_holters_own_export_is_imported_and_analysed_as_the_metrics_it_holds(
+    server: ServerProcess, spool_dir: Path, tmp_path: Path, file_format: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import holter
+
+    original = holter.init(project="imports", name="exported", url=server.url, spool_dir=spool_dir)
+    for step in range(300):
+        loss = math.nan if step == 250 else 3.0 * math.exp(-step / 80) + 1.0
+        original.log_at(
+            {"loss": loss, "grad_norm": math.inf if step == 10 else 0.5}, step=step, wall_time=1_700_000_000.0 + step
+        )
+    original.finish()
+    exported = httpx.get(f"{server.url}/api/v1/runs/{original.id}/export", params={"format": file_format})
+    path = tmp_path / f"exported.{file_format}"
+    path.write_bytes(exported.content)
+    code, run_id = import_file(server, path)
+    assert code == 0
+    for metric in ("loss", "grad_norm"):
+        imported, logged = points(server, run_id, metric), points(server, original.id, metric)
+        assert (imported["steps"], imported["values"], imported["times"]) == (
+            logged["steps"],
+            logged["values"],
+            logged["times"],
+        )
+    capsys.readouterr()
+    assert main(["analyze", str(path)]) == 1  # the NaN at step 250 is named
+    report = capsys.readouterr().out
+    assert "loss (loss, 300 points): warning" in report and "loss became NaN at step 250" in report
+    assert "grad_norm (grad_norm, 300 points)" in report

@@ -13,8 +13,8 @@ import holter
 import httpx
 import pytest
 from holter.cli import main
+from holter_readers.tabular import STEP_KEYS
 from holter_server import vocabulary
-from holter_server.importers.jsonl import STEP_KEYS
 
 from tests.conftest import new_run_id
 from tests.frameworks import SCENARIOS, Scenario, write_file

@@ -177,7 +177,7 @@ def wandb_history(folder: Path) -> tuple[list[dict], dict, dict]:
             elif kind == "summary":
                 summary.update({_key(item): json.loads(item.value_json) for item in record.summary.update})
             elif kind in ("run", "config"):
-                _merge_config(config, (record.run.config if kind == "run" else record.config).update)
+                _merge_config(config, (record.run.config if kind == "run" else record.config).update, log)
     return rows, summary, config
 
 

@@ -1,9 +1,13 @@
-"""Readers for runs logged elsewhere: CSV, JSONL, HF trainer_state.json, TensorBoard, MLflow
-stores, W&B offline runs and llm.c's main.log.
+"""Readers for runs logged elsewhere: CSV, JSONL, HF trainer_state.json, TensorBoard, text logs
+(llm.c, nanoGPT, Megatron-LM, NeMo, torchtitan, the HF Trainer's printed dicts), Parquet (Holter's
+own export among them), MLflow stores and W&B offline runs.
 
-`open_source` picks the reader from the path and returns a `Source`: the points (metric, step,
-value, wall time) streamed lazily, the run's hyperparameters, and how far the reading has got.
-`read_series` gathers the points into one `Series` per metric.
+The file formats a running job writes are read by `holter_readers`, the standard-library
+readers the client's `holter follow` uses too; this package adds the formats that need the
+service's dependencies (Parquet, MLflow, W&B, Lightning's hparams.yaml). `open_source` picks the
+reader from the path and returns a `Source`: the points (metric, step, value, wall time)
+streamed lazily, the run's hyperparameters, and how far the reading has got. `read_series`
+gathers the points into one `Series` per metric.
 """
 
 from __future__ import annotations
@@ -12,20 +16,21 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from holter_server.importers.csv_file import iter_csv
+from holter_readers import points_of
+from holter_readers.files import STEP_COLUMN_FORMATS as READER_STEP_COLUMN_FORMATS
+from holter_readers.files import format_of, is_text_log, open_reader
+
 from holter_server.importers.hparams_yaml import lightning_hparams
-from holter_server.importers.jsonl import iter_jsonl
 from holter_server.importers.llmc_log import SUFFIXES as LLMC_SUFFIXES
-from holter_server.importers.llmc_log import iter_llmc_log, looks_like_llmc_log
+from holter_server.importers.llmc_log import LlmcLogReader, looks_like_llmc_log
 from holter_server.importers.mlflow_store import file_store_root, is_mlflow_sqlite, open_mlflow
-from holter_server.importers.series import FileProgress, ImportFormatError, Point, Series, Source, collect
-from holter_server.importers.tensorboard_events import EVENT_FILE_MARKER, event_files, iter_tensorboard
-from holter_server.importers.trainer_state import iter_trainer_state
+from holter_server.importers.parquet_file import ParquetReader, is_parquet
+from holter_server.importers.series import ImportFormatError, Point, Series, Source, collect
 from holter_server.importers.wandb_offline import open_wandb, run_log
 
-FORMATS = ("csv", "jsonl", "trainer_state", "tensorboard", "mlflow", "wandb", "llmc_log")
+FORMATS = ("csv", "jsonl", "trainer_state", "tensorboard", "textlog", "parquet", "mlflow", "wandb", "llmc_log")
 # Formats whose files name their own step column; --step-column chooses another.
-STEP_COLUMN_FORMATS = ("csv", "jsonl", "trainer_state", "wandb")
+STEP_COLUMN_FORMATS = (*READER_STEP_COLUMN_FORMATS, "parquet", "wandb")
 
 
 def detect_format(path: Path) -> str:
@@ -37,37 +42,36 @@ def detect_format(path: Path) -> str:
             return "mlflow"
         if run_log(path) is not None:
             return "wandb"
-        return "tensorboard"
-    if EVENT_FILE_MARKER in path.name:
-        return "tensorboard"
+        return format_of(path) or "tensorboard"
     suffix = path.suffix.lower()
     if suffix == ".wandb":
         return "wandb"
     if is_mlflow_sqlite(path):
         return "mlflow"
-    if suffix in (".csv", ".tsv"):
-        return "csv"
-    if suffix in (".jsonl", ".ndjson"):
-        return "jsonl"
-    if suffix == ".json":
-        with path.open() as handle:
-            head = handle.read(65536)
-        return "trainer_state" if '"log_history"' in head or path.name == "trainer_state.json" else "jsonl"
+    if is_parquet(path) or suffix == ".parquet":
+        return "parquet"
     if suffix in LLMC_SUFFIXES:
         with path.open(errors="replace") as handle:
             if looks_like_llmc_log(handle.read(4096)):
                 return "llmc_log"
-    raise ImportFormatError(
-        f"{path}: unknown format (expected .csv, .jsonl, trainer_state.json, a TensorBoard event file/folder, "
-        "an MLflow store, a W&B offline run folder or an llm.c main.log)"
-    )
+    found = format_of(path)
+    if found == "textlog" and not is_text_log(path):
+        found = None
+    if found is None:
+        raise ImportFormatError(
+            f"{path}: unknown format (expected .csv, .jsonl, .parquet, trainer_state.json, a TensorBoard event "
+            "file/folder, an MLflow store, a W&B offline run folder, or a text log of llm.c, nanoGPT, Megatron-LM, "
+            "NeMo, torchtitan or the HF Trainer)"
+        )
+    return found
 
 
 def open_source(path: str | Path, *, step_column: str | None = None, source_run: str | None = None) -> Source:
     """Open any supported file or folder for reading; raises `ImportFormatError`.
 
     `step_column` names the column (or key) holding the training step, for CSV, JSONL,
-    trainer_state.json and W&B; `source_run` picks one run of an MLflow store holding several.
+    trainer_state.json, Parquet and W&B; `source_run` picks one run of an MLflow store holding
+    several.
     """
     path = Path(path)
     file_format = detect_format(path)
@@ -79,18 +83,26 @@ def open_source(path: str | Path, *, step_column: str | None = None, source_run:
         return open_mlflow(path, run_id=source_run)
     if file_format == "wandb":
         return open_wandb(path, step_column=step_column)
-    config: dict[str, Any] = lightning_hparams(path)
-    if file_format == "tensorboard":
-        progress = FileProgress(event_files(path))
-        points = iter_tensorboard(path, config=config, progress=progress)
-    elif file_format == "llmc_log":
-        progress = FileProgress([path])
-        points = iter_llmc_log(path, progress=progress)
+    if file_format == "llmc_log":
+        reader: Any = LlmcLogReader(path)
+    elif file_format == "parquet":
+        reader = ParquetReader(path, step_column=step_column)
     else:
-        progress = FileProgress([path])
-        reader = {"csv": iter_csv, "jsonl": iter_jsonl, "trainer_state": iter_trainer_state}[file_format]
-        points = reader(path, step_column=step_column, progress=progress)
-    return Source(path=path, format=file_format, points=points, config=config, progress=progress)
+        reader = open_reader(path, file_format=file_format, step_column=step_column)
+    config: dict[str, Any] = lightning_hparams(path)
+    source = Source(path=path, format=file_format, points=iter(()), config=config, progress=reader.progress)
+    source.points = _points(reader, source)
+    return source
+
+
+def _points(reader: Any, source: Source) -> Iterator[Point]:
+    """The reader's points; the hyperparameters it finds while reading go into the source's config."""
+    for point in points_of(reader.read(final=True)):
+        if reader.config:
+            source.config.update(reader.config)
+            reader.config.clear()
+        yield point
+    source.config.update(reader.config)
 
 
 def iter_points(path: str | Path, *, step_column: str | None = None) -> Iterator[Point]:

@@ -11,6 +11,12 @@ import yaml
 from holter_server.importers.series import ImportFormatError
 
 HPARAMS_FILE = "hparams.yaml"
+# Lightning's hparams.yaml is a few KiB; anything larger is not one.
+MAX_BYTES = 1 << 20
+# The most values the hyperparameters may hold once YAML's aliases are expanded (as the run's
+# config is sent and stored: JSON has no aliases). Nine nested lists of nine aliases (the
+# "billion laughs") are a few hundred bytes of YAML and 387 million values expanded.
+MAX_VALUES = 100_000
 
 
 class _HparamsLoader(yaml.SafeLoader):
@@ -36,8 +42,48 @@ def lightning_hparams(path: Path) -> dict[str, Any]:
     candidate = (path if path.is_dir() else path.parent) / HPARAMS_FILE
     if not candidate.is_file():
         return {}
+    if candidate.stat().st_size > MAX_BYTES:
+        raise ImportFormatError(f"{candidate}: larger than {MAX_BYTES >> 20} MiB; not a Lightning hparams.yaml")
     try:
+        # the aliases stay shared objects while loading (cheap); they would be copied out only
+        # when the config is written as JSON, so their expanded size is counted first
         loaded = yaml.load(candidate.read_text(encoding="utf-8"), Loader=_HparamsLoader)
-    except yaml.YAMLError as exc:
-        raise ImportFormatError(f"{candidate}: not YAML ({exc})") from None
-    return dict(loaded) if isinstance(loaded, dict) else {}
+    except (yaml.YAMLError, UnicodeDecodeError, RecursionError) as exc:
+        raise ImportFormatError(f"{candidate}: not YAML ({type(exc).__name__}: {str(exc)[:200]})") from None
+    if not isinstance(loaded, dict):
+        return {}
+    size = expanded_size(loaded)
+    if size > MAX_VALUES:
+        raise ImportFormatError(
+            f"{candidate}: its aliases expand to more than {MAX_VALUES:,} values; not read as hyperparameters"
+        )
+    return dict(loaded)
+
+
+def expanded_size(value: Any, *, limit: int = MAX_VALUES) -> int:
+    """How many values `value` holds with every shared (aliased) part counted each time it
+    appears, in time linear in the distinct objects; above `limit` (or a structure that holds
+    itself) it stops and returns limit + 1."""
+    sizes: dict[int, int] = {}
+    pending: set[int] = set()
+
+    def size(item: Any, depth: int) -> int:
+        if not isinstance(item, (dict, list, tuple)):
+            return 1
+        key = id(item)
+        if key in sizes:
+            return sizes[key]
+        if key in pending or depth > 100:
+            return limit + 1  # an alias of its own ancestor: endless once expanded
+        pending.add(key)
+        children = item.values() if isinstance(item, dict) else item
+        total = 1
+        for child in children:
+            total += size(child, depth + 1)
+            if total > limit:
+                break
+        pending.discard(key)
+        sizes[key] = total
+        return total
+
+    return min(size(value, 0), limit + 1)

@@ -1,39 +1,20 @@
-"""What every importer produces: points (metric, step, value, wall time) and, gathered, per-metric series."""
+"""What every importer produces: points (metric, step, value, wall time) and, gathered, per-metric series.
+
+The points, their parsing and the format error come from `holter_readers`, the readers the
+client's `holter follow` shares; this module adds what only the service needs (numpy series).
+"""
 
 from __future__ import annotations
 
-import math
 from array import array
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
-
-# Wall times above this are milliseconds since the epoch (MLflow, many CSV exports), not seconds:
-# 1e11 seconds is the year 5138.
-_MILLISECONDS_ABOVE = 1e11
-
-# The step's column (CSV) or key (JSONL), in order of preference. W&B's `_step` counts log calls;
-# beside it the Trainer's own `train/global_step` (transformers' WandbCallback logs it with every
-# row) or Lightning's `trainer/global_step` is the training step, so those win.
-STEP_NAMES = ("step", "global_step", "train/global_step", "trainer/global_step", "_step", "iteration", "iter", "steps")
-
-
-class ImportFormatError(ValueError):
-    """The file cannot be read as training metrics; the message says why, in one line."""
-
-
-class Point(NamedTuple):
-    """One logged value: the metric, its training step, the value, and when it was logged
-    (seconds since the epoch, None when the source does not say)."""
-
-    metric: str
-    step: int
-    value: float
-    wall_time: float | None = None
+from holter_readers import STEP_NAMES, Point, parse_number, parse_step, parse_wall_time
+from holter_readers import FormatError as ImportFormatError
 
 
 @dataclass
@@ -83,59 +64,14 @@ def collect(points: Iterable[Point]) -> dict[str, Series]:
     }
 
 
-def parse_number(text: str) -> float | None:
-    """A CSV cell as a float ('nan', 'inf', '-inf' included); None when empty or not a number."""
-    text = text.strip()
-    if not text:
-        return None
-    try:
-        return float(text)
-    except ValueError:
-        return None
-
-
-def parse_step(raw: object, where: str) -> int:
-    """A step as an int; whole floats ('12.0') are accepted, anything else is a format error."""
-    try:
-        number = float(raw)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise ImportFormatError(f"{where}: step {raw!r} is not a number") from None
-    if not np.isfinite(number) or number != int(number):
-        raise ImportFormatError(f"{where}: step {raw!r} is not a whole number")
-    return int(number)
-
-
-def parse_wall_time(raw: object) -> float | None:
-    """A logged time as seconds since the epoch: a number of seconds or milliseconds, or an ISO
-    8601 date (UTC when it names no zone); None when it is neither."""
-    if isinstance(raw, bool) or raw is None:
-        return None
-    if isinstance(raw, (int, float)):
-        number = float(raw)
-    else:
-        text = str(raw).strip()
-        try:
-            number = float(text)
-        except ValueError:
-            try:
-                moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-            except ValueError:
-                return None
-            if moment.tzinfo is None:
-                moment = moment.replace(tzinfo=timezone.utc)
-            return moment.timestamp()
-    if not math.isfinite(number) or number <= 0:
-        return None
-    return number / 1000.0 if number > _MILLISECONDS_ABOVE else number
-
-
-class FileProgress:
-    """How far a reader has got through its files, by bytes."""
-
-    def __init__(self, paths: Iterable[Path]) -> None:
-        self.total = sum(p.stat().st_size for p in paths) or 1
-        self.done = 0  # bytes of the files finished
-        self.current: Callable[[], int] = lambda: 0  # bytes read of the file being read
-
-    def __call__(self) -> float:
-        return min(1.0, (self.done + self.current()) / self.total)
+__all__ = [
+    "STEP_NAMES",
+    "ImportFormatError",
+    "Point",
+    "Series",
+    "Source",
+    "collect",
+    "parse_number",
+    "parse_step",
+    "parse_wall_time",
+]

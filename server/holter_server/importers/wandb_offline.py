@@ -81,11 +81,11 @@ def _points(handle: BinaryIO, log: Path, source: Source, record_type: Any, step_
             kind = record.WhichOneof("record_type")
             if kind == "run":
                 source.name = record.run.display_name or None
-                _merge_config(source.config, record.run.config.update)
+                _merge_config(source.config, record.run.config.update, log)
             elif kind == "config":
-                _merge_config(source.config, record.config.update)
+                _merge_config(source.config, record.config.update, log)
             elif kind == "history":
-                items = {_key(item): item.value_json for item in record.history.item}
+                items = _history_items(record.history.item)
                 if step_key is None:
                     step_key = next((k for k in GLOBAL_STEP_KEYS if k in items), "_step")
                 if step_key in items:
@@ -96,7 +96,7 @@ def _points(handle: BinaryIO, log: Path, source: Source, record_type: Any, step_
                 for name, text in items.items():
                     if name == step_key or name in BOOKKEEPING_KEYS or name in GLOBAL_STEP_KEYS:
                         continue
-                    for metric, value in _numbers(name, json.loads(text)):
+                    for metric, value in _numbers(name, _json(text, log)):
                         yield Point(metric, step, value, wall_time)
 
 
@@ -125,7 +125,10 @@ def _records(handle: BinaryIO, log: Path, record_type: Any) -> Iterator[Any]:
         pieces = data if kind in (FULL, FIRST) else pieces + data
         if kind in (FULL, LAST):
             record = record_type()
-            record.ParseFromString(pieces)
+            try:
+                record.ParseFromString(pieces)
+            except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError, or a RecursionError on deep nesting
+                raise ImportFormatError(f"{log}: malformed record at byte {offset} ({type(exc).__name__})") from None
             pieces = b""
             yield record
 
@@ -134,12 +137,38 @@ def _key(item: Any) -> str:
     return "/".join(item.nested_key) if item.nested_key else item.key
 
 
-def _merge_config(config: dict[str, Any], items: Any) -> None:
+def _history_items(items: Any) -> dict[str, str]:
+    """The history record's items by name, less the media: W&B writes a logged Table, Histogram
+    or Image as items under its key (`preds/_type` "table-file", `preds/nrows`, `preds/ncols`,
+    `preds/size`, ...), and their numbers are the medium's metadata, not curves."""
+    media = {
+        tuple(item.nested_key[:-1]) for item in items if len(item.nested_key) > 1 and item.nested_key[-1] == "_type"
+    }
+    kept = {}
+    for item in items:
+        path = tuple(item.nested_key)
+        if media and any(path[:n] in media for n in range(1, len(path))):
+            continue
+        kept[_key(item)] = item.value_json
+    return kept
+
+
+def _json(text: str, log: Path) -> Any:
+    """A value the run logged; a malformed or too deeply nested one is a format error."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise ImportFormatError(f"{log}: a logged value is not JSON ({text[:60]!r})") from None
+    except RecursionError:
+        raise ImportFormatError(f"{log}: a logged value nests too deeply") from None
+
+
+def _merge_config(config: dict[str, Any], items: Any, log: Path) -> None:
     for item in items:
         key = _key(item)
         if key == "_wandb":
             continue
-        value = json.loads(item.value_json)
+        value = _json(item.value_json, log)
         # wandb's config.yaml shape ({"value": ..., "desc": ...}) when it comes through a sync
         config[key] = (
             value["value"]
@@ -148,10 +177,10 @@ def _merge_config(config: dict[str, Any], items: Any) -> None:
         )
 
 
-def _numbers(name: str, value: Any) -> Iterator[tuple[str, float]]:
+def _numbers(name: str, value: Any, depth: int = 0) -> Iterator[tuple[str, float]]:
     """The numbers of one logged value; a dict of numbers becomes 'name/key'. Media, tables
     and histograms (dicts with a `_type`) are not curves and are skipped."""
-    if isinstance(value, bool) or value is None:
+    if isinstance(value, bool) or value is None or depth > 32:
         return
     if isinstance(value, (int, float)):
         yield name, float(value)
@@ -159,13 +188,13 @@ def _numbers(name: str, value: Any) -> Iterator[tuple[str, float]]:
         yield name, number
     elif isinstance(value, dict) and "_type" not in value:
         for key, inner in value.items():
-            yield from _numbers(f"{name}/{key}", inner)
+            yield from _numbers(f"{name}/{key}", inner, depth + 1)
 
 
 def _number(text: str) -> Any:
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
 
 

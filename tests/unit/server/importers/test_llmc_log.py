@@ -43,5 +43,5 @@ def test_a_text_file_that_is_not_a_log_is_refused(tmp_path: Path) -> None:
 def test_a_broken_line_names_its_line_number(tmp_path: Path) -> None:
     path = tmp_path / "main.log"
     path.write_text("s:0 trl:2.5\ngarbage here\n")
-    with pytest.raises(ImportFormatError, match="main.log:2: not an llm.c log line"):
+    with pytest.raises(ImportFormatError, match=r"main\.log:2: not an llm\.c log line"):
         read_series(path)

@@ -57,3 +57,10 @@ def test_add_hparams_becomes_the_config_and_its_final_metrics_are_not_curves(tmp
     points = list(source.points)
     assert source.config == {"lr": 3e-4, "batch_size": 32, "optimizer": "adamw", "warmup": True}
     assert {p.metric for p in points} == {"train/loss"} and len(points) == 5
+
+
+def test_progress_moves_record_by_record_through_one_big_file(tmp_path):
+    write_events(tmp_path, [("loss", step, 1.0) for step in range(1000)])
+    source = open_source(tmp_path)
+    shares = [source.progress() for _, point in zip(range(500), source.points)]
+    assert 0.4 < shares[-1] < 0.6 and shares == sorted(shares)

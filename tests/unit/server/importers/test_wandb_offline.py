@@ -55,3 +55,35 @@ def test_a_torn_last_record_ends_the_log_and_a_damaged_one_is_an_error(wandb_run
     damaged.write_bytes(data[:200] + bytes([data[200] ^ 0xFF]) + data[201:])
     with pytest.raises(ImportFormatError, match="damaged record"):
         list(open_source(damaged).points)
+
+
+TABLE_SCRIPT = """
+import wandb
+run = wandb.init(project="p", name="tables")
+for step in range(3):
+    table = wandb.Table(columns=["a", "b"], data=[[1, 2], [3, 4]])
+    wandb.log({"loss": 1.0 - step / 10, "preds": table, "weights": wandb.Histogram([1, 2, 3]), "acc": {"top1": 0.5}})
+wandb.finish()
+"""
+
+
+def test_tables_and_histograms_are_not_curves_their_metadata_neither(tmp_path):
+    # W&B writes a logged Table as items under its key: preds/_type "table-file", preds/nrows, preds/ncols, preds/size
+    run = write_wandb_offline_run(tmp_path, TABLE_SCRIPT)
+    assert sorted({p.metric for p in open_source(run).points}) == ["acc/top1", "loss"]
+
+
+def frame(kind: int, data: bytes) -> bytes:
+    """One record of a LevelDB-style log: CRC-32 of type and data, length, type, data."""
+    import struct
+    import zlib
+
+    return struct.pack("<IHB", zlib.crc32(data, zlib.crc32(bytes([kind]))) & 0xFFFFFFFF, len(data), kind) + data
+
+
+def test_a_malformed_record_with_a_valid_checksum_is_a_format_error(tmp_path):
+    pytest.importorskip("wandb")
+    log = tmp_path / "run-abc.wandb"
+    log.write_bytes(b":W&B\x00\x00\x01" + frame(1, b"\x0a\xff\xff\xff\xff\x0f"))  # a field longer than the record
+    with pytest.raises(ImportFormatError, match=r"run-abc\.wandb: malformed record at byte 7"):
+        list(open_source(log).points)

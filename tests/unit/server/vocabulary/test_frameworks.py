@@ -151,7 +151,7 @@ def test_a_lightning_suffix_says_so():
     [
         ("lm loss", "loss"),
         ("lm loss validation", "eval_loss"),
-        ("lm loss validation ppl", "eval_loss"),
+        ("lm loss validation ppl", "statistic"),  # exp of the eval loss, not a second one
         ("lm loss vs samples", "loss"),
         ("grad-norm", "grad_norm"),
         ("iteration-time", "step_time"),
