@@ -71,8 +71,8 @@ OPEN_NOISE_UNITS = 6.0
 MEDIAN_EFFICIENCY = 1.25
 # Mann–Kendall's Z over the bins since the best (one-sided p ≈ 0.05 at 1.64)
 OPEN_TREND_Z = 1.64
-# no single move, across this many smoothed bins (a step inside a bin shows in two), may make
-# more than this share of the rise
+# no single move, across this many smoothed bins (one for bins of one point), may make more than
+# this share of the rise
 STEP_BINS = 2
 MAX_STEP_SHARE = 0.6
 # the best must stand this many noise units (of one bin) clear of zero
@@ -85,22 +85,32 @@ RECENT_MAX_BINS = 32
 # already: one)
 SMOOTH_POINTS = 8
 SMOOTH_MIN_BINS = 3
-# the current level: median of up to this many of the newest bins
+# the current level: median of up to this many of the newest bins (or points, while bins are narrow)
 LEVEL_BINS = 8
+LEVEL_POINTS = 32
 # the drift set off at the last bin within this share of the threshold, or this many noise units,
 # above the best
 ONSET_SHARE = 0.3
 ONSET_NOISE_UNITS = 2.0
-# up to this many bins since the best (a few evals), every one must be above it instead of a trend test
+# up to this many bins since the best (a few evals), every one must be above it instead of a trend
+# test, by twice the largest rise between two bins on the way down to the best
 SHORT_BINS = 4
+SHORT_BUMP_FACTOR = 2.0
 # a loss's rise must also be this share of the way it came down from its first level
 RANGE_SHARE = 0.02
 # kinds expected to fall (a loss); every other kind should hold a level, and a drift leaves a
 # level it held for at least this share of the series' life
 FALLING_KINDS = frozenset({"loss", "eval_loss"})
-HELD_SHARE = 0.25
-# a drift that came back within this share of the run's age at its onset was a hump
+HELD_SHARE_LEVEL = 0.25
+# a gradient (or activation) norm grows with the learning rate's decay from its peak, soon after
+# warm-up, for the whole run: a failure's growth sets off after a longer stable stretch
+HELD_SHARE = {"grad_norm": 0.4, "activation_norm": 0.4}
+# a drift that came back within this share of the run's age at its onset was a hump; a new rise
+# must outgrow the humps of the last `RECENT_HUMPS_SHARE` of the series' life
 HUMP_SHARE = 1.0
+RECENT_HUMPS_SHARE = 0.25
+SPIKE_STEPS = 500
+MAX_HUMPS = 8
 # below this share of the threshold again the drift has reversed
 REVERSED_SHARE = 0.5
 # noise units reported as "over N" beyond this (the noise is then only a floor)
@@ -204,6 +214,7 @@ class DriftDetector:
         self.quantum = 0.0
         self.floor: float | None = None  # given with every call (the healthy ceiling keeps it)
         self.first_level: float | None = None  # the first smoothed level (bad direction up)
+        self.humps: list[list[float]] = []  # drifts that came back: [step back, rise]
         self.open: dict[str, Any] | None = None
         self.events: list[Event] = []
 
@@ -349,7 +360,7 @@ class DriftDetector:
             q = max(m, 1)
             level = min(self.values[k - q + 1 :])  # a few evals: all of them above
         else:
-            q = min(max((m + 1) // 2, self.smooth), LEVEL_BINS, m + 1)
+            q = min(max((m + 1) // 2, self.smooth), max(LEVEL_BINS, LEVEL_POINTS // self.width), m + 1)
             level = _median(self.values[k - q + 1 :])
         rise = level - best
         best_value = self.sign * best  # in the metric's own units
@@ -362,7 +373,21 @@ class DriftDetector:
             if open_ is not None:
                 self._update(open_, level, rise, noise, rising=False)
             return
-        need = max(OPEN_NOISE_UNITS * noise, self._min_rel() * abs(best))
+        if m < SHORT_BINS:
+            # a few evals since the best say little about their noise (a single second difference);
+            # the largest rise between two evals on the way down to the best does: the turn must
+            # be twice that
+            before = np.asarray(self.values[max(0, best_j - TREND_BINS) : best_j + 1])
+            bump = float(np.max(np.diff(before))) if len(before) > 1 else 0.0
+            need = max(SHORT_BUMP_FACTOR * bump, self._min_rel() * abs(best))
+        else:
+            need = max(OPEN_NOISE_UNITS * noise, self._min_rel() * abs(best))
+        recent = self.last_steps[k] - RECENT_HUMPS_SHARE * (self.last_steps[k] - (self.first_step or 0))
+        humps = [rise for back, rise in self.humps if back >= recent]
+        if humps:
+            # a rise no larger than the humps it recently came back from is no news (the teeth of a
+            # sawtooth, a wobbling level)
+            need = max(need, *humps)
         if self.profile.rise_min_range and self.first_level is not None:
             # a loss near zero (memorised) triples on a hump of nothing: the rise must also be a
             # share of the way it came down
@@ -374,40 +399,10 @@ class DriftDetector:
 
     def _maybe_open(self, best_j: int, best: float, level: float, rise: float, noise: float, need: float) -> None:
         k = len(self.values) - 1
-        if rise < need:
+        onset_j = self._onset(best_j, best, noise, need)
+        if self.refusal(best_j, onset_j, best, rise, noise, need) is not None:
             return
-        # where the drift set off: the last bin still near the best (the best itself may lie far
-        # back in a flat stretch, where the noise happened to put it)
-        near = best + min(ONSET_SHARE * need, ONSET_NOISE_UNITS * noise)
-        onset_j = next((j for j in range(k, best_j - 1, -1) if self.smoothed[j] <= near), best_j)
         onset_step = self.last_steps[onset_j]
-        first = self.first_step if self.first_step is not None else onset_step
-        life = self.last_steps[k] - first
-        if onset_step - first < HISTORY_SHARE * life:
-            return  # climbing from its first points on: a schedule, not a drift
-        if self.profile.name not in FALLING_KINDS:
-            # a signal that should hold its level (throughput, a settled norm, the mismatch) drifts
-            # away from a level it held: one that rises as soon as it reached its best (a gradient
-            # norm growing as the learning rate decays, a step time following a window warm-up)
-            # follows the run's schedule
-            entry_j = next(j for j in range(self._first_eligible(), onset_j + 1) if self.smoothed[j] <= near)
-            if onset_step - self.first_steps[entry_j] < HELD_SHARE * life:
-                return
-        if self.last_steps[k] - onset_step < AGE_SHARE * (onset_step - first):
-            return  # too short for the run's age: a blip, not a drift (yet)
-        since = np.asarray(self.values[max(best_j, k - TREND_BINS + 1) :])
-        if len(since) <= SHORT_BINS:
-            # a few evals: every one since the best above it, each higher than the last but one
-            if not (np.all(since[1:] - best >= need) and np.all(np.diff(since[1:]) > -need)):
-                return
-        elif mann_kendall_z(since) < OPEN_TREND_Z:
-            return
-        smoothed = np.asarray(self.smoothed[best_j:])
-        if (
-            len(smoothed) > SHORT_BINS
-            and float(np.max(smoothed[STEP_BINS:] - smoothed[:-STEP_BINS])) > MAX_STEP_SHARE * rise
-        ):
-            return  # one move makes most of the rise: a level shift, not a drift
         self.open = {
             "best": best,
             "best_step": self._bin_step(best_j),
@@ -432,6 +427,50 @@ class DriftDetector:
         )
         self.events.append(event)
         self._update(self.open, level, rise, noise, rising=True)
+
+    def _onset(self, best_j: int, best: float, noise: float, need: float) -> int:
+        """Where the drift set off: the last bin still near the best (the best itself may lie far
+        back in a flat stretch, where the noise happened to put it)."""
+        near = best + min(ONSET_SHARE * need, ONSET_NOISE_UNITS * noise)
+        k = len(self.smoothed) - 1
+        return next((j for j in range(k, best_j - 1, -1) if self.smoothed[j] <= near), best_j)
+
+    def refusal(self, best_j: int, onset_j: int, best: float, rise: float, noise: float, need: float) -> str | None:
+        """Why the rise as it stands is not (yet) a drift, or None when it is one."""
+        k = len(self.values) - 1
+        if rise < need:
+            return "smaller than the noise or the kind's share of the best"
+        onset_step = self.last_steps[onset_j]
+        first = self.first_step if self.first_step is not None else onset_step
+        life = self.last_steps[k] - first
+        if onset_step - first < HISTORY_SHARE * life:
+            return "climbing from its first points on: a schedule"
+        if self.profile.name not in FALLING_KINDS:
+            # a signal that should hold its level (throughput, a settled norm, the mismatch) drifts
+            # away from a level it held: one that rises as soon as it reached its best (a gradient
+            # norm growing as the learning rate decays, a step time following a window warm-up)
+            # follows the run's schedule
+            near = best + min(ONSET_SHARE * need, ONSET_NOISE_UNITS * noise)
+            entry_j = next(j for j in range(self._first_eligible(), onset_j + 1) if self.smoothed[j] <= near)
+            if onset_step - self.first_steps[entry_j] < HELD_SHARE.get(self.profile.name, HELD_SHARE_LEVEL) * life:
+                return "rising as soon as it reached its best: a schedule"
+        # (a falling kind has been no better since its best; a level kind may sit near its best long
+        # before it sets off)
+        since_step = self._bin_step(best_j) if self.profile.name in FALLING_KINDS else onset_step
+        if self.last_steps[k] - since_step < AGE_SHARE * (since_step - first):
+            return "too short for the run's age"
+        since = np.asarray(self.values[max(best_j, k - TREND_BINS + 1) :])
+        if len(since) <= SHORT_BINS:
+            # a few evals: every one since the best above it, none far below the one before
+            if not (np.all(since[1:] - best >= need) and np.all(np.diff(since[1:]) > -need)):
+                return "not above its best at every eval since"
+        elif mann_kendall_z(since) < OPEN_TREND_Z:
+            return "no trend"
+        smoothed = np.asarray(self.smoothed[best_j:])
+        span = 1 if self.width == 1 else STEP_BINS  # a step inside a bin of several points shows in two
+        if len(smoothed) > SHORT_BINS and float(np.max(smoothed[span:] - smoothed[:-span])) > MAX_STEP_SHARE * rise:
+            return "one move makes most of it: a level shift"
+        return None
 
     def _follow(self, open_: dict[str, Any], level: float, rise: float, noise: float, need: float) -> None:
         """The drift under way (or paused): still rising, stopped, reversed, or rising again."""
@@ -462,7 +501,13 @@ class DriftDetector:
             back = self.last_steps[-1]
             if back - open_["onset_step"] < HUMP_SHARE * (open_["onset_step"] - first):
                 # up and back again within the run's age: an excursion that recovered (a warm-up
-                # bump, a slow wobble), a spike however wide, not the failure that creeps
+                # bump, a slow wobble), not the failure that creeps. Back within a few hundred
+                # steps it is a spike however wide; a slower wobble is no event at all
+                self.humps = [*self.humps, [back, float(open_["peak"] - open_["best"])]][-MAX_HUMPS:]
+                if back - open_["onset_step"] > SPIKE_STEPS:
+                    self.events.pop()
+                    self.open = None
+                    return
                 event.kind = "spike"
                 event.severity = "info"
                 event.details["hump"] = True
@@ -591,6 +636,7 @@ class DriftDetector:
             "part_first": self.part_first,
             "quantum": self.quantum,
             "first_level": self.first_level,
+            "humps": self.humps,
             "open": self.open,
             "events": [e.to_dict() for e in self.events],
         }
@@ -609,5 +655,6 @@ class DriftDetector:
         self.part_first = state["part_first"]
         self.quantum = float(state["quantum"])
         self.first_level = state["first_level"]
+        self.humps = [list(h) for h in state["humps"]]
         self.open = state["open"]
         self.events = [Event.from_dict(e) for e in state["events"]]
