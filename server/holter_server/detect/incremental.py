@@ -172,8 +172,11 @@ class IncrementalDetector:
         humps = [e for e in self.drift.events if e.kind == "spike"]  # drifts that came back
         spikes = [e for e in self.spikes.events if e.start_step not in members] + humps
         drifts = [e for e in self.drift.events if e.kind == "divergence"]
-        divergences = self.nonfinite.events + _named_first(self.rise.events, drifts)
-        shifts = [e for e in self.shifts.events if not _overlaps_any(e, divergences)]
+        # an excursion that came back is the spike, not a divergence that "came back" nor a shift
+        # that "stayed there" while it decayed back
+        rises = [e for e in self.rise.events if not _within_spike(e, spikes)]
+        divergences = self.nonfinite.events + _named_first(rises, drifts)
+        shifts = [e for e in self.shifts.events if not _overlaps_any(e, divergences) and not _within_spike(e, spikes)]
         found = spikes + divergences + shifts + self.sawtooth.events + self.plateau.all_events() + self.too_good.events
         cap = self.profile.severity_cap
         if cap is not None:
@@ -272,6 +275,12 @@ def _named_first(rises: list[Event], drifts: list[Event]) -> list[Event]:
             continue
         kept.append(event)
     return kept
+
+
+def _within_spike(event: Event, spikes: list[Event]) -> bool:
+    """Whether `event` was named while a spike was up and ended by the time it came back."""
+    named = event.details.get("detected_step", event.start_step)
+    return any(s.start_step <= named and event.end_step <= s.details.get("recovered_step", s.end_step) for s in spikes)
 
 
 def _overlaps_any(event: Event, others: list[Event]) -> bool:
