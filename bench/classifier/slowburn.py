@@ -39,6 +39,7 @@ NAMING_KINDS = frozenset(
         "mismatch_off_zero",
         "activation_growth",
         "drift_together",
+        "norm_growth",
     }
 )
 

@@ -97,7 +97,7 @@ ONSET_NOISE_UNITS = 2.0
 SHORT_BINS = 4
 SHORT_BUMP_FACTOR = 2.0
 # a loss's rise must also be this share of the way it came down from its first level
-RANGE_SHARE = 0.02
+RANGE_SHARE = 0.005
 # kinds expected to fall (a loss); every other kind should hold a level, and a drift leaves a
 # level it held for at least this share of the series' life
 FALLING_KINDS = frozenset({"loss", "eval_loss"})
