@@ -66,7 +66,7 @@ AGE_SHARE = 0.1
 HISTORY_SHARE = 0.25
 # the rise must clear this many noise units (of the current level against the best, both medians
 # of bins) and the kind's share of the best
-OPEN_NOISE_UNITS = 6.0
+OPEN_NOISE_UNITS = 5.0
 # σ of a median of n values ≈ this x σ / √n
 MEDIAN_EFFICIENCY = 1.25
 # Mann–Kendall's Z over the bins since the best (one-sided p ≈ 0.05 at 1.64)
@@ -98,6 +98,8 @@ SHORT_BINS = 4
 SHORT_BUMP_FACTOR = 2.0
 # a loss's rise must also be this share of the way it came down from its first level
 RANGE_SHARE = 0.005
+# a loss is judged once it has come down from its first level by this many times the rise named
+DESCENT_FACTOR = 3.0
 # kinds expected to fall (a loss); every other kind should hold a level, and a drift leaves a
 # level it held for at least this share of the series' life
 FALLING_KINDS = frozenset({"loss", "eval_loss"})
@@ -445,6 +447,12 @@ class DriftDetector:
         life = self.last_steps[k] - first
         if onset_step - first < HISTORY_SHARE * life:
             return "climbing from its first points on: a schedule"
+        if (
+            self.profile.name in FALLING_KINDS
+            and self.first_level is not None
+            and self.first_level - best < DESCENT_FACTOR * need
+        ):
+            return "not yet come down from where it started: still warming up"
         if self.profile.name not in FALLING_KINDS:
             # a signal that should hold its level (throughput, a settled norm, the mismatch) drifts
             # away from a level it held: one that rises as soon as it reached its best (a gradient

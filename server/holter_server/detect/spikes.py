@@ -78,6 +78,9 @@ class SpikeDetector:
         min_rel = np.where(index < EARLY_MAD_POINTS, cap - 1.0 if p.direction > 0 else 1.0 - 1.0 / cap, p.spike_min_rel)
         with np.errstate(invalid="ignore"):
             mask = (excess >= p.spike_z * window.scale) & (excess >= min_rel * np.abs(window.base))
+            # before any noise is measured a spike is a multiple of the first values: of a level
+            # that is positive (a loss swinging around zero has no multiple)
+            mask &= (index >= EARLY_MAD_POINTS) | (window.base > 0)
             if window.ceiling is not None:
                 mask &= x >= window.ceiling
             if not p.spike_early:

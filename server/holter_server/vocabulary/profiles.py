@@ -90,7 +90,7 @@ class KindProfile:
 KINDS: dict[str, KindProfile] = {
     "loss": KindProfile(
         name="loss",
-        drift_min_rel=0.03,
+        drift_min_rel=0.02,
         drift_critical_rel=0.25,
         spike_min_rel=0.05,
         rise_factor=1.5,
@@ -102,7 +102,7 @@ KINDS: dict[str, KindProfile] = {
     ),
     "eval_loss": KindProfile(
         name="eval_loss",
-        drift_min_rel=0.03,
+        drift_min_rel=0.02,
         spike_min_rel=0.05,
         rise_factor=1.5,
         rise_min_range=0.2,
