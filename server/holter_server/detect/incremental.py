@@ -31,7 +31,7 @@ from holter_server.detect.window import Window
 from holter_server.vocabulary.profiles import profile_for
 from holter_server.vocabulary.severities import capped
 
-DETECTOR_VERSION = "2.0.0"
+DETECTOR_VERSION = "2.1.0"
 TAIL_POINTS = ACF_WINDOW
 STATE_FORMAT = 2
 
