@@ -77,10 +77,12 @@ STEP_BINS = 2
 MAX_STEP_SHARE = 0.6
 # the best must stand this many noise units (of one bin) clear of zero
 CLEAR_OF_ZERO = 3.0
-# still rising: Mann–Kendall's Z over the recent bins at least this
+# still rising: Mann–Kendall's Z over the recent bins at least this, or a new high by this many
+# noise units
 RISING_Z = 1.0
+PEAK_NOISE_UNITS = 2.0
 RECENT_MIN_BINS = 5
-RECENT_MAX_BINS = 32
+RECENT_MAX_BINS = 16
 # points in the trailing median that smooths the level (at least three bins; evals are averages
 # already: one)
 SMOOTH_POINTS = 8
@@ -491,8 +493,10 @@ class DriftDetector:
                 self._close(open_, "reversed")
             return
         if open_["state"] == "rising":
-            self._update(open_, level, rise, noise, rising=trend >= RISING_Z or level > open_["peak"])
-        elif trend >= OPEN_TREND_Z and level > open_["peak"]:
+            self._update(
+                open_, level, rise, noise, rising=trend >= RISING_Z or level > open_["peak"] + PEAK_NOISE_UNITS * noise
+            )
+        elif trend >= OPEN_TREND_Z and level > open_["peak"] + PEAK_NOISE_UNITS * noise:
             open_["state"] = "rising"  # paused, now rising again past where it had got to
             self._update(open_, level, rise, noise, rising=True)
         else:
