@@ -345,8 +345,11 @@ def _slowdowns(by_kind: dict[str, list[Event]]) -> list[Event]:
             before, after = drop.details.get("before"), drop.details.get("after")
         change = f" {abs(after - before) / abs(before):.0%}" if before and after is not None else ""
         verb = "fell" if drop in by_kind.get("throughput", []) else "rose"
+        moved = f"{verb}{change} at step {format_step(drop.start_step)}"
         if _is_drift(drop):
-            verb = f"has been {'falling' if verb == 'fell' else 'rising'} and {verb}"
+            creeping = "falling" if verb == "fell" else "rising"
+            change = f" {'down' if verb == 'fell' else 'up'}{change}" if change else ""
+            moved = f"has been {creeping} since step {format_step(drop.start_step)},{change} so far"
         found.append(
             _finding(
                 "systems_slowdown",
@@ -355,9 +358,8 @@ def _slowdowns(by_kind: dict[str, list[Event]]) -> list[Event]:
                 drop.end_step,
                 "warning",
                 drop.score,
-                f"{drop.metric} {verb}{change} at step {format_step(drop.start_step)} ({format_value(before)} → "
-                f"{format_value(after)}) while {loss_names[0]} carried on unchanged: "
-                "a systems problem, not a learning one",
+                f"{drop.metric} {moved} ({format_value(before)} → {format_value(after)}) while {loss_names[0]} "
+                "carried on unchanged: a systems problem, not a learning one",
                 signals=[drop.metric, loss_names[0]],
             )
         )
