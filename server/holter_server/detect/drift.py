@@ -211,9 +211,8 @@ class DriftDetector:
         # the best smoothed level and its bin
         self.best = math.inf
         self.best_bin = -1
-        # the bin being filled
-        self.part_sum = 0.0
-        self.part_count = 0
+        # the bin being filled: its raw points (narrow bins) or block medians (wide bins)
+        self.part: list[float] = []
         self.part_first: int | None = None
         self.quantum = 0.0
         self.floor: float | None = None  # given with every call (the healthy ceiling keeps it)
@@ -255,23 +254,33 @@ class DriftDetector:
             if len(known):
                 self.quantum = float(known.min())
         index = max(first, self.start_index)
-        # narrow bins: raw points, one at a time (only the first MAX_BINS * BLOCK / 2 points)
-        while self.width < BLOCK and index < stop:
-            position = window.position(index)
-            self._add_item(float(self.sign * window.values[position]), int(window.steps[position]), 1)
-            index += 1
-        if self.width < BLOCK or (index >= stop and not len(block_medians)):
+        # narrow bins: raw points, a bin's worth at a time (only the first MAX_BINS * BLOCK / 2 points)
+        if self.width < BLOCK and index < stop:
+            lo = window.position(index)
+            raw = (self.sign * window.values[lo:]).tolist()
+            raw_steps = window.steps[lo:].tolist()
+            i = 0
+            while self.width < BLOCK and i < len(raw):
+                take = max(self.width - len(self.part), 1)
+                self._add_items(raw[i : i + take], raw_steps[i], raw_steps[min(i + take, len(raw)) - 1])
+                i += take
+            index += i
+        if self.width < BLOCK or not len(block_medians):
             return
-        # wide bins: the baseline's block medians, each block once, in order
-        for k, median in enumerate(block_medians.tolist()):
-            block = first_block + k
-            lo = block * BLOCK
-            if lo < self.start_index or lo < self._next_index():
-                continue
-            hi = lo + BLOCK - 1
-            if not window.holds(lo) or not window.holds(hi):
-                continue  # (cannot happen: a block completes with its points in the window)
-            self._add_item(float(self.sign * median), window.step_at(lo), BLOCK, window.step_at(hi))
+        # wide bins: the baseline's block medians, each block once, in order (a block completes
+        # with all its points in the window)
+        skip = max(self.start_index, self._next_index()) // BLOCK - first_block
+        if skip >= len(block_medians):
+            return
+        medians = (self.sign * block_medians[max(skip, 0) :]).tolist()
+        starts = (first_block + max(skip, 0) + np.arange(len(medians))) * BLOCK - window.first_index
+        first_steps = window.steps[starts].tolist()
+        last_steps = window.steps[starts + BLOCK - 1].tolist()
+        i = 0
+        while i < len(medians):
+            take = max(self.width // BLOCK - len(self.part), 1)
+            self._add_items(medians[i : i + take], first_steps[i], last_steps[min(i + take, len(medians)) - 1])
+            i += take
 
     @property
     def smooth(self) -> int:
@@ -283,22 +292,24 @@ class DriftDetector:
     def _next_index(self) -> int:
         """Series index of the first point not yet binned."""
         start = self.start_index or 0
-        return start + len(self.values) * self.width + self.part_count * (1 if self.width < BLOCK else BLOCK)
+        return start + len(self.values) * self.width + len(self.part) * (1 if self.width < BLOCK else BLOCK)
 
-    def _add_item(self, value: float, first_step: int, points: int, last_step: int | None = None) -> None:
+    def _add_items(self, values: list[float], first_step: int, last_step: int) -> None:
+        """Put the next raw points (narrow bins) or block medians (wide bins) into the bin being
+        filled, at most as many as complete it; judge when it completes."""
         if self.first_step is None:
             self.first_step = first_step
-        if self.part_count == 0:
+        if not self.part:
             self.part_first = first_step
-        self.part_sum += value
-        self.part_count += 1
-        per_bin = self.width if points == 1 else self.width // BLOCK
-        if self.part_count < per_bin:
+        self.part.extend(values)
+        per_bin = self.width // BLOCK if self.width >= BLOCK else self.width
+        if len(self.part) < per_bin:
             return
-        self.values.append(self.part_sum / self.part_count)
+        # an exact sum: the same bin value however its items were split between calls
+        self.values.append(math.fsum(self.part) / len(self.part))
         self.first_steps.append(int(self.part_first if self.part_first is not None else first_step))
-        self.last_steps.append(int(last_step if last_step is not None else first_step))
-        self.part_sum, self.part_count, self.part_first = 0.0, 0, None
+        self.last_steps.append(int(last_step))
+        self.part, self.part_first = [], None
         self.smoothed.append(_median(self.values[-self.smooth :]))
         if self.first_level is None and len(self.smoothed) >= self.smooth:
             self.first_level = self.smoothed[-1]
@@ -643,8 +654,7 @@ class DriftDetector:
             "values": self.values,
             "first_steps": self.first_steps,
             "last_steps": self.last_steps,
-            "part_sum": self.part_sum,
-            "part_count": self.part_count,
+            "part": self.part,
             "part_first": self.part_first,
             "quantum": self.quantum,
             "first_level": self.first_level,
@@ -662,8 +672,7 @@ class DriftDetector:
         self.first_steps = [int(s) for s in state["first_steps"]]
         self.last_steps = [int(s) for s in state["last_steps"]]
         self._smooth_all()
-        self.part_sum = float(state["part_sum"])
-        self.part_count = int(state["part_count"])
+        self.part = [float(v) for v in state["part"]]
         self.part_first = state["part_first"]
         self.quantum = float(state["quantum"])
         self.first_level = state["first_level"]
