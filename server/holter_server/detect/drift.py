@@ -9,17 +9,24 @@ follows its length and asks, in the kind's bad direction (`KindProfile.direction
 * **how far from the best**: the current level against the best level the series has reached
   (a running best that never forgets the minimum), in noise units and as a share of the best;
 * **how persistently**: Mann–Kendall's trend test over the history since the best says the
-  series has been rising (not one step up, which is a level shift: no single move may make most
-  of the rise), and the rise has lasted a tenth of the run's age when it began (a rise of fifty
-  steps is a blip at step 10,000, a warm-up bump at step 500 is not a drift of the run);
+  series has been rising (a few evals: each one above the best by twice the largest bump on the
+  way down), not one step up (a level shift: no single move may make most of the rise), and the
+  rise has lasted a tenth of the run's age when it began (fifty steps are a blip at step 10,000);
+* **from where**: a signal that should hold a level (throughput, step time, a settled norm, the
+  mismatch) drifts away from a level it held; one rising from its first points, or as soon as it
+  reached its best, follows the run's schedule (a window or batch-size warm-up, a gradient norm
+  growing as the learning rate decays). A loss is judged once it has come down from where it
+  started (a warm-up bump is not a drift);
 * **whether it goes on**: the event ends when the drift stops (no upward trend over its recent
   bins) or reverses (back near its best); while it still rises it carries the Theil–Sen slope.
+  A drift that came back within the run's age was a hump: a `spike` (information) when it came
+  back within a few hundred steps, nothing when slower; a new rise must outgrow such humps.
 
 History: points are kept in *bins* of `width` consecutive finite points (means of the raw points
 while bins are narrower than a baseline block, then means of the blocks' medians, so a one-point
 spike cannot move a bin far); when `MAX_BINS` bins are full, neighbours merge and the width
 doubles. An eval loss logged 5-80 times keeps one eval per bin; a series of a million points keeps
-256 bins of 4,096. Bins depend only on the points' series-wide indices, never on how they were
+128-256 bins of 4,096-8,192. Bins depend only on the points' series-wide indices, never on how they were
 batched, so live detection and a batch analysis find the same events. Judging happens when a bin
 completes: O(1) per point amortised, O(`MAX_BINS`) per judgement.
 
@@ -44,6 +51,7 @@ import numpy as np
 from holter_server.detect.baseline import BLOCK, MAD_TO_SIGMA
 from holter_server.detect.ceiling import FLOOR_FACTOR
 from holter_server.detect.events import Event, format_step, format_value
+from holter_server.detect.spikes import MAX_SPIKE_STEPS
 from holter_server.detect.window import Window
 from holter_server.vocabulary.profiles import KindProfile
 from holter_server.vocabulary.severities import rank
@@ -113,7 +121,6 @@ HELD_SHARE = {"grad_norm": 0.4, "activation_norm": 0.4}
 # must outgrow the humps of the last `RECENT_HUMPS_SHARE` of the series' life
 HUMP_SHARE = 1.0
 RECENT_HUMPS_SHARE = 0.25
-SPIKE_STEPS = 500
 MAX_HUMPS = 8
 # below this share of the threshold again the drift has reversed
 REVERSED_SHARE = 0.5
@@ -527,7 +534,7 @@ class DriftDetector:
                 # bump, a slow wobble), not the failure that creeps. Back within a few hundred
                 # steps it is a spike however wide; a slower wobble is no event at all
                 self.humps = [*self.humps, [back, float(open_["peak"] - open_["best"])]][-MAX_HUMPS:]
-                if back - open_["onset_step"] > SPIKE_STEPS:
+                if back - open_["onset_step"] > MAX_SPIKE_STEPS:
                     self.events.pop()
                     self.open = None
                     return
