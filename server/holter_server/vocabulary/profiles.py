@@ -278,7 +278,8 @@ class SystemKind:
     # samples before the detector judges: the start of a job (loading, compiling, warming up) is not its rhythm
     warmup_points: int = 12
     # gpu_memory: a rise of at least `min_rise` of the memory over `window` samples, still climbing
-    # in most of them and with no single jump making `max_jump_share` of it, that would reach `limit` within `horizon` samples at its pace (or already has)
+    # in most of them and with no single jump making `max_jump_share` of it, that would reach
+    # `limit` within `horizon` samples at its pace (or already has)
     window: int = 30
     min_rise: float = 0.05
     rising_share: float = 0.7
