@@ -1,9 +1,10 @@
 """Holter classifier benchmark: synthetic corpus and the real-run corpus vs peers, speed.
 
-    .venv/bin/python bench/classifier/run.py [--seed 2] [--no-peers] [--no-speed]
+    .venv/bin/python bench/classifier/run.py [--seed 2] [--no-peers] [--no-speed] [--no-slow-burn]
 
 Seed 1 is the corpus the thresholds were tuned on; the default seed 2 was not looked at while
-tuning. Peers run inside bench/.venv-peers (created here when missing).
+tuning (for the slow-burn families it also draws the held-out variant of every generator, see
+slowburn.py). Peers run inside bench/.venv-peers (created here when missing).
 """
 
 from __future__ import annotations
@@ -25,13 +26,16 @@ REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(REPO))  # tests.real_curves: the real-run corpus and how it is scored
 
-from corpus import make_corpus
-from holter_server.detect import IncrementalDetector, classify_series
-from holter_server.detect.events import Event
-from scoring import format_table, score
+from corpus import make_corpus  # noqa: E402
+from holter_server.detect import IncrementalDetector, classify_series  # noqa: E402
+from holter_server.detect.classify import new_detector  # noqa: E402
+from holter_server.detect.events import Event  # noqa: E402
+from holter_server.detect.findings import cross_signal_findings  # noqa: E402
+from scoring import format_table, score  # noqa: E402
+from slowburn import cutoffs, format_slow_burn, make_slow_burn, score_slow_burn  # noqa: E402
 
-from tests.real_curves import CORPUS, RealSeries, runs
-from tests.real_scoring import events_to_find, in_the_data, match, match_events, read_run
+from tests.real_curves import CORPUS, RealSeries, runs  # noqa: E402
+from tests.real_scoring import events_to_find, in_the_data, match, match_events, read_run  # noqa: E402
 
 PEERS_VENV = REPO / "bench" / ".venv-peers"
 
@@ -63,7 +67,7 @@ def peer_predictions(curves: list[dict]) -> dict[str, dict[str, list[dict]]]:
     missing = [
         p
         for p in ("losslint", "trainpulse")
-        if subprocess.run([str(python), "-c", f"import {p}"], capture_output=True).returncode
+        if subprocess.run([str(python), "-c", f"import {p}"], capture_output=True, check=False).returncode
     ]
     if missing:
         subprocess.run([str(python), "-m", "pip", "install", "-q", *missing], check=False)
@@ -84,12 +88,59 @@ def peer_predictions(curves: list[dict]) -> dict[str, dict[str, list[dict]]]:
             ).replace("Infinity", "1e308")
         )
         done = subprocess.run(
-            [str(python), str(HERE / "peers.py"), str(corpus_file), str(out_file)], capture_output=True, text=True
+            [str(python), str(HERE / "peers.py"), str(corpus_file), str(out_file)],
+            capture_output=True,
+            text=True,
+            check=False,
         )
         if done.returncode:
             print(f"peers could not run: {done.stderr.strip().splitlines()[-1:]}")
             return {}
         return json.loads(out_file.read_text())
+
+
+def holter_reading(curve: dict, upto: int) -> list[dict]:
+    """Holter's events (and the run-level findings of the one series) on the points up to step `upto`."""
+    keep = curve["steps"] <= upto
+    detector = new_detector(curve["metric"], kind=curve["kind"])
+    detector.add(curve["steps"][keep], curve["values"][keep])
+    events = detector.events
+    events = events + cross_signal_findings(events, [detector.snapshot()])
+    return [
+        {"kind": e.kind, "start_step": e.start_step, "end_step": e.end_step, "alarm": e.severity != "info"}
+        for e in events
+    ]
+
+
+def slow_burn(seed: int, with_peers: bool) -> None:
+    """The slow-burn table: failures that creep (named at all, by a quarter and by half-way through
+    their course) and their healthy look-alikes (alarmed), for Holter and the peers."""
+    curves = make_slow_burn(seed)
+    variant = "tuning" if seed == 1 else "held-out"
+    print(
+        f"\nSlow-burn families, seed {seed} ({variant} variant): {len(curves)} curves "
+        f"({sum(c['label'] == 'healthy' for c in curves)} healthy look-alikes); named = a warning or critical "
+        "event of a divergence-like kind reaching into the failure's course, read on the points up to a quarter "
+        "of the course, half-way, and all"
+    )
+    readings = {
+        "holter": {c["name"]: {cut: holter_reading(c, upto) for cut, upto in cutoffs(c).items()} for c in curves}
+    }
+    if with_peers:
+        prefixes = []
+        for c in curves:
+            for cut, upto in cutoffs(c).items():
+                keep = c["steps"] <= upto
+                prefixes.append(
+                    {**c, "name": f"{c['name']}#{cut}", "steps": c["steps"][keep], "values": c["values"][keep]}
+                )
+        for peer, predictions in peer_predictions(prefixes).items():
+            found: dict[str, dict[str, list[dict]]] = {}
+            for name, events in predictions.items():
+                curve, cut = name.rsplit("#", 1)
+                found.setdefault(curve, {})[cut] = [p for p in events if p["kind"] != "error"]
+            readings[peer] = found
+    print(format_slow_burn({tool: score_slow_burn(curves, read) for tool, read in readings.items()}))
 
 
 def real_corpus(with_peers: bool) -> None:
@@ -163,12 +214,13 @@ def _real_figures(series: list[RealSeries], said: dict[str, list[Event]]) -> dic
     periodic = [h for h in hits if h[1].period is not None]
     healthy = [s for s in series if s.healthy]
     alarmed = [s for s in healthy if any(e.severity != "info" for e in said.get(s.file, []))]
+    seen = sum(h[2] for h in visible)
     by_label: dict[str, list[bool]] = {}
     for _, label, ok in hits:
         by_label.setdefault(label.kind, []).append(ok)
     return {
         "found": f"{sum(h[2] for h in hits)}/{len(hits)}",
-        "found_visible": f"{sum(h[2] for h in visible)}/{len(visible)} ({sum(h[2] for h in visible) / max(len(visible), 1):.0%})",
+        "found_visible": f"{seen}/{len(visible)} ({seen / max(len(visible), 1):.0%})",
         "healthy_alarmed": f"{len(alarmed)}/{len(healthy)}",
         "periods": f"{sum(h[2] for h in periodic)}/{len(periodic)}",
         "by_label": {kind: f"{sum(oks)}/{len(oks)}" for kind, oks in by_label.items()},
@@ -176,30 +228,36 @@ def _real_figures(series: list[RealSeries], said: dict[str, list[Event]]) -> dic
 
 
 def speed() -> None:
+    """Wall-clock and CPU time (the machine may be shared: CPU time is the steadier figure)."""
     rng = np.random.default_rng(7)
     n = 1_000_000
     steps = np.arange(n)
     values = 3 + 0.5 * np.exp(-steps / 1e5) + rng.normal(0, 0.03, n)
     values[rng.integers(0, n, 50)] += 1.0  # some spikes to report
-    times = []
+    walls, cpus = [], []
     for _ in range(5):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         classify_series(steps, values, metric="loss")
-        times.append(time.perf_counter() - t)
+        walls.append(time.perf_counter() - t)
+        cpus.append(time.process_time() - c)
     print(
-        f"\nSpeed: batch analysis of 1,000,000 points: median {statistics.median(times):.3f} s "
-        f"(min {min(times):.3f} s, 5 runs)"
+        f"\nSpeed: batch analysis of 1,000,000 points: median {statistics.median(walls):.3f} s wall "
+        f"(min {min(walls):.3f} s), {statistics.median(cpus):.3f} s CPU (min {min(cpus):.3f} s), 5 runs"
     )
     m = 20_000
     for batch in (1, 10, 100, 1000):
-        per_point = []
+        wall, cpu = [], []
         for _ in range(3):
             detector = IncrementalDetector("loss")
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             for i in range(0, m, batch):
                 detector.add(steps[i : i + batch], values[i : i + batch])
-            per_point.append((time.perf_counter() - t) / m * 1e6)
-        print(f"  incremental, batches of {batch:>4}: median {statistics.median(per_point):.1f} µs per point")
+            wall.append((time.perf_counter() - t) / m * 1e6)
+            cpu.append((time.process_time() - c) / m * 1e6)
+        print(
+            f"  incremental, batches of {batch:>4}: median {statistics.median(wall):.1f} µs per point wall "
+            f"(spread {min(wall):.1f}-{max(wall):.1f}), {statistics.median(cpu):.1f} µs CPU"
+        )
 
 
 def main() -> None:
@@ -207,7 +265,12 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=2, help="corpus seed (1 = tuning seed, 2 = held out)")
     parser.add_argument("--no-peers", action="store_true")
     parser.add_argument("--no-speed", action="store_true")
+    parser.add_argument("--no-slow-burn", action="store_true")
+    parser.add_argument("--only-slow-burn", action="store_true", help="print the slow-burn table alone")
     args = parser.parse_args()
+    if args.only_slow_burn:
+        slow_burn(args.seed, with_peers=not args.no_peers)
+        return
 
     curves = make_corpus(args.seed)
     print(
@@ -225,6 +288,8 @@ def main() -> None:
         if c["label"] != "healthy" and not any(p["kind"] == c["label"] for p in holter_predictions([c])[c["name"]])
     ]
     print(f"holter misses ({len(misses)}): {', '.join(misses[:12])}{' ...' if len(misses) > 12 else ''}")
+    if not args.no_slow_burn:
+        slow_burn(args.seed, with_peers=not args.no_peers)
     real_corpus(with_peers=not args.no_peers)
     if not args.no_speed:
         speed()

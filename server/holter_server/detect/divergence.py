@@ -202,7 +202,8 @@ class RiseDetector:
                 needed = np.maximum(
                     needed, self.profile.rise_min_range * (self._top_at_best(level, index, running) - reference)
                 )
-            above = np.isfinite(reference) & (level - reference >= needed)
+            # a minimum at or below zero (an RL loss swinging around 0) has no factor to rise by
+            above = np.isfinite(reference) & (reference > 0) & (level - reference >= needed)
         for update in self.runs.update(above, first, score=level):
             if update.end < first:  # the rise ended with the last batch
                 event = self.events[-1]

@@ -6,7 +6,14 @@
 * `activation_growth` — an activation norm that keeps growing; `layer_dominance` — one
   layer's activation norm dwarfing the others of its stack (named); the outputs of
   normalisation layers and embeddings, whose scale is set by construction, are left out.
-* `systems_slowdown` — throughput down (or step time up) while the loss carries on.
+* `systems_slowdown` — throughput down (or step time up, abruptly or drifting) while the loss
+  carries on.
+* `drift_together` — a loss drifting the wrong way (detect/drift.py), with the other vital signs
+  that moved with it over the same steps (gradient norm, mismatch, throughput, another loss) and
+  those that held: what moved with it tells a learning problem from a systems one.
+* `norm_growth` — a gradient or activation norm that has doubled since it settled (information on
+  its own: such norms grow as the learning rate decays) in a run that logs no loss to tell a
+  benign rise from divergence in slow motion.
 * `mismatch_off_zero` — the rollout/trainer mismatch leaving its healthy value (≈0 for a
   logprob gap, ≈1 for a ratio), with its period.
 * `input_stall` — the share of each step spent waiting for data held above its ceiling while
@@ -40,7 +47,7 @@ from holter_server.detect.train_eval import train_eval_findings
 from holter_server.vocabulary.names import is_per_layer, understand
 from holter_server.vocabulary.profiles import is_percent
 from holter_server.vocabulary.severities import rank
-from holter_server.vocabulary.signals import MISMATCH_HEALTHY
+from holter_server.vocabulary.signals import LOSS_KINDS, MISMATCH_HEALTHY
 
 NONFINITE_ORIGIN = "first_nonfinite"  # a tripwire report, attached to a divergence by `nonfinite_origin`
 # a divergence that begins this many steps after the tripwire's step is still the one it explains
@@ -53,6 +60,9 @@ SLOWDOWN_QUIET_STEPS = 200  # the loss must show nothing this close to a through
 DOMINANCE_RATIO = 10.0
 MIN_LAYERS = 3
 BROKEN_MIN_POINTS = 3  # a loss exactly the same at this many points from its first
+# the vital signs a loss drift is read beside, and how far outside its steps their moves still count
+COMPANION_KINDS = ("loss", "eval_loss", "grad_norm", "activation_norm", "logprob_mismatch", "throughput", "step_time")
+TOGETHER_SLACK_STEPS = 200
 
 
 @dataclass(frozen=True)
@@ -84,6 +94,8 @@ def cross_signal_findings(events: list[Event], series: list[SeriesSnapshot]) -> 
         + _no_learning_signal(by_kind, series, kind_of)
         + _activation(by_kind, series, kind_of)
         + _slowdowns(by_kind)
+        + _drifts_together(by_kind, series, kind_of)
+        + _norm_growth(by_kind, series, kind_of)
         + _mismatch(by_kind)
         + _input_stalls(by_kind)
         + _broken_run(by_kind, series, kind_of)
@@ -113,8 +125,8 @@ def _precursors(by_kind: dict[str, list[Event]]) -> list[Event]:
     grad_spikes = [e for e in by_kind.get("grad_norm", []) if e.kind == "spike" and not is_per_layer(e.metric)]
     found = []
     for loss in by_kind.get("loss", []):
-        if loss.kind not in ("spike", "divergence"):
-            continue
+        if loss.kind not in ("spike", "divergence") or _is_drift(loss):
+            continue  # (a drift sets off slowly: a spike at its first step explains nothing)
         ahead = [g for g in grad_spikes if 0 <= loss.start_step - g.start_step <= PRECURSOR_STEPS]
         if not ahead:
             continue
@@ -262,7 +274,7 @@ def _activation(
 ) -> list[Event]:
     found = []
     for event in by_kind.get("activation_norm", []):
-        if event.kind == "divergence" or (
+        if (event.kind == "divergence" and event.severity != "info") or (
             event.kind == "level_shift" and event.details.get("after", 0) > event.details.get("before", 0)
         ):
             found.append(
@@ -273,7 +285,8 @@ def _activation(
                     event.end_step,
                     "warning",
                     event.score,
-                    f"activation norm {event.metric} keeps growing: {event.summary.removeprefix(event.metric).strip()}; "
+                    f"activation norm {event.metric} keeps growing: "
+                    f"{event.summary.removeprefix(event.metric).strip()}; "
                     "unbounded activations overflow ahead",
                     signals=[event.metric],
                     source_event=event.event_id,
@@ -355,13 +368,22 @@ def _slowdowns(by_kind: dict[str, list[Event]]) -> list[Event]:
         for e in by_kind.get("step_time", [])
         if e.kind == "level_shift" and e.details.get("after", 0) > e.details.get("before", 0)
     ]
+    drops += [e for kind in ("throughput", "step_time") for e in by_kind.get(kind, []) if _is_drift(e)]
     for drop in drops:
         near = [e for e in losses if abs(e.start_step - drop.start_step) <= SLOWDOWN_QUIET_STEPS]
         if near:
             continue
-        before, after = drop.details.get("before"), drop.details.get("after")
+        if _is_drift(drop):
+            before, after = drop.details.get("best"), drop.details.get("level")
+        else:
+            before, after = drop.details.get("before"), drop.details.get("after")
         change = f" {abs(after - before) / abs(before):.0%}" if before and after is not None else ""
         verb = "fell" if drop in by_kind.get("throughput", []) else "rose"
+        moved = f"{verb}{change} at step {format_step(drop.start_step)}"
+        if _is_drift(drop):
+            creeping = "falling" if verb == "fell" else "rising"
+            change = f" {'down' if verb == 'fell' else 'up'}{change}" if change else ""
+            moved = f"has been {creeping} since step {format_step(drop.start_step)},{change} so far"
         found.append(
             _finding(
                 "systems_slowdown",
@@ -370,11 +392,132 @@ def _slowdowns(by_kind: dict[str, list[Event]]) -> list[Event]:
                 drop.end_step,
                 "warning",
                 drop.score,
-                f"{drop.metric} {verb}{change} at step {format_step(drop.start_step)} ({format_value(before)} → "
-                f"{format_value(after)}) while {loss_names[0]} carried on unchanged: a systems problem, not a learning one",
+                f"{drop.metric} {moved} ({format_value(before)} → {format_value(after)}) while {loss_names[0]} "
+                "carried on unchanged: a systems problem, not a learning one",
                 signals=[drop.metric, loss_names[0]],
             )
         )
+    return found
+
+
+def _is_drift(event: Event) -> bool:
+    """A divergence in slow motion: a vital sign creeping the wrong way (detect/drift.py)."""
+    return event.kind == "divergence" and event.details.get("cause") == "drift"
+
+
+def _moved(event: Event) -> str:
+    """How a companion series moved, in a few words: 'up 2.1x', '+18%', '-23%'."""
+    d = event.details
+    if _is_drift(event):
+        best, peak = d.get("best"), d.get("peak")
+    elif event.kind == "level_shift":
+        best, peak = d.get("before"), d.get("after")
+    else:  # a rise from its minimum
+        best, peak = d.get("minimum"), d.get("peak")
+    if not isinstance(best, (int, float)) or not isinstance(peak, (int, float)) or not best:
+        return event.kind.replace("_", " ")
+    ratio = peak / best
+    if ratio >= 2 or ratio <= 0.5:
+        return f"{'up' if ratio > 1 else 'down'} {max(ratio, 1 / ratio):.1f}x"
+    return f"{100 * (ratio - 1):+.0f}%"
+
+
+def _went_wrong(event: Event, kind: str) -> bool:
+    """Whether a companion event says its series moved its bad way (a drift, a divergence, a
+    level shift up, or down for throughput)."""
+    if event.kind == "divergence" and event.details.get("cause") != "nonfinite":
+        return True
+    if event.kind == "level_shift" and "before" in event.details:
+        down = event.details.get("after", 0) < event.details.get("before", 0)
+        return down if kind == "throughput" else not down
+    return False
+
+
+def _drifts_together(
+    by_kind: dict[str, list[Event]], series: list[SeriesSnapshot], kind_of: Callable[[str], str]
+) -> list[Event]:
+    companions = [
+        (kind, e)
+        for kind in COMPANION_KINDS
+        for e in by_kind.get(kind, [])
+        if _went_wrong(e, kind) and not is_per_layer(e.metric)
+    ]
+    watched = {s.metric: kind_of(s.metric) for s in series}
+    found = []
+    told: set[str] = set()  # drifts already named beside an earlier one (a train loss's eval loss)
+    for kind in LOSS_KINDS:
+        for drift in by_kind.get(kind, []):
+            if not _is_drift(drift) or drift.severity == "info" or drift.event_id in told:
+                continue
+            lo, hi = drift.start_step - TOGETHER_SLACK_STEPS, drift.end_step + TOGETHER_SLACK_STEPS
+            moved = {}
+            for other_kind, other in companions:
+                if other.metric != drift.metric and other.start_step <= hi and other.end_step >= lo:
+                    moved.setdefault(other.metric, (other_kind, other))
+            if not moved:
+                continue
+            told.update(other.event_id for _, other in moved.values())
+            held = sorted(
+                name
+                for name, k in watched.items()
+                if k in COMPANION_KINDS and name not in moved and name != drift.metric and not is_per_layer(name)
+            )
+            with_it = ", ".join(
+                f"{name} ({_moved(other)} from step {format_step(other.start_step)})"
+                for name, (_, other) in sorted(moved.items(), key=lambda kv: kv[1][1].start_step)
+            )
+            systems = any(k in ("throughput", "step_time") for k, _ in moved.values())
+            held_note = f"; {', '.join(held)} held" if held else ""
+            reading = (
+                "the job itself slowed as the loss rose: look at the data pipeline and the machine as well as "
+                "the optimiser"
+                if systems
+                else "a learning problem (optimiser, learning rate, data), not a systems one"
+            )
+            worst = max([drift] + [o for _, o in moved.values()], key=lambda e: rank(e.severity))
+            found.append(
+                _finding(
+                    "drift_together",
+                    drift.metric,
+                    min([drift.start_step] + [o.start_step for _, o in moved.values()]),
+                    drift.end_step,
+                    "critical" if worst.severity == "critical" else "warning",
+                    float(len(moved)),
+                    f"{drift.metric} has been drifting up since step {format_step(drift.start_step)} "
+                    f"({_moved(drift)}), and with it {with_it}{held_note}: {reading}",
+                    peak_step=drift.peak_step,
+                    signals=[drift.metric, *moved],
+                    source_event=drift.event_id,
+                )
+            )
+    return found
+
+
+def _norm_growth(
+    by_kind: dict[str, list[Event]], series: list[SeriesSnapshot], kind_of: Callable[[str], str]
+) -> list[Event]:
+    if any(kind_of(s.metric) in LOSS_KINDS for s in series):
+        return []  # a loss drifting with it is told by drift_together; one that falls says it is benign
+    found = []
+    for kind in ("grad_norm", "activation_norm"):
+        for drift in by_kind.get(kind, []):
+            if not _is_drift(drift) or drift.severity != "info" or is_per_layer(drift.metric):
+                continue
+            found.append(
+                _finding(
+                    "norm_growth",
+                    drift.metric,
+                    drift.start_step,
+                    drift.end_step,
+                    "warning",
+                    drift.score,
+                    f"{drift.summary.split(': ')[0]}; with no loss logged to tell a benign rise (as the learning rate "
+                    "decays) from divergence in slow motion, log the loss beside it",
+                    peak_step=drift.peak_step,
+                    signals=[drift.metric],
+                    source_event=drift.event_id,
+                )
+            )
     return found
 
 
@@ -399,7 +542,8 @@ def _mismatch(by_kind: dict[str, list[Event]]) -> list[Event]:
                 last_step,
                 "critical" if periods or worst.severity == "critical" else "warning",
                 float(len(events)),
-                f"rollout-vs-trainer {'logprob mismatch' if healthy == 0 else 'ratio'} {metric} left ≈{healthy:g} at step {format_step(first.start_step)} "
+                f"rollout-vs-trainer {'logprob mismatch' if healthy == 0 else 'ratio'} {metric} left "
+                f"≈{healthy:g} at step {format_step(first.start_step)} "
                 f"({count} through step {format_step(last_step)}){recur}: a correctness bug upstream, not noise",
                 period=periods[0] if periods else None,
                 signals=[metric],
@@ -438,7 +582,8 @@ def _input_stalls(by_kind: dict[str, list[Event]]) -> list[Event]:
                 wait.end_step,
                 "warning",
                 wait.score,
-                f"input pipeline stall: the step waited {share:.0%} of its time for data from step {format_step(wait.start_step)} "
+                f"input pipeline stall: the step waited {share:.0%} of its time for data from step "
+                f"{format_step(wait.start_step)} "
                 f"(through step {format_step(wait.end_step)}) while {work}: the accelerator idles on the data loader "
                 "(more workers, prefetching, faster storage)",
                 peak_step=wait.peak_step,

@@ -18,6 +18,7 @@ import numpy as np
 from holter_server.detect.baseline import BlockBaseline, rolling_level
 from holter_server.detect.ceiling import HealthyCeiling
 from holter_server.detect.divergence import NonFiniteDetector, RiseDetector
+from holter_server.detect.drift import DriftDetector
 from holter_server.detect.events import Event
 from holter_server.detect.findings import SeriesSnapshot
 from holter_server.detect.level_shift import LevelShiftDetector
@@ -30,7 +31,7 @@ from holter_server.detect.window import Window
 from holter_server.vocabulary.profiles import profile_for
 from holter_server.vocabulary.severities import capped
 
-DETECTOR_VERSION = "2.0.0"
+DETECTOR_VERSION = "2.1.0"
 TAIL_POINTS = ACF_WINDOW
 STATE_FORMAT = 2
 
@@ -79,6 +80,7 @@ class IncrementalDetector:
         self.ceiling = HealthyCeiling(tolerance, self.profile.healthy_level) if tolerance is not None else None
         self.nonfinite = NonFiniteDetector(metric)
         self.rise = RiseDetector(metric, self.profile)
+        self.drift = DriftDetector(metric, self.profile)
         self.spikes = SpikeDetector(metric, self.profile)
         self.sawtooth = SawtoothDetector(metric, self.profile)
         self.shifts = LevelShiftDetector(metric, self.profile)
@@ -149,6 +151,10 @@ class IncrementalDetector:
             self.shifts.process(window, first_block, block_medians, block_mads)
         if "rise" in runs:
             self.rise.process(window)
+        if "drift" in runs:
+            first_block, block_medians, _ = self.baseline.new_blocks
+            floor = self.ceiling.floor if self.ceiling is not None else None
+            self.drift.process(window, first_block, block_medians, self.rise.settled_at, floor)
         if "plateau" in runs:
             self.plateau.process(window)
         if "too_good" in runs:
@@ -163,9 +169,14 @@ class IncrementalDetector:
     def events(self) -> list[Event]:
         """The current events, in step order; one event per anomaly."""
         members = self.sawtooth.member_spike_steps()
-        spikes = [e for e in self.spikes.events if e.start_step not in members]
-        divergences = self.nonfinite.events + self.rise.events
-        shifts = [e for e in self.shifts.events if not _overlaps_any(e, divergences)]
+        humps = [e for e in self.drift.events if e.kind == "spike"]  # drifts that came back
+        spikes = [e for e in self.spikes.events if e.start_step not in members] + humps
+        drifts = [e for e in self.drift.events if e.kind == "divergence"]
+        # an excursion that came back is the spike, not a divergence that "came back" nor a shift
+        # that "stayed there" while it decayed back
+        rises = [e for e in self.rise.events if not _within_spike(e, spikes)]
+        divergences = self.nonfinite.events + _named_first(rises, drifts)
+        shifts = [e for e in self.shifts.events if not _overlaps_any(e, divergences) and not _within_spike(e, spikes)]
         found = spikes + divergences + shifts + self.sawtooth.events + self.plateau.all_events() + self.too_good.events
         cap = self.profile.severity_cap
         if cap is not None:
@@ -204,6 +215,7 @@ class IncrementalDetector:
             "ceiling": self.ceiling.state() if self.ceiling else None,
             "nonfinite": self.nonfinite.state(),
             "rise": self.rise.state(),
+            "drift": self.drift.state(),
             "spikes": self.spikes.state(),
             "sawtooth": self.sawtooth.state(),
             "shifts": self.shifts.state(),
@@ -229,6 +241,7 @@ class IncrementalDetector:
             detector.ceiling.restore(state["ceiling"])
         detector.nonfinite.restore(state["nonfinite"])
         detector.rise.restore(state["rise"])
+        detector.drift.restore(state["drift"])
         detector.spikes.restore(state["spikes"])
         detector.sawtooth.restore(state["sawtooth"])
         detector.shifts.restore(state["shifts"])
@@ -237,6 +250,37 @@ class IncrementalDetector:
         detector.outline.restore(state["outline"])
         detector._visible = state["visible"]
         return detector
+
+
+def _named_first(rises: list[Event], drifts: list[Event]) -> list[Event]:
+    """One divergence per episode: where a rise (a level far above its minimum) and a drift (a
+    creep from the best) cover the same steps, the one named first stands for both, so that an
+    episode already reported keeps its identity as it grows."""
+    if not rises or not drifts:
+        return rises + drifts
+    kept = []
+    for event in rises + drifts:
+        rivals = drifts if event in rises else rises
+        named = event.details.get("detected_step", event.start_step)
+        earlier = [
+            other
+            for other in rivals
+            if _overlaps_any(event, [other])
+            and (
+                other.details.get("detected_step", other.start_step) < named
+                or (other.details.get("detected_step", other.start_step) == named and event in rises)
+            )
+        ]
+        if earlier:
+            continue
+        kept.append(event)
+    return kept
+
+
+def _within_spike(event: Event, spikes: list[Event]) -> bool:
+    """Whether `event` was named while a spike was up and ended by the time it came back."""
+    named = event.details.get("detected_step", event.start_step)
+    return any(s.start_step <= named and event.end_step <= s.details.get("recovered_step", s.end_step) for s in spikes)
 
 
 def _overlaps_any(event: Event, others: list[Event]) -> bool:

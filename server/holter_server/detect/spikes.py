@@ -3,8 +3,11 @@
 A point is a candidate when it sits `spike_z` robust σ beyond the baseline of the blocks before
 it and also by a relative margin (`spike_min_rel` of the level), so that a quiet, rounded
 series cannot produce "huge" z-scores from tiny moves. The excursion is then followed against
-the baseline frozen at its onset; it is a spike if it returns within `MAX_SPIKE_POINTS`,
-otherwise it is a shift or a divergence and left to those detectors. Spikes a few points apart
+the baseline frozen at its onset; it is a spike if it returns within a few hundred steps
+(`MAX_SPIKE_STEPS`, at least `MAX_SPIKE_POINTS` points, at most `MAX_WIDE_POINTS`) however wide
+(a loss that jumps and decays back over sixty steps is a spike with its recovery time, not a
+divergence that came back nor a level shift), otherwise it is a shift or a divergence and left to
+those detectors. Spikes a few points apart
 are one event (a slow step followed by another).
 
 Cold start: from the fifth point on, a point is judged against the median and robust σ of the
@@ -18,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
 from holter_server.detect.baseline import EARLY_MAD_POINTS
 from holter_server.detect.events import Event, format_step, format_value, format_z
@@ -25,6 +29,18 @@ from holter_server.detect.window import Window
 from holter_server.vocabulary.profiles import KindProfile
 
 MAX_SPIKE_POINTS = 10
+# ... and an excursion that comes back within this many steps is a spike whatever its width, up to
+# this many points (the bounded tail the detector sees holds 1,024)
+MAX_SPIKE_STEPS = 300
+MAX_WIDE_POINTS = 300
+# past `MAX_SPIKE_POINTS`, an excursion is followed while it recedes: the median of its last
+# `HOLD_WINDOW` points at least this share below the same `MAX_SPIKE_POINTS` points earlier
+HOLD_WINDOW = 5
+RECEDE_SHARE = 0.05
+# a spike this many points wide or more says how long it took to come back
+WIDE_POINTS = 4
+# the logging interval is read off this many steps before the onset
+INTERVAL_POINTS = 64
 # Scores beyond this many σ are reported as "over": the noise they are measured against is a floor.
 Z_CAP = 1000.0
 MERGE_GAP_POINTS = 8
@@ -62,6 +78,9 @@ class SpikeDetector:
         min_rel = np.where(index < EARLY_MAD_POINTS, cap - 1.0 if p.direction > 0 else 1.0 - 1.0 / cap, p.spike_min_rel)
         with np.errstate(invalid="ignore"):
             mask = (excess >= p.spike_z * window.scale) & (excess >= min_rel * np.abs(window.base))
+            # before any noise is measured a spike is a multiple of the first values: of a level
+            # that is positive (a loss swinging around zero has no multiple)
+            mask &= (index >= EARLY_MAD_POINTS) | (window.base > 0)
             if window.ceiling is not None:
                 mask &= x >= window.ceiling
             if not p.spike_early:
@@ -86,21 +105,41 @@ class SpikeDetector:
                 k = at - window.new_from
                 self.open = self._open(window, at, float(window.base[k]), float(window.scale[k]))
             onset = window.position(self.open["onset"])
-            limit = onset + MAX_SPIKE_POINTS
+            limit = onset + self.open.get("horizon", MAX_SPIKE_POINTS)
             base, threshold = self.open["base"], self.open["recovery"]
-            following = values[onset + 1 : min(len(values), limit + 1)]
+            end = min(len(values), limit + 1)
+            following = values[onset + 1 : end]
             back = np.flatnonzero(self.profile.direction * (following - base) <= threshold)
-            if len(back):
-                recovered = onset + 1 + int(back[0])
+            recovered = onset + 1 + int(back[0]) if len(back) else None
+            holds = self._holds(values[onset:end], base)
+            if recovered is not None and (holds is None or recovered <= onset + holds):
                 self._confirm(window, onset, recovered)
                 self.open = None
                 pos = recovered
+            elif holds is not None:
+                self.open = None  # up and not coming back: a shift or a divergence, not a spike
+                pos = onset + holds + 1
             elif limit < len(values):
-                self.open = None  # still up after MAX_SPIKE_POINTS: not a spike
+                self.open = None  # still up after its horizon: not a spike
                 pos = limit + 1
             else:
                 break  # wait for more points
         return self.confirmed
+
+    def _holds(self, values: np.ndarray, base: float) -> int | None:
+        """The first position (from the onset) past `MAX_SPIKE_POINTS` where the excursion is not
+        coming back: its excess over the last `HOLD_WINDOW` points has not receded by
+        `RECEDE_SHARE` from where it was `MAX_SPIKE_POINTS` points before. A wide spike decays
+        back; a shift holds and a divergence climbs."""
+        excess = self.profile.direction * (values - base)
+        first = MAX_SPIKE_POINTS + HOLD_WINDOW - 1
+        if len(excess) <= first:
+            return None
+        medians = np.median(sliding_window_view(excess, HOLD_WINDOW), axis=1)
+        now = medians[first - HOLD_WINDOW + 1 :]
+        then = medians[: len(now)]
+        holding = np.flatnonzero(now >= (1 - RECEDE_SHARE) * then)
+        return first + int(holding[0]) if len(holding) else None
 
     def _open(self, window: Window, at: int, base: float, scale: float) -> dict[str, Any]:
         p = self.profile
@@ -108,7 +147,16 @@ class SpikeDetector:
         recovery = max(RECOVERY_Z * scale, 0.5 * p.spike_min_rel * abs(base), RECOVERY_SHARE * excess)
         if window.ceiling is not None:
             recovery = max(recovery, 0.5 * float(window.ceiling[at - window.new_from]) - p.direction * base)
-        return {"onset": window.first_index + at, "base": base, "scale": scale, "recovery": recovery}
+        steps = window.steps[max(at - INTERVAL_POINTS, 0) : at + 1]
+        interval = float(np.median(np.diff(steps))) if len(steps) > 1 else 1.0
+        horizon = int(min(max(MAX_SPIKE_POINTS, MAX_SPIKE_STEPS // max(interval, 1.0)), MAX_WIDE_POINTS))
+        return {
+            "onset": window.first_index + at,
+            "base": base,
+            "scale": scale,
+            "recovery": recovery,
+            "horizon": horizon,
+        }
 
     def _confirm(self, window: Window, onset: int, recovered: int) -> None:
         p = self.profile
@@ -176,9 +224,12 @@ class SpikeDetector:
         size = format_z(event.score)
         if d.get("cold_start") and d["base"]:
             size = f"{d['peak'] / d['base']:.1f}x the first values"
+        took = ""
+        if d["longest"] > WIDE_POINTS:
+            took = f" ({format_step(d['recovered_step'] - event.start_step)} steps after it began)"
         return (
             f"{self.metric} {verb} from {format_value(d['base'])} to {format_value(d['peak'])} "
-            f"({size}) {where} and recovered by step {format_step(d['recovered_step'])}"
+            f"({size}) {where} and recovered by step {format_step(d['recovered_step'])}{took}"
         )
 
     def state(self) -> dict[str, Any]:

@@ -12,11 +12,14 @@ from typing import Any
 from holter_server.detect.events import format_step
 from holter_server.vocabulary.events import SUMMARISED_KINDS
 from holter_server.vocabulary.names import understand
+from holter_server.vocabulary.profiles import KINDS
 from holter_server.vocabulary.severities import rank
 from holter_server.vocabulary.signals import LOSS_KINDS, MISMATCH_HEALTHY
 from holter_server.vocabulary.statuses import HIDDEN_EVENT_STATUSES, RUN_STATUSES
 
 MAX_CLAUSES = 6
+# kinds whose bad direction is down (throughput): a drift of theirs slides down
+DOWN_IS_BAD = frozenset(name for name, profile in KINDS.items() if profile.direction < 0)
 # Kinds whose clause is worded below rather than quoted from the event's own summary.
 _WORDED_HERE = frozenset(
     {"divergence", "systems_slowdown", "mismatch_off_zero", "sawtooth", "spike", "run_stalled", "run_crashed"}
@@ -25,6 +28,24 @@ _WORDED_HERE = frozenset(
 
 def _step(event: dict[str, Any]) -> str:
     return format_step(event.get("start_step") or 0)
+
+
+def _event_id(event: dict[str, Any]) -> str:
+    """The detector's id of a stored event (`Event.event_id`: metric, kind and first step)."""
+    return event.get("event_id") or f"{event.get('metric')}:{event.get('kind')}@{event.get('start_step')}"
+
+
+def _drift_clause(event: dict[str, Any], kind: str, moved_with: list[str]) -> str:
+    """'train/loss crept up 18% from step 6,500 and is still rising, with grad_norm and eval/loss'."""
+    details = event.get("details") or {}
+    down = kind in DOWN_IS_BAD
+    relative = abs(details.get("relative") or 0.0)
+    still = {"rising": " and is still falling" if down else " and is still rising", "stopped": ", then held"}
+    clause = (
+        f"{event['metric']} {'slid down' if down else 'crept up'} {relative:.0%} from step {_step(event)}"
+        f"{still.get(details.get('state', ''), '')}"
+    )
+    return clause + (f", with {' and '.join(moved_with)} moving with it" if moved_with else "")
 
 
 def write_summary(
@@ -56,10 +77,20 @@ def write_summary(
         clauses.append((rank(event.get("severity")), event.get("start_step") or 0, text))
 
     grad_spikes = [e for e in by_kind.get("spike", []) if kind_of(e) == "grad_norm"]
+    # what moved with a drifting loss, by the drift's event id (a drift_together finding)
+    together = {
+        (f.get("details") or {}).get("source_event"): [m for m in (f.get("details") or {}).get("signals", [])[1:]]
+        for f in by_kind.get("drift_together", [])
+    }
     for event in by_kind.get("divergence", []):
+        details = event.get("details") or {}
+        if details.get("cause") == "drift":
+            if event.get("severity") != "info":
+                add(event, _drift_clause(event, kind_of(event), together.get(_event_id(event), [])))
+            continue
         before = [g for g in grad_spikes if (g.get("start_step") or 0) < (event.get("start_step") or 0)]
         lead = f" after {len(before)} gradient-norm spike{'s' if len(before) > 1 else ''}" if before else ""
-        cause = "went non-finite" if event.get("details", {}).get("cause") == "nonfinite" else "diverged"
+        cause = "went non-finite" if details.get("cause") == "nonfinite" else "diverged"
         add(event, f"{event['metric']} {cause} at step {_step(event)}{lead}")
     for event in by_kind.get("systems_slowdown", []):
         add(event, event["summary"].split(" while ")[0] + " with the loss unchanged")
@@ -84,7 +115,8 @@ def write_summary(
         cause = f" ({note})" if note else ""
         add(
             event,
-            f"{event['metric']} followed a sawtooth with period {event['period']:,.0f} steps from step {_step(event)}{cause}"
+            f"{event['metric']} followed a sawtooth with period {event['period']:,.0f} steps from step "
+            f"{_step(event)}{cause}"
             if event.get("period")
             else event["summary"],
         )
@@ -94,13 +126,15 @@ def write_summary(
         twinned = [e for e in loss_spikes if (e.get("details") or {}).get("twins")]
         shared = (
             f"; {len(twinned)} of them recur{'s' if len(twinned) == 1 else ''} in runs with the same data order "
-            f"(the batch, not the optimiser: step{'s' if len(twinned) > 1 else ''} {', '.join(_step(e) for e in twinned)})"
+            f"(the batch, not the optimiser: step{'s' if len(twinned) > 1 else ''} "
+            f"{', '.join(_step(e) for e in twinned)})"
             if twinned
             else ""
         )
         add(
             worst,
-            f"{len(loss_spikes)} loss spike{'s' if len(loss_spikes) > 1 else ''}, the largest at step {_step(worst)}{shared}",
+            f"{len(loss_spikes)} loss spike{'s' if len(loss_spikes) > 1 else ''}, the largest at step "
+            f"{_step(worst)}{shared}",
         )
     for event in by_kind.get("run_stalled", []):
         add(event, f"stalled at step {_step(event)}" if event.get("start_step") is not None else "stalled")

@@ -34,7 +34,12 @@ class EventKind:
 
 EVENT_KINDS: tuple[EventKind, ...] = (
     EventKind("spike", "spike", "metric", "a sudden jump that recovers"),
-    EventKind("divergence", "divergence", "metric", "shoots up and does not come back, or goes NaN/±Inf"),
+    EventKind(
+        "divergence",
+        "divergence",
+        "metric",
+        "shoots up and does not come back, goes NaN/±Inf, or creeps the wrong way from its best (a drift)",
+    ),
     EventKind("plateau", "plateau", "metric", "stopped moving while it should move (or a gradient norm of exactly 0)"),
     EventKind("sawtooth", "sawtooth", "metric", "a regular zig-zag or periodic spikes, with its period"),
     EventKind("too_good", "too good", "metric", "a loss far below what the task allows (a leak)"),
@@ -53,6 +58,19 @@ EVENT_KINDS: tuple[EventKind, ...] = (
     EventKind("layer_dominance", "layer dominance", "finding", "one layer's activation norm dwarfing the others"),
     EventKind(
         "systems_slowdown", "systems slowdown", "finding", "throughput down (or step time up) while the loss carries on"
+    ),
+    EventKind(
+        "drift_together",
+        "drifting together",
+        "finding",
+        "a loss drifting the wrong way, with the vital signs that moved with it and those that held",
+        summarised=False,
+    ),
+    EventKind(
+        "norm_growth",
+        "norm growth",
+        "finding",
+        "a gradient or activation norm that doubled since it settled, with no loss logged to tell it benign",
     ),
     EventKind(
         "mismatch_off_zero",

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, replace
 
 # Every detector a kind may run, by name (detect/incremental.py runs the ones a profile lists).
-DETECTORS: tuple[str, ...] = ("nonfinite", "spike", "rise", "level_shift", "plateau", "sawtooth", "too_good")
+DETECTORS: tuple[str, ...] = ("nonfinite", "spike", "rise", "drift", "level_shift", "plateau", "sawtooth", "too_good")
 # A signal Holter does not read as a vital sign is watched only for NaN/±Inf and extreme outliers.
 WATCH_DETECTORS: tuple[str, ...] = ("nonfinite", "spike")
 
@@ -45,6 +45,14 @@ class KindProfile:
     # starts once the level has settled (see divergence.py), and before that only a rise of
     # `rise_warmup_factor` x the minimum since init counts
     rise_warmup_factor: float | None = None
+    # drift (detect/drift.py): a sustained move in the bad direction from the best level, named once
+    # it is `drift_min_rel` of the best (and clear of the noise); None: not read for drift. It is
+    # information below `drift_warn_rel` (None: the same as `drift_min_rel`): a gradient norm that
+    # doubled is worth a note, and a warning once the run's other series say it is no benign rise
+    # (findings.py); a drift still under way that reaches `drift_critical_rel` is critical (None: never)
+    drift_min_rel: float | None = None
+    drift_warn_rel: float | None = None
+    drift_critical_rel: float | None = None
     # level shift between two 16-point windows
     shift_min_rel: float = 0.5
     shift_severity: str = "warning"
@@ -82,6 +90,8 @@ class KindProfile:
 KINDS: dict[str, KindProfile] = {
     "loss": KindProfile(
         name="loss",
+        drift_min_rel=0.02,
+        drift_critical_rel=0.25,
         spike_min_rel=0.05,
         rise_factor=1.5,
         rise_min_range=0.2,
@@ -92,6 +102,7 @@ KINDS: dict[str, KindProfile] = {
     ),
     "eval_loss": KindProfile(
         name="eval_loss",
+        drift_min_rel=0.02,
         spike_min_rel=0.05,
         rise_factor=1.5,
         rise_min_range=0.2,
@@ -102,6 +113,9 @@ KINDS: dict[str, KindProfile] = {
     ),
     "grad_norm": KindProfile(
         name="grad_norm",
+        drift_min_rel=1.0,
+        drift_warn_rel=1.5,
+        drift_critical_rel=3.0,
         spike_min_rel=0.5,
         spike_warn_points=None,
         rise_factor=5.0,
@@ -114,6 +128,9 @@ KINDS: dict[str, KindProfile] = {
     ),
     "activation_norm": KindProfile(
         name="activation_norm",
+        drift_min_rel=1.0,
+        drift_warn_rel=1.5,
+        drift_critical_rel=3.0,
         spike_min_rel=0.3,
         spike_warn_points=None,
         rise_factor=3.0,
@@ -126,6 +143,8 @@ KINDS: dict[str, KindProfile] = {
     ),
     "logprob_mismatch": KindProfile(
         name="logprob_mismatch",
+        drift_min_rel=1.5,
+        drift_critical_rel=9.0,
         spike_min_rel=0.0,
         spike_severity="warning",
         rise_factor=None,
@@ -137,6 +156,8 @@ KINDS: dict[str, KindProfile] = {
     ),
     "throughput": KindProfile(
         name="throughput",
+        drift_min_rel=0.08,
+        drift_critical_rel=0.4,
         direction=-1,
         spike_min_rel=0.08,
         spike_warn_points=None,
@@ -162,6 +183,8 @@ KINDS: dict[str, KindProfile] = {
     ),
     "step_time": KindProfile(
         name="step_time",
+        drift_min_rel=0.08,
+        drift_critical_rel=0.6,
         spike_min_rel=0.2,
         spike_warn_points=None,
         rise_factor=None,
@@ -268,7 +291,8 @@ class SystemKind:
     # samples before the detector judges: the start of a job (loading, compiling, warming up) is not its rhythm
     warmup_points: int = 12
     # gpu_memory: a rise of at least `min_rise` of the memory over `window` samples, still climbing
-    # in most of them and with no single jump making `max_jump_share` of it, that would reach `limit` within `horizon` samples at its pace (or already has)
+    # in most of them and with no single jump making `max_jump_share` of it, that would reach
+    # `limit` within `horizon` samples at its pace (or already has)
     window: int = 30
     min_rise: float = 0.05
     rising_share: float = 0.7

@@ -80,6 +80,7 @@ def test_expected_floor_turns_a_low_loss_into_too_good(capsys, healthy_csv):
 def test_console_entry_point_runs_analyze(nan_csv):
     done = subprocess.run(
         [sys.executable, "-m", "holter.cli", "analyze", str(nan_csv), "--format", "json"],
+        check=False,
         capture_output=True,
         text=True,
         timeout=60,
@@ -128,9 +129,7 @@ def test_a_nan_in_an_unknown_metric_is_reported_at_info(capsys, tmp_path):
 
 
 def test_kind_name_equals_kind_declares_a_metric_and_wins_over_its_name(capsys, custom_diagnostics_csv):
-    code, out, _ = run_analyze(
-        capsys, str(custom_diagnostics_csv), "--kind", "attn_diag/head_0=loss", "--format", "json"
-    )
+    _, out, _ = run_analyze(capsys, str(custom_diagnostics_csv), "--kind", "attn_diag/head_0=loss", "--format", "json")
     series = {s["metric"]: s for s in json.loads(out)["series"]}
     assert series["attn_diag/head_0"]["kind"] == "loss"
     assert series["attn_diag/head_0"]["understood"] == {
@@ -182,3 +181,14 @@ def test_json_output_carries_the_run_level_findings(capsys, whisper_trainer_stat
     _, out, _ = run_analyze(capsys, str(whisper_trainer_state), "--format", "json")
     findings = json.loads(out)["findings"]
     assert {(f["kind"], f["metric"]) for f in findings} == {("overfitting", "eval_loss"), ("too_good", "loss")}
+
+
+def test_a_loss_rising_30_percent_after_its_minimum_is_named_and_exits_one(capsys, tmp_path):
+    t = np.arange(4000)
+    level = 3.2 + 7.6 * np.exp(-t / 300)
+    level = np.where(t < 2500, level, level[2500] * (1 + 0.3 * (t - 2500) / 1500))
+    loss = level * (1 + np.random.default_rng(1).normal(0, 0.01, 4000))
+    path = tmp_path / "creep.csv"
+    path.write_text("step,loss\n" + "".join(f"{s},{v}\n" for s, v in zip(t, loss)))
+    code, out, _ = run_analyze(capsys, str(path))
+    assert code == 1 and "divergence" in out and "has risen" in out and "still rising" in out

@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 from detect_curves import decaying_loss, flat
 from holter_server.detect import classify_series
 
@@ -139,3 +140,18 @@ def test_a_policy_surrogate_swinging_around_zero_keeps_its_wide_outlier_threshol
     values = rng.normal(0.0, 0.03, 300)
     values[200] = 0.3  # 10 σ: a swing of a surrogate that crosses zero all the time, no note
     assert classify_series(np.arange(300), values, metric="train/policy_gradient_loss") == []
+
+
+@pytest.mark.parametrize("jump, back", [(0.12, 3), (0.3, 12), (0.6, 25), (1.2, 60), (0.5, 200)])
+def test_a_loss_that_jumps_and_decays_back_over_tens_of_steps_is_a_spike_with_its_recovery_time(jump, back):
+    # neither a divergence that "came back" nor a level shift that "stayed there" while it decayed
+    values = decaying_loss(3000, noise=0.005)
+    k = np.arange(3000 - 2000)
+    values[2000:] *= 1 + np.where(k <= back, jump * np.exp(-3.5 * k / back), 0.0)
+    events = classify_series(np.arange(3000), values, metric="loss")
+    spikes = [e for e in events if e.kind == "spike"]
+    assert [e.start_step for e in spikes] == [2000], [(e.kind, e.start_step, e.summary) for e in events]
+    assert {"divergence", "level_shift"}.isdisjoint(kinds(events))
+    assert spikes[0].details["recovered_step"] <= 2000 + back
+    if back > 3:
+        assert "steps after it began" in spikes[0].summary

@@ -31,7 +31,10 @@ def test_a_divergence_after_gradient_spikes_and_a_slowdown_are_told_in_order_of_
             "systems_slowdown",
             "tokens_per_s",
             6000,
-            summary="tokens_per_s fell 40% at step 6,000 (52,000 → 31,200) while loss carried on unchanged: a systems problem",
+            summary=(
+                "tokens_per_s fell 40% at step 6,000 (52,000 → 31,200) while loss carried on unchanged: "
+                "a systems problem"
+            ),
         ),
         event("divergence", "loss", 8412, severity="critical", details={"cause": "nonfinite"}),
     ]
@@ -105,8 +108,8 @@ def test_loss_spikes_shared_with_twin_runs_are_put_on_the_batch() -> None:
         kinds={"loss": "loss"},
     )
     assert (
-        "2 loss spikes, the largest at step 946; 1 of them recurs in runs with the same data order (the batch, not the optimiser: step 946)"
-        in text
+        "2 loss spikes, the largest at step 946; 1 of them recurs in runs with the same data order "
+        "(the batch, not the optimiser: step 946)" in text
     )
 
 
@@ -119,3 +122,26 @@ def test_a_seed_group_closes_the_summary_in_one_clause() -> None:
         write_summary(name="r", status="finished", last_step=9000, events=[], seed_clause=clause)
         == f"r ran to step 9,000 and finished: a healthy run, no events; {clause}."
     )
+
+
+def test_a_loss_drift_is_told_as_a_creep_with_what_moved_with_it() -> None:
+    drift = event("divergence", "train/loss", 6500, details={"cause": "drift", "relative": 0.18, "state": "rising"})
+    together = event(
+        "drift_together",
+        "train/loss",
+        6400,
+        details={"signals": ["train/loss", "grad_norm", "eval/loss"], "source_event": "train/loss:divergence@6500"},
+    )
+    text = write_summary(name="r", status="running", last_step=8000, events=[drift, together])
+    assert (
+        "train/loss crept up 18% from step 6,500 and is still rising, with grad_norm and eval/loss moving with it"
+        in text
+    )
+
+
+def test_a_throughput_drift_slides_down() -> None:
+    drift = event("divergence", "tokens_per_s", 3000, details={"cause": "drift", "relative": -0.23, "state": "stopped"})
+    text = write_summary(
+        name="r", status="finished", last_step=8000, events=[drift], kinds={"tokens_per_s": "throughput"}
+    )
+    assert "tokens_per_s slid down 23% from step 3,000, then held" in text
