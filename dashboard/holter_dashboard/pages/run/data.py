@@ -130,6 +130,9 @@ def panels_of(data: Iterable[dict] | None) -> list[Panel]:
             kind=p["kind"],
             layers=tuple(p["layers"]),
             section=p.get("section", "main"),
+            share=bool(p.get("share")),
+            percent=tuple(p.get("percent") or ()),
+            compute_only=tuple(p.get("compute_only") or ()),
         )
         for p in data or []
     ]
