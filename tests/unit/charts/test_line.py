@@ -164,7 +164,7 @@ def test_the_step_s_own_work_is_dashed_in_its_whole_step_s_colour_and_the_chart_
     series = {whole: Series([0, 1], [800.0, 500.0]), compute: Series([0, 1], [1000.0, 1000.0])}
     figure, _ = line_figure(panel, series, view=View(smoothing=0.5), vocab=vocab)
     raw_c, smooth_c = (figure["data"][i] for i in trace_indexes(panel, compute))
-    raw_w, smooth_w = (figure["data"][i] for i in trace_indexes(panel, whole))
+    _, smooth_w = (figure["data"][i] for i in trace_indexes(panel, whole))
     assert smooth_c["line"]["dash"] == raw_c["line"]["dash"] == "dash" and "dash" not in smooth_w["line"]
     assert smooth_c["line"]["color"] == smooth_w["line"]["color"]
     assert "wait for data" in figure["layout"]["title"]["text"]
