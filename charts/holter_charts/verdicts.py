@@ -147,7 +147,30 @@ def verdict_interval_figure(comparison: Mapping[str, Any], *, vocab: Vocabulary)
         automargin=True,
         showgrid=False,
     )
-    layout["legend"] = {"orientation": "h", "x": 0, "y": 1.02, "yanchor": "bottom", "font": {"size": 11}}
+    layout["legend"] = {
+        "orientation": "h",
+        "x": 1,
+        "xanchor": "right",
+        "y": 1.02,
+        "yanchor": "bottom",
+        "font": {"size": 11},
+    }
+    layout["margin"]["r"] = 110
+    # each row's p-value at its right: a secondary measure's adjusted one, which decides its verdict
+    layout["annotations"] = [
+        {
+            "x": 1.01,
+            "xref": "paper",
+            "xanchor": "left",
+            "y": measure_label(v),
+            "yref": "y",
+            "text": p_text(v),
+            "showarrow": False,
+            "font": {"size": 11, "color": vocab.verdict_color(v.get("verdict"))},
+        }
+        for v in verdicts
+        if p_text(v)
+    ]
     layout["shapes"] = [
         {
             "type": "line",
@@ -162,6 +185,13 @@ def verdict_interval_figure(comparison: Mapping[str, Any], *, vocab: Vocabulary)
         }
     ]
     return {"data": traces, "layout": layout}
+
+
+def p_text(verdict: Mapping[str, Any]) -> str:
+    """'p 0.0002' for the primary measure, 'adj. p 0.69' for a secondary one; '' untested."""
+    if verdict.get("primary"):
+        return f"p {verdict['p_value']:.2g}" if verdict.get("p_value") is not None else ""
+    return f"adj. p {verdict['p_adjusted']:.2g}" if verdict.get("p_adjusted") is not None else ""
 
 
 def padded(values: Sequence[float], share: float = 0.12) -> list[float]:
