@@ -175,8 +175,8 @@ def line_figure(
     if panel.share:
         layout["yaxis"]["tickformat"] = ".0%"
     if not compact and len(panel.compute_only) < len(panel.metrics) and panel.compute_only:
-        # what the dashed lines are, under the title: the gap to the solid ones is the wait for data
-        layout["title"]["text"] = f"{plotly_text(panel.title)}<br><sup>{COMPUTE_ONLY_NOTE}</sup>"
+        # what the dashed lines are, as the legend's title (above the chart, event labels need the room)
+        layout["legend"]["title"] = {"text": COMPUTE_ONLY_NOTE, "side": "top", "font": {"size": 11}}
     if compact and not view.log_y:
         padded = padded_range([v for m in panel.metrics for v in (series.get(m) or Series([], [])).values])
         if padded is not None:

@@ -167,11 +167,11 @@ def test_the_step_s_own_work_is_dashed_in_its_whole_step_s_colour_and_the_chart_
     _, smooth_w = (figure["data"][i] for i in trace_indexes(panel, whole))
     assert smooth_c["line"]["dash"] == raw_c["line"]["dash"] == "dash" and "dash" not in smooth_w["line"]
     assert smooth_c["line"]["color"] == smooth_w["line"]["color"]
-    assert "wait for data" in figure["layout"]["title"]["text"]
+    assert "wait for data" in figure["layout"]["legend"]["title"]["text"]
 
 
 def test_a_chart_without_the_step_s_own_work_keeps_its_plain_title_and_palette(vocab) -> None:
     panel = Panel(key="loss", title="Loss", metrics=("loss", "eval_loss"))
     figure, _ = line_figure(panel, {"loss": Series([0], [1.0])}, view=View(), vocab=vocab)
-    assert figure["layout"]["title"]["text"] == "Loss"
+    assert figure["layout"]["title"]["text"] == "Loss" and "title" not in figure["layout"]["legend"]
     assert figure["data"][0]["line"]["color"] != figure["data"][2]["line"]["color"]

@@ -202,6 +202,7 @@ class Drawn:
     names: list[str] = field(default_factory=list)
     clock: list[list[float]] = field(default_factory=list)
     refreshes: int = 0
+    details: str = ""  # the run details drawn (details.details_signature)
 
     @classmethod
     def from_store(cls, data: dict[str, Any] | None) -> Drawn | None:
