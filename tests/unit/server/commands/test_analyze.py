@@ -80,6 +80,7 @@ def test_expected_floor_turns_a_low_loss_into_too_good(capsys, healthy_csv):
 def test_console_entry_point_runs_analyze(nan_csv):
     done = subprocess.run(
         [sys.executable, "-m", "holter.cli", "analyze", str(nan_csv), "--format", "json"],
+        check=False,
         capture_output=True,
         text=True,
         timeout=60,
@@ -128,9 +129,7 @@ def test_a_nan_in_an_unknown_metric_is_reported_at_info(capsys, tmp_path):
 
 
 def test_kind_name_equals_kind_declares_a_metric_and_wins_over_its_name(capsys, custom_diagnostics_csv):
-    code, out, _ = run_analyze(
-        capsys, str(custom_diagnostics_csv), "--kind", "attn_diag/head_0=loss", "--format", "json"
-    )
+    _, out, _ = run_analyze(capsys, str(custom_diagnostics_csv), "--kind", "attn_diag/head_0=loss", "--format", "json")
     series = {s["metric"]: s for s in json.loads(out)["series"]}
     assert series["attn_diag/head_0"]["kind"] == "loss"
     assert series["attn_diag/head_0"]["understood"] == {
@@ -138,6 +137,8 @@ def test_kind_name_equals_kind_declares_a_metric_and_wins_over_its_name(capsys, 
         "framework": None,
         "rule": "attn_diag/head_0",
         "note": None,
+        "unit": None,
+        "compute_only": False,
     }
     assert series["attn_diag/head_3"]["kind"] == "unknown"
 
