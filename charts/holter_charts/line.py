@@ -196,7 +196,7 @@ def line_figure(
     return {"data": traces, "layout": layout}, states
 
 
-COMPUTE_ONLY_NOTE = "dashed: the step's own work only; the gap below the solid line is the wait for data"
+COMPUTE_ONLY_NOTE = "dashed: the step's own work only; the gap between it and the solid line is the wait for data"
 
 
 def as_drawn(panel: Panel, series: Mapping[str, Series]) -> dict[str, Series]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 import uuid
 
 import numpy as np
@@ -169,8 +170,8 @@ def eight_seed_offsets() -> list[float]:
 @pytest.fixture(scope="module")
 def ablations(ui_server: ServerProcess) -> dict[str, tuple[str, str]]:
     """Arms of one project, each named by its first run: an 8-seed baseline and an 8-seed arm 0.077
-    lower (inside the seeds' range); a 3-seed baseline, an arm 0.001 lower (not detectable at 3
-    seeds), and an arm whose change did nothing (bit-identical values, seed for seed)."""
+    lower (inside the seeds' range) that ran other seeds; a 3-seed baseline, an arm 0.001 lower (not
+    detectable at 3 seeds), and an arm whose change did nothing (bit-identical values, seed for seed)."""
     from tests.seed_runs import OFFSETS, post_run
 
     project = f"ui-verdicts-{uuid.uuid4().hex[:6]}"
@@ -178,12 +179,13 @@ def ablations(ui_server: ServerProcess) -> dict[str, tuple[str, str]]:
     eight = eight_seed_offsets()
     with ui_server.api() as api:
 
-        def arm(config: dict, shift: float, offsets) -> str:  # type: ignore[no-untyped-def]
-            first, *_ = [post_run(api, project, {**config, "seed": s}, shift, o) for s, o in enumerate(offsets)]
-            return first
+        def arm(config: dict, shift: float, offsets, seeds: int = 0) -> str:  # type: ignore[no-untyped-def]
+            runs = [post_run(api, project, {**config, "seed": seeds + i}, shift, o) for i, o in enumerate(offsets)]
+            return runs[0]
 
+        # the 8-seed arms ran other seeds (compared as independent groups, by Welch's test)
         baseline8 = arm({**base, "width": 512}, 0.0, eight)
-        effect8 = arm({**base, "width": 512, "model": {"norm": "rms"}}, -0.077, eight)
+        effect8 = arm({**base, "width": 512, "model": {"norm": "rms"}}, -0.077, eight, seeds=100)
         baseline3 = arm(base, 0.0, OFFSETS)
         null3 = arm({**base, "model": {"norm": "scale"}}, -0.001, OFFSETS)
         noop3 = arm({**base, "unused_flag": True}, 0.0, OFFSETS)
@@ -219,6 +221,7 @@ def test_a_planted_effect_over_eight_seeds_is_a_real_effect_shown_with_its_inter
     assert match and float(match[1]) < -0.077 < float(match[2]) < 0, numbers
     # each term says what it means beside it
     assert "when it leaves out 0, the difference is real" in numbers and "seed SDs" in numbers
+    assert "Welch's t-test" in numbers and "each with its own spread" in numbers
     rows = interval_rows(page)
     primary = next(label for label in rows if label.endswith("(primary)"))
     assert rows[primary]["high"] < 0 and abs(rows[primary]["x"] + 0.077) < 0.01  # the interval clear of zero
@@ -253,3 +256,15 @@ def test_one_run_per_arm_borrows_a_seed_group_s_spread_and_says_so(page, ablatio
     page.goto(f"/compare?runs={baseline},{other}&metric=eval_loss")
     page.locator("#cmp-verdict-sentence").wait_for()
     assert "seed group" in page.locator("#cmp-stand-in").inner_text()
+
+
+def test_a_verdict_of_finished_runs_stays_on_screen_between_ticks(page, ablations) -> None:  # type: ignore[no-untyped-def]
+    # the page's 5-second tick draws again only while a run (or, for a seed group, a run of the
+    # project) still logs: a finished comparison is not recomputed and hidden under the loading veil
+    open_groups(page, ablations["effect"])
+    sentence = page.locator("#cmp-verdict-sentence")
+    wait_until(sentence.is_visible)
+    deadline = time.monotonic() + 11  # two ticks
+    while time.monotonic() < deadline:
+        assert sentence.is_visible()
+        time.sleep(0.2)

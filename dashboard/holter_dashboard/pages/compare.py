@@ -12,7 +12,7 @@ import asyncio
 from typing import Any
 
 import dash_mantine_components as dmc
-from dash import Dash, Input, Output, State, dcc, html, no_update
+from dash import Dash, Input, Output, State, ctx, dcc, html, no_update
 from holter_charts.compare import compare_figure, seed_band_figure
 from holter_charts.series import Series, View
 
@@ -194,10 +194,13 @@ def register(app: Dash, api: HolterAPI) -> None:
             return empty_state("Pick runs to compare", "Tick two or more runs on the runs page, or choose them above.")
         if not metrics:
             return empty_state("These runs have no metric in common yet")
+        arms = (arm_a or "run", arm_b or "run")
+        if ctx.triggered_id == "cmp-tick" and not await still_logging(api, chosen, grouped="group" in arms):
+            return no_update  # nothing can have changed: the page is not drawn (and hidden) again
         names = await run_names(api, chosen)
         sections = await asyncio.gather(
             *(
-                metric_section(api, i, metric, chosen, names, ref, smoothing, (arm_a or "run", arm_b or "run"))
+                metric_section(api, i, metric, chosen, names, ref, smoothing, arms)
                 for i, metric in enumerate(metrics[:MAX_METRICS])
             )
         )
@@ -227,6 +230,24 @@ def register(app: Dash, api: HolterAPI) -> None:
         Input("cmp-arm-a", "value"),
         Input("cmp-arm-b", "value"),
     )
+
+
+async def still_logging(api: HolterAPI, run_ids: list[str], *, grouped: bool) -> bool:
+    """Whether a chosen run is still logging, or, when an arm is a seed group, any run of their
+    projects (a seed of the group may be): only then can a tick find something new to draw."""
+    vocab = await api.vocabulary()
+    reads = await asyncio.gather(*(api.get_run(r) for r in run_ids), return_exceptions=True)
+    runs = [r for r in reads if isinstance(r, dict)]
+    if len(runs) < len(run_ids) or any(vocab.is_live(r.get("status")) for r in runs):
+        return True  # a run that could not be read: draw again, the page says what went wrong
+    if not grouped:
+        return False
+    live = vocab.data.get("live_run_status")
+    projects = {r.get("project") for r in runs}
+    listings = await asyncio.gather(
+        *(api.list_runs(project=p, status=live, limit=1) for p in projects), return_exceptions=True
+    )
+    return any(not isinstance(found, dict) or found.get("count") for found in listings)
 
 
 async def run_names(api: HolterAPI, run_ids: list[str]) -> dict[str, str]:
