@@ -62,6 +62,7 @@ SERIES_KINDS = frozenset(
         "activation_norm",
         "logprob_mismatch",
         "throughput",
+        "mfu",
         "step_time",
         "policy_loss",
         "other",

@@ -16,5 +16,7 @@ a graph object costs more than drawing it; the dicts are exactly what `dcc.Graph
 * `marks` — events and notes drawn on a chart;
 * `line` — line panels, their live appends, a histogram's band chart;
 * `heatmap` — per-layer families;
-* `compare` — across runs: the service's reference band and drifts, seed bands (a run's seed group in the report), a run against its reference.
+* `compare` — across runs: the service's reference band and drifts, seed bands (a run's seed
+  group in the report), a run against its reference;
+* `verdicts` — an ablation's verdict: each measure's difference with its confidence interval.
 """

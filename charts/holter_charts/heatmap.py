@@ -118,7 +118,8 @@ def heatmap_figure(
             }
         )
         layout["title"]["text"] = (
-            f"{plotly_text(panel.title)} · <span style='color:{vocab.worst_color}'>worst: layer {layer} ({value:.3g})</span>"
+            f"{plotly_text(panel.title)} · "
+            f"<span style='color:{vocab.worst_color}'>worst: layer {layer} ({value:.3g})</span>"
         )
     if not x:
         labels.append(empty_note("no points yet"))

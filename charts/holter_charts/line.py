@@ -5,6 +5,11 @@ band chart of a logged histogram's quantiles.
 A line panel's traces always come in the same order, so live updates can append by index:
 for each metric a raw trace then its smoothed trace, then one trace of non-finite points and one
 trace of event peak markers (`panels.trace_indexes`, `panels.nonfinite_trace_index`).
+
+A metric timing the step's own work (`Panel.compute_only`) is dashed, in the colour of its whole
+step's counterpart where there is one, so the gap between the two lines is the step's wait for
+data. A panel of shares (`Panel.share`) has a percentage axis, a metric logged in percent drawn
+as the fraction it is (`Panel.percent`), in the figure and in its live appends alike.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from holter_charts.marks import event_color, event_label, event_shapes, note_shapes, stagger
-from holter_charts.panels import HISTOGRAM_QUANTILES, Panel, nonfinite_trace_index, trace_indexes
+from holter_charts.panels import HISTOGRAM_QUANTILES, Panel, nonfinite_trace_index, trace_indexes, whole_step_partner
 from holter_charts.series import Series, View, ema, gaps, spell, step_to_x, value_at, x_values
 from holter_charts.style import PALETTE, base_layout, empty_note, plotly_text, rgba
 from holter_charts.vocabulary import Vocabulary
@@ -28,24 +33,33 @@ Y_PAD = 0.06  # a compact chart's y range reaches this share of its span beyond 
 
 
 def line_traces(
-    metric: str, color: str, series: Series, view: View, ema_state: tuple[float, float] | None = None
+    metric: str,
+    color: str,
+    series: Series,
+    view: View,
+    ema_state: tuple[float, float] | None = None,
+    *,
+    dash: bool = False,
+    share: bool = False,
 ) -> tuple[dict, dict, tuple[float, float]]:
-    """The raw and smoothed traces of one metric (raw faint when smoothing is on)."""
+    """The raw and smoothed traces of one metric (raw faint when smoothing is on); `dash`: a
+    dashed line (the step's own work); `share`: its values read as percentages on hover."""
     x = x_values(series, view)
     smoothed, state = ema(series.values, view.smoothing, ema_state)
     smoothing_on = view.smoothing > 0
     trace_type = trace_type_for(len(series))
+    shown = "%{y:.1%}" if share else "%{y:.4g}"
     raw = {
         "type": trace_type,
         "mode": "lines",
         "name": plotly_text(metric),
         "x": x,
         "y": gaps(series.values),
-        "line": {"color": color, "width": 1 if smoothing_on else 1.6},
+        "line": {"color": color, "width": 1 if smoothing_on else 1.6, **({"dash": "dash"} if dash else {})},
         "opacity": 0.3 if smoothing_on else 1.0,
         "legendgroup": plotly_text(metric),
         "showlegend": not smoothing_on,
-        "hovertemplate": f"{plotly_text(metric)}<br>step %{{x}}: %{{y:.4g}}<extra></extra>",
+        "hovertemplate": f"{plotly_text(metric)}<br>step %{{x}}: {shown}<extra></extra>",
         "connectgaps": False,
     }
     smooth = {
@@ -55,10 +69,10 @@ def line_traces(
         "x": x,
         "y": gaps(smoothed),
         "visible": smoothing_on,
-        "line": {"color": color, "width": 2},
+        "line": {"color": color, "width": 2, **({"dash": "dash"} if dash else {})},
         "legendgroup": plotly_text(metric),
         "showlegend": smoothing_on,
-        "hovertemplate": f"{plotly_text(metric)} (EMA)<br>step %{{x}}: %{{y:.4g}}<extra></extra>",
+        "hovertemplate": f"{plotly_text(metric)} (EMA)<br>step %{{x}}: {shown}<extra></extra>",
     }
     return raw, smooth, state
 
@@ -96,11 +110,15 @@ def line_figure(
     Returns the figure and each metric's EMA state, which live updates continue from.
     """
     view = view or View()
+    series = as_drawn(panel, series)
+    colors = panel_colors(panel)
     traces: list[dict] = []
     states: dict[str, list[float]] = {}
-    for i, metric in enumerate(panel.metrics):
+    for metric in panel.metrics:
         s = series.get(metric) or Series([], [])
-        raw, smooth, state = line_traces(metric, PALETTE[i % len(PALETTE)], s, view)
+        raw, smooth, state = line_traces(
+            metric, colors[metric], s, view, dash=metric in panel.compute_only, share=panel.share
+        )
         traces += [raw, smooth]
         states[metric] = list(state)
     bad_x: list[Any] = []
@@ -154,6 +172,11 @@ def line_figure(
         }
     )
     layout = base_layout(panel.title, view, compact=compact)
+    if panel.share:
+        layout["yaxis"]["tickformat"] = ".0%"
+    if not compact and len(panel.compute_only) < len(panel.metrics) and panel.compute_only:
+        # what the dashed lines are, as the legend's title (above the chart, event labels need the room)
+        layout["legend"]["title"] = {"text": COMPUTE_ONLY_NOTE, "side": "top", "font": {"size": 11}}
     if compact and not view.log_y:
         padded = padded_range([v for m in panel.metrics for v in (series.get(m) or Series([], [])).values])
         if padded is not None:
@@ -171,6 +194,32 @@ def line_figure(
     if not any(len(series.get(m) or ()) for m in panel.metrics):
         layout["annotations"].append(empty_note("no points yet"))
     return {"data": traces, "layout": layout}, states
+
+
+COMPUTE_ONLY_NOTE = "dashed: the step's own work only; the gap between it and the solid line is the wait for data"
+
+
+def as_drawn(panel: Panel, series: Mapping[str, Series]) -> dict[str, Series]:
+    """The series as the panel draws them: on a share panel, one logged in percent as its fraction."""
+    if not panel.percent:
+        return dict(series)
+    return {m: (as_fraction(s) if m in panel.percent else s) for m, s in series.items()}
+
+
+def as_fraction(series: Series) -> Series:
+    """A share logged in percent (41) as the fraction it is (0.41); NaN and ±Inf kept."""
+    return Series(series.steps, [v / 100 for v in series.values], series.times, series.downsampled)
+
+
+def panel_colors(panel: Panel) -> dict[str, str]:
+    """Each metric's colour on a line panel: the palette in order, a compute-only metric taking its
+    whole step's counterpart's (its dashed line beside that solid one) where the panel has it."""
+    partners = {m: p for m in panel.compute_only if (p := whole_step_partner(m, panel.metrics)) is not None}
+    colors: dict[str, str] = {}
+    for metric in panel.metrics:
+        if metric not in partners:
+            colors[metric] = PALETTE[len(colors) % len(PALETTE)]
+    return {m: colors[partners[m]] if m in partners else colors[m] for m in panel.metrics}
 
 
 def padded_range(values: Sequence[float]) -> list[float] | None:
@@ -196,6 +245,7 @@ def line_appends(
     extensions: list[Extension] = []
     new_states: dict[str, list[float]] = {}
     bad_x: list[Any] = []
+    fresh = as_drawn(panel, fresh)
     for metric in panel.metrics:
         s = fresh.get(metric)
         if s is None or not len(s):

@@ -4,11 +4,15 @@ chart per logged histogram, and a chart of its own for every other metric.
 
 Which panel a metric goes on is the service's answer, never a guess from its name here; this
 module only lays out what the API says (and groups layers and histogram quantiles, which share
-no panel of the vocabulary).
+no panel of the vocabulary). So does how a line is drawn: a metric the service understood as the
+step's own work only (`understood.compute_only`) is dashed beside the whole step's, and on a
+panel of shares (`share` in the vocabulary: MFU, the wait for data) a metric logged in percent is
+drawn as the fraction it is, so that 41 (%) and 0.41 meet on one percentage axis.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -23,6 +27,9 @@ _LAYER = re.compile(
 
 
 Section = Literal["main", "system"]
+# A share logged with a value beyond this is in percent whatever its name says: a fraction of a
+# device's peak or of a step stays at or under 1 (a little over, with a rough FLOP count).
+PERCENT_ABOVE = 1.5
 
 
 @dataclass(frozen=True)
@@ -37,6 +44,9 @@ class Panel:
     kind: Literal["lines", "heatmap", "band"] = "lines"
     layers: tuple[int, ...] = ()
     section: Section = "main"
+    share: bool = False  # a percentage axis: its metrics are shares (of the device's peak, of the step)
+    percent: tuple[str, ...] = ()  # on a share panel, the metrics logged in percent (drawn divided by 100)
+    compute_only: tuple[str, ...] = ()  # the step's own work without its wait for data: dashed
 
 
 def layer_of(name: str) -> tuple[str, int] | None:
@@ -78,7 +88,17 @@ def plan_panels(metrics: Iterable[Mapping[str, Any]], vocab: Vocabulary) -> list
     panels: list[Panel] = []
     for key, members in sorted(shared.items(), key=lambda item: vocab.panel_order(item[0])):
         members.sort(key=lambda m: (vocab.kind_order(by_name[m].get("kind")), m))
-        panels.append(Panel(key=key, title=vocab.panel_title(key), metrics=tuple(members)))
+        share = vocab.is_share_panel(key)
+        panels.append(
+            Panel(
+                key=key,
+                title=vocab.panel_title(key),
+                metrics=tuple(members),
+                share=share,
+                percent=tuple(m for m in members if share and logged_in_percent(by_name[m])),
+                compute_only=tuple(m for m in members if is_compute_only(by_name[m])),
+            )
+        )
     for family, members in sorted(families.items()):
         if len(members) >= 2:
             layers = tuple(sorted(members))
@@ -97,9 +117,39 @@ def plan_panels(metrics: Iterable[Mapping[str, Any]], vocab: Vocabulary) -> list
         for base, members in sorted(bands.items())
     )
     panels.extend(
-        Panel(key=_slug(name), title=_titled(name, by_name[name].get("step_metric")), metrics=(name,)) for name in alone
+        Panel(
+            key=_slug(name),
+            title=_titled(name, by_name[name].get("step_metric")),
+            metrics=(name,),
+            compute_only=(name,) if is_compute_only(by_name[name]) else (),
+        )
+        for name in alone
     )
     return _sectioned(_unique_keys(panels), by_name, vocab)
+
+
+def is_compute_only(metric: Mapping[str, Any]) -> bool:
+    """Whether the service understood a metric (as `GET /runs/{id}` lists it) as timing the step's
+    own work, without its wait for data."""
+    return bool((metric.get("understood") or {}).get("compute_only"))
+
+
+def logged_in_percent(metric: Mapping[str, Any]) -> bool:
+    """Whether a share (as `GET /runs/{id}` lists it) is logged in percent: as the service
+    understood it where the name or its framework says (`understood.unit`), else from its last
+    value (a bare `mfu` is 38 in one framework's runs and 0.38 in another's)."""
+    unit = (metric.get("understood") or {}).get("unit")
+    if unit in ("percent", "fraction"):
+        return unit == "percent"
+    last = metric.get("last_value")
+    return isinstance(last, (int, float)) and math.isfinite(last) and abs(last) > PERCENT_ABOVE
+
+
+def whole_step_partner(metric: str, metrics: Iterable[str]) -> str | None:
+    """The whole step's counterpart of a compute-only metric among `metrics`, by name (Holter's
+    client logs `.../compute_tokens_per_s` beside `.../tokens_per_s`), or None."""
+    other = metric.replace("compute_", "", 1)
+    return other if other != metric and other in set(metrics) else None
 
 
 def _unique_keys(panels: list[Panel]) -> list[Panel]:

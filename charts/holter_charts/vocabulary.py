@@ -142,6 +142,11 @@ class Vocabulary:
         found = next((p for p in self.panels if p["key"] == key), None)
         return found["title"] if found else key
 
+    def is_share_panel(self, key: str) -> bool:
+        """Whether a panel's metrics are shares (MFU, the wait for data), drawn on a percentage axis."""
+        found = next((p for p in self.panels if p["key"] == key), None)
+        return bool(found and found.get("share"))
+
     def panel_order(self, key: str) -> int:
         keys = [p["key"] for p in self.panels]
         return keys.index(key) if key in keys else len(keys)
@@ -150,6 +155,24 @@ class Vocabulary:
         """Order of signal kinds as the vocabulary lists them (a train loss before an eval loss)."""
         names = [k["name"] for k in self.signal_kinds]
         return names.index(kind) if kind in names else len(names)
+
+    # -- ablation verdicts (GET /compare)
+    def _verdict(self, name: str | None) -> Mapping[str, Any] | None:
+        return next((v for v in self.data.get("ablation_verdicts") or [] if v["name"] == name), None)
+
+    def verdict_color(self, name: str | None) -> str:
+        """The colour a verdict is drawn in (an unknown name: grey)."""
+        found = self._verdict(name)
+        return str(found["color"]) if found else "#868e96"
+
+    def verdict_badge(self, name: str | None) -> str:
+        found = self._verdict(name)
+        return str(found["badge"]) if found else NEUTRAL
+
+    def verdict_description(self, name: str | None) -> str:
+        """What a verdict means, in a line."""
+        found = self._verdict(name)
+        return str(found["description"]) if found else ""
 
     def understood_text(self, understood: Mapping[str, Any] | None) -> str:
         """How the service knows what a metric is, in a few words."""

@@ -338,6 +338,14 @@ class HolterAPI:
         """Arm A against arm B (`run:<id>` or `group:<id>`): bands, verdicts, config diff, warnings."""
         return await self._request("GET", "/compare", params={"metric": metric, "a": a, "b": b})
 
+    async def twins(self, run_id: str) -> dict[str, Any]:
+        """The runs of the run's project that read the same batches in the same order (`sentence`, `twins`)."""
+        return await self._request("GET", f"/runs/{run_id}/twins")
+
+    async def repeats(self, run_id: str) -> dict[str, Any]:
+        """The runs with the run's config and seeds, compared value for value (`sentence`, `repeats`)."""
+        return await self._request("GET", f"/runs/{run_id}/repeats")
+
     async def levers(
         self, *, project: str | None = None, tag: str | None = None, run_ids: list[str] | None = None
     ) -> dict[str, Any]:

@@ -138,7 +138,7 @@ def test_kinds_given_to_init_win_over_the_name(server: ServerProcess, api: httpx
     metrics = metrics_of(api, run.id)
     assert (metrics["score/ce"]["kind"], metrics["score/ce"]["understood"]) == (
         "loss",
-        {"source": "declared", "framework": None, "rule": "score/*", "note": None},
+        {"source": "declared", "framework": None, "rule": "score/*", "note": None, "unit": None, "compute_only": False},
     )
     assert metrics["my_probe"]["kind"] == "unknown"
 

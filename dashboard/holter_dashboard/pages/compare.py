@@ -2,8 +2,9 @@
 aligned by step, with their events and, against a reference run, the service's band and each
 run's drifts from it (`GET /runs/{id}/compare`); and the first two runs as arms of an ablation
 (each a run or its seed group), drawn with the seed bands and judged by the service
-(`GET /api/v1/compare`) per metric: the verdict, its numbers, the config diff and the
-confounders. Each term says what it means where it appears."""
+(`GET /api/v1/compare`) per metric: the verdict with its interval, what the seeds could detect,
+the config diff and the confounders (laid out in `ablation.py`). Each term says what it means
+where it appears."""
 
 from __future__ import annotations
 
@@ -11,33 +12,36 @@ import asyncio
 from typing import Any
 
 import dash_mantine_components as dmc
-from dash import Dash, Input, Output, State, dcc, html, no_update
+from dash import Dash, Input, Output, State, ctx, dcc, html, no_update
 from holter_charts.compare import compare_figure, seed_band_figure
 from holter_charts.series import Series, View
 
 from holter_dashboard.api import ApiError, HolterAPI, optional
-from holter_dashboard.components import UNCLIPPED, empty_state, error_alert
+from holter_dashboard.components import empty_state, error_alert
+from holter_dashboard.pages.ablation import suffixed, verdict_card
 
 MAX_POINTS = 2000
 MAX_METRICS = 4  # charts on the page at once
 
 # One line each, shown where the term appears.
 EXPLAIN_ARMS = (
-    "Arm A and arm B are the first two runs chosen: each alone (the run) or with its seed group, "
-    "and the service says whether B differs from A by more than the seeds' noise."
+    "Arm A and arm B are the first two runs chosen: each alone (the run) or with its seed group. The service "
+    "tests whether B differs from A (a t-test on one value per seed) and gives the difference with its 95% "
+    "confidence interval, or says what these seeds could not detect."
 )
 EXPLAIN_SEED_GROUP = "Seed group: the runs whose configs differ from this one's only in their seed keys."
 EXPLAIN_BAND = (
-    "Grey band: the reference run's curve, smoothed, widened by 4 times its own local noise; "
+    "Grey band: the reference run's curve, smoothed, widened by 4 robust standard deviations of its own "
+    "step-to-step scatter; "
     "a strip of a run's colour along the bottom marks where it stayed outside the band (a drift)."
 )
 EXPLAIN_SEED_BANDS = (
-    "Each arm: its median (line), the median ± robust spread of its seeds (dark), their min–max (light)."
+    "Each arm: its median (line), the median ± robust spread of its seeds (dark), their min–max (light). "
+    "The bands show how the seeds scatter; the verdict comes from the test below, not from whether they overlap."
 )
 
 
 ARM_KINDS = [{"value": "run", "label": "the run"}, {"value": "group", "label": "its seed group"}]
-VERDICT_COLORS = {"real effect": "green", "no detectable difference": "gray", "unknown": "yellow"}
 
 
 def layout(
@@ -190,10 +194,13 @@ def register(app: Dash, api: HolterAPI) -> None:
             return empty_state("Pick runs to compare", "Tick two or more runs on the runs page, or choose them above.")
         if not metrics:
             return empty_state("These runs have no metric in common yet")
+        arms = (arm_a or "run", arm_b or "run")
+        if ctx.triggered_id == "cmp-tick" and not await still_logging(api, chosen, grouped="group" in arms):
+            return no_update  # nothing can have changed: the page is not drawn (and hidden) again
         names = await run_names(api, chosen)
         sections = await asyncio.gather(
             *(
-                metric_section(api, i, metric, chosen, names, ref, smoothing, (arm_a or "run", arm_b or "run"))
+                metric_section(api, i, metric, chosen, names, ref, smoothing, arms)
                 for i, metric in enumerate(metrics[:MAX_METRICS])
             )
         )
@@ -225,17 +232,30 @@ def register(app: Dash, api: HolterAPI) -> None:
     )
 
 
+async def still_logging(api: HolterAPI, run_ids: list[str], *, grouped: bool) -> bool:
+    """Whether a chosen run is still logging, or, when an arm is a seed group, any run of their
+    projects (a seed of the group may be): only then can a tick find something new to draw."""
+    vocab = await api.vocabulary()
+    reads = await asyncio.gather(*(api.get_run(r) for r in run_ids), return_exceptions=True)
+    runs = [r for r in reads if isinstance(r, dict)]
+    if len(runs) < len(run_ids) or any(vocab.is_live(r.get("status")) for r in runs):
+        return True  # a run that could not be read: draw again, the page says what went wrong
+    if not grouped:
+        return False
+    live = vocab.data.get("live_run_status")
+    projects = {r.get("project") for r in runs}
+    listings = await asyncio.gather(
+        *(api.list_runs(project=p, status=live, limit=1) for p in projects), return_exceptions=True
+    )
+    return any(not isinstance(found, dict) or found.get("count") for found in listings)
+
+
 async def run_names(api: HolterAPI, run_ids: list[str]) -> dict[str, str]:
     """What each run is called in the legends: its name, with its id when two runs share a name."""
     reads = await asyncio.gather(*(api.get_run(r) for r in run_ids), return_exceptions=True)
     names = {r: (read.get("name") if isinstance(read, dict) else None) or r for r, read in zip(run_ids, reads)}
     shared = {n for n in names.values() if list(names.values()).count(n) > 1}
     return {r: f"{n} ({r})" if n in shared and n != r else n for r, n in names.items()}
-
-
-def suffixed(name: str, index: int) -> str:
-    """The first metric's parts keep their ids (cmp-graph, cmp-verdict...); the others are numbered."""
-    return name if index == 0 else f"{name}-{index}"
 
 
 async def metric_section(
@@ -265,12 +285,13 @@ async def metric_section(
     reference = ref if ref in chosen else None
     comparisons, band_problems = await against_reference(api, [r for r, *_ in runs], reference, metric)
     problems += band_problems
+    vocab = await api.vocabulary()
     figure = compare_figure(
         metric,
         runs,
         reference=reference,
         view=View(smoothing=smoothing or 0.0),
-        vocab=await api.vocabulary(),
+        vocab=vocab,
         comparisons=comparisons,
     )
     figure["layout"]["uirevision"] = f"{','.join(chosen)}:{metric}:{ref}"
@@ -300,7 +321,7 @@ async def metric_section(
                         mb="md",
                     )
                 )
-            body.append(verdict_card(comparison, index))
+            body.append(verdict_card(comparison, vocab, index))
     chart: list[Any] = [dcc.Graph(id=suffixed("cmp-graph", index), figure=figure, config={"displaylogo": False})]
     if reference is not None:
         chart.append(dmc.Text(EXPLAIN_BAND, size="xs", c="dimmed", px="xs", pb=4, className="cmp-explain-band"))
@@ -327,60 +348,3 @@ async def against_reference(
         else:
             comparisons[run_id] = answer
     return comparisons, problems
-
-
-def verdict_card(comparison: dict[str, Any], index: int = 0) -> dmc.Card:
-    """What the service concluded about arm A against arm B, with its numbers: the headline
-    verdict, every other measure, the confounder warnings and the config diff."""
-    headline = comparison.get("headline")
-    rows: list[Any] = [
-        dmc.Text(f"A: {comparison['a']['label']}  ·  B: {comparison['b']['label']}", size="sm", c="dimmed")
-    ]
-    if headline:
-        rows.append(
-            dmc.Group(
-                [
-                    dmc.Badge(
-                        headline["verdict"],
-                        color=VERDICT_COLORS.get(headline["verdict"], "gray"),
-                        id=suffixed("cmp-verdict-badge", index),
-                        styles=UNCLIPPED,
-                        style={"flexShrink": 0},
-                    ),
-                    dmc.Text(headline["sentence"], id=suffixed("cmp-verdict-sentence", index), fw=600),
-                ],
-                gap="sm",
-                wrap="nowrap",
-            )
-        )
-    others = [v for v in comparison.get("verdicts") or [] if not headline or v["measure"] != headline["measure"]]
-    if others:
-        rows.append(
-            dmc.List([dmc.ListItem(f"{v['sentence']}") for v in others], size="sm", className="cmp-other-verdicts")
-        )
-    for warning in comparison.get("warnings") or []:
-        rows.append(dmc.Alert(warning, color="orange", title="confounder", className="cmp-warning", p="xs"))
-    changes = comparison.get("config_diff") or []
-    if changes:
-        table = dmc.Table(
-            [
-                html.Thead(html.Tr([html.Th("config key"), html.Th("A"), html.Th("B")])),
-                html.Tbody(
-                    [html.Tr([html.Td(c["key"]), html.Td(_shown(c["a"])), html.Td(_shown(c["b"]))]) for c in changes]
-                ),
-            ],
-            striped=True,
-            withTableBorder=True,
-            fz="sm",
-            id=suffixed("cmp-config-diff", index),
-        )
-        rows.append(table)
-    else:
-        rows.append(dmc.Text("the arms' configs are the same apart from seeds", size="sm", c="dimmed"))
-    return dmc.Card(
-        dmc.Stack(rows, gap="xs"), withBorder=True, radius="md", p="sm", mb="md", id=suffixed("cmp-verdict", index)
-    )
-
-
-def _shown(value: Any) -> str:
-    return "absent" if value is None else str(value)

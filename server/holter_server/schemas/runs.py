@@ -15,6 +15,7 @@ from holter_server.schemas.vocabulary import (
     MetricPattern,
     RunStatusName,
     UnderstoodBy,
+    UnitName,
 )
 from holter_server.store.models import MetricRow, RunRow
 from holter_server.vocabulary.names import Understanding
@@ -143,7 +144,8 @@ class RunCreate(BaseModel):
     kinds: dict[MetricPattern, KindName] = Field(
         default_factory=dict,
         max_length=MAX_DEFINITIONS,
-        description='declared kinds by metric name or glob: {"train/ce": "loss", "eval/*": "eval_loss"}; a declared kind always wins',
+        description='declared kinds by metric name or glob: {"train/ce": "loss", "eval/*": "eval_loss"}; '
+        "a declared kind always wins",
     )
     metrics: dict[MetricPattern, MetricDefinition] = Field(
         default_factory=dict,
@@ -212,6 +214,13 @@ class Understood(BaseModel):
         default=None, description="the declaration (name or glob) or the name pattern that decided"
     )
     note: str | None = Field(default=None, description="what the name is, in a few words")
+    unit: UnitName | None = Field(  # type: ignore[valid-type]
+        default=None,
+        description="how a share is logged when the name or its framework says: percent (0-100) or fraction (0-1)",
+    )
+    compute_only: bool = Field(
+        default=False, description="it times the step's own work, without the step's wait for data"
+    )
 
 
 class MetricPublic(BaseModel):

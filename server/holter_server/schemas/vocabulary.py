@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from holter_server.vocabulary.events import EVENT_KIND_NAMES
-from holter_server.vocabulary.names import SOURCES
+from holter_server.vocabulary.names import SOURCES, UNITS
 from holter_server.vocabulary.severities import SEVERITY_NAMES
 from holter_server.vocabulary.signals import SIGNAL_KIND_NAMES
 from holter_server.vocabulary.statuses import ENDING_STATUSES, EVENT_STATUS_NAMES, RUN_STATUS_NAMES
@@ -20,6 +20,7 @@ EventKindName = Literal[EVENT_KIND_NAMES]  # type: ignore[valid-type]
 RunStatusName = Literal[RUN_STATUS_NAMES]  # type: ignore[valid-type]
 EndingStatusName = Literal[ENDING_STATUSES]  # type: ignore[valid-type]
 UnderstoodBy = Literal[tuple(SOURCES)]  # type: ignore[valid-type]
+UnitName = Literal[UNITS]  # type: ignore[valid-type]
 MAX_METRIC_NAME_LENGTH = 256
 # Any printable text is a metric name (`mfu(%)`, `lm loss`, `train/loss@step#`): only control
 # characters (C0, DEL, C1) and the line/paragraph separators are refused (lone surrogates too,

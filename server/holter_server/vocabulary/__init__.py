@@ -52,11 +52,20 @@ def as_dict() -> dict[str, Any]:
             for k in signals.SIGNAL_KINDS
         ],
         "understood_by": SOURCES,
+        "ablation_verdicts": [asdict(v) for v in events.ABLATION_VERDICTS],
         "frameworks": [
             {
                 "name": name,
                 "rules": [
-                    {"pattern": r.pattern, "kind": r.kind, "note": r.note, "marker": r.marker, "tolerance": r.tolerance}
+                    {
+                        "pattern": r.pattern,
+                        "kind": r.kind,
+                        "note": r.note,
+                        "marker": r.marker,
+                        "tolerance": r.tolerance,
+                        "unit": r.unit,
+                        "compute_only": r.compute_only,
+                    }
                     for r in FRAMEWORK_RULES
                     if r.framework == name
                 ],

@@ -136,17 +136,26 @@ def label(kind: str | None) -> str:
 
 @dataclass(frozen=True)
 class AblationVerdict:
-    """What a difference between two arms of an ablation is (holter_server.analysis.verdicts)."""
+    """What a difference between two arms of an ablation is (holter_server.analysis.verdicts), with
+    the colour it is drawn in and its badge's (a Mantine colour name)."""
 
     name: str
     description: str
+    color: str
+    badge: str
 
 
 ABLATION_VERDICTS: tuple[AblationVerdict, ...] = (
-    AblationVerdict("real effect", "a test says a difference this large is unlikely by chance at these seeds"),
+    AblationVerdict(
+        "real effect", "a test says a difference this large is unlikely by chance at these seeds", "#2f9e44", "green"
+    ),
     AblationVerdict(
         "no detectable difference",
         "the test found none at this many seeds (not proof of none: the verdict says what more seeds would detect)",
+        "#868e96",
+        "gray",
     ),
-    AblationVerdict("unknown", "cannot be judged: one run per arm and no measured seed spread to stand in"),
+    AblationVerdict(
+        "unknown", "cannot be judged: one run per arm and no measured seed spread to stand in", "#f08c00", "yellow"
+    ),
 )

@@ -20,6 +20,10 @@ from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from typing import Any
 
+from holter_server.vocabulary.profiles import is_percent
+
+PERCENT, FRACTION = "percent", "fraction"  # how a share (MFU, the wait for data) is logged: 0-100 or 0-1
+UNITS: tuple[str, ...] = (PERCENT, FRACTION)
 DECLARED = "declared"
 RECOGNISED = "recognised"
 UNKNOWN = "unknown"
@@ -37,7 +41,10 @@ class NameRule:
 
     `note` says what the name is; `tolerance` is the healthy ceiling of a mismatch statistic;
     `marker`, when set, is a pattern another metric of the same run must match for the rule to
-    apply. `framework` is filled in from the module the rule comes from.
+    apply. `framework` is filled in from the module the rule comes from. `unit` says how a share
+    is logged where the framework's source settles it (`PERCENT`: 0-100, `FRACTION`: 0-1);
+    `compute_only`, that the metric times the step's own work without its wait for data (drawn
+    beside the whole step's, so the gap between them shows the wait).
     """
 
     pattern: str
@@ -46,6 +53,8 @@ class NameRule:
     tolerance: float | None = None
     marker: str | None = None
     framework: str = "generic"
+    unit: str | None = None
+    compute_only: bool = False
     regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
     marker_regex: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
 
@@ -57,7 +66,10 @@ class NameRule:
 @dataclass(frozen=True)
 class Understanding:
     """What a metric is and how Holter knows: `source` is declared, recognised or unknown;
-    `framework` and `rule` say which map and pattern recognised it (or which declaration)."""
+    `framework` and `rule` say which map and pattern recognised it (or which declaration).
+    `unit`: how a share is logged, when the name or the framework says (`PERCENT` or `FRACTION`;
+    None: not known from the name, as for a bare `mfu`, which one framework logs in percent and
+    another as a fraction). `compute_only`: the step's own work, without its wait for data."""
 
     kind: str
     source: str
@@ -65,10 +77,19 @@ class Understanding:
     rule: str | None = None
     note: str | None = None
     tolerance: float | None = None
+    unit: str | None = None
+    compute_only: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON shape the API serves."""
-        return {"source": self.source, "framework": self.framework, "rule": self.rule, "note": self.note}
+        return {
+            "source": self.source,
+            "framework": self.framework,
+            "rule": self.rule,
+            "note": self.note,
+            "unit": self.unit,
+            "compute_only": self.compute_only,
+        }
 
 
 # Holter's own derived metrics (`holter.torch.watch`, `Run.timed_step`, the Trainer callback's
@@ -93,8 +114,8 @@ def is_per_layer(metric: str) -> bool:
 # (`lr/AdamW/0`, torchtitan; `lr-AdamW/pg1`, Lightning; `train/lr-pg_0`, slime) or the end of the
 # name (`actor_lr`, `train/global_step`, Megatron `learning-rate`) names them.
 _SCHEDULE_WORDS = (
-    r"learning[_ -]?rate|lr|epoch|epochs|total_flos|train_runtime|runtime|num_tokens|num_input_tokens_seen|n_tokens_seen|"
-    r"total_num_tokens|samples_seen|consumed_samples|global_step|step|steps|iter|iteration|timestamp|wall_time|"
+    r"learning[_ -]?rate|lr|epoch|epochs|total_flos|train_runtime|runtime|num_tokens|num_input_tokens_seen|"
+    r"n_tokens_seen|total_num_tokens|samples_seen|consumed_samples|global_step|step|steps|iter|iteration|timestamp|wall_time|"
     r"batch[_ -]?size|global_batch_size|world[_ -]?size|loss[_ -]?scale|loss_scaler|kl_coef|wd|weight_decay|momentum|"
     r"skipped[_ -]train[_ -]samples|samples vs steps|num_samples"
 )
@@ -112,6 +133,30 @@ GENERIC_RULES: tuple[NameRule, ...] = (
         "statistic",
         "how much of a target's variance a model explains: rises toward 1 as it learns, not a loss",
     ),
+    # model FLOPs utilisation: a share of the device's peak, a kind and chart of its own (beside
+    # tokens/s it reads as flat at 0). nanoGPT's `mfu` and torchtitan's `mfu(%)` (percent),
+    # Lightning's `device/mfu` and Composer's `throughput/device/mfu` (fractions), OLMo-core's
+    # `throughput/device/MFU` and levanter's `throughput/mfu` (percent), verl's `perf/mfu/actor`,
+    # NeMo-RL's `train_fp_utilization`; the step's own work when named so (`compute_mfu`). A bare
+    # name does not say whether it is logged in percent: the frameworks' maps say where they know.
+    NameRule(
+        r"(^|[^a-z])compute[_/ ]?mfu([^a-z]|$)",
+        "mfu",
+        "model FLOPs utilisation over the step's own work, without its wait for data",
+        compute_only=True,
+    ),
+    NameRule(
+        r"(^|[^a-z])mfu([^a-z]|$)|(fp|flops?)_utili[sz]ation",
+        "mfu",
+        "model FLOPs utilisation: the share of the device's peak the model's arithmetic achieves",
+    ),
+    # a rate over the step's own work, beside the whole step's (`compute_tokens_per_s`)
+    NameRule(
+        r"(^|[^a-z])compute[_/ ]?(tokens?|toks?|samples?|seqs|sequences)[_/ ]?per[_/ ]?s(ec(ond)?)?([_/(]|$)",
+        "throughput",
+        "tokens or samples per second over the step's own work, without its wait for data",
+        compute_only=True,
+    ),
     # a rate is a throughput wherever it is logged, even among timings (`timing/.../tokens_per_sec`)
     NameRule(
         r"(tokens?|toks?|samples?|seqs|sequences)[_/ ]?per[_/ ]?s(ec(ond)?)?([_/(]|$)|tok/s",
@@ -121,9 +166,16 @@ GENERIC_RULES: tuple[NameRule, ...] = (
     # waiting for data: the share of the step is read (≈0 when the loader keeps up); the seconds,
     # ≈0 and noisy when healthy, are only watched; the step's own work beside it is compute time
     NameRule(
-        r"(data|loader|input)[_/ ]?(wait|loading)[_/ ]?(frac(tion)?|share|ratio|pct|percent|\(%\))",
+        r"(data|loader|input)[_/ ]?(wait|loading)[_/ ]?(frac(tion)?|share|ratio)",
         "data_wait",
         "the share of the step spent waiting for data",
+        unit=FRACTION,
+    ),
+    NameRule(
+        r"(data|loader|input)[_/ ]?(wait|loading)[_/ ]?(pct|percent|\(%\))",
+        "data_wait",
+        "the share of the step spent waiting for data, in percent",
+        unit=PERCENT,
     ),
     NameRule(
         r"(data|loader|input)[_/ ]?(wait|loading)([_/ ]?(s|ms|time|seconds|\(s\)))?$",
@@ -131,7 +183,10 @@ GENERIC_RULES: tuple[NameRule, ...] = (
         "time spent waiting for data (the share is what is read)",
     ),
     NameRule(
-        r"(^|[_/])compute[_/ ]?(s|ms|time|seconds)$", "compute_time", "the step's own work, without its wait for data"
+        r"(^|[_/])compute[_/ ]?(s|ms|time|seconds)$",
+        "compute_time",
+        "the step's own work, without its wait for data",
+        compute_only=True,
     ),
     # the largest per-token gap of a step is heavy-tailed: a healthy 200-step GRPO run of Qwen3-8B
     # (RL-Align/RL-Kernel rounds.csv, tests/data/real_curves) logs 1.2-18 at every step, so it is
@@ -156,10 +211,10 @@ GENERIC_RULES: tuple[NameRule, ...] = (
         "a step or phase time",
     ),
     NameRule(
-        r"tokens?[_/ ]?per[_/ ]?s|tok/s|tokens_per_sec|samples?[_/ ]?per[_/ ]?s|throughput|tflops|mfu|it/s|"
+        r"tokens?[_/ ]?per[_/ ]?s|tok/s|tokens_per_sec|samples?[_/ ]?per[_/ ]?s|throughput|tflops|it/s|"
         r"steps_per_second|(^|[_/])[twsf]ps($|[_/(])",
         "throughput",
-        "a throughput or model-FLOPs utilisation",
+        "a throughput (tokens, samples or steps per second, TFLOP/s)",
     ),
     # the lowest and highest of a logged distribution, in a run that logs its quantiles
     # (holter.Histogram, frameworks/holter.py): statistics, not the metric itself (after the
@@ -271,11 +326,32 @@ def _recognise(name: str, markers: frozenset[str]) -> Understanding:
             if (stripped is not None and stripped.kind != "schedule") or (rule is None and stripped is not None):
                 note = f"{stripped.note} ({suffix.note})" if stripped.note else suffix.note
                 return Understanding(
-                    stripped.kind, RECOGNISED, suffix.framework, stripped.pattern, note, stripped.tolerance
+                    stripped.kind,
+                    RECOGNISED,
+                    suffix.framework,
+                    stripped.pattern,
+                    note,
+                    stripped.tolerance,
+                    stripped.unit or named_unit(name),
+                    stripped.compute_only,
                 )
     if rule is None:
-        return Understanding("unknown", UNKNOWN)
-    return Understanding(rule.kind, RECOGNISED, rule.framework, rule.pattern, rule.note or None, rule.tolerance)
+        return Understanding("unknown", UNKNOWN, unit=named_unit(name))
+    return Understanding(
+        rule.kind,
+        RECOGNISED,
+        rule.framework,
+        rule.pattern,
+        rule.note or None,
+        rule.tolerance,
+        rule.unit or named_unit(name),
+        rule.compute_only,
+    )
+
+
+def named_unit(name: str) -> str | None:
+    """`PERCENT` when the name says it is logged in percent (`mfu(%)`, `data_loading_pct`), else None."""
+    return PERCENT if is_percent(name) else None
 
 
 def recognise(name: str, context: RunContext | None = None) -> Understanding:
@@ -322,8 +398,17 @@ def understand(
     declared = declared_kind(name, declarations)
     if declared is not None:
         recognised = recognise(name, context)
-        tolerance = recognised.tolerance if recognised.kind == declared[0] else None
-        return Understanding(declared[0], DECLARED, None, declared[1], None, tolerance)
+        same = recognised.kind == declared[0]
+        return Understanding(
+            declared[0],
+            DECLARED,
+            None,
+            declared[1],
+            None,
+            recognised.tolerance if same else None,
+            recognised.unit if same else named_unit(name),
+            recognised.compute_only if same else False,
+        )
     return recognise(name, context)
 
 

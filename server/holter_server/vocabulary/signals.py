@@ -11,10 +11,14 @@ from holter_server.vocabulary.profiles import KINDS, SYSTEM_KINDS, KindProfile, 
 
 @dataclass(frozen=True)
 class Panel:
-    """A chart of the run page that gathers the metrics of some kinds (train and eval loss share one)."""
+    """A chart of the run page that gathers the metrics of some kinds (train and eval loss share one).
+    `share`: its metrics are shares (of the device's peak, of the step), drawn on a percentage axis
+    whether a metric is logged as a fraction (0.41) or in percent (41): the unit its name or
+    framework says (`understood.unit`), else its values tell."""
 
     key: str
     title: str
+    share: bool = False
 
 
 # In the order the run page, the post-mortem and the report draw them.
@@ -25,9 +29,9 @@ PANELS: tuple[Panel, ...] = (
     Panel("logprob_mismatch", "Logprob mismatch (rollout vs trainer)"),
     Panel("mismatch_ratio", "Rollout/trainer ratio (healthy at 1)"),
     Panel("throughput", "Throughput"),
-    Panel("mfu", "Model FLOPs utilisation (share of the device's peak)"),
+    Panel("mfu", "Model FLOPs utilisation (share of the device's peak)", share=True),
     Panel("step_time", "Step time"),
-    Panel("data_wait", "Waiting for data (share of the step)"),
+    Panel("data_wait", "Waiting for data (share of the step)", share=True),
     Panel("policy_loss", "Policy loss"),
     Panel("reward", "Reward"),
     Panel("gpu_memory", "GPU memory (share used)"),
@@ -128,7 +132,8 @@ SIGNAL_KINDS: tuple[SignalKind, ...] = (
         "statistic",
         None,
         "quiet",
-        "a recognised statistic that is not a vital sign (KL to the reference, entropy, clip fraction, lengths, memory)",
+        "a recognised statistic that is not a vital sign "
+        "(KL to the reference, entropy, clip fraction, lengths, memory)",
     ),
     SignalKind(
         "schedule",

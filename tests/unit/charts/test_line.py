@@ -140,3 +140,38 @@ def test_a_small_multiple_pads_its_range_so_a_flat_line_at_its_top_is_drawn_whol
         panel, {"holter/system/cpu.percent": Series(list(range(5)), [0.0] * 5)}, vocab=vocab, compact=True
     )
     assert flat["layout"]["yaxis"]["range"] == [-1.0, 1.0]
+
+
+def test_a_share_panel_draws_percent_and_fraction_on_one_percentage_axis(vocab) -> None:
+    panel = Panel(key="mfu", title="MFU", metrics=("mfu(%)", "mfu"), share=True, percent=("mfu(%)",))
+    series = {"mfu(%)": Series([0, 1], [41.0, math.nan]), "mfu": Series([0, 1], [0.38, 0.39])}
+    figure, _ = line_figure(panel, series, view=View(smoothing=0.0), vocab=vocab)
+    assert figure["data"][0]["y"] == [0.41, None] and figure["data"][2]["y"] == [0.38, 0.39]
+    assert figure["layout"]["yaxis"]["tickformat"] == ".0%" and "%{y:.1%}" in figure["data"][0]["hovertemplate"]
+    assert figure["data"][nonfinite_trace_index(panel)]["x"] == [1]  # the NaN stays a NaN
+
+
+def test_live_appends_to_a_share_panel_are_scaled_as_the_figure_was(vocab) -> None:  # type: ignore[no-untyped-def]
+    panel = Panel(key="mfu", title="MFU", metrics=("mfu(%)",), share=True, percent=("mfu(%)",))
+    _, states = line_figure(panel, {"mfu(%)": Series([0], [40.0])}, view=View(smoothing=0.0), vocab=vocab)
+    extensions, _ = line_appends(panel, {"mfu(%)": Series([1, 2], [42.0, 44.0])}, View(smoothing=0.0), states)
+    assert extensions[0] == (0, [1, 2], [0.42, 0.44])
+
+
+def test_the_step_s_own_work_is_dashed_in_its_whole_step_s_colour_and_the_chart_says_so(vocab) -> None:
+    whole, compute = "holter/throughput/tokens_per_s", "holter/throughput/compute_tokens_per_s"
+    panel = Panel(key="throughput", title="Throughput", metrics=(compute, whole), compute_only=(compute,))
+    series = {whole: Series([0, 1], [800.0, 500.0]), compute: Series([0, 1], [1000.0, 1000.0])}
+    figure, _ = line_figure(panel, series, view=View(smoothing=0.5), vocab=vocab)
+    raw_c, smooth_c = (figure["data"][i] for i in trace_indexes(panel, compute))
+    _, smooth_w = (figure["data"][i] for i in trace_indexes(panel, whole))
+    assert smooth_c["line"]["dash"] == raw_c["line"]["dash"] == "dash" and "dash" not in smooth_w["line"]
+    assert smooth_c["line"]["color"] == smooth_w["line"]["color"]
+    assert "wait for data" in figure["layout"]["legend"]["title"]["text"]
+
+
+def test_a_chart_without_the_step_s_own_work_keeps_its_plain_title_and_palette(vocab) -> None:
+    panel = Panel(key="loss", title="Loss", metrics=("loss", "eval_loss"))
+    figure, _ = line_figure(panel, {"loss": Series([0], [1.0])}, view=View(), vocab=vocab)
+    assert figure["layout"]["title"]["text"] == "Loss" and "title" not in figure["layout"]["legend"]
+    assert figure["data"][0]["line"]["color"] != figure["data"][2]["line"]["color"]

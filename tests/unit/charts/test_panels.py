@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from holter_charts.panels import layer_of, plan_panels
+from holter_charts.panels import layer_of, plan_panels, whole_step_partner
 from holter_server.vocabulary import understand_all
 from holter_server.vocabulary.signals import panel_of
 
@@ -97,3 +97,42 @@ def test_system_vitals_go_to_the_system_section_after_the_main_charts(vocab) -> 
 def test_two_names_with_one_slug_get_a_chart_each(vocab) -> None:
     panels = plan_panels(as_the_api_lists(["holter/system/cpu.percent", "holter/system/cpu_percent"]), vocab)
     assert len(panels) == 2 and len({p.key for p in panels}) == 2
+
+
+def listed_with_understanding(values: dict[str, float]) -> list[dict]:
+    """Metrics as GET /runs/{id} lists them with how the service understood each and its last value."""
+    return [
+        {"name": n, "kind": u.kind, "panel": panel_of(u.kind), "understood": u.to_dict(), "last_value": values[n]}
+        for n, u in understand_all(list(values)).items()
+    ]
+
+
+def test_mfu_gets_a_chart_of_its_own_from_the_vocabulary_never_the_throughput_axis(vocab) -> None:
+    metrics = listed_with_understanding({"holter/throughput/tokens_per_s": 52_000.0, "holter/throughput/mfu": 0.41})
+    panels = {p.key: p for p in plan_panels(metrics, vocab)}
+    assert panels["mfu"].metrics == ("holter/throughput/mfu",) and panels["mfu"].title == vocab.panel_title("mfu")
+    assert panels["throughput"].metrics == ("holter/throughput/tokens_per_s",)
+    assert panels["mfu"].share and not panels["throughput"].share
+
+
+def test_a_share_logged_in_percent_is_known_by_its_unit_else_by_its_values(vocab) -> None:
+    metrics = listed_with_understanding(
+        {"mfu(%)": 0.9, "holter/throughput/mfu": 0.41, "throughput/device/mfu": 38.5, "perf/mfu/actor": 0.3}
+    )
+    (mfu,) = [p for p in plan_panels(metrics, vocab) if p.key == "mfu"]
+    # mfu(%) says percent by its name (a slow CPU run logs 0.9 %); a bare name's 38.5 cannot be a fraction
+    assert set(mfu.percent) == {"mfu(%)", "throughput/device/mfu"}
+
+
+def test_the_step_s_own_work_is_marked_beside_the_whole_step_s(vocab) -> None:
+    names = ["holter/throughput/tokens_per_s", "holter/throughput/compute_tokens_per_s", "holter/step_time"]
+    metrics = listed_with_understanding(dict.fromkeys([*names, "holter/compute_time"], 1.0))
+    panels = {p.key: p for p in plan_panels(metrics, vocab)}
+    assert panels["throughput"].compute_only == ("holter/throughput/compute_tokens_per_s",)
+    assert panels["step_time"].compute_only == ("holter/compute_time",)
+
+
+def test_a_compute_only_metric_s_whole_step_partner_is_found_by_name() -> None:
+    shown = ["holter/throughput/tokens_per_s", "holter/throughput/compute_tokens_per_s", "holter/compute_time"]
+    assert whole_step_partner("holter/throughput/compute_tokens_per_s", shown) == "holter/throughput/tokens_per_s"
+    assert whole_step_partner("holter/compute_time", shown) is None  # holter/time is not logged

@@ -1,7 +1,8 @@
 """The run page's callbacks.
 
 One callback, `refresh`, writes the charts and what they were drawn from (`run-drawn`), the
-header, the events and notes: it is the page's only writer of them, so a chart and its cursor
+header, the events and notes, and the run details (code, environment, pre-flight) when they
+change: it is the page's only writer of them, so a chart and its cursor
 never disagree. It runs on the tick (every second), when the view changes (zoom, smoothing,
 scale, axis, chosen metrics), when the System section opens or closes, and after the reader
 changed the run (a note, an acknowledgement). The tick goes through a gate in the browser
@@ -9,7 +10,8 @@ changed the run (a note, an acknowledgement). The tick goes through a gate in th
 keeps only the newest answer of a callback called again before it answered; so each refresh
 starts from what the last applied one drew, and new points are appended in order and once.
 
-The others: the view (clicks on events, reset, the controls; a zoom is followed in the browser),
+The others: the run's twins and repeats, read once after the page is drawn (`read_relations`);
+the view (clicks on events, reset, the controls; a zoom is followed in the browser),
 acknowledging and dismissing events, notes, metric kinds, tags and notes of the run, archive
 and delete, and the URL following the view.
 """
@@ -22,7 +24,7 @@ from typing import Any
 
 from dash import ALL, ClientsideFunction, Dash, Input, Output, State, ctx, no_update
 
-from holter_dashboard.api import ApiError, HolterAPI
+from holter_dashboard.api import ApiError, HolterAPI, optional
 from holter_dashboard.components import error_alert
 from holter_dashboard.links import zoom_range
 from holter_dashboard.pages.run.data import (
@@ -38,6 +40,7 @@ from holter_dashboard.pages.run.data import (
     update_charts,
     view_of,
 )
+from holter_dashboard.pages.run.details import details, details_signature, relations
 from holter_dashboard.pages.run.events import events_panel
 from holter_dashboard.pages.run.layout import as_int
 from holter_dashboard.pages.run.views import (
@@ -52,6 +55,7 @@ from holter_dashboard.pages.run.views import (
 
 SYSTEM = "system"  # the System section's accordion value when open
 FIGURES = 8  # the position of the charts' figures among `refresh`'s outputs
+DETAILS = 12  # ... and of the run details
 
 
 def register(app: Dash, api: HolterAPI) -> None:
@@ -82,6 +86,7 @@ def register(app: Dash, api: HolterAPI) -> None:
         Output("run-drawn", "data"),
         Output("run-marks", "data"),
         Output("run-done", "data"),
+        Output("run-details", "children"),
         Input("run-go", "data"),
         Input("run-view", "data"),
         Input("run-system-open", "value"),
@@ -96,7 +101,7 @@ def register(app: Dash, api: HolterAPI) -> None:
         outputs = ctx.outputs_list[FIGURES]
         keep = [no_update] * len(outputs)
         # every refresh says it ended, whatever started it: one started by the reader replaces a tick's
-        out: list[Any] = [no_update] * 8 + [keep, no_update, no_update, poke()]
+        out: list[Any] = [no_update] * 8 + [keep, no_update, no_update, poke(), no_update]
         try:
             snap = await read_snapshot(api, run_id)
         except NoSuchRun:
@@ -125,6 +130,9 @@ def register(app: Dash, api: HolterAPI) -> None:
             out[5] = metrics_list(snap.run, snap.vocab)
         if snap.metric_names != drawn.names:
             out[6] = out[7] = snap.metric_names
+        shown_details = details_signature(snap.run)
+        if shown_details != drawn.details:  # a pre-flight report that arrived since, say
+            out[DETAILS] = details(snap.run)
         view = view_of(view_data)
         chosen = view_data.get("metrics") or []
         all_main = panels_of(snap.main_panels)
@@ -142,6 +150,7 @@ def register(app: Dash, api: HolterAPI) -> None:
             names=snap.metric_names,
             clock=drawn.clock,
             refreshes=drawn.refreshes + 1,
+            details=shown_details,
         )
         main_again = drawn.view != view_data or drawn.main != snap.main_panels
         system_again = main_again or drawn.system != new.system
@@ -186,6 +195,20 @@ def register(app: Dash, api: HolterAPI) -> None:
             new.tail.update(update.tail)
         out[9] = new.to_store()
         return tuple(out)
+
+    @app.callback(
+        Output("run-relations", "children"),
+        Input("run-id", "data"),
+    )
+    async def read_relations(run_id: str | None) -> Any:
+        """Twins and repeats, read once the page is drawn: repeats read other runs' curves, which
+        must not hold up the charts."""
+        if not run_id:
+            return no_update
+        (twins, twins_problem), (repeats, repeats_problem) = await asyncio.gather(
+            optional(api.twins(run_id), None), optional(api.repeats(run_id), None)
+        )
+        return relations(twins, repeats, (twins_problem, repeats_problem))
 
     # A zoom on a chart sets the view's step range in the browser (assets/run_page.js says why)
     app.clientside_callback(

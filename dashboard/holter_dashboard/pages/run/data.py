@@ -130,6 +130,9 @@ def panels_of(data: Iterable[dict] | None) -> list[Panel]:
             kind=p["kind"],
             layers=tuple(p["layers"]),
             section=p.get("section", "main"),
+            share=bool(p.get("share")),
+            percent=tuple(p.get("percent") or ()),
+            compute_only=tuple(p.get("compute_only") or ()),
         )
         for p in data or []
     ]
@@ -199,6 +202,7 @@ class Drawn:
     names: list[str] = field(default_factory=list)
     clock: list[list[float]] = field(default_factory=list)
     refreshes: int = 0
+    details: str = ""  # the run details drawn (details.details_signature)
 
     @classmethod
     def from_store(cls, data: dict[str, Any] | None) -> Drawn | None:

@@ -25,6 +25,7 @@ from holter_dashboard.pages.run.data import (
     shown,
     view_of,
 )
+from holter_dashboard.pages.run.details import details, details_signature, relations_pending
 from holter_dashboard.pages.run.events import events_panel
 from holter_dashboard.pages.run.views import (
     kinds_signature,
@@ -108,6 +109,7 @@ async def build_layout(api: HolterAPI, run_id: str, view: dict[str, Any], snap: 
         kinds=kinds_signature(snap.run),
         names=snap.metric_names,
         clock=charts.clock if charts else [],
+        details=details_signature(snap.run),
     )
     me = await api.signature()
     live = snap.vocab.is_live(snap.run.get("status"))
@@ -232,6 +234,12 @@ def side(snap: Snapshot, me: str | None, live: bool) -> dmc.Stack:
                 html.Div(id="run-events", children=events_panel(snap.events, snap.vocab, live=live)),
                 dmc.TextInput(id="event-reason", placeholder="reason (for acknowledge / dismiss)", size="xs", mt=8),
                 html.Div(id="event-message"),
+            ),
+            section(
+                "Run details",
+                html.Div(id="run-details", children=details(snap.run)),
+                # twins and repeats: read once the page is drawn (callbacks.read_relations)
+                html.Div(id="run-relations", children=relations_pending()),
             ),
             section(
                 "Add a note",

@@ -11,6 +11,7 @@ from dash import html
 from holter_charts.vocabulary import Vocabulary
 
 from holter_dashboard.components import age, empty_state, health_badge, link, status_badge
+from holter_dashboard.pages.run.details import code_stat, preflight_badge
 
 AUTO_KIND = "auto"  # the kind control's choice for "as its name says" (the service forgets a declaration)
 
@@ -40,6 +41,7 @@ def run_header(run: dict[str, Any], vocab: Vocabulary) -> dmc.Group:
                             dmc.Badge("archived", color="gray", variant="outline", className="archived-badge")
                             if run.get("archived_at")
                             else None,
+                            preflight_badge(run),
                         ],
                         gap="sm",
                     ),
@@ -54,6 +56,7 @@ def run_header(run: dict[str, Any], vocab: Vocabulary) -> dmc.Group:
                         f"{run['last_step']:,}" if run.get("last_step") is not None else "—",
                         "run-last-step",
                     ),
+                    stat("code", code_stat(run)),
                     stat("last heard", age(run.get("heartbeat_at"))),
                     stat("started", age(run.get("created_at"))),
                     dmc.Group(

@@ -6,6 +6,7 @@ and every map comes before the generic rules in `names.py`.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from types import ModuleType
 
 from holter_server.vocabulary.frameworks import (
@@ -48,11 +49,11 @@ MODULES: tuple[ModuleType, ...] = (
 
 
 def _rules(module: ModuleType) -> tuple[NameRule, ...]:
-    return tuple(NameRule(r.pattern, r.kind, r.note, r.tolerance, r.marker, module.FRAMEWORK) for r in module.RULES)
+    return tuple(replace(r, framework=module.FRAMEWORK) for r in module.RULES)
 
 
 def _suffixes(module: ModuleType) -> tuple[NameSuffix, ...]:
-    return tuple(NameSuffix(s.pattern, s.note, module.FRAMEWORK) for s in getattr(module, "SUFFIXES", ()))
+    return tuple(replace(s, framework=module.FRAMEWORK) for s in getattr(module, "SUFFIXES", ()))
 
 
 FRAMEWORKS: tuple[str, ...] = tuple(m.FRAMEWORK for m in MODULES)

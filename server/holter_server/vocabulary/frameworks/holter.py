@@ -29,7 +29,7 @@ Read from this repository's client:
 
 from __future__ import annotations
 
-from holter_server.vocabulary.names import NameRule
+from holter_server.vocabulary.names import FRACTION, NameRule
 
 FRAMEWORK = "holter"
 
@@ -42,20 +42,50 @@ RULES: tuple[NameRule, ...] = (
         "step_time",
         "the whole step, its wait for data included (timed_step, log_throughput, the Trainer callback)",
     ),
-    NameRule(r"^holter/compute_time$", "compute_time", "the step's own work, without its wait for data (timed_step)"),
     NameRule(
-        r"^holter/throughput/(compute_)?mfu$",
-        "mfu",
-        "model FLOPs utilisation: the share of the device's peak the model achieves (over the whole step, or compute_)",
+        r"^holter/compute_time$",
+        "compute_time",
+        "the step's own work, without its wait for data (timed_step)",
+        compute_only=True,
     ),
-    NameRule(r"^holter/throughput/", "throughput", "tokens or samples per second (timed_step, log_throughput)"),
+    NameRule(
+        r"^holter/throughput/mfu$",
+        "mfu",
+        "model FLOPs utilisation over the whole step, its wait for data included: the share of the device's peak",
+        unit=FRACTION,
+    ),
+    NameRule(
+        r"^holter/throughput/compute_mfu$",
+        "mfu",
+        "model FLOPs utilisation over the step's own work (timed_step's block), without its wait for data",
+        unit=FRACTION,
+        compute_only=True,
+    ),
+    NameRule(
+        r"^holter/throughput/compute_",
+        "throughput",
+        "tokens or samples per second over the step's own work (timed_step's block), without its wait for data",
+        compute_only=True,
+    ),
+    NameRule(
+        r"^holter/throughput/",
+        "throughput",
+        "tokens or samples per second over the whole step, its wait for data included (timed_step, log_throughput)",
+    ),
     NameRule(r"^holter/system/gpu\.\d+\.memory_used_frac$", "gpu_memory", "a GPU's share of memory in use"),
     NameRule(r"^holter/system/gpu\.\d+\.utilization$", "gpu_utilization", "a GPU's utilisation (%)"),
     NameRule(r"^holter/system/gpu\.\d+\.throttle\.(thermal|power)$", "gpu_throttle", "1 while a GPU's clocks are cut"),
     NameRule(r"^holter/system/", "system", "a machine vital sampled beside the run"),
-    NameRule(r"^holter/loader/wait_fraction$", "data_wait", "the share of the step spent waiting for data"),
+    NameRule(
+        r"^holter/loader/wait_fraction$", "data_wait", "the share of the step spent waiting for data", unit=FRACTION
+    ),
     NameRule(r"^holter/loader/wait_s$", "statistic", "seconds spent waiting for data (the share is what is read)"),
-    NameRule(r"^holter/loader/compute_s$", "compute_time", "the step's own work, without its wait for data"),
+    NameRule(
+        r"^holter/loader/compute_s$",
+        "compute_time",
+        "the step's own work, without its wait for data",
+        compute_only=True,
+    ),
     NameRule(
         r"/(p\d{1,2}(\.\d+)?|median)$",
         "statistic",

@@ -1,7 +1,8 @@
 """nanoGPT and llm.c.
 
 Read from karpathy/nanoGPT: train.py (`wandb.log`): `iter`, `train/loss`, `val/loss`, `lr`,
-`mfu` (a percentage) — the generic rules read them all; its console line
+`mfu` (`running_mfu*100`, a percentage: read as one in a run that also logs `val/loss`; -100
+until the fifth iteration, running_mfu's start value) — the generic rules read the others; its console line
 (`print(f"iter {iter_num}: loss {lossf:.4f}, time {dt*1000:.2f}ms, mfu {running_mfu*100:.2f}%")`)
 adds `time`, the iteration's milliseconds, read as a step time in a run that also has `mfu`.
 
@@ -14,7 +15,7 @@ read as llm.c's only in a run that also has `trl`.
 
 from __future__ import annotations
 
-from holter_server.vocabulary.names import NameRule
+from holter_server.vocabulary.names import PERCENT, NameRule
 
 FRAMEWORK = "nanoGPT/llm.c"
 
@@ -24,6 +25,10 @@ NANOGPT_MARKER = r"^mfu$"
 
 RULES: tuple[NameRule, ...] = (
     NameRule(r"^time$", "step_time", "nanoGPT's iteration time in ms", marker=NANOGPT_MARKER),
+    # `"mfu": running_mfu*100`: a percentage; -100 until the fifth iteration (running_mfu starts at -1)
+    NameRule(
+        r"^mfu$", "mfu", "nanoGPT's running model FLOPs utilisation, in percent", marker=r"^val/loss$", unit=PERCENT
+    ),
     NameRule(r"^trl$", "loss", "llm.c training loss"),
     NameRule(r"^tel$", "eval_loss", "llm.c validation loss"),
     NameRule(r"^norm$", "grad_norm", "llm.c gradient norm", marker=LLMC_MARKER),

@@ -12,8 +12,9 @@ Read from NVIDIA-NeMo/RL:
 * At 7ea279ab, nemo_rl/algorithms/utils.py (`print_performance_metrics`), logged by grpo.py with
   `prefix="performance"`: `performance/train_flops_per_gpu` (TFLOP/s per GPU),
   `performance/train_fp_utilization` (achieved over theoretical FLOP/s, the model FLOPs
-  utilisation), `performance/{samples,tokens}_per_sec[_per_gpu]`, `..._tokens_per_sec_per_gpu` of
-  each phase, `performance/training_worker_idle_time_ratio`, `performance/average_token_imbalance`;
+  utilisation, as a fraction: `total_tflops / theoretical_tflops`, printed ×100 as a percentage),
+  `performance/{samples,tokens}_per_sec[_per_gpu]`, `..._tokens_per_sec_per_gpu` of each phase,
+  `performance/training_worker_idle_time_ratio`, `performance/average_token_imbalance`;
   sft.py and dpo.py log `train_fp_utilization` under `train/`. grpo.py, sft.py, dpo.py and rm.py
   put `valid_tokens_per_sec_per_gpu` among the timings (`timing/train/...`): a throughput that
   falls when the job slows down, not a phase time that rises.
@@ -24,7 +25,7 @@ Read from NVIDIA-NeMo/RL:
 
 from __future__ import annotations
 
-from holter_server.vocabulary.names import NameRule
+from holter_server.vocabulary.names import FRACTION, NameRule
 
 FRAMEWORK = "NeMo-RL"
 
@@ -40,8 +41,9 @@ RULES: tuple[NameRule, ...] = (
     ),
     NameRule(
         r"(^|/)train_fp_utilization$",
-        "throughput",
-        "achieved over theoretical FLOP/s during training (model FLOPs utilisation)",
+        "mfu",
+        "achieved over theoretical FLOP/s during training (model FLOPs utilisation), a fraction",
+        unit=FRACTION,
     ),
     NameRule(r"(^|/)train_flops_per_gpu$", "throughput", "TFLOP/s per GPU during training"),
     NameRule(

@@ -16,13 +16,14 @@ Read from volcengine/verl:
 * verl/workers/actor/dp_actor.py and megatron_actor.py: `actor/pg_loss`, `actor/kl_loss`,
   `actor/entropy`, `actor/pg_clipfrac`, `actor/pg_clipfrac_lower`, `actor/ppo_kl`,
   `actor/grad_norm`, `actor/lr`, `actor/kl_coef`; critic workers: `critic/vf_loss`,
-  `critic/vf_clipfrac`, `critic/vpred_mean`, `critic/grad_norm`, `critic/lr`; `perf/mfu/actor`,
-  `perf/max_memory_allocated_gb`.
+  `critic/vf_clipfrac`, `critic/vpred_mean`, `critic/grad_norm`, `critic/lr`; `perf/mfu/actor`
+  (`estimated_flops * ppo_epochs / promised_flops / world_size`: a fraction, 0.31 in the docs'
+  example log line), `perf/max_memory_allocated_gb`.
 """
 
 from __future__ import annotations
 
-from holter_server.vocabulary.names import NameRule
+from holter_server.vocabulary.names import FRACTION, NameRule
 
 FRAMEWORK = "verl"
 
@@ -89,7 +90,7 @@ RULES: tuple[NameRule, ...] = (
         "statistic",
         "prompt and response lengths",
     ),
-    NameRule(r"(^|/)perf/mfu/", "mfu", "model-FLOPs utilisation of a worker"),
+    NameRule(r"(^|/)perf/mfu/", "mfu", "model-FLOPs utilisation of a worker, a fraction", unit=FRACTION),
     NameRule(r"(^|/)perf/(max_memory_(allocated|reserved)_gb|cpu_memory_used_gb)$", "statistic", "peak memory"),
     NameRule(r"(^|/)perf/total_num_tokens$", "schedule", "tokens in the step's batch"),
     NameRule(r"^val-(core|aux)/", "reward", "validation reward or accuracy"),

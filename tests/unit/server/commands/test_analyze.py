@@ -137,6 +137,8 @@ def test_kind_name_equals_kind_declares_a_metric_and_wins_over_its_name(capsys, 
         "framework": None,
         "rule": "attn_diag/head_0",
         "note": None,
+        "unit": None,
+        "compute_only": False,
     }
     assert series["attn_diag/head_3"]["kind"] == "unknown"
 

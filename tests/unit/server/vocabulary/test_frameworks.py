@@ -194,8 +194,8 @@ def test_llmc_short_names_are_read_as_llmc_only_beside_trl():
         # NVIDIA-NeMo/RL at 7ea279ab: nemo_rl/algorithms/utils.py print_performance_metrics
         # (performance_metrics["train_fp_utilization"], ["train_flops_per_gpu"]), logged by grpo.py
         # with prefix="performance"; sft.py logs metrics["train_fp_utilization"] with prefix="train"
-        ("performance/train_fp_utilization", "throughput", "NeMo-RL"),
-        ("train/train_fp_utilization", "throughput", "NeMo-RL"),
+        ("performance/train_fp_utilization", "mfu", "NeMo-RL"),
+        ("train/train_fp_utilization", "mfu", "NeMo-RL"),
         ("performance/train_flops_per_gpu", "throughput", "NeMo-RL"),
         ("performance/training_worker_idle_time_ratio", "statistic", "NeMo-RL"),
         # grpo.py / sft.py: timing_metrics["valid_tokens_per_sec_per_gpu"], prefix="timing/train"

@@ -135,17 +135,93 @@ def test_markers_are_found_among_the_run_s_other_metrics():
     [
         ("time_metrics/data_loading(%)", "data_wait"),
         ("time_metrics/data_loading(s)", "statistic"),
-        ("mfu(%)", "throughput"),
+        ("mfu(%)", "mfu"),
         ("loader/wait_fraction", "data_wait"),
         ("loader/wait_s", "statistic"),
         ("loader/compute_s", "compute_time"),
         ("input_wait_frac", "data_wait"),
         ("train/compute_time", "compute_time"),
-        ("throughput/mfu", "throughput"),
+        ("throughput/mfu", "mfu"),
     ],
 )
 def test_data_wait_compute_time_and_mfu_are_recognised(metric, kind):
     assert understand(metric).kind == kind
+
+
+# Model FLOPs utilisation as the frameworks spell it, each read from its source: karpathy/nanoGPT
+# train.py (`"mfu": running_mfu*100`), pytorch/torchtitan components/metrics.py (`mfu(%)`),
+# Lightning's ThroughputMonitor (`device/mfu`, with its stage and separator), mosaicml/composer
+# SpeedMonitor and allenai/OLMo-core's speed monitor (`throughput/device/mfu`, `.../MFU`), levanter
+# (`throughput/mfu`), volcengine/verl fsdp_workers.py (`perf/mfu/actor`), NVIDIA-NeMo/RL utils.py
+# (`train_fp_utilization`, logged under `performance/` by GRPO and `train/` by SFT and DPO).
+@pytest.mark.parametrize(
+    "metric",
+    [
+        "mfu",
+        "mfu(%)",
+        "train|device/mfu",
+        "throughput/device/mfu",
+        "throughput/device/MFU",
+        "throughput/mfu",
+        "perf/mfu/actor",
+        "perf/mfu/actor_infer",
+        "performance/train_fp_utilization",
+        "train/train_fp_utilization",
+    ],
+)
+def test_model_flops_utilisation_is_its_own_kind_never_a_throughput(metric):
+    understood = understand(metric)
+    assert understood.kind == "mfu" and signal("mfu").panel == "mfu" != signal("throughput").panel
+
+
+@pytest.mark.parametrize("metric", ["tflops", "performance/train_flops_per_gpu", "perf/actor_train_tflops"])
+def test_flops_per_second_stay_a_throughput(metric):
+    assert understand(metric).kind == "throughput"
+
+
+@pytest.mark.parametrize(
+    ("names", "metric", "unit"),
+    [
+        (["mfu(%)"], "mfu(%)", "percent"),  # torchtitan: 100 * flops per token * tokens/s / peak
+        (["iter", "train/loss", "val/loss", "mfu"], "mfu", "percent"),  # nanoGPT: running_mfu*100
+        (["mfu"], "mfu", None),  # a bare `mfu` of another job: its values tell
+        (["throughput/device/mfu"], "throughput/device/mfu", None),  # Composer's fraction, OLMo-core's percent
+        (["performance/train_fp_utilization"], "performance/train_fp_utilization", "fraction"),
+        (["perf/mfu/actor"], "perf/mfu/actor", "fraction"),
+        (["holter/throughput/mfu"], "holter/throughput/mfu", "fraction"),
+        (["time_metrics/data_loading(%)"], "time_metrics/data_loading(%)", "percent"),
+        (["loader/wait_fraction"], "loader/wait_fraction", "fraction"),
+        (["input_wait_pct"], "input_wait_pct", "percent"),
+    ],
+)
+def test_a_share_says_whether_it_is_logged_in_percent_where_its_name_or_framework_tells(names, metric, unit):
+    assert understand_all(names)[metric].unit == unit
+
+
+@pytest.mark.parametrize(
+    ("metric", "compute_only"),
+    [
+        ("holter/throughput/compute_tokens_per_s", True),
+        ("holter/throughput/compute_samples_per_s", True),
+        ("holter/throughput/compute_mfu", True),
+        ("holter/compute_time", True),
+        ("holter/loader/compute_s", True),
+        ("compute_tokens_per_s", True),
+        ("train/compute_time", True),
+        ("holter/throughput/tokens_per_s", False),
+        ("holter/throughput/mfu", False),
+        ("holter/step_time", False),
+        ("tokens_per_s", False),
+    ],
+)
+def test_the_step_s_own_work_is_told_from_the_whole_step(metric, compute_only):
+    assert understand(metric).compute_only is compute_only
+
+
+def test_the_api_shape_of_an_understanding_says_its_unit_and_whether_it_is_compute_only():
+    served = understand("holter/throughput/compute_mfu").to_dict()
+    assert served["unit"] == "fraction" and served["compute_only"] is True
+    assert understand("mfu(%)", declarations={"mfu(%)": "mfu"}).to_dict()["unit"] == "percent"
 
 
 # What Holter's own client logs, all under holter/: holter.torch.watch (client/holter/torch.py),
