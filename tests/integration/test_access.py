@@ -203,7 +203,8 @@ def test_compare_refuses_a_reference_run_of_another_project(
 def test_a_run_id_taken_in_another_project_is_refused_without_naming_it(secured: ServerProcess, world: dict) -> None:
     intruder = secured.api(key=world["keys"][("acc-b", "ingest")]["key"])
     answer = intruder.post("/runs", json={"id": world["run_id"], "project": "acc-b"})
-    assert answer.status_code == 409
+    assert answer.status_code == 404  # "unknown", as every other route says of another project's run: not 409 "taken"
+    assert answer.json() == {"detail": f"unknown run {world['run_id']!r}"}
     assert "acc-a" not in answer.text
 
 

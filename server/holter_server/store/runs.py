@@ -33,13 +33,44 @@ def get_runs(*, session: Session, run_ids: Iterable[str]) -> dict[str, RunRow]:
     return {run.id: run for run in session.scalars(select(RunRow).where(RunRow.id.in_(wanted)))}
 
 
+def projects_of_runs(*, session: Session, run_ids: Sequence[str]) -> dict[str, str]:
+    """The project of each run that exists (id → project), read in one statement per 500 ids and
+    without the runs' configs: the gate binds every id a request names this way."""
+    found: dict[str, str] = {}
+    for start in range(0, len(run_ids), 500):
+        chunk = list(run_ids[start : start + 500])
+        found.update(
+            dict(session.execute(select(RunRow.id, RunRow.project).where(RunRow.id.in_(chunk))).tuples().all())
+        )
+    return found
+
+
+class MergeTooLargeError(ValueError):
+    """Resuming would grow the run's config or tags past their limits (`what`: "config" or "tags")."""
+
+    def __init__(self, what: str, message: str) -> None:
+        super().__init__(message)
+        self.what = what
+
+
 def create_or_resume_run(
-    *, session: Session, run_id: str, project: str, name: str | None, config: dict[str, Any], tags: list[str]
+    *,
+    session: Session,
+    run_id: str,
+    project: str,
+    name: str | None,
+    config: dict[str, Any],
+    tags: list[str],
+    max_config_bytes: int | None = None,
+    max_tags: int | None = None,
 ) -> tuple[RunRow, bool]:
     """Create the run, or resume it when the id exists; returns (run, resumed).
 
-    Resuming sets the run running again and merges the new config and tags into the old ones.
-    The caller checks that the project matches.
+    Resuming sets the run running again and merges the new config and tags into the old ones;
+    MergeTooLargeError, and nothing changed, when the merged config would be larger than
+    `max_config_bytes` (as JSON) or the merged tags more than `max_tags` (each request is within
+    them, but a run resumed many times must not grow without end; one already past a limit may
+    resume as long as it does not grow). The caller checks that the project matches.
     """
     moment = now()
     run = session.get(RunRow, run_id, with_for_update=True)
@@ -58,11 +89,31 @@ def create_or_resume_run(
         session.add(run)
         session.flush()
         return run, False
+    merged_config = {**(run.config or {}), **config}
+    merged_tags = list(dict.fromkeys([*(run.tags or []), *tags]))
+    # only growth past a limit is refused: a run stored over it (before this check) still resumes unchanged
+    if (
+        max_config_bytes is not None
+        and config
+        and (size := len(json.dumps(merged_config))) > max_config_bytes
+        and size > len(json.dumps(run.config or {}))
+    ):
+        raise MergeTooLargeError(
+            "config",
+            f"resuming run {run_id!r} would make its config {size:,} bytes (the stored one merged with this one), "
+            f"over the limit of {max_config_bytes:,}: send fewer or smaller keys",
+        )
+    if max_tags is not None and len(merged_tags) > max(max_tags, len(run.tags or [])):
+        raise MergeTooLargeError(
+            "tags",
+            f"resuming run {run_id!r} would give it {len(merged_tags)} tags (the stored ones and these), "
+            f"over the limit of {max_tags}: replace its tags with PATCH /api/v1/runs/{run_id} instead",
+        )
     run.status = "running"
     run.finished_at = None
     run.name = name or run.name
-    run.config = {**(run.config or {}), **config}
-    run.tags = list(dict.fromkeys([*(run.tags or []), *tags]))
+    run.config = merged_config
+    run.tags = merged_tags
     run.updated_at = run.heartbeat_at = moment
     session.flush()
     return run, True

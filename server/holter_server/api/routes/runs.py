@@ -9,9 +9,11 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Query
 
 from holter_server.api.deps import PrincipalDep, SessionDep, SettingsDep
+from holter_server.api.gate import unknown
 from holter_server.schemas import MAX_BIGINT
 from holter_server.schemas.events import AnalyzedSeries, RunAnalysis
 from holter_server.schemas.runs import (
+    MAX_TAGS,
     MetricPublic,
     MetricUpdate,
     RunCreate,
@@ -35,7 +37,7 @@ def require_run(session: SessionDep, run_id: str) -> RunRow:
     """The run, or a 404 that names it."""
     run = runs_store.get_run(session=session, run_id=run_id)
     if run is None:
-        raise HTTPException(status_code=404, detail=f"unknown run {run_id!r}")
+        raise HTTPException(status_code=404, detail=unknown("run", run_id))
     return run
 
 
@@ -57,9 +59,19 @@ def create_run(session: SessionDep, settings: SettingsDep, principal: PrincipalD
         raise HTTPException(
             status_code=409, detail=f"run id {run_id!r} is already taken by another project; choose another id"
         )
-    run, resumed = runs_store.create_or_resume_run(
-        session=session, run_id=run_id, project=body.project, name=body.name, config=body.config, tags=body.tags
-    )
+    try:
+        run, resumed = runs_store.create_or_resume_run(
+            session=session,
+            run_id=run_id,
+            project=body.project,
+            name=body.name,
+            config=body.config,
+            tags=body.tags,
+            max_config_bytes=settings.max_config_bytes,
+            max_tags=MAX_TAGS,
+        )
+    except runs_store.MergeTooLargeError as exc:
+        raise HTTPException(status_code=413 if exc.what == "config" else 422, detail=str(exc)) from exc
     kinds.declare(session=session, run=run, definitions=body.definitions())
     if body.notes is not None:
         runs_store.update_run(session=session, run=run, tags=None, notes=body.notes)
