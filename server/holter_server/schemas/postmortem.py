@@ -70,7 +70,9 @@ class ReferenceSet(BaseModel):
 
     run_id: str
     tag: str | None = Field(default=None, max_length=128, description="omit for the project-wide reference")
-    by: str | None = Field(default=None, max_length=128)
+    by: str | None = Field(
+        default=None, max_length=128, description="ignored (kept for older clients): the key's name is recorded"
+    )
 
 
 class ReferencePublic(BaseModel):
