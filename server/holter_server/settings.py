@@ -52,6 +52,13 @@ class Settings(BaseSettings):
         default=200, description="most events drawn in a report.html (the rest are listed, not drawn)"
     )
     max_lever_pairs: int = Field(default=50_000, description="most config key × feature pairs the lever finder tests")
+    max_lever_keys: int = Field(
+        default=10_000, description="most distinct config keys (flattened) across the runs the lever finder reads"
+    )
+    max_lever_config_bytes: int = Field(
+        default=16 * 1024 * 1024,
+        description="most bytes of config (as JSON, all runs together) the lever finder reads; more gets 413",
+    )
     max_lever_seconds: float = Field(
         default=10.0, description="the lever finder stops testing pairs after this long (partial: says so)"
     )
@@ -75,9 +82,9 @@ class Settings(BaseSettings):
     max_config_bytes: int = Field(default=256 * 1024, description="a run config larger than this (as JSON) gets 413")
     background: Literal["process", "thread", "off"] = Field(
         default="process",
-        description="where detection, reference drift, alert dispatch and the stall watch run: process: a worker process "
-        "`holter serve` starts beside the API (ingest keeps its CPU); thread: inside the API process; off: elsewhere "
-        "(holter worker)",
+        description="where detection, reference drift, alert dispatch and the stall watch run: "
+        "process: a worker process `holter serve` starts beside the API (ingest keeps its CPU); "
+        "thread: inside the API process; off: elsewhere (holter worker)",
     )
     worker_nice: int = Field(
         default=10,

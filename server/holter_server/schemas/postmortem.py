@@ -23,7 +23,9 @@ class LeverPublic(BaseModel):
     p_value: float = Field(description="permutation p-value (exact for up to 8 runs)")
     runs: int
     evidence: str
-    confounded_with: list[str]
+    confounded_with: list[str] = Field(
+        description="keys that move with this one (at most 20; the whole group is in the report's `confounded`)"
+    )
 
     @classmethod
     def from_candidate(cls, c: Candidate) -> LeverPublic:

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import String, bindparam, case, cast, delete, func, select, update
+from sqlalchemy import Select, String, Text, bindparam, case, cast, delete, func, select, update
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.util import identity_key
 
@@ -119,11 +119,7 @@ def create_or_resume_run(
     return run, True
 
 
-def list_runs(
-    *, session: Session, project: str | None, status: str | None, tag: str | None = None, limit: int, offset: int
-) -> tuple[Sequence[RunRow], int]:
-    """Runs, newest first, with the total count matching the filters."""
-    query = select(RunRow)
+def _filtered(query: Select[Any], *, project: str | None, status: str | None, tag: str | None) -> Select[Any]:
     if project is not None:
         query = query.where(RunRow.project == project)
     if status is not None:
@@ -131,6 +127,28 @@ def list_runs(
     if tag is not None:
         # Tags are a JSON list; match the quoted element so "a" does not match "ab".
         query = query.where(cast(RunRow.tags, String).contains(json.dumps(tag), autoescape=True))
+    return query
+
+
+def run_config_sizes(
+    *, session: Session, project: str | None, tag: str | None, run_ids: Sequence[str] | None, limit: int
+) -> dict[str, int]:
+    """The runs a selection names (ids, or a project and tag: the newest `limit`), each with the
+    length of its config as JSON text, without reading any config into memory."""
+    query = select(RunRow.id, func.length(cast(RunRow.config, Text)))
+    if run_ids is not None:
+        query = query.where(RunRow.id.in_(list(run_ids)))
+    else:
+        query = _filtered(query, project=project, status=None, tag=tag)
+    query = query.order_by(RunRow.created_at.desc(), RunRow.id).limit(limit)
+    return {run_id: int(size or 0) for run_id, size in session.execute(query).tuples().all()}
+
+
+def list_runs(
+    *, session: Session, project: str | None, status: str | None, tag: str | None = None, limit: int, offset: int
+) -> tuple[Sequence[RunRow], int]:
+    """Runs, newest first, with the total count matching the filters."""
+    query = _filtered(select(RunRow), project=project, status=status, tag=tag)
     count = session.scalar(select(func.count()).select_from(query.subquery())) or 0
     rows = session.scalars(query.order_by(RunRow.created_at.desc(), RunRow.id).limit(limit).offset(offset)).all()
     return rows, count

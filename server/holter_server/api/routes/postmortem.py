@@ -55,6 +55,8 @@ def find_levers(
             run_ids=run_id,
             max_pairs=settings.max_lever_pairs,
             max_seconds=settings.max_lever_seconds,
+            max_keys=settings.max_lever_keys,
+            max_config_bytes=settings.max_lever_config_bytes,
         )
     except TooManyPairsError as exc:
         raise HTTPException(status_code=413, detail=str(exc)) from exc
