@@ -62,6 +62,12 @@ class Settings(BaseSettings):
     max_lever_seconds: float = Field(
         default=10.0, description="the lever finder stops testing pairs after this long (partial: says so)"
     )
+    max_analyze_metrics: int = Field(
+        default=1_000, description="most metrics one POST /runs/{id}/analyze reads (more gets 413: name the metrics)"
+    )
+    max_analyze_points: int = Field(
+        default=5_000_000, description="most points one POST /runs/{id}/analyze reads (more gets 413: name the metrics)"
+    )
     max_family_cells: int = Field(default=1_000_000, description="a family read of more metrics × buckets gets 413")
     image_link_ttl: float = Field(
         default=7 * 86_400.0, description="seconds a signed chart link in a chat message stays valid"

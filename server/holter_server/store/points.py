@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from sqlalchemy import func, insert, select
+from sqlalchemy import func, insert, select, tuple_
 from sqlalchemy.orm import Session
 
 from holter_server.store import rollups as rollups_store
@@ -50,6 +50,16 @@ class StoredCount:
 class SeriesSlice:
     """Points of one metric in step order; NaN and ±Inf as themselves."""
 
+    steps: list[int]
+    values: list[float]
+    wall_times: list[float | None]
+
+
+@dataclass
+class RunPointsSlice:
+    """Points of several metrics of a run in (metric id, step) order; NaN and ±Inf as themselves."""
+
+    metric_ids: list[int]
     steps: list[int]
     values: list[float]
     wall_times: list[float | None]
@@ -212,6 +222,44 @@ def read_points(
         steps=[row[0] for row in rows],
         values=[math.nan if row[1] is None else row[1] for row in rows],
         wall_times=[row[2] for row in rows],
+    )
+
+
+def read_run_points(
+    *,
+    session: Session,
+    run_id: str,
+    metric_ids: Sequence[int] | None,
+    after: tuple[int, int] | None,
+    start: int | None,
+    end: int | None,
+    limit: int,
+) -> RunPointsSlice:
+    """Points of many metrics of a run (`metric_ids`, or all) with start <= step <= end, in
+    (metric id, step) order after `after` (a keyset: the last (metric id, step) read), at most
+    `limit` of them: a run of thousands of small series is read in a few statements, not one
+    per series."""
+    query = select(PointRow.metric_id, PointRow.step, PointRow.value, PointRow.wall_time).where(
+        PointRow.run_id == run_id
+    )
+    if metric_ids is not None:
+        query = query.where(PointRow.metric_id.in_(list(metric_ids)))
+    if after is not None:
+        query = query.where(tuple_(PointRow.metric_id, PointRow.step) > tuple_(*after))
+    if start is not None:
+        query = query.where(PointRow.step >= start)
+    if end is not None:
+        query = query.where(PointRow.step <= end)
+    # a Core statement on the session's connection: no ORM row handling for 50,000 plain tuples
+    rows = session.connection().execute(query.order_by(PointRow.metric_id, PointRow.step).limit(limit)).all()
+    if not rows:
+        return RunPointsSlice([], [], [], [])
+    metric_ids, steps, values, wall_times = (list(column) for column in zip(*rows))
+    return RunPointsSlice(
+        metric_ids=metric_ids,
+        steps=steps,
+        values=[math.nan if value is None else value for value in values] if None in values else values,
+        wall_times=wall_times,
     )
 
 

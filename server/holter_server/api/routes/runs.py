@@ -25,7 +25,7 @@ from holter_server.schemas.runs import (
 )
 from holter_server.schemas.vocabulary import RunStatusName
 from holter_server.services import kinds, lifecycle
-from holter_server.services.run_analysis import analyze_run
+from holter_server.services.run_analysis import AnalysisTooLargeError, UnknownMetricError, analyze_run
 from holter_server.store import events as events_store
 from holter_server.store import runs as runs_store
 from holter_server.store.models import RunRow
@@ -149,9 +149,27 @@ def finish_run(session: SessionDep, run_id: str, body: RunFinish) -> RunPublic:
 @router.post(
     "/{run_id}/analyze", response_model=RunAnalysis, summary="Re-run the batch classifier over every stored point"
 )
-def analyze(session: SessionDep, run_id: str) -> RunAnalysis:
+def analyze(
+    session: SessionDep,
+    settings: SettingsDep,
+    run_id: str,
+    metric: Annotated[
+        list[str] | None, Query(max_length=1000, description="metric name (repeat for several); none: every metric")
+    ] = None,
+) -> RunAnalysis:
     require_run(session, run_id)
-    analyses, findings = analyze_run(session=session, run_id=run_id)
+    try:
+        analyses, findings = analyze_run(
+            session=session,
+            run_id=run_id,
+            metrics=metric,
+            max_metrics=settings.max_analyze_metrics,
+            max_points=settings.max_analyze_points,
+        )
+    except AnalysisTooLargeError as exc:
+        raise HTTPException(status_code=413, detail=str(exc)) from exc
+    except UnknownMetricError as exc:
+        raise HTTPException(status_code=404, detail=str(exc)) from exc
     return RunAnalysis(
         run_id=run_id,
         series=[

@@ -155,7 +155,14 @@ def export_points(
     series = [(row.name, row.metric_id) for row in chosen]
     session.close()  # the stream opens its own session per chunk
     stream = export.csv_stream if format == "csv" else export.parquet_stream
-    chunks = stream(open_session=request.app.state.session_factory, run_id=run_id, series=series, start=start, end=end)
+    chunks = stream(
+        open_session=request.app.state.session_factory,
+        run_id=run_id,
+        series=series,
+        start=start,
+        end=end,
+        every_metric=not metric,
+    )
     media_type = "text/csv" if format == "csv" else "application/vnd.apache.parquet"
     headers = {"content-disposition": f'attachment; filename="{run_id}.{format}"'}
     return StreamingResponse(chunks, media_type=media_type, headers=headers)
