@@ -59,6 +59,8 @@ def create_run(session: SessionDep, settings: SettingsDep, principal: PrincipalD
         raise HTTPException(
             status_code=409, detail=f"run id {run_id!r} is already taken by another project; choose another id"
         )
+    if existing is not None and body.definitions():
+        kinds.hold_for_declaring(session=session, run_id=run_id)  # before the run's row (see there)
     try:
         run, resumed = runs_store.create_or_resume_run(
             session=session,
