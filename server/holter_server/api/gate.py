@@ -9,7 +9,8 @@ An API request, in this order, each step before the request's body is read:
 1. the route's entry in the access table (`api/access.py`); a path that is no API route passes
    on (404/405, no body read);
 2. a declared body larger than the route's limit: 413; more than `MAX_NAMED_IDS` distinct ids
-   named in the path and query: 422, before any of them is looked up;
+   named in the path and query, or one holding NUL or a lone surrogate: 422, before any of them
+   is looked up;
 3. with auth off (the loopback default): a `Host` that is not this machine's (DNS rebinding),
    a cross-site write (`Origin`, `Sec-Fetch-Site`) and a body that is not the route's JSON (or
    msgpack for points) are refused, so a web page elsewhere cannot write;
@@ -39,9 +40,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from holter_server.alerts import image_links
 from holter_server.api.access import API_PREFIX, RouteAccess, match
+from holter_server.api.bad_input import unstorable
 from holter_server.services.auth import NOT_FOUND, OPEN, Principal, authenticate, is_loopback, projects_of
 from holter_server.settings import Settings
-from holter_server.wire import MSGPACK_TYPES, UNSTORABLE, shown
+from holter_server.wire import MSGPACK_TYPES, UNSTORABLE
 
 BODY_STATE = "holter.body"  # the scope key holding the buffered body (the points route reads it without a copy)
 NO_BODY_LIMIT = 16 * 1024  # routes without a body: whatever a client sends with them is small
@@ -290,19 +292,18 @@ def named_ids(route: RouteAccess, path_params: dict[str, str], query: list[tuple
     for an id holding text no store can hold (it could only fail inside the database). Nothing
     is looked up here."""
     named: dict[tuple[str, str], None] = {}
-    raw = [(path_params.get(name), kind) for name, kind in route.path_ids.items()]
-    raw += [(value, route.query_ids[name]) for name, value in query if name in route.query_ids]
-    for text, kind in raw:
+    raw = [(path_params.get(name), kind, f"path.{name}") for name, kind in route.path_ids.items()]
+    raw += [(value, route.query_ids[name], f"query.{name}") for name, value in query if name in route.query_ids]
+    for text, kind, where in raw:
         if not text:
             continue
+        if (problem := unstorable(text, where)) is not None:
+            raise Refused(422, problem)  # as the routes' own check says it (api/bad_input.py)
         # runs may be named as a comma-separated list
         for value in (part for part in text.split(",") if part) if kind == "run" else (text,):
             named[(value, kind)] = None
             if len(named) > MAX_NAMED_IDS:
                 raise Refused(422, f"this request names more than {MAX_NAMED_IDS} ids; name fewer")
-            if (bad := UNSTORABLE.search(value)) is not None:
-                what = "a NUL character" if bad.group() == "\x00" else f"a lone surrogate ({shown(bad.group())})"
-                raise Refused(422, f"the {kind} id holds {what}, which cannot be stored")
     return list(named)
 
 
