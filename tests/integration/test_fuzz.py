@@ -21,15 +21,12 @@ import httpx
 import pytest
 
 schemathesis = pytest.importorskip("schemathesis")
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from schemathesis import GenerationMode
+from hypothesis import HealthCheck, given, settings  # noqa: E402 (after the skip without schemathesis)
+from hypothesis import strategies as st  # noqa: E402
+from schemathesis import GenerationMode  # noqa: E402
 
-from tests.conftest import (
-    ADMIN_TOKEN,
-    new_run_id,
-)
-from tests.servers import ServerProcess
+from tests.conftest import ADMIN_TOKEN, new_run_id  # noqa: E402
+from tests.servers import ServerProcess  # noqa: E402
 
 EXAMPLES = int(os.environ.get("HOLTER_FUZZ_EXAMPLES", "10"))
 FUZZ_SETTINGS = settings(
