@@ -229,21 +229,25 @@ def read_run_points(
     *,
     session: Session,
     run_id: str,
-    metric_ids: Sequence[int] | None,
+    metric_ids: Sequence[int],
     after: tuple[int, int] | None,
     start: int | None,
     end: int | None,
     limit: int,
 ) -> RunPointsSlice:
-    """Points of many metrics of a run (`metric_ids`, or all) with start <= step <= end, in
-    (metric id, step) order after `after` (a keyset: the last (metric id, step) read), at most
-    `limit` of them: a run of thousands of small series is read in a few statements, not one
-    per series."""
+    """Points of several metrics of a run with start <= step <= end, in (metric id, step) order
+    after `after` (a keyset: the last (metric id, step) read), at most `limit` of them: small
+    series read together, not one statement each. The metric ids' range bounds the index scan
+    (an IN list alone is a filter over every point of the run when the planner's statistics are
+    stale, as they are for a run just written)."""
+    wanted = sorted(metric_ids)
     query = select(PointRow.metric_id, PointRow.step, PointRow.value, PointRow.wall_time).where(
-        PointRow.run_id == run_id
+        PointRow.run_id == run_id,
+        PointRow.metric_id >= (after[0] if after is not None else wanted[0]),
+        PointRow.metric_id <= wanted[-1],
     )
-    if metric_ids is not None:
-        query = query.where(PointRow.metric_id.in_(list(metric_ids)))
+    if len(wanted) != wanted[-1] - wanted[0] + 1:  # not every metric of the range: name them too
+        query = query.where(PointRow.metric_id.in_(wanted))
     if after is not None:
         query = query.where(tuple_(PointRow.metric_id, PointRow.step) > tuple_(*after))
     if start is not None:
@@ -254,9 +258,9 @@ def read_run_points(
     rows = session.connection().execute(query.order_by(PointRow.metric_id, PointRow.step).limit(limit)).all()
     if not rows:
         return RunPointsSlice([], [], [], [])
-    metric_ids, steps, values, wall_times = (list(column) for column in zip(*rows))
+    found_ids, steps, values, wall_times = (list(column) for column in zip(*rows))
     return RunPointsSlice(
-        metric_ids=metric_ids,
+        metric_ids=found_ids,
         steps=steps,
         values=[math.nan if value is None else value for value in values] if None in values else values,
         wall_times=wall_times,
