@@ -299,7 +299,7 @@ def timed_get(api: httpx.Client, path: str, params: dict | None = None, method: 
 def post_points(api: httpx.Client, run_id: str, metrics: dict[str, tuple[list[int], list[float]]]) -> None:
     batch = {"metrics": {name: {"steps": steps, "values": values} for name, (steps, values) in metrics.items()}}
     api.post(
-        f"/runs/{run_id}/points", content=json.dumps(batch), headers={"Content-Type": "application/json"}, timeout=300
+        f"/runs/{run_id}/points", content=json.dumps(batch), headers={"Content-Type": "application/json"}, timeout=900
     ).raise_for_status()
 
 
