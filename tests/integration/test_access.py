@@ -306,14 +306,17 @@ def test_a_picture_link_signed_with_the_services_secret_is_refused_once_it_has_e
     engine = make_engine(secured.database_url)
     try:
         with session_scope(make_session_factory(engine)) as session:
-            link = lambda issued_at: image_links.signed_url(
-                session=session,
-                base_url=secured.url,
-                run_id=world["run_id"],
-                event_id=event_id,
-                ttl=600,
-                issued_at=issued_at,
-            )
+
+            def link(issued_at: float) -> str:
+                return image_links.signed_url(
+                    session=session,
+                    base_url=secured.url,
+                    run_id=world["run_id"],
+                    event_id=event_id,
+                    ttl=600,
+                    issued_at=issued_at,
+                )
+
             fresh, expired = link(time.time()), link(time.time() - 3600)
     finally:
         engine.dispose()
