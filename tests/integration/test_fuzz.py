@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import os
 from typing import Any
+from urllib.parse import urlencode
 
 import httpx
 import pytest
+import requests
+from holter_server.connections import MAX_HEADER_BYTES
 
 schemathesis = pytest.importorskip("schemathesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402 (after the skip without schemathesis)
@@ -104,7 +107,15 @@ def fuzz_every_operation(
         @given(case=st.one_of(strategies))
         def fuzz(case) -> None:  # type: ignore[no-untyped-def]
             no_outside_targets(case)
-            response = case.call(timeout=60, headers=headers)
+            try:
+                response = case.call(timeout=60, headers=headers)
+            except (requests.exceptions.ConnectionError, requests.exceptions.ChunkedEncodingError):
+                # a request line and headers over the service's 64 KiB header block are answered
+                # 400 and the connection closed while the client is still sending: not a fault
+                if len(case.formatted_path) + len(urlencode(case.query or {}, doseq=True)) > MAX_HEADER_BYTES:
+                    sent[0] += 1
+                    return
+                raise
             sent[0] += 1
             if response.status_code >= 500 and not (response.status_code == 502 and case.path.endswith("/test")):
                 failures.append(f"{case.method} {case.formatted_path} {response.status_code}: {response.text[:200]}")

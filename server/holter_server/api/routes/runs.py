@@ -23,7 +23,7 @@ from holter_server.schemas.runs import (
     RunsPublic,
     RunUpdate,
 )
-from holter_server.schemas.vocabulary import RunStatusName
+from holter_server.schemas.vocabulary import MetricName, RunStatusName
 from holter_server.services import kinds, lifecycle
 from holter_server.services.run_analysis import AnalysisTooLargeError, UnknownMetricError, analyze_run
 from holter_server.store import events as events_store
@@ -156,7 +156,8 @@ def analyze(
     settings: SettingsDep,
     run_id: str,
     metric: Annotated[
-        list[str] | None, Query(max_length=1000, description="metric name (repeat for several); none: every metric")
+        list[MetricName] | None,  # type: ignore[valid-type]
+        Query(max_length=100, description="metric name (repeat for several, at most 100); none: every metric"),
     ] = None,
 ) -> RunAnalysis:
     require_run(session, run_id)
