@@ -1,15 +1,19 @@
-"""Replay issue 18's resource attacks against a real `holter serve` on loopback, bounded in
-size and time, and print the API process's memory and /health's latency during each.
+"""Replay the resource attacks of issues 18 and 33 against a real `holter serve` on loopback,
+bounded in size and time, and print the API process's memory and /health's latency during each.
 
     python bench/attack/run.py                    # this tree
     python bench/attack/run.py --tree /tmp/old    # the same attacks on another source tree (the code before the fix)
-    python bench/attack/run.py --db postgresql://postgres@127.0.0.1:5432/postgres   # a fresh database there
+    python bench/attack/run.py --db postgresql://postgres@127.0.0.1:5432/mydb   # a fresh, empty database there
+    python bench/attack/run.py --only ids,levers  # the attacks whose names hold these words
 
 Auth is on (an admin token), as in a team deployment. Every request goes to 127.0.0.1 only.
-Attacks: four 256 MiB bodies with no key; a 64 MiB /points body of small numbers; 40 stalled
-uploads with a valid key (more than the connection pool); 300 slowloris sockets; report.html of
-a run with many events; compare of a 1M-point run; family of 2,000 tiny metrics at 10,000
-buckets; levers over runs with 3,000-key configs.
+Attacks (issue 18): four 256 MiB bodies with no key; a 64 MiB /points body of small numbers; 40
+stalled uploads with a valid key (more than the connection pool); 300 slowloris sockets;
+report.html of a run with many events; compare of a 1M-point run; family of 2,000 tiny metrics
+at 10,000 buckets; levers over runs with 3,000-key configs. (Issue 33): 45 heartbeats naming
+5,000 ids each with a project's ingest key while another key reads a run; levers over 3 runs
+whose 12,000 config keys move together; 30 resumes of one run adding 100 KB of config and 64
+tags each; CSV export, Parquet export and analyze of a run of 10,000 metrics × 100 points.
 """
 
 from __future__ import annotations
@@ -135,7 +139,10 @@ def big_bodies_without_a_key(url: str, port: int, api: httpx.Client) -> str:
         chunk = b"[" + b"0," * (2**20 // 2 - 1) + b"0"
         with socket.create_connection(("127.0.0.1", port), timeout=20) as sock:
             sock.sendall(
-                f"POST /api/v1/runs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {size}\r\n\r\n".encode()
+                (
+                    "POST /api/v1/runs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                    f"Content-Length: {size}\r\n\r\n"
+                ).encode()
             )
             sent, deadline = 0, time.monotonic() + 20
             try:
@@ -220,10 +227,66 @@ def slowloris(url: str, port: int, api: httpx.Client) -> str:
     return f"{open_sockets} opened, {len(sockets)} still open after 16 s"
 
 
-def timed_get(api: httpx.Client, path: str, params: dict | None = None) -> str:
+def many_ids_while_reading(url: str, ingest_key: str, read_key: str, run_id: str) -> str:
+    """45 heartbeats at once, each naming 5,000 ids (`?runs=`), while a reader asks for a run in a loop."""
+    ids = ",".join(f"r{i}" for i in range(5_000))
+    statuses: list[str] = []
+
+    def heartbeat() -> None:
+        with httpx.Client(base_url=f"{url}/api/v1", headers={"Authorization": f"Bearer {ingest_key}"}) as client:
+            try:
+                statuses.append(str(client.post(f"/runs/{run_id}/heartbeat?runs={ids}", timeout=180).status_code))
+            except httpx.HTTPError as exc:
+                statuses.append(type(exc).__name__)
+
+    threads = [threading.Thread(target=heartbeat) for _ in range(45)]
+    for thread in threads:
+        thread.start()
+    reads: list[float] = []
+    read_statuses: set[str] = set()
+    with httpx.Client(base_url=f"{url}/api/v1", headers={"Authorization": f"Bearer {read_key}"}) as reader:
+        while any(thread.is_alive() for thread in threads) or not reads:
+            started = time.perf_counter()
+            try:
+                read_statuses.add(str(reader.get(f"/runs/{run_id}", timeout=180).status_code))
+            except httpx.HTTPError as exc:
+                read_statuses.add(type(exc).__name__)
+            reads.append(time.perf_counter() - started)
+    for thread in threads:
+        thread.join()
+    answers = ",".join(f"{n}×{s}" for s, n in sorted({s: statuses.count(s) for s in statuses}.items()))
+    return (
+        f"heartbeats {answers}; reader {'/'.join(sorted(read_statuses))} "
+        f"p50 {statistics.median(reads):.2f} s max {max(reads):.1f} s"
+    )
+
+
+def resumed_thirty_times(api: httpx.Client) -> str:
+    """30 resumes of one run, each adding 100 KB of new config keys and 64 new tags."""
+    run_id = new_run(api, "attack-resume")
+    statuses = []
+    for n in range(30):
+        config = {f"k{n}_{i}": "x" * 1000 for i in range(100)}
+        tags = [f"t{n}_{i}" for i in range(64)]
+        statuses.append(
+            api.post(
+                "/runs", json={"id": run_id, "project": "attack-resume", "config": config, "tags": tags}
+            ).status_code
+        )
+    started = time.perf_counter()
+    listed = api.get("/runs", params={"project": "attack-resume"}, timeout=120)
+    run = api.get(f"/runs/{run_id}").json()
+    return (
+        f"{statuses.count(200)} taken, {len(statuses) - statuses.count(200)} refused; "
+        f"config {len(json.dumps(run['config'])) / 1e6:.2f} MB, {len(run['tags'])} tags; "
+        f"GET /runs {len(listed.content) / 1e6:.1f} MB in {time.perf_counter() - started:.1f} s"
+    )
+
+
+def timed_get(api: httpx.Client, path: str, params: dict | None = None, method: str = "GET") -> str:
     started = time.perf_counter()
     try:
-        answer = api.get(path, params=params, timeout=120)
+        answer = api.request(method, path, params=params, timeout=600)
         status = f"HTTP {answer.status_code}, {len(answer.content) / 2**20:.1f} MiB"
     except httpx.HTTPError as exc:
         status = type(exc).__name__
@@ -236,7 +299,7 @@ def timed_get(api: httpx.Client, path: str, params: dict | None = None) -> str:
 def post_points(api: httpx.Client, run_id: str, metrics: dict[str, tuple[list[int], list[float]]]) -> None:
     batch = {"metrics": {name: {"steps": steps, "values": values} for name, (steps, values) in metrics.items()}}
     api.post(
-        f"/runs/{run_id}/points", content=json.dumps(batch), headers={"Content-Type": "application/json"}, timeout=300
+        f"/runs/{run_id}/points", content=json.dumps(batch), headers={"Content-Type": "application/json"}, timeout=900
     ).raise_for_status()
 
 
@@ -280,20 +343,24 @@ def main() -> None:
         "--tree", type=Path, default=ROOT, help="source tree to run `holter serve` from (default: this one)"
     )
     parser.add_argument("--db", default=None, help="database URL (default: a fresh SQLite file)")
+    parser.add_argument("--only", default="", help="comma-separated words: run only the attacks whose names hold one")
     args = parser.parse_args()
+    only = [word.strip().lower() for word in args.only.split(",") if word.strip()]
     work = Path(tempfile.mkdtemp(prefix="holter-attack-"))
     db = args.db or f"sqlite:///{work / 'holter.db'}"
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     server = start_server(args.tree.resolve(), db, port, work / "server.log")
     print(
-        f"holter serve from {args.tree} on {url} ({'SQLite' if db.startswith('sqlite') else 'Postgres'}), auth on; log {work / 'server.log'}"
+        f"holter serve from {args.tree} on {url} ({'SQLite' if db.startswith('sqlite') else 'Postgres'}), auth on; "
+        f"log {work / 'server.log'}"
     )
     try:
         with httpx.Client(base_url=f"{url}/api/v1", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=120) as api:
             key = api.post("/keys", json={"name": "attack", "scope": "ingest"}).json()["key"]
             print(
-                "setting up: a 1M-point run and its reference, 2,000 tiny metrics, a spiky run, 5 runs with 3,000-key configs ...",
+                "setting up: a 1M-point run and its reference, 2,000 tiny metrics, a spiky run, runs with 3,000-key "
+                "and 12,000-key configs, a run of 10,000 metrics ...",
                 flush=True,
             )
             big, reference = new_run(api, "attack"), new_run(api, "attack")
@@ -313,6 +380,15 @@ def main() -> None:
                 lever_run = new_run(api, "levers", {f"k{j}": (i * j + j) % 11 for j in range(3_000)})
                 post_points(api, lever_run, {"loss": (list(range(300)), [3.0 - s / 300 for s in range(300)])})
                 plant_events(db, lever_run, [("divergence", 50 * (i + 1), 299)])
+            # issue 33: keys of one project, a run of 10,000 metrics, runs whose 12,000 keys move together
+            ids_ingest = api.post("/keys", json={"name": "ids", "scope": "ingest", "project": "attack"}).json()["key"]
+            ids_read = api.post("/keys", json={"name": "ids-read", "scope": "read", "project": "attack"}).json()["key"]
+            wide = new_run(api, "attack")
+            post_points(
+                api, wide, {f"m/{i}": (list(range(100)), [float(s % 7) for s in range(100)]) for i in range(10_000)}
+            )
+            for i in range(1, 4):
+                new_run(api, "levers-keys", {f"k{j}": i * (j + 1) for j in range(12_000)})
             events = api.get(f"/runs/{spiky}/events", params={"limit": 1}).json()["count"]
             attacks: list[tuple[str, Callable[[], str]]] = [
                 ("4 × 256 MiB bodies, no key", lambda: big_bodies_without_a_key(url, port, api)),
@@ -329,23 +405,42 @@ def main() -> None:
                     lambda: timed_get(api, f"/runs/{tiny}/family", {"prefix": "act/", "max_buckets": 10_000}),
                 ),
                 ("levers, 12 runs × 3,000 config keys", lambda: timed_get(api, "/levers", {"project": "levers"})),
+                (
+                    "45 × 5,000 ids in a query, one reading (ids)",
+                    lambda: many_ids_while_reading(url, ids_ingest, ids_read, big),
+                ),
+                (
+                    "levers, 3 runs × 12,000 keys together",
+                    lambda: timed_get(api, "/levers", {"project": "levers-keys"}),
+                ),
+                ("30 resumes × 100 KB config, 64 tags", lambda: resumed_thirty_times(api)),
+                ("10,000 metrics: CSV export", lambda: timed_get(api, f"/runs/{wide}/export")),
+                (
+                    "10,000 metrics: Parquet export",
+                    lambda: timed_get(api, f"/runs/{wide}/export", {"format": "parquet"}),
+                ),
+                ("10,000 metrics: analyze", lambda: timed_get(api, f"/runs/{wide}/analyze", method="POST")),
             ]
+            attacks = [(n, a) for n, a in attacks if not only or any(word in n.lower() for word in only)]
             assert server.pid is not None
             print(f"\nAPI process at rest: RSS {rss_mib(server.pid):.0f} MiB\n")
             print(
-                f"{'attack':42} {'answer':58} {'RSS peak':>9} {'+RSS':>7} {'CPU s':>6} {'/health p50':>11} {'max':>7} {'fail':>4}"
+                f"{'attack':42} {'RSS peak':>9} {'+RSS':>7} {'CPU s':>6} {'wall s':>6} {'/health p50':>11} {'max':>7} "
+                f"{'fail':>4}  answer"
             )
             for name, attack in attacks:
-                before, cpu = rss_mib(server.pid), cpu_seconds(server.pid)
+                before, cpu, started = rss_mib(server.pid), cpu_seconds(server.pid), time.perf_counter()
                 watch = Watch(server.pid, url)
                 with watch.during():
                     answer = attack()
+                    wall = time.perf_counter() - started
                     time.sleep(0.5)
                 peak = max(watch.rss or [before])
                 health = watch.health or [float("nan")]
                 print(
-                    f"{name:42} {answer[:58]:58} {peak:8.0f}M {peak - before:+6.0f}M {cpu_seconds(server.pid) - cpu:6.1f} "
-                    f"{statistics.median(health) * 1000:9.0f}ms {max(health) * 1000:5.0f}ms {watch.failures:4d}",
+                    f"{name:42} {peak:8.0f}M {peak - before:+6.0f}M {cpu_seconds(server.pid) - cpu:6.1f} {wall:6.1f} "
+                    f"{statistics.median(health) * 1000:9.0f}ms {max(health) * 1000:5.0f}ms {watch.failures:4d}  "
+                    f"{answer}",
                     flush=True,
                 )
     finally:

@@ -5,11 +5,17 @@ Each batch is one file named by a monotonically increasing sequence number, writ
 replayed in name order and deleted only after the service acknowledged them; because the
 service stores a point once per (run, metric, step), replaying a batch that did arrive before a
 crash is harmless. A later process for the same run finds and replays the same folder.
+
+A spool holds its own run's requests and nothing else (`own_request`): the run's registration
+and its points, summary, alerts, non-finite reports and finish. `holter sync` sends a folder
+with the syncing person's key, so anything else in it (another run's path, a channel, a key) is
+set aside, never sent.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import time
@@ -17,6 +23,24 @@ from collections.abc import Iterator
 from pathlib import Path
 
 _BATCH_FILE = re.compile(r"^(\d{20})\.json$")
+# A run id as the service takes it (schemas/runs.py RUN_ID_PATTERN, 64 characters at most).
+RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
+# What a run's own sender spools after its registration (holter/run.py), under /api/v1/runs/<id>/.
+RUN_REQUESTS = ("points", "summary", "alerts", "nonfinite", "finish")
+
+
+def own_request(run_id: str, path: str, body: bytes) -> bool:
+    """True when a spooled request is one the run `run_id` itself would send: its registration
+    (`POST /api/v1/runs` naming this id) or one of `RUN_REQUESTS` under its own path."""
+    if RUN_ID.fullmatch(run_id) is None:
+        return False
+    if path == "/api/v1/runs":
+        try:
+            document = json.loads(body)
+        except ValueError:
+            return False
+        return isinstance(document, dict) and document.get("id") == run_id
+    return path in {f"/api/v1/runs/{run_id}/{name}" for name in RUN_REQUESTS}
 
 
 def default_spool_root() -> Path:
@@ -68,3 +92,11 @@ class Spool:
     def remove(batch_file: Path) -> None:
         """Forget a batch the service acknowledged."""
         batch_file.unlink(missing_ok=True)
+
+    def set_aside(self, batch_file: Path) -> Path:
+        """Move a batch that must not be sent to the folder's `rejected/`, for a person to look at."""
+        rejected = self.path / "rejected"
+        rejected.mkdir(parents=True, exist_ok=True)
+        target = rejected / batch_file.name
+        os.replace(batch_file, target)
+        return target

@@ -4,7 +4,10 @@ An offline run (`holter.init(mode="offline")`) keeps everything it logs in its s
 (`<spool root>/<run id>/`); so does an online run whose service was away when it ended. Sync
 sends each folder's requests oldest first, exactly as the run's own sender would have, and
 deletes each once the service took it; a request the service refuses is kept under the
-folder's `rejected/`. Sending twice is harmless: the service stores a point once.
+folder's `rejected/`. Sending twice is harmless: the service stores a point once. A folder
+holds its own run's requests only (`spool.own_request`: the run's registration, points,
+summary, alerts and finish, under the folder's run id): anything else found there is set aside
+in `rejected/` unsent, and said, since sync sends with the syncing person's key.
 
 PATH may be a run's spool folder or a folder of them (a spool root, or the `DIR/holter-spool`
 of `init(dir=DIR)`); a bare RUN id is looked up in the default spool root. With nothing given,
@@ -21,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from holter.sender import Control, Sender, decode_entry
-from holter.spool import Spool, default_spool_root
+from holter.spool import RUN_ID, Spool, default_spool_root, own_request
 from holter.transport import Transport
 
 
@@ -34,6 +37,7 @@ class Synced:
     stored: int
     refused: int
     left: int
+    foreign: int = 0  # requests that were not the run's own: set aside, never sent
 
 
 def spool_folders(targets: Sequence[str]) -> list[Path]:
@@ -59,8 +63,23 @@ def _runs_under(root: Path) -> list[Path]:
 
 
 def sync_folder(folder: Path, url: str, api_key: str | None) -> Synced:
-    """Send one run's spool folder; the run's id is the folder's name."""
+    """Send one run's spool folder; the run's id is the folder's name. Requests that are not the
+    run's own are set aside in `rejected/` first, unsent."""
     spool = Spool(folder.parent, folder.name)
+    pending = list(spool.pending())
+    if RUN_ID.fullmatch(folder.name) is None:  # no run has this id: nothing in it is a run's own
+        for entry in pending:
+            spool.set_aside(entry)
+        return Synced(run_id=folder.name, requests=len(pending), stored=0, refused=0, left=0, foreign=len(pending))
+    foreign = 0
+    for entry in pending:
+        try:
+            path, body = decode_entry(entry.read_bytes())
+        except (OSError, UnicodeDecodeError):
+            path, body = "", b""
+        if not own_request(folder.name, path, body):
+            spool.set_aside(entry)
+            foreign += 1
     pending = list(spool.pending())
     register = Control("/api/v1/runs", {"id": folder.name})
     if pending:
@@ -71,7 +90,12 @@ def sync_folder(folder: Path, url: str, api_key: str | None) -> Synced:
     sender.send_spooled()
     delivery = sender.delivery()
     return Synced(
-        run_id=folder.name, requests=len(pending), stored=delivery.stored, refused=delivery.refused, left=len(spool)
+        run_id=folder.name,
+        requests=len(pending) + foreign,
+        stored=delivery.stored,
+        refused=delivery.refused,
+        left=len(spool),
+        foreign=foreign,
     )
 
 
@@ -88,7 +112,15 @@ def run(targets: Sequence[str], url: str, api_key: str | None) -> int:
     status = 0
     for folder in folders:
         done = sync_folder(folder, url, api_key)
-        line = f"{done.run_id}: {done.requests - done.left} of {done.requests} requests sent, {done.stored:,} points stored"
+        sent = done.requests - done.left - done.foreign
+        line = f"{done.run_id}: {sent} of {done.requests} requests sent, {done.stored:,} points stored"
+        if done.foreign:
+            print(
+                f"holter sync: {folder}: {done.foreign} request(s) are not run {done.run_id!r}'s own (another run's "
+                f"path, or no run's): not sent, kept in {folder / 'rejected'}",
+                file=sys.stderr,
+            )
+            line += f", {done.foreign} not this run's own set aside (kept in {folder / 'rejected'})"
         if done.refused:
             line += f", {done.refused:,} refused (kept in {folder / 'rejected'})"
         if done.left:

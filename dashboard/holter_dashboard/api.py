@@ -50,6 +50,7 @@ class KeyIdentity:
     project: str | None = None
     name: str | None = None
     id: int | None = None
+    signs_as: str | None = None  # the name the service signs this key's notes and acknowledgements with
 
 
 def metric_path(name: str) -> str:
@@ -137,16 +138,19 @@ class HolterAPI:
             project=body.get("project"),
             name=body.get("name"),
             id=body.get("id"),
+            signs_as=body.get("signs_as"),
         )
 
     async def signature(self) -> str | None:
-        """The name this reader's notes and acknowledgements are signed with: the key's name with
-        auth on, "local" with it off (None when the service cannot say)."""
+        """The name this reader's notes and acknowledgements are signed with, as the service signs
+        them (`signs_as`: the key's name with auth on, "local" with it off; None when it cannot say)."""
         try:
             me = await self.who_am_i(current_key())
         except ApiError:
             return None
-        return (me.name or "key") if me.auth else "local"
+        if me.signs_as is not None:
+            return me.signs_as
+        return (me.name or "key") if me.auth else "local"  # a service older than `signs_as`
 
     # -- the vocabulary: read once, it changes only with the service's version
     async def vocabulary(self) -> Vocabulary:

@@ -19,6 +19,7 @@ back, and compiling it is then most of the time until the charts are drawn. Inst
 
 from __future__ import annotations
 
+import gzip
 import re
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from dash import Dash, Input, Output, dcc, html
 from fastapi import FastAPI
 from fastapi.responses import FileResponse
 from starlette.middleware.gzip import GZipMiddleware
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 STATIC = Path(__file__).parent / "static"
 PLOTLY_BUNDLE = "plotly-holter-4.1.1.min.js"
@@ -122,17 +123,75 @@ def install(app: FastAPI, dash_app: Dash) -> None:
     )
 
 
+# Scripts and styles whose URL holds their version: compressed once, then served from memory.
+VERSIONED_ASSETS = ("/_holter/", "/_dash-component-suites/")
+MAX_CACHED_ASSETS = 64
+
+
 class DashboardGzip:
     """Gzip what the dashboard sends a browser (pages, callback answers, scripts, styles), not the
     API: its clients ask for what they want, and the dashboard reads it in-process, where
-    compressing would only cost CPU."""
+    compressing would only cost CPU. The versioned scripts (plotly.js alone is 1.5 MB) are
+    compressed once and kept: every page load would otherwise compress them again."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
         self.gzip = GZipMiddleware(app, minimum_size=1024, compresslevel=GZIP_LEVEL)
+        self.assets: dict[str, tuple[list[tuple[bytes, bytes]], bytes]] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and not scope["path"].startswith("/api/"):
-            await self.gzip(scope, receive, send)
-        else:
+        if scope["type"] != "http" or scope["path"].startswith("/api/"):
             await self.app(scope, receive, send)
+        elif _cacheable(scope):
+            await self._asset(scope, receive, send)
+        else:
+            await self.gzip(scope, receive, send)
+
+    async def _asset(self, scope: Scope, receive: Receive, send: Send) -> None:
+        key = f"{scope['path']}?{scope.get('query_string', b'').decode('latin-1')}"
+        cached = self.assets.get(key)
+        if cached is None:
+            status, headers, body = await _answer(self.app, scope, receive)
+            if status != 200:  # an error or a 304 goes out as it came
+                await send({"type": "http.response.start", "status": status, "headers": headers})
+                await send({"type": "http.response.body", "body": body})
+                return
+            compressed = gzip.compress(body, compresslevel=GZIP_LEVEL)
+            kept = [(k, v) for k, v in headers if k.lower() not in (b"content-length", b"content-encoding", b"vary")]
+            kept += [
+                (b"content-encoding", b"gzip"),
+                (b"content-length", str(len(compressed)).encode()),
+                (b"vary", b"Accept-Encoding"),
+            ]
+            cached = (kept, compressed)
+            if len(self.assets) < MAX_CACHED_ASSETS:
+                self.assets[key] = cached
+        await send({"type": "http.response.start", "status": 200, "headers": cached[0]})
+        await send({"type": "http.response.body", "body": cached[1]})
+
+
+def _cacheable(scope: Scope) -> bool:
+    """A GET of a versioned script or style from a browser that takes gzip and is not revalidating."""
+    headers = dict(scope.get("headers") or [])
+    return (
+        scope.get("method") == "GET"
+        and scope["path"].startswith(VERSIONED_ASSETS)
+        and b"gzip" in headers.get(b"accept-encoding", b"")
+        and b"if-none-match" not in headers
+        and b"if-modified-since" not in headers
+    )
+
+
+async def _answer(app: ASGIApp, scope: Scope, receive: Receive) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    """The app's whole answer to one request: status, headers and body."""
+    start: dict[str, Any] = {}
+    body = bytearray()
+
+    async def keep(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            start.update(message)
+        elif message["type"] == "http.response.body":
+            body.extend(message.get("body", b""))
+
+    await app(scope, receive, keep)
+    return int(start.get("status", 500)), list(start.get("headers", [])), bytes(body)

@@ -87,10 +87,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.auth_mode = AuthMode(settings)
     app.add_exception_handler(RequestValidationError, validation_failed)
-    # Every API request passes the gate first (api/gate.py): size, key and project from one table
-    # (api/access.py), before any body is read. Text that no store can hold is refused before any
-    # lookup (api/bad_input.py).
-    app.add_middleware(Gate, holter_app=app)
+    # Text that no store can hold is refused before any lookup (api/bad_input.py).
     api = APIRouter(prefix=API_PREFIX, dependencies=[Depends(refuse_unstorable_text)])
     api.include_router(health.router)
     api.include_router(runs.router)
@@ -108,6 +105,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(api)
     app.openapi = lambda: _openapi_with_batch_schema(app)  # type: ignore[method-assign]
     _mount_dashboard(app)
+    # Every request passes the gate first (api/gate.py), added last so it is the outermost layer,
+    # before the dashboard's sign-in: the Host check for everything served, then for the API size,
+    # key and project from one table (api/access.py), before any body is read.
+    app.add_middleware(Gate, holter_app=app)
     return app
 
 

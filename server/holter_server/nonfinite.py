@@ -52,6 +52,25 @@ def json_safe_tree(value: Any) -> Any:
     return value
 
 
+def nonfinite_named(document: Any) -> Any:
+    """A JSON document (dicts, lists, scalars) with every non-finite float replaced by its name,
+    in place, without recursion (a deep document must not overflow the stack): bare `NaN`,
+    `Infinity` or `1e400` in a client's config or summary, which Python's JSON reads but no
+    Postgres JSON column stores."""
+    if isinstance(document, float):
+        return document if math.isfinite(document) else name_of(document)
+    stack = [document]
+    while stack:
+        node = stack.pop()
+        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        for key, value in list(items):
+            if isinstance(value, float) and not math.isfinite(value):
+                node[key] = name_of(value)
+            elif isinstance(value, dict | list):
+                stack.append(value)
+    return document
+
+
 def csv_text(value: float) -> str:
     """A float as a CSV cell: `repr` when finite (it reads back exactly), else its name."""
     return repr(value) if math.isfinite(value) else name_of(value)

@@ -52,8 +52,21 @@ class Settings(BaseSettings):
         default=200, description="most events drawn in a report.html (the rest are listed, not drawn)"
     )
     max_lever_pairs: int = Field(default=50_000, description="most config key × feature pairs the lever finder tests")
+    max_lever_keys: int = Field(
+        default=10_000, description="most distinct config keys (flattened) across the runs the lever finder reads"
+    )
+    max_lever_config_bytes: int = Field(
+        default=16 * 1024 * 1024,
+        description="most bytes of config (as JSON, all runs together) the lever finder reads; more gets 413",
+    )
     max_lever_seconds: float = Field(
         default=10.0, description="the lever finder stops testing pairs after this long (partial: says so)"
+    )
+    max_analyze_metrics: int = Field(
+        default=1_000, description="most metrics one POST /runs/{id}/analyze reads (more gets 413: name the metrics)"
+    )
+    max_analyze_points: int = Field(
+        default=5_000_000, description="most points one POST /runs/{id}/analyze reads (more gets 413: name the metrics)"
     )
     max_family_cells: int = Field(default=1_000_000, description="a family read of more metrics × buckets gets 413")
     image_link_ttl: float = Field(
@@ -75,9 +88,9 @@ class Settings(BaseSettings):
     max_config_bytes: int = Field(default=256 * 1024, description="a run config larger than this (as JSON) gets 413")
     background: Literal["process", "thread", "off"] = Field(
         default="process",
-        description="where detection, reference drift, alert dispatch and the stall watch run: process: a worker process "
-        "`holter serve` starts beside the API (ingest keeps its CPU); thread: inside the API process; off: elsewhere "
-        "(holter worker)",
+        description="where detection, reference drift, alert dispatch and the stall watch run: "
+        "process: a worker process `holter serve` starts beside the API (ingest keeps its CPU); "
+        "thread: inside the API process; off: elsewhere (holter worker)",
     )
     worker_nice: int = Field(
         default=10,

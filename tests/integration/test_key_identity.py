@@ -33,6 +33,7 @@ def test_a_key_of_any_scope_learns_who_it_is_without_its_secret(secured: ServerP
         "prefix": created["prefix"],
         "scope": scope,
         "project": "idp",
+        "signs_as": f"who-{scope}",  # what its notes and decisions are signed with
     }
     assert created["key"].split("_", 2)[2] not in answer.text
 
@@ -41,6 +42,7 @@ def test_the_admin_token_is_an_admin_of_every_project(secured: ServerProcess) ->
     with secured.api(key=ADMIN_TOKEN) as api:
         body = api.get("/keys/me").json()
     assert body["auth"] and body["scope"] == "admin" and body["project"] is None and body["id"] is None
+    assert body["signs_as"] == "admin"
 
 
 @pytest.mark.parametrize("key", [None, "hk_deadbeef_not-a-real-key", "not even the shape of a key"])
@@ -67,4 +69,12 @@ def test_with_auth_off_it_says_so(tmp_path: Path) -> None:
             body = api.get("/keys/me").json()
     finally:
         server.stop()
-    assert body == {"auth": False, "id": None, "name": None, "prefix": None, "scope": "admin", "project": None}
+    assert body == {
+        "auth": False,
+        "id": None,
+        "name": None,
+        "prefix": None,
+        "scope": "admin",
+        "project": None,
+        "signs_as": "local",
+    }

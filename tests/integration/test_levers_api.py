@@ -77,3 +77,44 @@ def test_a_lever_in_a_nested_config_is_found_by_its_dotted_key(
 
 def test_levers_need_a_selection(api: httpx.Client) -> None:
     assert api.get("/levers").status_code == 422
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+def test_configs_of_twelve_thousand_keys_are_refused_before_the_finder_groups_them(
+    server: ServerProcess, api: httpx.Client
+) -> None:
+    """Last round's attack: 12,000 keys that all move together (141 KiB, under the config limit)
+    took 66 s and +915 MiB on the API process despite the 10 s limit. Now: a 413 at once."""
+    project = f"levers-keys-{uuid.uuid4().hex[:6]}"
+    for i in range(1, 4):
+        config = {f"k{j}": i * (j + 1) for j in range(12_000)}
+        api.post("/runs", json={"project": project, "config": config}).raise_for_status()
+    assert server.process is not None
+    before = rss_mib(server.process.pid)
+    answer = api.get("/levers", params={"project": project}, timeout=20)
+    assert answer.status_code == 413
+    assert "HOLTER_MAX_LEVER_KEYS" in answer.json()["detail"]
+    assert rss_mib(server.process.pid) - before < 150
+
+
+def test_configs_larger_together_than_the_limit_are_refused_unread(store_url: str, tmp_path: Path) -> None:
+    from tests.conftest import own_store
+
+    server = ServerProcess(own_store(store_url, tmp_path), env={"HOLTER_MAX_LEVER_CONFIG_BYTES": "100000"}).start()
+    try:
+        with server.api() as api:
+            for i in range(3):
+                api.post("/runs", json={"project": "big", "config": {"notes": "x" * 40_000, "i": i}}).raise_for_status()
+            answer = api.get("/levers", params={"project": "big"})
+            assert answer.status_code == 413
+            assert "HOLTER_MAX_LEVER_CONFIG_BYTES" in answer.json()["detail"]
+            two = [run["id"] for run in api.get("/runs", params={"project": "big"}).json()["data"][:2]]
+            assert api.get("/levers", params={"run_id": two}).status_code == 200
+    finally:
+        server.stop()

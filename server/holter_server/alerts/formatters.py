@@ -26,17 +26,23 @@ RESOLVED_COLOR = int(severities.HEALTHY_COLOR.lstrip("#"), 16)
 # Holter makes itself go in the platforms' URL fields, never through these.
 
 ZWSP = "\u200b"  # breaks a pattern for the chat client without changing what a person reads
-_SCHEME = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*):/(?=/)")  # http://, javascript://, ...
+# What a client links by itself in text: `scheme:` before anything but a space (https://x,
+# mailto:a@b, tel:123, javascript:...), and a bare domain (`evil.example`, `www.x.co/path`): a dot
+# between a word and two or more letters.
+_SCHEME = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*):(?=[^\s\u200b])")
+_DOMAIN_DOT = re.compile(r"(?i)(?<=[a-z0-9-])\.(?=[a-z]{2,}\b)")
 
 
 def _no_autolink(text: str) -> str:
-    """`https://x` as `https:/\u200b/x`: read the same, linked by no client."""
-    return _SCHEME.sub(lambda m: f"{m.group(1)}:/{ZWSP}", text)
+    """`https://x`, `mailto:a@b.co` and `evil.example` with a zero-width space after the colon and
+    the dot: read the same, linked by no client."""
+    text = _SCHEME.sub(lambda m: f"{m.group(1)}:{ZWSP}", text)
+    return _DOMAIN_DOT.sub("." + ZWSP, text)
 
 
 def slack_text(text: str) -> str:
     """Text for Slack mrkdwn: &, < and > escaped as Slack documents (so no <!channel>, <@U…>,
-    <url|text>), formatting characters and @ broken, URLs not linked."""
+    <url|text>), formatting characters and @ broken, URLs, mail addresses and domains not linked."""
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     text = re.sub(r"([*_~`])", lambda m: m.group(1) + ZWSP, text)
     return _no_autolink(text.replace("@", "@" + ZWSP))
@@ -49,8 +55,18 @@ def slack_plain(text: str) -> str:
 
 
 def plain_text(text: str) -> str:
-    """Text for a field the client shows as is (Slack plain_text, Discord titles): only links broken."""
+    """Text for a field the client shows as is (Discord titles): only links broken."""
     return _no_autolink(text)
+
+
+def chat_text(text: str) -> str:
+    """Text for whichever chat service an Apprise URL names (Slack mrkdwn, Discord and Telegram
+    markdown, Teams, Pushover...), safe on each: no mention (`<!channel>`; `!here>`, which
+    Apprise's Slack makes `<!here>`; `@everyone` and `<@123>`, which Apprise's Discord makes
+    pings), no link (angle-bracket, markdown or bare), no markup. Angle brackets become
+    look-alikes; `&`, `@`, `!` and markup characters get a zero-width space after them."""
+    text = _no_autolink(text).replace("<", "\u2039").replace(">", "\u203a")
+    return re.sub(r"([&@!*_~`|\[\]()#])", lambda m: m.group(1) + ZWSP, text)
 
 
 _DISCORD_MARKDOWN = re.compile(r"([\\*_~`|>\[\]()#<-])")
@@ -65,13 +81,14 @@ def discord_text(text: str) -> str:
 
 def teams_text(text: str) -> str:
     """Text for Teams' Adaptive Card markdown: no link syntax ([text](url)), no emphasis, no bare
-    URL, no <at> mention."""
+    URL, mail address or domain, no <at> mention."""
     text = _no_autolink(text).replace("<", "&lt;").replace(">", "&gt;")
     return re.sub(r"([\[\]()*_~`#])", lambda m: m.group(1) + ZWSP, text)
 
 
 def _escaped(alert: LinkedAlert, escape: Callable[[str], str]) -> LinkedAlert:
-    """The alert with every text a person or a client could have written escaped (links Holter made stay as they are)."""
+    """The alert with every text a person or a client could have written escaped (links Holter
+    made stay as they are)."""
     event = alert.event
     return replace(
         alert,
@@ -100,7 +117,8 @@ def _title(alerts: list[LinkedAlert], purpose: str) -> str:
     if purpose == "test":
         return "Holter test message"
     if len(alerts) == 1:
-        return f"{severities.severity(first.event.severity).emoji} {event_kinds.label(first.event.kind)} on {first.event.metric or 'the run'} — {where}"
+        emoji, label = severities.severity(first.event.severity).emoji, event_kinds.label(first.event.kind)
+        return f"{emoji} {label} on {first.event.metric or 'the run'} — {where}"
     worst = severities.worst(a.event.severity for a in alerts)
     return f"{severities.severity(worst).emoji} {len(alerts)} problems — {where}"
 
@@ -114,8 +132,9 @@ def _where(alert: LinkedAlert) -> str:
 
 
 def text_body(alerts: list[LinkedAlert], purpose: str) -> str:
-    """Plain text (Apprise and fallbacks; URLs in user text not linked)."""
-    alerts = [_escaped(a, plain_text) for a in alerts]
+    """Plain text for Apprise, whichever chat service its URL names: user text as `chat_text`
+    (no mention, link or markup on any of them); the link Holter made stays as it is."""
+    alerts = [_escaped(a, chat_text) for a in alerts]
     lines = [_title(alerts, purpose)]
     for alert in alerts:
         lines.append(f"[{alert.event.severity}] {alert.event.summary}")

@@ -1,20 +1,24 @@
 """Where the service may send alerts: one guard for every channel kind (SSRF).
 
 `TargetGuard.check(url)` parses the target, resolves its host once and refuses it unless every
-address is global (`ipaddress.ip_address(a).is_global`, and not 6to4 or NAT64, which embed any
-IPv4 address); the sender then connects to that very address (`Target.pinned_url`, with the
-name in `Host` and in TLS SNI), so a name cannot resolve to a public address for the check and
-to a private one for the request (DNS rebinding). An admin setting
+address is global (`ipaddress.ip_address(a).is_global`; for IPv6 also within the global unicast
+space 2000::/3, which leaves out the deprecated site-local fec0::/10 and IPv4-compatible
+`::a.b.c.d`, and not 6to4 or NAT64, which embed any IPv4 address); the sender then connects to
+that very address (`Target.pinned_url`, with the name in `Host` and in TLS SNI), so a name cannot
+resolve to a public address for the check and to a private one for the request (DNS rebinding). An admin setting
 (HOLTER_ALLOW_PRIVATE_WEBHOOKS) lets channels reach private addresses.
 
 Apprise URLs (`check_apprise`) are limited to the chat services that post to their own fixed
 hosts, never the generic `json://`, `xml://` or `form://` kinds that post anywhere, and never
-with header (`+Name=`), payload (`:name=`, `-name=`) or method overrides.
+with header (`+Name=`), payload (`:name=`, `-name=`) or method overrides. A channel holds one
+Apprise URL: Apprise reads several from one string (split at spaces, commas and semicolons, or
+wherever another `scheme://` starts), and each would be a target this guard never saw.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import re
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,6 +32,10 @@ EMBEDDING_NETWORKS = (
     ipaddress.ip_network("64:ff9b::/96"),
     ipaddress.ip_network("64:ff9b:1::/48"),
 )
+# The IPv6 global unicast space (RFC 4291); anything outside it is no public address of a receiver.
+GLOBAL_UNICAST_V6 = ipaddress.ip_network("2000::/3")
+# Where Apprise sees a URL start (its own URL_START_RE): a scheme not preceded by a letter or digit.
+APPRISE_URL_START = re.compile(r"(?<![a-z0-9])[a-z0-9]+?://", re.IGNORECASE)
 # Apprise services that post to their own public hosts only (the host in the URL is a token).
 APPRISE_FIXED_HOST_SCHEMES = frozenset({"slack", "discord", "msteams", "tgram", "pover", "pbul", "join"})
 # Apprise kinds that post to any host: allowed only with private targets allowed (tests, intranets), host checked.
@@ -49,7 +57,7 @@ def is_allowed_address(address: str) -> bool:
     if isinstance(ip, ipaddress.IPv6Address):
         if ip.ipv4_mapped is not None:
             ip = ip.ipv4_mapped
-        elif any(ip in network for network in EMBEDDING_NETWORKS):
+        elif ip not in GLOBAL_UNICAST_V6 or any(ip in network for network in EMBEDDING_NETWORKS):
             return False
     return ip.is_global and not ip.is_multicast
 
@@ -112,14 +120,22 @@ class TargetGuard:
             blocked = sorted(a for a in addresses if not is_allowed_address(a))
             if blocked:
                 raise TargetRefused(
-                    f"{host!r} resolves to a private or loopback address, or another that is not public ({', '.join(blocked)}); "
-                    "an admin can allow private targets with HOLTER_ALLOW_PRIVATE_WEBHOOKS=true"
+                    f"{host!r} resolves to a private or loopback address, or another that is not public "
+                    f"({', '.join(blocked)}); an admin can allow private targets "
+                    "with HOLTER_ALLOW_PRIVATE_WEBHOOKS=true"
                 )
         return addresses[0]
 
     def check_apprise(self, url: str) -> None:
-        """Refuse an Apprise URL that could reach anything but a chat service's own host, or that overrides headers or the method."""
-        parts = urlsplit(url)
+        """Refuse an Apprise URL that could reach anything but a chat service's own host, that
+        overrides headers or the method, or a target that holds more than one URL."""
+        starts = APPRISE_URL_START.findall(url)
+        if len(starts) > 1 or re.search(r"[\s\x00-\x1f\x7f]", url.strip()):
+            raise TargetRefused(
+                f"an Apprise channel holds one URL; this target holds {max(len(starts), 2)} "
+                "(Apprise would post to each, unchecked): add a channel for each service"
+            )
+        parts = urlsplit(url.strip())
         scheme = parts.scheme.lower()
         # names as written: a "+" is Apprise's header marker, not a space
         for name in (unquote(field.split("=", 1)[0]).strip() for field in parts.query.split("&") if field):

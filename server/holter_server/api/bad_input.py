@@ -57,12 +57,18 @@ def _check_json(document: Any) -> None:
             stack.extend((item, f"{where}[{index}]") for index, item in enumerate(value))
 
 
-def _check(text: str, where: str) -> None:
+def unstorable(text: str, where: str) -> str | None:
+    """What is wrong with `text` (at `where`, e.g. `path.run_id`) when no store can hold it, else None."""
     found = UNSTORABLE.search(text)
     if found is None:
-        return
+        return None
     what = "a NUL character" if found.group() == "\x00" else f"a lone surrogate ({shown(found.group())})"
-    raise HTTPException(status_code=422, detail=f"{where}: the text holds {what}, which cannot be stored")
+    return f"{where}: the text holds {what}, which cannot be stored"
+
+
+def _check(text: str, where: str) -> None:
+    if (problem := unstorable(text, where)) is not None:
+        raise HTTPException(status_code=422, detail=problem)
 
 
 async def validation_failed(request: Request, exc: RequestValidationError) -> JSONResponse:

@@ -1,14 +1,23 @@
-"""The gate every API request passes before any route runs: pure ASGI middleware.
+"""The gate every request to the service passes before anything else runs: pure ASGI middleware.
 
-In this order, each step before the request's body is read:
+Everything the service serves that is no API route (the dashboard's pages, its callbacks and
+their websocket, its assets, the docs): with auth off (the loopback default), a `Host` that is
+not this service's own is refused with 421, as the API refuses it (step 3), so a page elsewhere
+cannot read or write through the dashboard by DNS rebinding.
+
+An API request, in this order, each step before the request's body is read:
 1. the route's entry in the access table (`api/access.py`); a path that is no API route passes
    on (404/405, no body read);
-2. a declared body larger than the route's limit: 413;
+2. a declared body larger than the route's limit: 413; more than `MAX_NAMED_IDS` distinct ids
+   named in the path and query, or one holding NUL or a lone surrogate: 422, before any of them
+   is looked up;
 3. with auth off (the loopback default): a `Host` that is not this machine's (DNS rebinding),
    a cross-site write (`Origin`, `Sec-Fetch-Site`) and a body that is not the route's JSON (or
    msgpack for points) are refused, so a web page elsewhere cannot write;
-4. the key (401/403), and every run, channel, rule, delivery, key or project named in the path
-   or query bound to the key's project (404 for another project's things, never their names);
+4. the key (401/403); a write that carries its key in the dashboard's cookie must come from
+   this origin (`Origin`, `Sec-Fetch-Site`: a form on a sibling site sends the cookie too); and
+   every run, channel, rule, delivery, key or project named in the path or query bound to the
+   key's project (404 for another project's things, never their names), runs in one statement;
 5. the body, read whole into one buffer under the route's limit (413 as soon as it passes) and
    an idle timeout (408), before the route opens any database session — a client trickling its
    body holds a socket, never a pooled connection; ids the body names are then bound as in 4.
@@ -31,14 +40,23 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from holter_server.alerts import image_links
 from holter_server.api.access import API_PREFIX, RouteAccess, match
-from holter_server.services.auth import NOT_FOUND, OPEN, Principal, authenticate, is_loopback, project_of
+from holter_server.api.bad_input import unstorable
+from holter_server.services.auth import NOT_FOUND, OPEN, Principal, authenticate, is_loopback, projects_of
 from holter_server.settings import Settings
-from holter_server.wire import MSGPACK_TYPES
+from holter_server.wire import MSGPACK_TYPES, UNSTORABLE
 
 BODY_STATE = "holter.body"  # the scope key holding the buffered body (the points route reads it without a copy)
 NO_BODY_LIMIT = 16 * 1024  # routes without a body: whatever a client sends with them is small
 WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 SIGNED_IMAGE_PATH = "/runs/{run_id}/events/{event_id}/sparkline.png"
+# Distinct ids one request may name in its path and query (a levers selection takes at most 500
+# runs); more is refused before any is looked up, so a long query string costs no database time.
+MAX_NAMED_IDS = 500
+
+
+def unknown(kind: str, value: str) -> str:
+    """The one answer for a thing that does not exist or is another project's (never which)."""
+    return f"unknown {kind} {value!r}"
 
 
 class Refused(Exception):
@@ -53,11 +71,14 @@ class Gate:
         self.holter_app = holter_app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not scope["path"].startswith(API_PREFIX + "/"):
+        if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
-        found = match(scope["method"], scope["path"])
-        if found is None:
+        found = match(scope["method"], scope["path"]) if scope["type"] == "http" else None
+        if found is None or not scope["path"].startswith(API_PREFIX + "/"):
+            # the dashboard, its socket, assets, docs, and paths that are no API route
+            if await self._foreign_host(scope, receive, send):
+                return
             await self.app(scope, receive, send)
             return
         route, path_params = found
@@ -72,7 +93,8 @@ class Gate:
                     413, f"request body of {int(declared):,} bytes exceeds the limit of {limit:,} for this route"
                 )
             has_body = (declared.isdigit() and int(declared) > 0) or "chunked" in headers.get("transfer-encoding", "")
-            principal = await run_in_threadpool(self._admit, route, path_params, query, headers, has_body)
+            named = named_ids(route, path_params, query)
+            principal = await run_in_threadpool(self._admit, route, named, path_params, query, headers, has_body)
             body = (
                 await read_body(receive, limit, idle=settings.body_timeout, total=settings.body_total_timeout)
                 if has_body
@@ -87,11 +109,41 @@ class Gate:
         scope[BODY_STATE] = body
         await self.app(scope, _replay(body, receive), send)
 
+    # --- not the API ----------------------------------------------------------------------
+
+    async def _foreign_host(self, scope: Scope, receive: Receive, send: Send) -> bool:
+        """With auth off, refuse (421) a page, callback, socket or asset asked for under a `Host`
+        that is not this service's: True when it was refused and answered here."""
+        auth_mode = self.holter_app.state.auth_mode
+        enabled = auth_mode.known()
+        if enabled is None:  # `auto` mode, due to count the keys again
+            enabled = await run_in_threadpool(self._auth_enabled)
+        if enabled:
+            return False
+        try:
+            self._known_host(_headers(scope))
+        except Refused as refusal:
+            if scope["type"] == "websocket":
+                await receive()  # the handshake's websocket.connect, answered below
+                await _refuse_socket(scope, send, refusal)
+            else:
+                await _answer(send, refusal)
+            return True
+        return False
+
     # --- before the body ------------------------------------------------------------------
+
+    def _auth_enabled(self) -> bool:
+        session: Session = self.holter_app.state.session_factory()
+        try:
+            return self.holter_app.state.auth_mode.enabled(session)
+        finally:
+            session.close()
 
     def _admit(
         self,
         route: RouteAccess,
+        named: list[tuple[str, str]],
         path_params: dict[str, str],
         query: list[tuple[str, str]],
         headers: dict[str, str],
@@ -109,7 +161,7 @@ class Gate:
                 return OPEN
             if route.path == SIGNED_IMAGE_PATH and self._signed_image(session, path_params, dict(query)):
                 return Principal(scope="read", project=None)
-            token = _presented_key(headers)
+            token, from_cookie = _presented_key(headers)
             principal = (
                 authenticate(session=session, token=token, settings=self.holter_app.state.settings) if token else None
             )
@@ -119,29 +171,41 @@ class Gate:
                     "an API key is needed: Authorization: Bearer <key>" if not token else "unknown or revoked API key",
                     {"WWW-Authenticate": "Bearer"},
                 )
+            if from_cookie and route.method in WRITE_METHODS:
+                self._same_origin_only(headers)
             if route.scope != "any" and not principal.allows(route.scope):
                 raise Refused(403, f"this key's scope is {principal.scope!r}; this needs {route.scope!r}")
             if principal.project is not None:
-                named = [(path_params.get(name), kind) for name, kind in route.path_ids.items()]
-                named += [(value, route.query_ids[name]) for name, value in query if name in route.query_ids]
-                _bind(session, principal, [(value, kind) for raw, kind in named if raw for value in _ids(raw, kind)])
+                _bind(session, principal, named)
             return principal
         finally:
             session.close()
 
-    def _same_machine_only(self, route: RouteAccess, headers: dict[str, str], has_body: bool) -> None:
-        """With auth off, only this machine may call: a page elsewhere in a browser must not (DNS
-        rebinding through `Host`, cross-site writes through `Origin`, CORS-free `text/plain` posts)."""
+    def _allowed_hosts(self) -> set[str]:
+        """The names besides loopback this service answers to: HOLTER_ALLOWED_HOSTS and the public URL's."""
         settings: Settings = self.holter_app.state.settings
         allowed = {name.lower() for name in settings.allowed_hosts}
         if settings.public_url:
             allowed.add((urlsplit(settings.public_url).hostname or "").lower())
+        return allowed
+
+    def _known_host(self, headers: dict[str, str]) -> None:
+        """Refuse (421) a `Host` that is not this service's when it listens on loopback (or names
+        its hosts): a page on another name that resolves here (DNS rebinding) must not be served."""
+        settings: Settings = self.holter_app.state.settings
+        allowed = self._allowed_hosts()
         if is_loopback(settings.host) or allowed:
             host = _hostname(headers.get("host", ""))
             if not (is_loopback(host) or host in allowed):
                 raise Refused(
                     421, f"this service answers to loopback names only, not Host {host!r} (HOLTER_ALLOWED_HOSTS)"
                 )
+
+    def _same_machine_only(self, route: RouteAccess, headers: dict[str, str], has_body: bool) -> None:
+        """With auth off, only this machine may call: a page elsewhere in a browser must not (DNS
+        rebinding through `Host`, cross-site writes through `Origin`, CORS-free `text/plain` posts)."""
+        self._known_host(headers)
+        allowed = self._allowed_hosts()
         if route.method in WRITE_METHODS:
             origin = headers.get("origin")
             if (
@@ -159,6 +223,22 @@ class Gate:
                     415,
                     "the body must be application/json" + (" or application/msgpack" if route.body == "points" else ""),
                 )
+
+    def _same_origin_only(self, headers: dict[str, str]) -> None:
+        """A write signed by the dashboard's cookie must come from this service's own pages. The
+        cookie is SameSite=Strict, which still lets a page of the same site on another origin (a
+        sibling port or subdomain) post a form with it; the browser says where a request comes
+        from in `Sec-Fetch-Site`, older ones in `Origin`."""
+        fetch_site = headers.get("sec-fetch-site")
+        if fetch_site is not None and fetch_site not in ("same-origin", "none"):
+            raise Refused(403, f"a write signed by the sign-in cookie from a {fetch_site} page is refused")
+        origin = headers.get("origin")
+        if origin is None:
+            return  # no browser's write (browsers send Origin with every POST, PUT, PATCH and DELETE)
+        netloc = urlsplit(origin).netloc.lower()
+        public = urlsplit(self.holter_app.state.settings.public_url or "").netloc.lower()
+        if origin == "null" or netloc not in {headers.get("host", "").lower(), public} - {""}:
+            raise Refused(403, f"a write signed by the sign-in cookie from {origin!r} is refused (not this origin)")
 
     def _signed_image(self, session: Session, path_params: dict[str, str], query: dict[str, str]) -> bool:
         return image_links.verify(
@@ -179,9 +259,14 @@ class Gate:
         if not isinstance(document, dict):
             return
         named = [(document[name], kind) for name, kind in route.body_ids.items() if document.get(name) is not None]
+        named = [
+            (str(value), kind) for value, kind in named if isinstance(value, (str, int)) and not isinstance(value, bool)
+        ]
+        if any(UNSTORABLE.search(value) for value, _kind in named):
+            return  # the route refuses the text (api/bad_input.py) before any lookup
         session: Session = self.holter_app.state.session_factory()
         try:
-            _bind(session, principal, [(str(value), kind) for value, kind in named if isinstance(value, (str, int))])
+            _bind(session, principal, named)
         finally:
             session.close()
 
@@ -202,20 +287,38 @@ def _accepted_type(route: RouteAccess, content_type: str) -> bool:
     return media == "application/json" or (route.body == "points" and media in MSGPACK_TYPES)
 
 
-def _ids(raw: str, kind: str) -> list[str]:
-    # runs may be named as a comma-separated list
-    return [part for part in raw.split(",") if part] if kind == "run" else [raw]
+def named_ids(route: RouteAccess, path_params: dict[str, str], query: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Every (id, kind) the path and query name, each once: 422 for more than `MAX_NAMED_IDS`, or
+    for an id holding text no store can hold (it could only fail inside the database). Nothing
+    is looked up here."""
+    named: dict[tuple[str, str], None] = {}
+    raw = [(path_params.get(name), kind, f"path.{name}") for name, kind in route.path_ids.items()]
+    raw += [(value, route.query_ids[name], f"query.{name}") for name, value in query if name in route.query_ids]
+    for text, kind, where in raw:
+        if not text:
+            continue
+        if (problem := unstorable(text, where)) is not None:
+            raise Refused(422, problem)  # as the routes' own check says it (api/bad_input.py)
+        # runs may be named as a comma-separated list
+        for value in (part for part in text.split(",") if part) if kind == "run" else (text,):
+            named[(value, kind)] = None
+            if len(named) > MAX_NAMED_IDS:
+                raise Refused(422, f"this request names more than {MAX_NAMED_IDS} ids; name fewer")
+    return list(named)
 
 
 def _bind(session: Session, principal: Principal, named: list[tuple[str, str]]) -> None:
+    by_kind: dict[str, list[str]] = {}
     for value, kind in named:
         if kind == "project":
             if value != principal.project:
                 raise Refused(403, f"this key is for project {principal.project!r}, not {value!r}")
             continue
-        owner = project_of(session=session, kind=kind, value=value)
-        if owner is not NOT_FOUND and owner != principal.project:
-            raise Refused(404, f"unknown {kind} {value!r}")  # not even whether it exists
+        by_kind.setdefault(kind, []).append(value)
+    for kind, values in by_kind.items():
+        for value, owner in projects_of(session=session, kind=kind, values=values).items():
+            if owner is not NOT_FOUND and owner != principal.project:
+                raise Refused(404, unknown(kind, value))  # not even whether it exists
 
 
 async def read_body(receive: Receive, limit: int, *, idle: float, total: float) -> bytearray:
@@ -272,18 +375,31 @@ def _hostname(host: str) -> str:
     return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
 
 
-def _presented_key(headers: dict[str, str]) -> str | None:
+def _presented_key(headers: dict[str, str]) -> tuple[str | None, bool]:
+    """The key the request presents, and whether it came in the dashboard's sign-in cookie."""
     header = headers.get("authorization", "")
     if header.lower().startswith("bearer "):
-        return header[7:].strip() or None
+        return header[7:].strip() or None, False
     if headers.get("x-api-key"):
-        return headers["x-api-key"]
-    return cookie_parser(headers.get("cookie", "")).get("holter_key") or None
+        return headers["x-api-key"], False
+    cookie = cookie_parser(headers.get("cookie", "")).get("holter_key") or None
+    return cookie, cookie is not None
 
 
-async def _answer(send: Send, refusal: Refused) -> None:
-    body = json.dumps({"detail": refusal.detail}).encode()
+async def _refuse_socket(scope: Scope, send: Send, refusal: Refused) -> None:
+    """Refuse a websocket at its handshake: the refusal's own HTTP answer where the server can
+    send one, else a close before accepting (HTTP 403)."""
+    if "websocket.http.response" in scope.get("extensions", {}):
+        await _answer(send, refusal, prefix="websocket.")
+    else:
+        await send({"type": "websocket.close", "code": 1008, "reason": refusal.detail[:120]})
+
+
+async def _answer(send: Send, refusal: Refused, *, prefix: str = "") -> None:
+    # spelled as the routes' own JSON answers are (starlette's JSONResponse), byte for byte: a
+    # refusal here and a route's must not tell apart what the gate knows and the route does not
+    body = json.dumps({"detail": refusal.detail}, ensure_ascii=False, separators=(",", ":")).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     headers += [(name.lower().encode(), value.encode()) for name, value in refusal.headers.items()]
-    await send({"type": "http.response.start", "status": refusal.status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+    await send({"type": f"{prefix}http.response.start", "status": refusal.status, "headers": headers})
+    await send({"type": f"{prefix}http.response.body", "body": body})

@@ -9,6 +9,12 @@ rank the candidates with their evidence. Pure: runs in, candidates out.
 Guarding against invented levers: every candidate needs at least `MIN_RUNS` runs, a strong
 relation, and a permutation p-value below `ALPHA` (exact for few runs); keys that move
 together across the runs are reported as confounded instead of being told apart.
+
+Bounded before it starts: the distinct config keys (`max_keys`, counted while the configs are
+flattened) and the key × feature pairs (`max_pairs`) are checked before any grouping, so a
+config of thousands of keys that all move together costs one refusal, not a partner list per
+key; each candidate names at most `MAX_PARTNERS` of its confounded keys (the whole group is in
+the report's `confounded`); the deadline is checked before every pair.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ MIN_CORRELATION = 0.9
 PERMUTATIONS = 5000
 # What changes the shape of a failure ranks above what changes its size (count, peak_score).
 STRUCTURAL = {"presence", "period", "first_step", "spike_spacing"}
+MAX_PARTNERS = 20  # confounded keys named with each candidate; its whole group is in LeverReport.confounded
 
 
 @dataclass(frozen=True)
@@ -69,22 +76,29 @@ class LeverReport:
     note: str
 
 
-def _flatten(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested configs by dotted key (`optimizer.betas`); a list of plain values is one value."""
+def _flatten(config: dict[str, Any], *, limit: int | None = None) -> dict[str, Any]:
+    """Nested configs by dotted key (`optimizer.betas`); a list of plain values is one value.
+    Without recursion (a deep config must not overflow the stack); TooManyKeysError as soon as
+    there are more than `limit` keys."""
     flat: dict[str, Any] = {}
-    for key, value in config.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict):
-            flat.update(_flatten(value, f"{name}."))
-        elif (
-            isinstance(value, (str, int, float, bool))
-            or value is None
-            or (
-                isinstance(value, list)
-                and all(isinstance(item, (str, int, float, bool)) or item is None for item in value)
-            )
-        ):
-            flat[name] = value
+    stack: list[tuple[dict[str, Any], str]] = [(config, "")]
+    while stack:
+        node, prefix = stack.pop()
+        for key, value in node.items():
+            name = f"{prefix}{key}"
+            if isinstance(value, dict):
+                stack.append((value, f"{name}."))
+            elif (
+                isinstance(value, (str, int, float, bool))
+                or value is None
+                or (
+                    isinstance(value, list)
+                    and all(isinstance(item, (str, int, float, bool)) or item is None for item in value)
+                )
+            ):
+                flat[name] = value
+                if limit is not None and len(flat) > limit:
+                    raise TooManyKeysError(f"a run's config has more than {limit:,} keys")
     return flat
 
 
@@ -148,51 +162,76 @@ def _fmt(value: Any) -> str:
 
 
 class TooManyPairsError(ValueError):
-    """More config key × feature pairs than one request may test."""
+    """More config key × feature pairs (or config keys) than one request may test."""
+
+
+class TooManyKeysError(TooManyPairsError):
+    """More distinct config keys across the runs than one request may read."""
 
 
 def find_levers(
-    runs: Sequence[RunEvents], *, max_pairs: int | None = None, max_seconds: float | None = None
+    runs: Sequence[RunEvents],
+    *,
+    max_pairs: int | None = None,
+    max_seconds: float | None = None,
+    max_keys: int | None = None,
 ) -> LeverReport:
     """Rank config keys whose value changes the structure of a failure across `runs`.
 
-    `max_pairs`: refuse (TooManyPairsError) when the runs give more config key × feature pairs
-    than that (each pair may cost a permutation test); `max_seconds`: stop testing pairs after
-    that long and say so in the note (the candidates found so far are returned)."""
-    configs = {run.run_id: _flatten(run.config) for run in runs}
-    keys = sorted({k for cfg in configs.values() for k in cfg})
+    `max_keys`: refuse (TooManyKeysError) when the runs' configs hold more distinct keys than
+    that, counted while they are flattened; `max_pairs`: refuse (TooManyPairsError) when the runs
+    give more config key × feature pairs than that (each pair may cost a permutation test), both
+    before keys are grouped; `max_seconds`: stop testing pairs after that long and say so in the
+    note (the candidates found so far are returned)."""
+    configs: dict[str, dict[str, Any]] = {}
+    distinct: set[str] = set()
+    try:
+        for run in runs:
+            configs[run.run_id] = _flatten(run.config, limit=max_keys)
+            distinct.update(configs[run.run_id])
+            if max_keys is not None and len(distinct) > max_keys:
+                raise TooManyKeysError("")
+    except TooManyKeysError:
+        raise TooManyKeysError(
+            f"these {len(runs)} runs' configs hold more than {max_keys:,} distinct keys (HOLTER_MAX_LEVER_KEYS); "
+            "select fewer runs, or runs whose configs differ in fewer keys"
+        ) from None
+    keys = sorted(distinct)
     varying = [k for k in keys if len({repr(cfg.get(k)) for cfg in configs.values()}) > 1]
     per_run = {run.run_id: features(run) for run in runs}
     feature_keys = sorted({f for fs in per_run.values() for f in fs})
+    pairs = len(varying) * len(feature_keys)
+    if len(runs) >= MIN_RUNS and max_pairs is not None and pairs > max_pairs:
+        raise TooManyPairsError(
+            f"these {len(runs)} runs give {len(varying):,} varying config keys × {len(feature_keys):,} event "
+            f"features = {pairs:,} pairs to test, more than {max_pairs:,} (HOLTER_MAX_LEVER_PAIRS); select fewer runs"
+        )
     confounded = _confounded(varying, configs, [run.run_id for run in runs])
-    partners = {k: [other for group in confounded if k in group for other in group if other != k] for k in varying}
     candidates: list[Candidate] = []
     if len(runs) < MIN_RUNS:
         return LeverReport(
             len(runs), varying, [], confounded, f"{len(runs)} runs: at least {MIN_RUNS} are needed to name a lever"
         )
-    pairs = len(varying) * len(feature_keys)
-    if max_pairs is not None and pairs > max_pairs:
-        raise TooManyPairsError(
-            f"these {len(runs)} runs give {len(varying):,} varying config keys × {len(feature_keys):,} event features = "
-            f"{pairs:,} pairs to test, more than {max_pairs:,} (HOLTER_MAX_LEVER_PAIRS); select fewer runs"
-        )
+    group_of = {key: group for group in confounded for key in group}  # each key in one group at most
     deadline = time.monotonic() + max_seconds if max_seconds is not None else None
     tested = 0
     for key in varying:
-        if deadline is not None and time.monotonic() > deadline:
-            break
         with_key = [run.run_id for run in runs if configs[run.run_id].get(key) is not None]
         values = [configs[r][key] for r in with_key]
         for metric, kind, feature in feature_keys:
+            if deadline is not None and time.monotonic() > deadline:
+                break
             if feature == "presence":
                 found = _presence(key, values, with_key, per_run, metric, kind)
             else:
                 found = _numeric_feature(key, values, with_key, per_run, metric, kind, feature)
             if found is not None:
-                found.confounded_with = partners.get(key, [])
+                found.confounded_with = [other for other in group_of.get(key, []) if other != key][:MAX_PARTNERS]
                 candidates.append(found)
-        tested += len(feature_keys)
+            tested += 1
+        else:
+            continue
+        break  # the deadline passed
     candidates.sort(key=lambda c: c.rank, reverse=True)
     note = "" if candidates else f"no configuration key explains the failures across these {len(runs)} runs"
     if tested < pairs:
@@ -253,11 +292,13 @@ def _presence(
     with_values = sorted({repr(v) for v, h in zip(values, has) if h})
     # Exact chance that a random labelling is constant within every value group.
     sizes = [sum(1 for v in values if repr(v) == g) for g in groups]
-    ways = sum(
-        1
-        for combo in itertools.product([0, 1], repeat=len(sizes))
-        if sum(s for s, c in zip(sizes, combo) if c) == positives
-    )
+    # how many ways whole groups add up to `positives` runs: counted by size (subset sums, runs ×
+    # groups steps), not by trying all 2^groups choices (a key with a value per run has as many groups)
+    ways_to = [1] + [0] * len(values)
+    for size in sizes:
+        for total in range(len(values), size - 1, -1):
+            ways_to[total] += ways_to[total - size]
+    ways = ways_to[positives]
     p = min(1.0, ways / math.comb(len(values), positives))
     if p >= ALPHA:
         return None

@@ -14,7 +14,11 @@ from holter_server.store.models import AnnotationRow
 class AnnotationCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    author: str = Field(min_length=1, max_length=128)
+    author: str | None = Field(
+        default=None,
+        max_length=128,
+        description="ignored (kept for older clients): a note is signed by the key's name, or 'local' with auth off",
+    )
     text: str = Field(min_length=1, max_length=10_000)
     metric: str | None = Field(default=None, max_length=256)
     start_step: int | None = Field(default=None, ge=0, le=MAX_BIGINT)
@@ -33,7 +37,11 @@ class AnnotationUpdate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    author: str = Field(min_length=1, max_length=128, description="must be the annotation's author")
+    author: str | None = Field(
+        default=None,
+        max_length=128,
+        description="ignored (kept for older clients): a note is signed by the key's name, or 'local' with auth off",
+    )
     text: str = Field(min_length=1, max_length=10_000)
 
 

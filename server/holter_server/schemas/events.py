@@ -65,11 +65,15 @@ class EventsPublic(BaseModel):
 
 
 class EventDecision(BaseModel):
-    """Who acknowledges or dismisses an event, and why."""
+    """Why an event is acknowledged or dismissed (who: the key's name, or "local" with auth off)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    by: str = Field(min_length=1, max_length=128)
+    by: str | None = Field(
+        default=None,
+        max_length=128,
+        description="ignored (kept for older clients): signed by the key's name, or 'local' with auth off",
+    )
     reason: str | None = Field(default=None, max_length=4000)
 
 

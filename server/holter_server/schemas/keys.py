@@ -56,3 +56,7 @@ class KeyIdentity(BaseModel):
     prefix: str | None = Field(description="the public part of the key, to recognise it")
     scope: Literal["ingest", "read", "admin"]
     project: str | None = Field(description="the one project the key may touch; null: every project")
+    signs_as: str = Field(
+        description="the name notes, event decisions and reference choices made with this key are signed with "
+        "(the key's name; 'admin' for the admin token; 'local' with auth off)"
+    )

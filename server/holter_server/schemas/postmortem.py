@@ -23,7 +23,9 @@ class LeverPublic(BaseModel):
     p_value: float = Field(description="permutation p-value (exact for up to 8 runs)")
     runs: int
     evidence: str
-    confounded_with: list[str]
+    confounded_with: list[str] = Field(
+        description="keys that move with this one (at most 20; the whole group is in the report's `confounded`)"
+    )
 
     @classmethod
     def from_candidate(cls, c: Candidate) -> LeverPublic:
@@ -70,7 +72,9 @@ class ReferenceSet(BaseModel):
 
     run_id: str
     tag: str | None = Field(default=None, max_length=128, description="omit for the project-wide reference")
-    by: str | None = Field(default=None, max_length=128)
+    by: str | None = Field(
+        default=None, max_length=128, description="ignored (kept for older clients): the key's name is recorded"
+    )
 
 
 class ReferencePublic(BaseModel):

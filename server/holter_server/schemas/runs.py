@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from holter_server.nonfinite import json_safe
+from holter_server.nonfinite import json_safe, nonfinite_named
 from holter_server.schemas.vocabulary import (
     EndingStatusName,
     KindName,
@@ -24,6 +24,7 @@ from holter_server.vocabulary.signals import panel_of
 RUN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
 PROJECT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\- ]*$"
 MAX_DEFINITIONS = 1000
+MAX_TAGS = 64  # a run's tags, as sent and as stored (a resume merges its tags into the stored ones)
 # wandb's define_metric summaries, comma-separated ("min,max")
 SUMMARY_PATTERN = r"^(min|max|mean|best|last|first|copy|none)(,(min|max|mean|best|last|first|copy|none))*$"
 
@@ -137,7 +138,7 @@ class RunCreate(BaseModel):
     project: str = Field(default="default", min_length=1, max_length=128, pattern=PROJECT_PATTERN)
     name: str | None = Field(default=None, max_length=256)
     config: dict[str, Any] = Field(default_factory=dict)
-    tags: list[str] = Field(default_factory=list, max_length=64)
+    tags: list[str] = Field(default_factory=list, max_length=MAX_TAGS)
     notes: str | None = Field(
         default=None, max_length=20_000, description="what the run is about (wandb's `notes`); omitted: kept as it is"
     )
@@ -155,6 +156,9 @@ class RunCreate(BaseModel):
     provenance: Provenance | None = Field(
         default=None, description="the code version and environment (kept from the run's first create)"
     )
+
+    # bare NaN, Infinity or 1e400 (which Python's JSON reads) kept by name: no Postgres JSON column stores them
+    _config_named = field_validator("config")(nonfinite_named)
 
     def definitions(self) -> dict[str, dict[str, Any]]:
         """`kinds` and `metrics` as one set of definitions by pattern."""
@@ -174,6 +178,9 @@ class SummaryUpdate(BaseModel):
         max_length=10_000, description='{"best_acc": 0.93, "epochs": 10}; non-finite numbers as "NaN", "Infinity"'
     )
 
+    # bare NaN, Infinity or 1e400 (which Python's JSON reads) kept by name: no Postgres JSON column stores them
+    _values_named = field_validator("values")(nonfinite_named)
+
 
 class SummaryPublic(BaseModel):
     """A run's summary as stored after an update."""
@@ -186,7 +193,7 @@ class RunUpdate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    tags: list[str] | None = Field(default=None, max_length=64)
+    tags: list[str] | None = Field(default=None, max_length=MAX_TAGS)
     notes: str | None = Field(default=None, max_length=20_000)
 
 

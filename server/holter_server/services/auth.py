@@ -17,8 +17,10 @@ from __future__ import annotations
 import hashlib
 import hmac
 import ipaddress
+import re
 import secrets
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
@@ -28,15 +30,18 @@ from holter_server.store import alerts as alerts_store
 from holter_server.store import keys as keys_store
 from holter_server.store import runs as runs_store
 from holter_server.store.models import ApiKeyRow
+from holter_server.wire import UNSTORABLE
 
 
 @dataclass(frozen=True)
 class Principal:
-    """The caller: its scope and the one project it is limited to (None: every project)."""
+    """The caller: its scope, the one project it is limited to (None: every project), and the
+    name its notes and decisions are signed with (the key's name; "local" with auth off)."""
 
     scope: str
     project: str | None
     key_id: int | None = None
+    name: str = "local"
 
     def allows(self, needed: str) -> bool:
         """Admin may do anything; read may not ingest; ingest may only ingest."""
@@ -49,7 +54,8 @@ class Principal:
         return self.project is None or self.project == project
 
 
-OPEN = Principal(scope="admin", project=None)  # auth off: the one person on this machine
+OPEN = Principal(scope="admin", project=None)  # auth off: the one person on this machine, "local"
+ADMIN_TOKEN_NAME = "admin"  # what notes written with HOLTER_ADMIN_TOKEN are signed with
 
 
 def new_key() -> tuple[str, str, str]:
@@ -75,15 +81,15 @@ def authenticate(*, session: Session, token: str, settings: Settings) -> Princip
     """The principal of a presented key, or None when it is unknown, malformed or revoked."""
     # as bytes: compare_digest refuses text with characters outside ASCII, which anyone may send
     if settings.admin_token and hmac.compare_digest(token.encode(), settings.admin_token.encode()):
-        return Principal(scope="admin", project=None)
+        return Principal(scope="admin", project=None, name=ADMIN_TOKEN_NAME)
     parts = token.split("_", 2)
-    if len(parts) != 3 or parts[0] != "hk":
+    if len(parts) != 3 or parts[0] != "hk" or UNSTORABLE.search(parts[1]):
         return None
     key = keys_store.key_by_prefix(session=session, prefix=parts[1])
     if key is None or key.revoked_at is not None or not hmac.compare_digest(key.secret_hash, hash_secret(parts[2])):
         return None
     keys_store.touch(session=session, key=key)
-    return Principal(scope=key.scope, project=key.project, key_id=key.id)
+    return Principal(scope=key.scope, project=key.project, key_id=key.id, name=key.name)
 
 
 def is_loopback(host: str) -> bool:
@@ -106,13 +112,23 @@ class AuthMode:
         self._keys_exist = False
 
     def enabled(self, session: Session) -> bool:
+        return self._enabled(lambda: keys_store.active_key_count(session=session))
+
+    def known(self) -> bool | None:
+        """Whether auth is on, when that needs no database read now (None: ask `enabled`)."""
+        return self._enabled(lambda: None)
+
+    def _enabled(self, count_keys: Callable[[], int | None]) -> bool | None:
         mode = self.settings.auth
         if mode in ("on", "off"):
             return mode == "on"
         if not is_loopback(self.settings.host) or self.settings.admin_token:
             return True
         if time.monotonic() - self._checked_at > self.RECHECK_S:
-            self._keys_exist = keys_store.active_key_count(session=session) > 0
+            count = count_keys()
+            if count is None:
+                return None
+            self._keys_exist = count > 0
             self._checked_at = time.monotonic()
         return self._keys_exist
 
@@ -123,32 +139,55 @@ class AuthMode:
             return "auth: off (HOLTER_AUTH=off): anyone who can reach this port can read and write"
         if mode == "on" or not is_loopback(self.settings.host) or self.settings.admin_token:
             return "auth: on: every API call needs a key (holter keys create)"
-        return "auth: off while this service listens on loopback and has no API keys (zero set-up for one person); creating a key turns it on"
+        return (
+            "auth: off while this service listens on loopback and has no API keys (zero set-up for one person); "
+            "creating a key turns it on"
+        )
 
 
 # --- whose is it --------------------------------------------------------------------------
 
 NOT_FOUND = object()  # the thing does not exist: the route itself answers 404
+_ROW_ID = re.compile(r"[0-9]{1,10}")  # ASCII digits only: str.isdigit() also takes "²", which int() refuses
+MAX_ROW_ID = 2**31 - 1
+
+
+def row_id(value: str) -> int | None:
+    """`value` as a row id (events, channels, rules, deliveries, keys), or None when no row can have it."""
+    if _ROW_ID.fullmatch(value) is None or int(value) > MAX_ROW_ID:
+        return None
+    return int(value)
+
+
+def projects_of(*, session: Session, kind: str, values: Iterable[str]) -> dict[str, str | object | None]:
+    """The project each run, channel, rule, delivery or key belongs to (None: every project), or
+    NOT_FOUND. Runs are read in one statement (their ids and projects only, never their
+    configs); a rule's and a delivery's project is their channel's."""
+    wanted = list(dict.fromkeys(values))
+    if kind == "run":
+        found = runs_store.projects_of_runs(session=session, run_ids=wanted)
+        return {value: found.get(value, NOT_FOUND) for value in wanted}
+    return {value: _project_of_row(session, kind, value) for value in wanted}
 
 
 def project_of(*, session: Session, kind: str, value: str) -> str | object | None:
-    """The project a run, channel, rule, delivery or key belongs to (None: every project), or
-    NOT_FOUND. A rule's and a delivery's project is their channel's."""
-    if kind == "run":
-        run = runs_store.get_run(session=session, run_id=value)
-        return NOT_FOUND if run is None else run.project
-    if not value.isdigit() or int(value) > 2**31 - 1:
+    """The project a run, channel, rule, delivery or key belongs to (None: every project), or NOT_FOUND."""
+    return projects_of(session=session, kind=kind, values=[value])[value]
+
+
+def _project_of_row(session: Session, kind: str, value: str) -> str | object | None:
+    found = row_id(value)
+    if found is None:
         return NOT_FOUND  # the route answers a malformed id with 422
-    row_id = int(value)
     if kind == "key":
-        key = keys_store.get_key(session=session, key_id=row_id)
+        key = keys_store.get_key(session=session, key_id=found)
         return NOT_FOUND if key is None else key.project
-    channel_id: int | None = row_id
+    channel_id: int | None = found
     if kind == "rule":
-        rule = alerts_store.get_rule(session=session, rule_id=row_id)
+        rule = alerts_store.get_rule(session=session, rule_id=found)
         channel_id = rule.channel_id if rule else None
     elif kind == "delivery":
-        delivery = alerts_store.get_delivery(session=session, delivery_id=row_id)
+        delivery = alerts_store.get_delivery(session=session, delivery_id=found)
         channel_id = delivery.channel_id if delivery else None
     channel = alerts_store.get_channel(session=session, channel_id=channel_id) if channel_id is not None else None
     return NOT_FOUND if channel is None else channel.project

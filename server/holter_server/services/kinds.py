@@ -11,6 +11,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from holter_server.store import claims
 from holter_server.store import events as events_store
 from holter_server.store import runs as runs_store
 from holter_server.store.models import RunRow
@@ -46,6 +47,7 @@ def declare(*, session: Session, run: RunRow, definitions: Mapping[str, Mapping[
     their first point, by live detection. A declared kind always wins over the name's reading."""
     if not definitions:
         return []
+    hold_for_declaring(session=session, run_id=run.id)
     session.refresh(run, with_for_update=True)  # two batches declaring at once must not lose one's definitions
     names = runs_store.metric_names(session=session, run_id=run.id)
     before = understand_all(names, declarations=run.metric_definitions)
@@ -54,6 +56,13 @@ def declare(*, session: Session, run: RunRow, definitions: Mapping[str, Mapping[
     changed = sorted(name for name in names if before[name].kind != after[name].kind)
     reanalyse(session=session, run_id=run.id, metrics=changed)
     return changed
+
+
+def hold_for_declaring(*, session: Session, run_id: str) -> None:
+    """Wait until live detection lets go of the run and hold it until commit, before its row is
+    locked: live detection takes its claim on a run, then the run's row; a declaration that locked
+    the row first and then waited for the claim (to reset detection) deadlocked with it."""
+    claims.wait_for_run(session=session, task=claims.Task.DETECTION, run_id=run_id)
 
 
 def reanalyse(*, session: Session, run_id: str, metrics: list[str]) -> None:

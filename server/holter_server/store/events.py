@@ -526,6 +526,16 @@ def list_events(*, session: Session, where: EventFilter, limit: int, offset: int
     return rows, count
 
 
+def count_metric_events_of_runs(*, session: Session, run_ids: Sequence[str]) -> int:
+    """How many events of a metric (not withdrawn) these runs have in all, counted in the database."""
+    if not run_ids:
+        return 0
+    query = select(func.count()).where(
+        EventRow.run_id.in_(list(run_ids)), EventRow.metric.is_not(None), EventRow.status != "withdrawn"
+    )
+    return session.scalar(query) or 0
+
+
 def get_event_by_key(*, session: Session, run_id: str, event_key: str) -> EventRow | None:
     """The event with this detector key on a run, or None."""
     return session.scalar(select(EventRow).where(EventRow.run_id == run_id, EventRow.event_key == event_key))

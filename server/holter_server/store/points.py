@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from sqlalchemy import func, insert, select
+from sqlalchemy import func, insert, select, tuple_
 from sqlalchemy.orm import Session
 
 from holter_server.store import rollups as rollups_store
@@ -50,6 +50,16 @@ class StoredCount:
 class SeriesSlice:
     """Points of one metric in step order; NaN and ±Inf as themselves."""
 
+    steps: list[int]
+    values: list[float]
+    wall_times: list[float | None]
+
+
+@dataclass
+class RunPointsSlice:
+    """Points of several metrics of a run in (metric id, step) order; NaN and ±Inf as themselves."""
+
+    metric_ids: list[int]
     steps: list[int]
     values: list[float]
     wall_times: list[float | None]
@@ -212,6 +222,48 @@ def read_points(
         steps=[row[0] for row in rows],
         values=[math.nan if row[1] is None else row[1] for row in rows],
         wall_times=[row[2] for row in rows],
+    )
+
+
+def read_run_points(
+    *,
+    session: Session,
+    run_id: str,
+    metric_ids: Sequence[int],
+    after: tuple[int, int] | None,
+    start: int | None,
+    end: int | None,
+    limit: int,
+) -> RunPointsSlice:
+    """Points of several metrics of a run with start <= step <= end, in (metric id, step) order
+    after `after` (a keyset: the last (metric id, step) read), at most `limit` of them: small
+    series read together, not one statement each. The metric ids' range bounds the index scan
+    (an IN list alone is a filter over every point of the run when the planner's statistics are
+    stale, as they are for a run just written)."""
+    wanted = sorted(metric_ids)
+    query = select(PointRow.metric_id, PointRow.step, PointRow.value, PointRow.wall_time).where(
+        PointRow.run_id == run_id,
+        PointRow.metric_id >= (after[0] if after is not None else wanted[0]),
+        PointRow.metric_id <= wanted[-1],
+    )
+    if len(wanted) != wanted[-1] - wanted[0] + 1:  # not every metric of the range: name them too
+        query = query.where(PointRow.metric_id.in_(wanted))
+    if after is not None:
+        query = query.where(tuple_(PointRow.metric_id, PointRow.step) > tuple_(*after))
+    if start is not None:
+        query = query.where(PointRow.step >= start)
+    if end is not None:
+        query = query.where(PointRow.step <= end)
+    # a Core statement on the session's connection: no ORM row handling for 50,000 plain tuples
+    rows = session.connection().execute(query.order_by(PointRow.metric_id, PointRow.step).limit(limit)).all()
+    if not rows:
+        return RunPointsSlice([], [], [], [])
+    found_ids, steps, values, wall_times = (list(column) for column in zip(*rows))
+    return RunPointsSlice(
+        metric_ids=found_ids,
+        steps=steps,
+        values=[math.nan if value is None else value for value in values] if None in values else values,
+        wall_times=wall_times,
     )
 
 

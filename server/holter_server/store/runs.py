@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import String, bindparam, case, cast, delete, func, select, update
+from sqlalchemy import Select, String, Text, bindparam, case, cast, delete, func, select, update
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.util import identity_key
 
@@ -49,8 +49,36 @@ class RunIdTakenError(ValueError):
     """The run id is another project's."""
 
 
+def projects_of_runs(*, session: Session, run_ids: Sequence[str]) -> dict[str, str]:
+    """The project of each run that exists (id → project), read in one statement per 500 ids and
+    without the runs' configs: the gate binds every id a request names this way."""
+    found: dict[str, str] = {}
+    for start in range(0, len(run_ids), 500):
+        chunk = list(run_ids[start : start + 500])
+        found.update(
+            dict(session.execute(select(RunRow.id, RunRow.project).where(RunRow.id.in_(chunk))).tuples().all())
+        )
+    return found
+
+
+class MergeTooLargeError(ValueError):
+    """Resuming would grow the run's config or tags past their limits (`what`: "config" or "tags")."""
+
+    def __init__(self, what: str, message: str) -> None:
+        super().__init__(message)
+        self.what = what
+
+
 def create_or_resume_run(
-    *, session: Session, run_id: str, project: str, name: str | None, config: dict[str, Any], tags: list[str]
+    *,
+    session: Session,
+    run_id: str,
+    project: str,
+    name: str | None,
+    config: dict[str, Any],
+    tags: list[str],
+    max_config_bytes: int | None = None,
+    max_tags: int | None = None,
 ) -> tuple[RunRow, bool]:
     """Create the run, or resume it when the id exists; returns (run, resumed).
 
@@ -60,6 +88,10 @@ def create_or_resume_run(
     again and merges the new config and tags into the old ones; `resumed` is False when the run
     is still running and has logged nothing, since such a "resume" is a resent create. An id another
     project holds raises RunIdTakenError (the race the caller's own check cannot see).
+    Resuming merges within limits: MergeTooLargeError, and nothing changed, when the merged
+    config would be larger than `max_config_bytes` (as JSON) or the merged tags more than
+    `max_tags` (each request is within them, but a run resumed many times must not grow without
+    end; one already past a limit may resume as long as it does not grow).
     """
     moment = now()
     created = session.execute(  # a row back: this call inserted it (rowcount is -1 through psycopg here)
@@ -84,11 +116,31 @@ def create_or_resume_run(
     if run.project != project:
         raise RunIdTakenError(run_id)
     resumed = run.status != "running" or run.last_step is not None
+    merged_config = {**(run.config or {}), **config}
+    merged_tags = list(dict.fromkeys([*(run.tags or []), *tags]))
+    # only growth past a limit is refused: a run stored over it (before this check) still resumes unchanged
+    if (
+        max_config_bytes is not None
+        and config
+        and (size := len(json.dumps(merged_config))) > max_config_bytes
+        and size > len(json.dumps(run.config or {}))
+    ):
+        raise MergeTooLargeError(
+            "config",
+            f"resuming run {run_id!r} would make its config {size:,} bytes (the stored one merged with this one), "
+            f"over the limit of {max_config_bytes:,}: send fewer or smaller keys",
+        )
+    if max_tags is not None and len(merged_tags) > max(max_tags, len(run.tags or [])):
+        raise MergeTooLargeError(
+            "tags",
+            f"resuming run {run_id!r} would give it {len(merged_tags)} tags (the stored ones and these), "
+            f"over the limit of {max_tags}: replace its tags with PATCH /api/v1/runs/{run_id} instead",
+        )
     run.status = "running"
     run.finished_at = None
     run.name = name or run.name
-    run.config = {**(run.config or {}), **config}
-    run.tags = list(dict.fromkeys([*(run.tags or []), *tags]))
+    run.config = merged_config
+    run.tags = merged_tags
     run.updated_at = run.heartbeat_at = moment
     session.flush()
     return run, resumed
@@ -114,6 +166,39 @@ def record_preflight(*, session: Session, run: RunRow, checks: Sequence[Mapping[
     return run.preflight
 
 
+def _filtered(
+    query: Select[Any], *, project: str | None, status: str | None, tag: str | None, archived: str = "include"
+) -> Select[Any]:
+    """`query` narrowed to a project, status and tag; `archived`: "exclude" (archived runs left out),
+    "include" or "only"."""
+    if archived == "exclude":
+        query = query.where(RunRow.archived_at.is_(None))
+    elif archived == "only":
+        query = query.where(RunRow.archived_at.is_not(None))
+    if project is not None:
+        query = query.where(RunRow.project == project)
+    if status is not None:
+        query = query.where(RunRow.status == status)
+    if tag is not None:
+        # Tags are a JSON list; match the quoted element so "a" does not match "ab".
+        query = query.where(cast(RunRow.tags, String).contains(json.dumps(tag), autoescape=True))
+    return query
+
+
+def run_config_sizes(
+    *, session: Session, project: str | None, tag: str | None, run_ids: Sequence[str] | None, limit: int
+) -> dict[str, int]:
+    """The runs a selection names (ids, or a project and tag: the newest `limit`), each with the
+    length of its config as JSON text, without reading any config into memory."""
+    query = select(RunRow.id, func.length(cast(RunRow.config, Text)))
+    if run_ids is not None:
+        query = query.where(RunRow.id.in_(list(run_ids)))
+    else:
+        query = _filtered(query, project=project, status=None, tag=tag)
+    query = query.order_by(RunRow.created_at.desc(), RunRow.id).limit(limit)
+    return {run_id: int(size or 0) for run_id, size in session.execute(query).tuples().all()}
+
+
 def list_runs(
     *,
     session: Session,
@@ -126,18 +211,7 @@ def list_runs(
 ) -> tuple[Sequence[RunRow], int]:
     """Runs, newest first, with the total count matching the filters. `archived`: "exclude"
     (archived runs left out), "include" or "only"."""
-    query = select(RunRow)
-    if archived == "exclude":
-        query = query.where(RunRow.archived_at.is_(None))
-    elif archived == "only":
-        query = query.where(RunRow.archived_at.is_not(None))
-    if project is not None:
-        query = query.where(RunRow.project == project)
-    if status is not None:
-        query = query.where(RunRow.status == status)
-    if tag is not None:
-        # Tags are a JSON list; match the quoted element so "a" does not match "ab".
-        query = query.where(cast(RunRow.tags, String).contains(json.dumps(tag), autoescape=True))
+    query = _filtered(select(RunRow), project=project, status=status, tag=tag, archived=archived)
     count = session.scalar(select(func.count()).select_from(query.subquery())) or 0
     rows = session.scalars(query.order_by(RunRow.created_at.desc(), RunRow.id).limit(limit).offset(offset)).all()
     return rows, count

@@ -38,3 +38,23 @@ def test_half_written_files_are_ignored(tmp_path: Path) -> None:
 
 def test_an_absent_spool_is_empty(tmp_path: Path) -> None:
     assert len(Spool(tmp_path, "never-used")) == 0
+
+
+def test_a_spool_holds_its_own_runs_requests_only() -> None:
+    from holter.spool import own_request
+
+    assert own_request("r1", "/api/v1/runs", b'{"id": "r1", "project": "p"}')
+    for name in ("points", "summary", "alerts", "nonfinite", "finish"):
+        assert own_request("r1", f"/api/v1/runs/r1/{name}", b"{}")
+    for path, body in [
+        ("/api/v1/runs", b'{"id": "r2"}'),  # another run's registration
+        ("/api/v1/runs", b"not json"),
+        ("/api/v1/runs/r2/finish", b"{}"),  # another run's
+        ("/api/v1/runs/r1/../r2/finish", b"{}"),
+        ("/api/v1/channels", b"{}"),
+        ("/api/v1/keys", b"{}"),
+        ("@evil.example/api/v1/runs/r1/points", b"{}"),  # would send the key to another host
+        ("/api/v1/runs/r1/heartbeat", b"{}"),
+    ]:
+        assert not own_request("r1", path, body), path
+    assert not own_request("..", "/api/v1/runs/../points", b"{}")  # no run has such an id

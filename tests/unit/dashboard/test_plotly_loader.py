@@ -56,3 +56,42 @@ def test_the_polyfill_for_old_browsers_is_replaced_by_the_one_part_the_component
         .read_text(encoding="utf-8")
         .startswith("/** regenerator-runtime v0.14.1")
     )
+
+
+def _asset_app() -> tuple[plotly_loader.DashboardGzip, list[str]]:
+    """The gzip layer over a tiny ASGI app that serves one versioned script and counts its calls."""
+    from starlette.applications import Starlette
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    calls: list[str] = []
+
+    async def script(request):  # type: ignore[no-untyped-def]
+        calls.append(request.url.path)
+        if request.headers.get("if-none-match") == '"v1"':
+            return Response(status_code=304)
+        return Response("var x = 1;\n" * 2000, media_type="text/javascript", headers={"etag": '"v1"'})
+
+    return plotly_loader.DashboardGzip(Starlette(routes=[Route("/_holter/app-1.0.js", script)])), calls
+
+
+def test_a_versioned_script_is_compressed_once_and_served_from_memory_with_its_length() -> None:
+    from starlette.testclient import TestClient
+
+    app, calls = _asset_app()
+    with TestClient(app) as client:
+        answers = [client.get("/_holter/app-1.0.js", headers={"Accept-Encoding": "gzip"}) for _ in range(3)]
+    assert calls == ["/_holter/app-1.0.js"]  # the app answered once; the others came from memory
+    for answer in answers:
+        assert answer.headers["content-encoding"] == "gzip"
+        assert int(answer.headers["content-length"]) < 22_000 / 4
+        assert answer.text == "var x = 1;\n" * 2000  # TestClient undoes the gzip
+
+
+def test_a_revalidating_browser_still_gets_its_304() -> None:
+    from starlette.testclient import TestClient
+
+    app, calls = _asset_app()
+    with TestClient(app) as client:
+        answer = client.get("/_holter/app-1.0.js", headers={"Accept-Encoding": "gzip", "If-None-Match": '"v1"'})
+    assert answer.status_code == 304 and calls == ["/_holter/app-1.0.js"]

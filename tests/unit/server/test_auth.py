@@ -59,3 +59,12 @@ def test_keys_are_random_and_only_their_hash_is_kept() -> None:
     full, prefix, stored = new_key()
     assert full.startswith(f"hk_{prefix}_") and stored == hash_secret(full.split("_", 2)[2])
     assert full.split("_", 2)[2] not in stored and new_key()[0] != full
+
+
+def test_whether_auth_is_on_is_known_without_the_database_between_rechecks(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr("holter_server.store.keys.active_key_count", lambda session: 0)
+    auto = AuthMode(Settings(host="127.0.0.1"))
+    assert auto.known() is None  # due to count the keys: the caller asks `enabled` with a session
+    assert auto.enabled(NoKeys()) is False  # type: ignore[arg-type]
+    assert auto.known() is False
+    assert AuthMode(Settings(auth="on")).known() is True and AuthMode(Settings(auth="off")).known() is False

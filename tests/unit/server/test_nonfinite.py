@@ -32,3 +32,17 @@ def test_csv_cells_read_back_exactly() -> None:
 def test_names_read_back_as_the_floats_they_stand_for() -> None:
     assert math.isnan(from_name("NaN")) and from_name("Infinity") == math.inf and from_name("-Infinity") == -math.inf
     assert from_name("nan") is None and from_name("1.0") is None
+
+
+def test_a_documents_non_finite_numbers_are_named_at_any_depth_without_recursion() -> None:
+    from holter_server.nonfinite import nonfinite_named
+
+    deep: dict = {"x": float("nan")}
+    for _ in range(10_000):
+        deep = {"a": [deep, float("inf")]}
+    named = nonfinite_named(deep)
+    for _ in range(10_000):
+        assert named["a"][1] == "Infinity"
+        named = named["a"][0]
+    assert named == {"x": "NaN"}
+    assert nonfinite_named(float("-inf")) == "-Infinity" and nonfinite_named(1.5) == 1.5

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, HTTPException, Response
+from typing import Annotated
+
+from fastapi import APIRouter, HTTPException, Query, Response
 
 from holter_server.api.deps import PrincipalDep, RowId, SessionDep
 from holter_server.api.routes.runs import require_run
@@ -34,25 +36,28 @@ def add_annotation(
         and events_store.get_event(session=session, run_id=run_id, event_id=body.event_id) is None
     ):
         raise HTTPException(status_code=404, detail=f"run {run_id!r} has no event {body.event_id}")
-    row = annotations_store.add_annotation(session=session, run_id=run_id, key_id=principal.key_id, **body.model_dump())
+    row = annotations_store.add_annotation(
+        session=session,
+        run_id=run_id,
+        key_id=principal.key_id,
+        author=principal.name,  # signed by the key, not by what the body claims
+        **body.model_dump(exclude={"author"}),
+    )
     session.commit()
     return AnnotationPublic.from_row(row)
 
 
-def _own_annotation(
-    session: SessionDep, principal: Principal, run_id: str, annotation_id: RowId, author: str
-) -> AnnotationRow:
+def _own_annotation(session: SessionDep, principal: Principal, run_id: str, annotation_id: RowId) -> AnnotationRow:
     """The note, when the caller may change it. With auth on, the key that wrote it may (or an
-    admin): the `author` field is a name anyone can send, not proof. With auth off there are no
-    keys, only the one machine's people, told apart by name."""
+    admin): a name anyone can send is no proof. With auth off there are no keys, only the one
+    machine's person ("local"), who may change every note."""
     require_run(session, run_id)
     row = annotations_store.get_annotation(session=session, run_id=run_id, annotation_id=annotation_id)
     if row is None:
         raise HTTPException(status_code=404, detail=f"run {run_id!r} has no annotation {annotation_id}")
-    if principal is OPEN:
-        allowed = row.author == author
-    else:
-        allowed = principal.scope == "admin" or (row.key_id is not None and row.key_id == principal.key_id)
+    allowed = (
+        principal is OPEN or principal.scope == "admin" or (row.key_id is not None and row.key_id == principal.key_id)
+    )
     if not allowed:
         raise HTTPException(
             status_code=403,
@@ -67,7 +72,7 @@ def edit_annotation(
 ) -> AnnotationPublic:
     row = annotations_store.edit_annotation(
         session=session,
-        annotation=_own_annotation(session, principal, run_id, annotation_id, body.author),
+        annotation=_own_annotation(session, principal, run_id, annotation_id),
         text=body.text,
     )
     session.commit()
@@ -76,10 +81,14 @@ def edit_annotation(
 
 @router.delete("/{annotation_id}", status_code=204, summary="Delete one's own note")
 def delete_annotation(
-    session: SessionDep, principal: PrincipalDep, run_id: str, annotation_id: RowId, author: str
+    session: SessionDep,
+    principal: PrincipalDep,
+    run_id: str,
+    annotation_id: RowId,
+    author: Annotated[str | None, Query(description="ignored (kept for older clients): the key decides")] = None,
 ) -> Response:
     annotations_store.delete_annotation(
-        session=session, annotation=_own_annotation(session, principal, run_id, annotation_id, author)
+        session=session, annotation=_own_annotation(session, principal, run_id, annotation_id)
     )
     session.commit()
     return Response(status_code=204)

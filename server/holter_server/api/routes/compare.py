@@ -7,7 +7,9 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, HTTPException, Query
 
 from holter_server.api.deps import PrincipalDep, SessionDep, SettingsDep
+from holter_server.api.gate import unknown
 from holter_server.api.routes.runs import require_run
+from holter_server.schemas import MAX_BIGINT
 from holter_server.schemas.compare import (
     ArmComparisonPublic,
     ProjectSettingsPublic,
@@ -32,10 +34,8 @@ def _arm(session: SessionDep, principal: PrincipalDep, name: str, text: str) -> 
     if not sep or kind not in compare_service.ARM_KINDS or not run_id:
         raise HTTPException(status_code=422, detail=f"{name}={text!r}: an arm is {ARM_HELP}")
     run = require_run(session, run_id)
-    if not principal.sees(run.project):
-        raise HTTPException(
-            status_code=404, detail=f"unknown run {run_id!r}"
-        )  # a project's key learns nothing of another's runs
+    if not principal.sees(run.project):  # a project's key learns nothing of another's runs
+        raise HTTPException(status_code=404, detail=unknown("run", run_id))
     return kind, run
 
 
@@ -52,16 +52,22 @@ def compare_arms(
     a: Annotated[str, Query(description=ARM_HELP)],
     b: Annotated[str, Query(description=ARM_HELP)],
     at_step: Annotated[
-        int | None, Query(ge=0, description="the step of the at_step measure (default: the last every run reached)")
+        int | None,
+        Query(ge=0, le=MAX_BIGINT, description="the step of the at_step measure (default: the last every run reached)"),
     ] = None,
     at_tokens: Annotated[
         float | None,
-        Query(gt=0, description="the token count of the at_tokens measure (default: the least any run reached)"),
+        Query(
+            gt=0,
+            allow_inf_nan=False,
+            description="the token count of the at_tokens measure (default: the least any run reached)",
+        ),
     ] = None,
     start: Annotated[
-        int | None, Query(ge=0, description="the range of the auc measure (default: what every run covers)")
+        int | None,
+        Query(ge=0, le=MAX_BIGINT, description="the range of the auc measure (default: what every run covers)"),
     ] = None,
-    end: Annotated[int | None, Query(ge=0)] = None,
+    end: Annotated[int | None, Query(ge=0, le=MAX_BIGINT)] = None,
     primary: Annotated[
         Literal["final", "at_step", "at_tokens", "auc"] | None,
         Query(

@@ -73,12 +73,14 @@ def _require_event(session: SessionDep, run_id: str, event_id: RowId) -> EventRo
     response_model=EventPublic,
     summary="Someone has seen it and is on it",
 )
-def acknowledge(session: SessionDep, run_id: str, event_id: RowId, body: EventDecision) -> EventPublic:
+def acknowledge(
+    session: SessionDep, principal: PrincipalDep, run_id: str, event_id: RowId, body: EventDecision
+) -> EventPublic:
     event = events_store.set_event_status(
         session=session,
         event=_require_event(session, run_id, event_id),
         status="acknowledged",
-        by=body.by,
+        by=principal.name,  # signed by the key, not by what the body claims
         reason=body.reason,
     )
     session.commit()
@@ -90,16 +92,18 @@ def acknowledge(session: SessionDep, run_id: str, event_id: RowId, body: EventDe
     response_model=EventPublic,
     summary="Not a problem; optionally mute its kind on its metric",
 )
-def dismiss(session: SessionDep, run_id: str, event_id: RowId, body: EventDismissal) -> EventPublic:
+def dismiss(
+    session: SessionDep, principal: PrincipalDep, run_id: str, event_id: RowId, body: EventDismissal
+) -> EventPublic:
     event = _require_event(session, run_id, event_id)
     if body.mute:
         if event.metric is None:
             raise HTTPException(status_code=422, detail="run-level events have no metric to mute")
         events_store.add_mute(
-            session=session, run_id=run_id, metric=event.metric, kind=event.kind, by=body.by, reason=body.reason
+            session=session, run_id=run_id, metric=event.metric, kind=event.kind, by=principal.name, reason=body.reason
         )
     event = events_store.set_event_status(
-        session=session, event=event, status="dismissed", by=body.by, reason=body.reason
+        session=session, event=event, status="dismissed", by=principal.name, reason=body.reason
     )
     session.commit()
     return EventPublic.from_row(event)

@@ -6,7 +6,7 @@ from fastapi import APIRouter, HTTPException, Request
 
 from holter_server.api.deps import PrincipalDep, RowId, SessionDep
 from holter_server.schemas.keys import KeyCreate, KeyCreated, KeyIdentity, KeyPublic
-from holter_server.services.auth import create_key
+from holter_server.services.auth import OPEN, create_key
 from holter_server.store import keys as keys_store
 
 router = APIRouter(prefix="/keys", tags=["keys"])
@@ -36,13 +36,27 @@ def list_keys(session: SessionDep, principal: PrincipalDep) -> list[KeyPublic]:
 def who_am_i(request: Request, session: SessionDep, principal: PrincipalDep) -> KeyIdentity:
     # The gate answered 401 for a missing, unknown or revoked key; with auth off everyone is the open admin.
     if not request.app.state.auth_mode.enabled(session):
-        return KeyIdentity(auth=False, id=None, name=None, prefix=None, scope="admin", project=None)
+        return KeyIdentity(auth=False, id=None, name=None, prefix=None, scope="admin", project=None, signs_as=OPEN.name)
     row = keys_store.get_key(session=session, key_id=principal.key_id) if principal.key_id is not None else None
     if row is None:  # the admin token (HOLTER_ADMIN_TOKEN) is no stored key
         return KeyIdentity(
-            auth=True, id=None, name="admin token", prefix=None, scope=principal.scope, project=principal.project
-        )  # type: ignore[arg-type]
-    return KeyIdentity(auth=True, id=row.id, name=row.name, prefix=row.prefix, scope=row.scope, project=row.project)  # type: ignore[arg-type]
+            auth=True,
+            id=None,
+            name="admin token",
+            prefix=None,
+            scope=principal.scope,  # type: ignore[arg-type]
+            project=principal.project,
+            signs_as=principal.name,
+        )
+    return KeyIdentity(
+        auth=True,
+        id=row.id,
+        name=row.name,
+        prefix=row.prefix,
+        scope=row.scope,  # type: ignore[arg-type]
+        project=row.project,
+        signs_as=principal.name,
+    )
 
 
 @router.delete("/{key_id}", response_model=KeyPublic, summary="Revoke a key")

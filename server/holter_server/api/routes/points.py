@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from holter_server.api.deps import SessionDep, SettingsDep
-from holter_server.api.gate import BODY_STATE
+from holter_server.api.gate import BODY_STATE, unknown
 from holter_server.api.routes.runs import require_run
 from holter_server.nonfinite import json_safe_column
 from holter_server.schemas import MAX_BIGINT
@@ -56,7 +56,8 @@ def _gated_body(request: Request) -> bytearray:
         404: {"description": "unknown run"},
         413: {"description": "batch too large"},
         422: {
-            "description": "malformed batch (a key twice, a number out of range), or every metric of it refused (each with its reason)"
+            "description": "malformed batch (a key twice, a number out of range), "
+            "or every metric of it refused (each with its reason)"
         },
     },
 )
@@ -100,9 +101,8 @@ def _store_batch(request: Request, run_id: str, batch: ReadBatch, max_metrics: i
         try:
             result = ingest_batch(session=session, run_id=run_id, batch=batch, max_metrics=max_metrics)
         except UnknownRunError:
-            raise HTTPException(
-                status_code=404, detail=f"unknown run {run_id!r}; create it with POST /api/v1/runs first"
-            ) from None
+            # the gate's very words for another project's run: a key learns nothing of which it is
+            raise HTTPException(status_code=404, detail=unknown("run", run_id)) from None
         if result.refused and not result.received:
             # Nothing could be stored: refuse the request as a whole, each metric with its reason.
             raise HTTPException(

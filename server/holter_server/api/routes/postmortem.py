@@ -55,6 +55,8 @@ def find_levers(
             run_ids=run_id,
             max_pairs=settings.max_lever_pairs,
             max_seconds=settings.max_lever_seconds,
+            max_keys=settings.max_lever_keys,
+            max_config_bytes=settings.max_lever_config_bytes,
         )
     except TooManyPairsError as exc:
         raise HTTPException(status_code=413, detail=str(exc)) from exc
@@ -66,12 +68,12 @@ def find_levers(
     response_model=ReferencePublic,
     summary="Make a run the reference of its project (or of a tag)",
 )
-def set_reference(session: SessionDep, project: str, body: ReferenceSet) -> ReferencePublic:
+def set_reference(session: SessionDep, principal: PrincipalDep, project: str, body: ReferenceSet) -> ReferencePublic:
     run = require_run(session, body.run_id)
     if run.project != project:
         raise HTTPException(status_code=422, detail=f"run {run.id!r} is not in project {project!r}")
     row = references_store.set_reference(
-        session=session, project=project, tag=body.tag or "", run_id=run.id, by=body.by
+        session=session, project=project, tag=body.tag or "", run_id=run.id, by=principal.name
     )
     session.commit()
     return ReferencePublic(

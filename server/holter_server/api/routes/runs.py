@@ -9,9 +9,11 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, HTTPException, Query
 
 from holter_server.api.deps import PrincipalDep, SessionDep, SettingsDep
+from holter_server.api.gate import unknown
 from holter_server.schemas import MAX_BIGINT
 from holter_server.schemas.events import AnalyzedSeries, RunAnalysis
 from holter_server.schemas.runs import (
+    MAX_TAGS,
     MetricColumnPublic,
     MetricPublic,
     MetricUpdate,
@@ -24,9 +26,9 @@ from holter_server.schemas.runs import (
     RunUpdate,
     SparklinePublic,
 )
-from holter_server.schemas.vocabulary import RunStatusName
+from holter_server.schemas.vocabulary import MetricName, RunStatusName
 from holter_server.services import kinds, lifecycle, retention, run_table
-from holter_server.services.run_analysis import analyze_run
+from holter_server.services.run_analysis import AnalysisTooLargeError, UnknownMetricError, analyze_run
 from holter_server.store import events as events_store
 from holter_server.store import runs as runs_store
 from holter_server.store.models import RunRow
@@ -38,7 +40,7 @@ def require_run(session: SessionDep, run_id: str) -> RunRow:
     """The run, or a 404 that names it."""
     run = runs_store.get_run(session=session, run_id=run_id)
     if run is None:
-        raise HTTPException(status_code=404, detail=f"unknown run {run_id!r}")
+        raise HTTPException(status_code=404, detail=unknown("run", run_id))
     return run
 
 
@@ -61,12 +63,23 @@ def create_run(session: SessionDep, settings: SettingsDep, principal: PrincipalD
     existing = runs_store.get_run(session=session, run_id=run_id)
     if existing is not None and existing.project != body.project:
         raise taken
+    if existing is not None and body.definitions():
+        kinds.hold_for_declaring(session=session, run_id=run_id)  # before the run's row (see there)
     try:
         run, resumed = runs_store.create_or_resume_run(
-            session=session, run_id=run_id, project=body.project, name=body.name, config=body.config, tags=body.tags
+            session=session,
+            run_id=run_id,
+            project=body.project,
+            name=body.name,
+            config=body.config,
+            tags=body.tags,
+            max_config_bytes=settings.max_config_bytes,
+            max_tags=MAX_TAGS,
         )
     except runs_store.RunIdTakenError:
         raise taken from None
+    except runs_store.MergeTooLargeError as exc:
+        raise HTTPException(status_code=413 if exc.what == "config" else 422, detail=str(exc)) from exc
     if body.provenance is not None:
         runs_store.set_provenance(session=session, run=run, provenance=body.provenance.model_dump(exclude_unset=True))
     kinds.declare(session=session, run=run, definitions=body.definitions())
@@ -175,9 +188,28 @@ def finish_run(session: SessionDep, run_id: str, body: RunFinish) -> RunPublic:
 @router.post(
     "/{run_id}/analyze", response_model=RunAnalysis, summary="Re-run the batch classifier over every stored point"
 )
-def analyze(session: SessionDep, run_id: str) -> RunAnalysis:
+def analyze(
+    session: SessionDep,
+    settings: SettingsDep,
+    run_id: str,
+    metric: Annotated[
+        list[MetricName] | None,  # type: ignore[valid-type]
+        Query(max_length=100, description="metric name (repeat for several, at most 100); none: every metric"),
+    ] = None,
+) -> RunAnalysis:
     require_run(session, run_id)
-    analyses, findings = analyze_run(session=session, run_id=run_id)
+    try:
+        analyses, findings = analyze_run(
+            session=session,
+            run_id=run_id,
+            metrics=metric,
+            max_metrics=settings.max_analyze_metrics,
+            max_points=settings.max_analyze_points,
+        )
+    except AnalysisTooLargeError as exc:
+        raise HTTPException(status_code=413, detail=str(exc)) from exc
+    except UnknownMetricError as exc:
+        raise HTTPException(status_code=404, detail=str(exc)) from exc
     return RunAnalysis(
         run_id=run_id,
         series=[

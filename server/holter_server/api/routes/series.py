@@ -103,7 +103,8 @@ def read_family(
         raise HTTPException(
             status_code=413,
             detail=f"{len(metrics):,} metrics × {max_buckets:,} buckets = {len(metrics) * max_buckets:,} cells, "
-            f"more than {settings.max_family_cells:,} (HOLTER_MAX_FAMILY_CELLS); ask for fewer buckets or a longer prefix",
+            f"more than {settings.max_family_cells:,} (HOLTER_MAX_FAMILY_CELLS); "
+            "ask for fewer buckets or a longer prefix",
         )
     family = reads.read_family(
         session=session,
@@ -152,7 +153,7 @@ def export_points(
         chosen = [rows[name] for name in dict.fromkeys(metric)]
     else:
         chosen = list(runs_store.list_metrics(session=session, run_id=run_id))
-    series = [(row.name, row.metric_id) for row in chosen]
+    series = [(row.name, row.metric_id, row.count or 0) for row in chosen]
     session.close()  # the stream opens its own session per chunk
     stream = export.csv_stream if format == "csv" else export.parquet_stream
     chunks = stream(open_session=request.app.state.session_factory, run_id=run_id, series=series, start=start, end=end)

@@ -3,6 +3,8 @@ resolved follow-up."""
 
 from __future__ import annotations
 
+import json
+
 import jsonschema
 import pytest
 from holter_server.alerts import formatters
@@ -147,3 +149,18 @@ def test_the_webhook_sends_each_alert_flat_as_documented() -> None:
         "link",
         "image_url",
     ]
+
+
+LINKING = {
+    **ALERT,
+    "run_name": "see evil.example/login",
+    "summary": "mail mailto:help@evil.example or help@evil.example, call tel:+15550100",
+}
+
+
+@pytest.mark.parametrize("kind", ["slack", "teams", "discord"])
+def test_bare_domains_and_mail_addresses_are_not_linked(kind: str) -> None:
+    text = json.dumps(render(kind, [LINKING], "alert"), ensure_ascii=False)
+    for live in ("evil.example", "mailto:help", "tel:+1"):
+        assert live not in text, live
+    assert ALERT["link"] in text  # Holter's own link, in the service's URL field, intact

@@ -37,6 +37,14 @@ def stub(*answers: list[str]):  # type: ignore[no-untyped-def]
         "64:ff9b::a9fe:a9fe",
         "::ffff:10.0.0.1",
         "224.0.0.1",
+        # IPv4-compatible IPv6 (::/96, deprecated): reaches the IPv4 address it ends with
+        "::127.0.0.1",
+        "::10.0.0.1",
+        "::8.8.8.8",
+        "::ffff:0:127.0.0.1",  # IPv4-translated (SIIT)
+        "fec0::1",  # site-local (deprecated): a private network's
+        "feff:ffff::1",
+        "100::1",
     ],
 )
 def test_an_address_that_is_not_global_is_refused(address: str) -> None:
@@ -47,7 +55,7 @@ def test_an_address_that_is_not_global_is_refused(address: str) -> None:
 
 def test_a_name_resolving_to_one_private_address_among_public_ones_is_refused() -> None:
     guard = TargetGuard(allow_private=False, resolve=stub(["93.184.215.14", "10.0.0.7"]))
-    with pytest.raises(TargetRefused, match="10.0.0.7"):
+    with pytest.raises(TargetRefused, match=r"10\.0\.0\.7"):
         guard.check("https://hooks.example/x")
 
 
@@ -115,3 +123,32 @@ def test_every_channel_kind_goes_through_the_guard() -> None:
     for kind in ("webhook", "slack", "discord", "teams"):
         with pytest.raises(TargetRefused):
             guard.check_channel(kind, "https://hooks.example/x")
+
+
+@pytest.mark.parametrize("address", ["2606:2800:220:1:248:1893:25c8:1946", "2a00:1450:4001:82a::200e", "93.184.215.14"])
+def test_a_global_unicast_address_passes(address: str) -> None:
+    assert TargetGuard(allow_private=False, resolve=stub([address])).check("https://hooks.example/x").address == address
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "slack://T1/B1/secret json://127.0.0.1:9/x",  # Apprise splits at the space and posts to both
+        "slack://T1/B1/secret,json://127.0.0.1:9/x",
+        "slack://T1/B1/secret;json://127.0.0.1:9/x",
+        "discord://1234/token\njson://127.0.0.1:9/x",
+        "slack://T1/B1/secret?x=json://127.0.0.1:9/x",  # a second scheme anywhere: refused, not guessed at
+        "slack://T1/B1/ secret",
+    ],
+)
+def test_an_apprise_target_holding_more_than_one_url_is_refused(url: str) -> None:
+    guard = TargetGuard(allow_private=False, resolve=stub(["127.0.0.1"]))
+    with pytest.raises(TargetRefused, match="one URL"):
+        guard.check_apprise(url)
+    assert guard.resolve.calls == []  # type: ignore[attr-defined]
+
+
+def test_an_apprise_target_holding_more_than_one_url_is_refused_with_private_targets_allowed() -> None:
+    guard = TargetGuard(allow_private=True, resolve=stub(["127.0.0.1"]))
+    with pytest.raises(TargetRefused, match="one URL"):
+        guard.check_apprise("json://127.0.0.1:9/a ntfy://127.0.0.1:9/topic")

@@ -110,3 +110,47 @@ def test_the_lever_finder_stops_at_its_time_cap_and_says_so() -> None:
         for i in range(1, 5)
     ]
     assert "HOLTER_MAX_LEVER_SECONDS" in find_levers(runs, max_seconds=0.0).note
+
+
+def divergence(start: int) -> dict:
+    return {"metric": "loss", "kind": "divergence", "start_step": start, "period": None, "score": 1.0}
+
+
+def moving_together(keys: int, runs: int = 5) -> list[RunEvents]:
+    """Runs whose configs hold `keys` keys that all move together (one confounded group)."""
+    return [
+        RunEvents(f"r{i}", {f"k{j}": i * (j + 1) for j in range(keys)}, [divergence(100 * i)])
+        for i in range(1, runs + 1)
+    ]
+
+
+def test_more_config_keys_than_the_cap_are_refused_before_any_grouping() -> None:
+    from holter_server.postmortem.levers import TooManyKeysError
+
+    with pytest.raises(TooManyKeysError, match="HOLTER_MAX_LEVER_KEYS"):
+        find_levers(moving_together(12_000), max_keys=10_000, max_pairs=10**9)
+
+
+def test_a_deep_config_is_flattened_without_recursion() -> None:
+    deep: dict = {"lr": 0.1}
+    for _ in range(5_000):
+        deep = {"x": deep}
+    runs = [RunEvents(f"r{i}", {"a": deep, "n": i}, [divergence(10 * i)]) for i in range(1, 4)]
+    assert "n" in find_levers(runs).varying_keys
+
+
+def test_a_candidate_names_at_most_twenty_of_its_confounded_keys() -> None:
+    from holter_server.postmortem.levers import MAX_PARTNERS
+
+    report = find_levers(moving_together(300), max_keys=10_000, max_pairs=10**9)
+    assert report.candidates and len(report.confounded) == 1 and len(report.confounded[0]) == 300
+    assert max(len(c.confounded_with) for c in report.candidates) == MAX_PARTNERS == 20
+
+
+@pytest.mark.timeout(30)
+def test_a_key_with_a_value_per_run_is_weighed_without_trying_every_split() -> None:
+    """30 runs, a name per run, the divergence in half of them: 2^30 ways to choose groups, which
+    the exact count must not try one by one."""
+    runs = [RunEvents(f"r{i}", {"name": f"run-{i}", "n": i}, [divergence(10)] if i % 2 else []) for i in range(30)]
+    report = find_levers(runs)
+    assert report.runs == 30 and "name" in report.varying_keys
