@@ -24,7 +24,7 @@ import time
 
 import holter.torch
 import torch
-from holter_server.demo.real import ALPHABET, BATCH, DOMAINS, CharTransformer, Corpus, sample_batch
+from holter.demo.real import ALPHABET, BATCH, DOMAINS, CharTransformer, Corpus, sample_batch
 from torch.nn import functional as F
 
 

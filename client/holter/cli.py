@@ -1,9 +1,11 @@
 """The `holter` command.
 
 The parser lives here, in the standard-library-only client, so `holter --help`, `holter
---version` and `holter runs` work everywhere. Subcommands that need the service (serve, demo,
-db, analyze, import, ...) import `holter_server` lazily and say which extra to install when it
-is missing.
+--version` and `holter runs` work everywhere. Subcommands that need the service (serve, db,
+analyze, import, ...) are found by name in the `holter.commands` entry points the service's
+package declares (pyproject.toml), so the client never imports the service; when the service's
+dependencies are missing they say which extra to install. `holter demo` is the client's own: it
+starts `holter serve` as a process and streams into it like any training job.
 
 The options that say where things are (`--url` for the service, `--db` for the database) are
 accepted before or after the subcommand: `holter --url U runs` and `holter runs --url U` mean
@@ -13,25 +15,29 @@ the same, and so do `holter keys --db D list` and `holter keys list --db D`.
 from __future__ import annotations
 
 import argparse
-import importlib
+import importlib.metadata
 import json
 import os
 import sys
 from collections.abc import Sequence
 from typing import Any
 
+import holter
 from holter import __version__
 
 SERVER_EXTRA_HINT = "this command needs the service: pip install 'holter[server]'"
-# Subcommands whose module name differs from the command (`import` is a Python keyword).
-COMMAND_MODULES = {"import": "import_run"}
+# The entry-point group where the service's package lists its subcommands (each a `run(args) -> int`).
+SERVICE_COMMANDS_GROUP = "holter.commands"
+# The service's subcommands that send a run through this client: it passes itself in (`client=`),
+# so the service's package never imports the client.
+SENDING_COMMANDS = ("import",)
 # The kinds themselves live in the service's vocabulary (`holter kinds` prints them), so the
 # parser never holds a second list of them; the service refuses an unknown one with the list.
 KIND_HELP = (
     "what a metric is, overriding what its name suggests: NAME=KIND (NAME may be a glob: 'eval/*=eval_loss'), "
     "or KIND alone for every metric; repeatable; `holter kinds` lists the kinds"
 )
-# The demo scenarios of `holter demo --real` (holter_server.demo.real.SCENARIOS).
+# The demo scenarios of `holter demo --real` (holter.demo.real.SCENARIOS; that module needs torch).
 REAL_SCENARIOS = (
     "healthy",
     "lr_too_high",
@@ -454,19 +460,41 @@ def main(argv: Sequence[str] | None = None) -> int:
         return sync.run(
             args.targets, args.url or os.environ.get("HOLTER_URL") or DEFAULT_URL, os.environ.get("HOLTER_API_KEY")
         )
+    if args.command == "demo":
+        from holter import demo
+
+        return demo.run(args)
     try:
-        command = importlib.import_module(f"holter_server.commands.{COMMAND_MODULES.get(args.command, args.command)}")
+        command = service_command(args.command)
+    except LookupError:
+        print(f"holter {args.command}: {SERVER_EXTRA_HINT} (no such command installed)", file=sys.stderr)
+        return 2
     except ImportError as exc:
         if sys.version_info < (3, 11) and not isinstance(
             exc, ModuleNotFoundError
-        ):  # holter_server/__init__.py refuses it
+        ):  # the service's package refuses it
             print(f"holter {args.command}: {exc}", file=sys.stderr)
             return 2
-        if exc.name and (exc.name == "holter_server" or not exc.name.startswith("holter")):
+        if exc.name and exc.name.split(".")[0] != "holter":  # the service's package or one of its dependencies
             print(f"holter {args.command}: {SERVER_EXTRA_HINT} (missing module {exc.name!r})", file=sys.stderr)
             return 2
         raise
-    return int(command.run(args) or 0)
+    if args.command in SENDING_COMMANDS:
+        return int(command(args, client=holter) or 0)
+    return int(command(args) or 0)
+
+
+def service_command(name: str) -> Any:
+    """The service's `run(args)` for subcommand `name`, from its package's entry points; LookupError
+    when no installed package declares it, ImportError when its dependencies are missing."""
+    points = importlib.metadata.entry_points()
+    if hasattr(points, "select"):  # Python 3.10+
+        found = points.select(group=SERVICE_COMMANDS_GROUP, name=name)
+    else:  # Python 3.9: a dict of groups
+        found = [point for point in points.get(SERVICE_COMMANDS_GROUP, ()) if point.name == name]
+    for point in found:
+        return point.load()
+    raise LookupError(name)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
 import holter  # noqa: E402
-from holter_server.demo.synthetic import SyntheticRun  # noqa: E402
+from holter.demo.synthetic import SyntheticRun  # noqa: E402
 from tests.receivers import Receiver  # noqa: E402
 from tests.servers import ServerProcess  # noqa: E402
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from importlib.metadata import entry_points
+
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import timedelta
@@ -113,12 +115,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
 
 def _mount_dashboard(app: FastAPI) -> None:
-    """Serve the dashboard at `/` when it is installed (`holter[dashboard]`); the API works without it."""
-    try:
-        from holter_dashboard import mount
-    except ImportError:
+    """Serve the dashboard at `/` when it is installed (`holter[dashboard]`); the API works without it.
+
+    The dashboard is found by name in the `holter.mounts` entry points (pyproject.toml), so the
+    service never imports it: the dashboard is the API's client, not a part of the service."""
+    for point in entry_points(group="holter.mounts", name="dashboard"):
+        try:
+            mount = point.load()
+        except ImportError:  # the package is there, its dependencies (dash) are not
+            return
+        mount(app)
         return
-    mount(app)
 
 
 def background_loops(settings: Settings, session_factory: sessionmaker[Session]) -> list[LoopService]:

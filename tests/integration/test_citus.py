@@ -23,7 +23,7 @@ from pathlib import Path
 import holter
 import httpx
 import pytest
-from holter_server.demo.synthetic import SyntheticRun
+from holter.demo.synthetic import SyntheticRun
 from holter_server.store.distribution import BY_RUN, REFERENCE
 from sqlalchemy.engine import make_url
 

@@ -12,7 +12,7 @@ import holter
 import httpx
 import numpy as np
 import pytest
-from holter_server.demo.synthetic import SyntheticRun
+from holter.demo.synthetic import SyntheticRun
 from holter_server.store.models import EventRow
 from sqlalchemy import select
 

@@ -11,7 +11,7 @@ import holter
 import httpx
 import numpy as np
 import pytest
-from holter_server.demo.synthetic import SyntheticRun
+from holter.demo.synthetic import SyntheticRun
 
 from tests.integration.test_live_detection import settled_events
 from tests.servers import ServerProcess

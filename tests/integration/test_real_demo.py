@@ -15,7 +15,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from holter.cli import REAL_SCENARIOS, main
-from holter_server.demo import real
+from holter.demo import real
 from holter_server.detect import classify_series, is_alarm, verdict
 
 from tests.servers import ServerProcess

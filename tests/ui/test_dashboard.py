@@ -8,7 +8,7 @@ import uuid
 import holter
 import httpx
 import pytest
-from holter_server.demo.synthetic import SyntheticRun
+from holter.demo.synthetic import SyntheticRun
 
 from tests.servers import ServerProcess
 from tests.waiting import wait_until

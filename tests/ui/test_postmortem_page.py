@@ -8,7 +8,7 @@ from pathlib import Path
 
 import holter
 import pytest
-from holter_server.demo.synthetic import SyntheticRun
+from holter.demo.synthetic import SyntheticRun
 
 from tests.integration.test_live_detection import settled_events
 from tests.integration.test_reference_runs import stream

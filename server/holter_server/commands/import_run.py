@@ -2,7 +2,8 @@
 into the service.
 
 Points stream from the file's reader through the real client (`holter.init` + `run.log_at`,
-with each point's original step and wall time), so a file of any size goes through in bounded
+with each point's original step and wall time; the `holter` CLI passes the client in, see
+`commands/sending.py`), so a file of any size goes through in bounded
 memory. The imported run is analysed by the service like a live one, each metric read as the
 kind it is declared (`--kind`, sent with the run) or recognised as, with every other metric of
 the run in view (a `loss` beside GRPO's rewards is a policy loss); the findings printed at the
@@ -27,15 +28,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import holter
 import httpx
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from holter_server.commands.analyze import how_understood
-from holter_server.commands.demo import service_is_up
 from holter_server.commands.kinds import parse_kind_options
-from holter_server.commands.service import auth_headers, service_url
+from holter_server.commands.sending import Client, Delivery, SentRun
+from holter_server.commands.service import auth_headers, service_is_up, service_url
 from holter_server.detect import is_alarm
 from holter_server.detect.events import format_step
 from holter_server.importers import ImportFormatError, Point, Source, open_source
@@ -111,7 +111,7 @@ class ImportProgress:
         )
 
 
-def stream_points(points: Iterator[Point], run: holter.Run, sent: SentCounts, progress: ImportProgress) -> int:
+def stream_points(points: Iterator[Point], run: SentRun, sent: SentCounts, progress: ImportProgress) -> int:
     """Log every point to `run` at its step and wall time, consecutive points of one step together
     (the client keeps one wall time per step, the latest: TensorBoard's scalars of one step,
     written a few microseconds apart, go as one call)."""
@@ -138,8 +138,9 @@ def stream_points(points: Iterator[Point], run: holter.Run, sent: SentCounts, pr
     return count
 
 
-def run(args: argparse.Namespace) -> int:
-    """Import `args.path` as a run of `args.project` named `args.name`, then print its findings."""
+def run(args: argparse.Namespace, *, client: Client) -> int:
+    """Import `args.path` as a run of `args.project` named `args.name` through `client` (the
+    `holter` package, passed in by its CLI), then print its findings."""
     url = service_url(args.url)
     path = Path(args.path)
     try:
@@ -158,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
         return _fail(f"no Holter service answers at {url}; start one with `holter serve`", EXIT_NO_SERVICE)
     # the file's name, not its local path: a run's config is shown to everyone who may read it
     config = {"source": "holter import", "file": path.name, "format": source.format, **source.config}
-    imported = holter.init(
+    imported = client.init(
         project=args.project,
         name=args.name or source.name or path.name,
         id=args.run_id,
@@ -218,7 +219,7 @@ def _may_read(url: str, run_id: str) -> bool:
     return response.status_code != 403
 
 
-def not_delivered(delivery: holter.Delivery) -> str:
+def not_delivered(delivery: Delivery) -> str:
     """What the client's account of the import says did not reach the store ('' when nothing)."""
     parts = []
     if delivery.refused:

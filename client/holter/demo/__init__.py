@@ -1,8 +1,10 @@
 """`holter demo`: start the service if none answers, then stream runs into it.
 
 `--real` (the default when torch is installed) trains a tiny transformer on CPU in eight ways,
-each showing one diagnosis (`holter_server.demo.real`); `--synthetic` streams one generated run
-with planted problems.
+each showing one diagnosis (`holter.demo.real`); `--synthetic` streams one generated run
+with planted problems (`holter.demo.synthetic`). The demo is a client of the service like any
+training job: it starts `holter serve` as a process of its own, streams through `holter.init`,
+and prints the service's reading of each run as `POST /runs/{id}/analyze` answers it.
 """
 
 from __future__ import annotations
@@ -17,10 +19,17 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-import holter
+import os
+from typing import Any, Optional
 
-from holter_server.commands.service import service_url
-from holter_server.demo.synthetic import SyntheticRun
+import holter
+from holter.demo.synthetic import SyntheticRun
+from holter.run import DEFAULT_URL
+
+
+def service_url(given: Optional[str]) -> str:
+    """The `--url` given, else $HOLTER_URL, else the default local address; no trailing slash."""
+    return (given or os.environ.get("HOLTER_URL") or DEFAULT_URL).rstrip("/")
 
 
 def service_is_up(url: str, timeout: float = 1.0) -> bool:
@@ -32,7 +41,7 @@ def service_is_up(url: str, timeout: float = 1.0) -> bool:
         return False
 
 
-def start_service(url: str, database_url: str | None) -> subprocess.Popen[bytes]:
+def start_service(url: str, database_url: Optional[str]) -> subprocess.Popen[bytes]:
     """Start `holter serve` for `url` in a child process and wait until it answers."""
     parts = urllib.parse.urlsplit(url)
     command = [
@@ -99,12 +108,11 @@ HEADLINE_METRICS = (
 )
 
 
-def stream_real(url: str, project: str, names: list[str] | None) -> None:
+def stream_real(url: str, project: str, names: Optional[list[str]]) -> None:
     """Train each real scenario in turn, streaming it, and print the diagnosis of its headline series."""
     import torch
 
-    from holter_server.demo import real
-    from holter_server.detect import classify_series, verdict
+    from holter.demo import real
 
     # A model this small runs no faster on more threads, and several threads spinning against
     # other work on a busy machine run it many times slower.
@@ -114,19 +122,36 @@ def stream_real(url: str, project: str, names: list[str] | None) -> None:
         print(f"training {scenario.name} ({scenario.steps} steps): {scenario.description}", flush=True)
         recorder = real.stream_scenario(scenario, url=url, project=project, corpus=corpus)
         print(f"  run {recorder.run.id}: {recorder.run.page_url} (expected: {scenario.expected})", flush=True)
+        readings = service_readings(url, recorder.run.id)
         for metric in HEADLINE_METRICS:
-            if metric not in recorder.series:
+            if metric not in recorder.series or metric not in readings:
                 continue
-            steps, values = recorder.series[metric]
-            events = [e for e in classify_series(steps, values, metric=metric) if e.severity != "info"]
-            kinds = ", ".join(sorted({e.kind for e in events}))
-            print(f"  {metric}: {verdict(events)}{f' ({kinds})' if kinds else ''}", flush=True)
+            reading = readings[metric]
+            kinds = ", ".join(sorted({e["kind"] for e in reading["events"] if e["severity"] != "info"}))
+            print(f"  {metric}: {reading['verdict']}{f' ({kinds})' if kinds else ''}", flush=True)
         if scenario.finding:
             found = service_event(url, recorder.run.id, scenario.finding)
             print(f"  {scenario.finding}: {found['summary'] if found else 'not raised within 30 s'}", flush=True)
 
 
-def service_event(url: str, run_id: str, kind: str, timeout: float = 30.0) -> dict | None:
+def service_readings(url: str, run_id: str) -> "dict[str, dict[str, Any]]":
+    """The service's reading of each series of the run (`POST /runs/{id}/analyze`), by metric;
+    empty, said on stderr, when it cannot be read."""
+    request = urllib.request.Request(f"{url.rstrip('/')}/api/v1/runs/{run_id}/analyze", method="POST", headers=_auth())
+    try:
+        with urllib.request.urlopen(request, timeout=600) as response:
+            return {series["metric"]: series for series in json.load(response).get("series") or []}
+    except (OSError, ValueError) as exc:
+        print(f"  the service's reading of run {run_id} could not be read ({exc})", file=sys.stderr, flush=True)
+        return {}
+
+
+def _auth() -> "dict[str, str]":
+    key = os.environ.get("HOLTER_API_KEY")
+    return {"Authorization": f"Bearer {key}"} if key else {}
+
+
+def service_event(url: str, run_id: str, kind: str, timeout: float = 30.0) -> "Optional[dict[str, Any]]":
     """The first event of `kind` the service raised on the run, waiting for live detection to get there."""
     deadline = time.monotonic() + timeout
     while True:

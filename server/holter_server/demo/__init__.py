@@ -1,1 +1,0 @@
-"""Runs that show what Holter does, for `holter demo`."""
