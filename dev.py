@@ -3,10 +3,11 @@
 
     python3 dev.py demo    # the service on embedded SQLite, with a demo run streaming in
     python3 dev.py test    # the test suite
+    python3 dev.py lint    # ruff (lint and format), mypy and the import contracts
 
 Each creates ./.venv and installs the project into it when needed (again only when
 pyproject.toml changed), so both are safe to run any number of times. Extra arguments go to
-`holter demo` or to pytest.
+`holter demo` or to pytest; `lint` takes none.
 """
 
 from __future__ import annotations
@@ -21,7 +22,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
-EXTRAS = {"demo": "all", "test": "test"}
+EXTRAS = {"demo": "all", "test": "test", "lint": "test"}
+# What `dev.py lint` runs, in order; each must pass (configured in pyproject.toml).
+LINTERS = (
+    ("ruff", "check", "."),
+    ("ruff", "format", "--check", "."),
+    ("mypy",),
+    ("lint-imports",),
+)
 
 
 def ensure_installed(extra: str) -> None:
@@ -47,6 +55,8 @@ def main() -> int:
         return 2
     command, args = sys.argv[1], sys.argv[2:]
     ensure_installed(EXTRAS[command])
+    if command == "lint":
+        return lint()
     if command == "demo":
         argv = [str(BIN / "holter"), "demo", *args]
     else:
@@ -56,6 +66,20 @@ def main() -> int:
         return subprocess.run(argv).returncode
     except KeyboardInterrupt:
         return 130
+
+
+def lint() -> int:
+    """Run every linter (even after one fails, so one run shows all that is wrong); 1 if any failed."""
+    os.chdir(ROOT)
+    failed = []
+    for tool, *args in LINTERS:
+        print(f"$ {tool} {' '.join(args)}", flush=True)
+        if subprocess.run([str(BIN / tool), *args]).returncode != 0:
+            failed.append(tool if not args else f"{tool} {args[0]}")
+    if failed:
+        print(f"lint failed: {', '.join(failed)}", flush=True)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":

@@ -77,17 +77,17 @@ def fields(data: bytes) -> Iterator[tuple[int, int, object]]:
 
 def double(raw: object) -> float:
     """A `double` field's value."""
-    return _DOUBLE.unpack(raw)[0]  # type: ignore[arg-type]
+    return float(_DOUBLE.unpack(raw)[0])  # type: ignore[arg-type]  # a fixed64 field is bytes
 
 
 def single(raw: object) -> float:
     """A `float` field's value."""
-    return _FLOAT.unpack(raw)[0]  # type: ignore[arg-type]
+    return float(_FLOAT.unpack(raw)[0])  # type: ignore[arg-type]  # a fixed32 field is bytes
 
 
 def text(raw: object) -> str:
     """A `string` field's value (undecodable bytes replaced, never an error)."""
-    return bytes(raw).decode("utf-8", "replace")  # type: ignore[call-overload]
+    return bytes(raw).decode("utf-8", "replace")  # type: ignore[call-overload,no-any-return]  # a string field is bytes
 
 
 def first_varint(wire: int, raw: object) -> int | None:
@@ -104,5 +104,5 @@ def first_fixed(wire: int, raw: object, size: int) -> bytes | None:
     if wire in (FIXED32, FIXED64):
         return raw  # type: ignore[return-value]
     if wire == LENGTH and len(raw) >= size:  # type: ignore[arg-type]
-        return raw[:size]  # type: ignore[index]
+        return bytes(raw[:size])  # type: ignore[index]  # a length-delimited field is bytes
     return None

@@ -405,7 +405,7 @@ def tensor_scalar(data: bytes) -> float | None:
     layout, field = described
     if content:
         if layout == "bfloat16":
-            return struct.unpack("<f", b"\x00\x00" + bytes(content))[0] if len(content) == 2 else None  # type: ignore[arg-type]
+            return float(struct.unpack("<f", b"\x00\x00" + bytes(content))[0]) if len(content) == 2 else None  # type: ignore[call-overload,arg-type]  # tensor_content is bytes
         size = struct.calcsize(layout)
         return float(struct.unpack(layout, content)[0]) if len(content) == size else None  # type: ignore[arg-type]
     if field not in typed:
@@ -417,16 +417,16 @@ def tensor_scalar(data: bytes) -> float | None:
     if field == 6:
         first = pb.first_fixed(wire, raw, 8)
         return pb.double(first) if first is not None else None
-    number = pb.first_varint(wire, raw)
-    if number is None:
+    varint = pb.first_varint(wire, raw)
+    if varint is None:
         return None
     if layout == "<e":
-        return struct.unpack("<e", struct.pack("<H", number & 0xFFFF))[0]
+        return float(struct.unpack("<e", struct.pack("<H", varint & 0xFFFF))[0])
     if layout == "bfloat16":
-        return struct.unpack("<f", struct.pack("<I", (number & 0xFFFF) << 16))[0]
+        return float(struct.unpack("<f", struct.pack("<I", (varint & 0xFFFF) << 16))[0])
     if field in (7, 10):  # int32/int64 and the small ints travel sign-extended to 64 bits
-        return float(pb.signed64(number))
-    return float(number)
+        return float(pb.signed64(varint))
+    return float(varint)
 
 
 def _session_start_hparams(content: bytes) -> dict[str, Any]:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from importlib.metadata import entry_points
-
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import timedelta
+from importlib.metadata import entry_points
 from typing import Any
 
 from fastapi import APIRouter, Depends, FastAPI

@@ -42,6 +42,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -614,8 +615,8 @@ def _keys(changes: list[KeyChange]) -> str:
 
 
 def confounders(
-    config_a: dict,
-    config_b: dict,
+    config_a: dict[str, Any],
+    config_b: dict[str, Any],
     *,
     tokens_a: float | None = None,
     tokens_b: float | None = None,

@@ -184,7 +184,7 @@ class RiseDetector:
         new_steps = window.steps[window.new_from :]
         eligible = np.where(index >= RISE_SKIP_POINTS, level, np.inf)
         running, best_step = _running_min(eligible, self.best, self.best_step, new_steps)
-        factor = self.profile.rise_factor or 0.0
+        factor: float | np.ndarray = self.profile.rise_factor or 0.0
         if self.settles:
             settled = self._settled(level, index)
             eligible = np.where(settled, level, np.inf)

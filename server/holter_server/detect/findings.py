@@ -118,7 +118,7 @@ def _finding(
         peak_step=extra.pop("peak_step", None),
         period=extra.pop("period", None),
         details=dict(extra),
-    )  # type: ignore[arg-type]
+    )
 
 
 def _precursors(by_kind: dict[str, list[Event]]) -> list[Event]:
@@ -450,7 +450,7 @@ def _drifts_together(
             if not _is_drift(drift) or drift.severity == "info" or drift.event_id in told:
                 continue
             lo, hi = drift.start_step - TOGETHER_SLACK_STEPS, drift.end_step + TOGETHER_SLACK_STEPS
-            moved = {}
+            moved: dict[str, tuple[str, Event]] = {}
             for other_kind, other in companions:
                 if other.metric != drift.metric and other.start_step <= hi and other.end_step >= lo:
                     moved.setdefault(other.metric, (other_kind, other))
@@ -464,7 +464,7 @@ def _drifts_together(
             )
             with_it = ", ".join(
                 f"{name} ({_moved(other)} from step {format_step(other.start_step)})"
-                for name, (_, other) in sorted(moved.items(), key=lambda kv: kv[1][1].start_step)
+                for name, (_, other) in sorted(moved.items(), key=lambda kv: kv[1][1].start_step or 0)
             )
             systems = any(k in ("throughput", "step_time") for k, _ in moved.values())
             held_note = f"; {', '.join(held)} held" if held else ""
@@ -528,7 +528,7 @@ def _mismatch(by_kind: dict[str, list[Event]]) -> list[Event]:
             per_metric.setdefault(event.metric, (healthy, []))[1].append(event)
     found = []
     for metric, (healthy, events) in per_metric.items():
-        first = min(events, key=lambda e: e.start_step)
+        first = min(events, key=lambda e: e.start_step or 0)
         last_step = max(e.end_step for e in events)
         periods = [e.period for e in events if e.kind == "sawtooth" and e.period]
         worst = max(events, key=lambda e: rank(e.severity))

@@ -58,6 +58,7 @@ class LevelShiftDetector:
         known = len(self.medians)
         n = len(medians)
         judged = self._judge_few(first_block, medians, mads) if n <= SCALAR_MAX_BLOCKS else None
+        m: list[float] | np.ndarray
         if judged is not None:
             m, before, ok, noise_of = judged
         else:

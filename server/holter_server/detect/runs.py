@@ -96,7 +96,7 @@ class RunTracker:
                 RunUpdate(
                     start=int(self.event_start),
                     end=int(self.event_end),
-                    opened=False,  # type: ignore[arg-type]
+                    opened=False,
                     peak_index=int(self.peak_index),
                     peak_score=float(self.peak_score),
                     ongoing=False,

@@ -160,6 +160,7 @@ class SpikeDetector:
 
     def _confirm(self, window: Window, onset: int, recovered: int) -> None:
         p = self.profile
+        assert self.open is not None  # a spike is confirmed only while one is open
         base, scale = self.open["base"], self.open["scale"]
         segment = window.values[onset:recovered]
         at = int(np.argmax(p.direction * (segment - base)))

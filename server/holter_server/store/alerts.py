@@ -196,7 +196,7 @@ def due_group_keys(*, session: Session, limit: int) -> list[str]:
         .order_by(func.min(DeliveryRow.id))
         .limit(limit)
     ).all()
-    return [key for key, _ in rows]
+    return [key for key, _ in rows if key is not None]  # the query keeps grouped deliveries only
 
 
 def claim_group(*, session: Session, group_key: str) -> list[DeliveryRow]:

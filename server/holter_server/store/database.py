@@ -52,7 +52,7 @@ def database_kind(session: Session) -> str:
 def writers_run_side_by_side(session_factory: sessionmaker[Session]) -> bool:
     """Whether transactions writing different rows proceed together (Postgres), or one writer
     holds the whole database (SQLite)."""
-    return session_factory.kw["bind"].dialect.name == "postgresql"
+    return bool(session_factory.kw["bind"].dialect.name == "postgresql")
 
 
 def ping(session: Session) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from sqlalchemy import func, insert, select, tuple_
@@ -102,7 +103,9 @@ def metric_ids(
     ).one()
     room = max(0, max_metrics - count)
     new, refused = missing[:room], missing[room:]
-    rows = [{"run_id": run_id, "metric_id": top + i + 1, "name": name, "count": 0} for i, name in enumerate(new)]
+    rows: list[dict[str, Any]] = [
+        {"run_id": run_id, "metric_id": top + i + 1, "name": name, "count": 0} for i, name in enumerate(new)
+    ]
     for lo in range(0, len(rows), _INSERT_CHUNK):
         session.execute(insert(MetricRow), rows[lo : lo + _INSERT_CHUNK])
     ids.update((row["name"], row["metric_id"]) for row in rows)

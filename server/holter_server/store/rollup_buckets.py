@@ -46,8 +46,8 @@ class Buckets:
     def __len__(self) -> int:
         return len(self.bucket)
 
-    def take(self, index: np.ndarray) -> Buckets:
-        """The buckets at `index` (an index array or a boolean mask)."""
+    def take(self, index: np.ndarray | slice) -> Buckets:
+        """The buckets at `index` (an index array, a boolean mask or a slice)."""
         return Buckets(*(getattr(self, f.name)[index] for f in fields(self)))
 
 

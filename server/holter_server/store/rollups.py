@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
+from typing import Any, TypeVar
 
 import numpy as np
 from sqlalchemy.orm import Session
@@ -189,8 +190,8 @@ def _columns(owners: np.ndarray, level: int, b: Buckets) -> list[np.ndarray]:
     ]
 
 
-def _with_nulls(values: np.ndarray, missing: np.ndarray) -> list:
-    out = values.tolist()
+def _with_nulls(values: np.ndarray, missing: np.ndarray) -> list[Any]:
+    out: list[Any] = values.tolist()
     for index in np.flatnonzero(missing):
         out[index] = None
     return out
@@ -220,7 +221,7 @@ def _ranges(ids: np.ndarray) -> list[tuple[int, int]]:
     return list(zip(firsts.tolist(), lasts.tolist()))
 
 
-def _fetch_columns(session: Session, sql: str, params: Sequence, kinds: str) -> list[np.ndarray]:
+def _fetch_columns(session: Session, sql: str, params: Sequence[Any], kinds: str) -> list[np.ndarray]:
     """Run a query whose columns are all BIGINT ("i") or DOUBLE ("f") and return them as numpy
     arrays (binary COPY on Postgres). Write `{nan}` where NaN must stand in for NULL (SQLite has
     no NaN; its NULL turns NaN here)."""
@@ -243,10 +244,10 @@ def read_point_ranges(
     if not ranges or not metric_ids:
         return out
     # One indexed range scan per range (UNION ALL): SQLite scans the whole series for an OR of ranges.
-    ids = ", ".join(["%s"] * len(metric_ids))
+    placeholders = ", ".join(["%s"] * len(metric_ids))
     one = (
         "SELECT CAST(metric_id AS BIGINT), step, COALESCE(value, {nan}) FROM points"
-        f" WHERE run_id = %s AND metric_id IN ({ids}) AND step BETWEEN %s AND %s"
+        f" WHERE run_id = %s AND metric_id IN ({placeholders}) AND step BETWEEN %s AND %s"
     )
     parts = []
     for chunk in _chunks(list(ranges), 100):
@@ -282,12 +283,12 @@ def read_rollup_pieces(
     out = {metric_id: empty_buckets() for metric_id in metric_ids}
     if not pieces or not metric_ids:
         return out
-    ids = ", ".join(["%s"] * len(metric_ids))
+    placeholders = ", ".join(["%s"] * len(metric_ids))
     one = (
         "SELECT CAST(metric_id AS BIGINT), bucket, count, finite_sum, COALESCE(min_value, {nan}), COALESCE(min_step, -1),"
         " COALESCE(max_value, {nan}), COALESCE(max_step, -1), first_step, COALESCE(first_value, {nan}), last_step,"
         " COALESCE(last_value, {nan}), nan_count, posinf_count, neginf_count, CAST(level AS BIGINT)"
-        f" FROM rollups WHERE run_id = %s AND metric_id IN ({ids}) AND level = %s AND bucket BETWEEN %s AND %s"
+        f" FROM rollups WHERE run_id = %s AND metric_id IN ({placeholders}) AND level = %s AND bucket BETWEEN %s AND %s"
     )
     parts = []
     for chunk in _chunks(list(pieces), 100):
@@ -308,6 +309,9 @@ def read_rollup_pieces(
     return out
 
 
-def _chunks(items: list, size: int) -> Iterable[list]:
+T = TypeVar("T")
+
+
+def _chunks(items: list[T], size: int) -> Iterable[list[T]]:
     for index in range(0, len(items), size):
         yield items[index : index + size]

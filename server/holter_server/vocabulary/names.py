@@ -275,8 +275,10 @@ class RunContext:
         self.markers = frozenset(
             rule.marker
             for rule in _marker_rules()
-            if rule.marker is not None and any(rule.marker_regex.search(n) for n in lowered)
-        )  # type: ignore[union-attr]
+            if rule.marker is not None
+            and rule.marker_regex is not None
+            and any(rule.marker_regex.search(n) for n in lowered)
+        )
 
 
 @cache

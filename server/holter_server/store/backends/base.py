@@ -12,9 +12,10 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 # One metric's share of a batch: parallel lists of steps, values and wall times (or None).
@@ -78,15 +79,15 @@ class Backend(Protocol):
         backend with one writer at a time needs none."""
 
     def upsert_rollups(
-        self, session: Session, run_id: str, columns: list[np.ndarray], lists: list[list], statement: RollupUpsert
+        self, session: Session, run_id: str, columns: list[np.ndarray], lists: list[list[Any]], statement: RollupUpsert
     ) -> None:
         """Insert or merge rollup rows given as columns (numpy for ordering, lists with NULLs to send)."""
 
-    def fetch_columns(self, session: Session, sql: str, params: Sequence, kinds: str) -> list[np.ndarray]:
+    def fetch_columns(self, session: Session, sql: str, params: Sequence[Any], kinds: str) -> list[np.ndarray]:
         """Run a query whose columns are all BIGINT ("i") or DOUBLE ("f"), its placeholders `%s`,
         `{nan}` where NaN stands in for NULL, and return the columns as numpy arrays."""
 
-    def insert_ignoring_conflicts(self, model: type):  # type: ignore[no-untyped-def]
+    def insert_ignoring_conflicts(self, model: type) -> postgresql.Insert | sqlite.Insert:
         """`INSERT ... ON CONFLICT DO NOTHING` into `model`."""
 
 

@@ -14,6 +14,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from itertools import repeat
+from typing import Any
 
 import numpy as np
 import psycopg
@@ -39,7 +40,9 @@ _NEW_LAST = (
 
 
 def _raw(session: Session) -> psycopg.Connection:
-    return session.connection().connection.driver_connection
+    connection: psycopg.Connection | None = session.connection().connection.driver_connection
+    assert connection is not None  # None only once the pool has let the connection go
+    return connection
 
 
 def _cursor(session: Session) -> psycopg.Cursor:
@@ -153,7 +156,7 @@ class PostgresBackend:
             )
 
     def upsert_rollups(
-        self, session: Session, run_id: str, columns: list[np.ndarray], lists: list[list], statement: RollupUpsert
+        self, session: Session, run_id: str, columns: list[np.ndarray], lists: list[list[Any]], statement: RollupUpsert
     ) -> None:
         arrays = ", ".join(f"%s::{kind}[]" for kind in statement.types)
         with _cursor(session) as cursor:
@@ -170,7 +173,7 @@ class PostgresBackend:
                 ),
             )
 
-    def fetch_columns(self, session: Session, sql: str, params: Sequence, kinds: str) -> list[np.ndarray]:
+    def fetch_columns(self, session: Session, sql: str, params: Sequence[Any], kinds: str) -> list[np.ndarray]:
         # Rows as binary COPY, read by numpy without a Python object per value (a chart read
         # fetches thousands of rows; building tuples cost more than the query).
         statement = "COPY (" + sql.format(nan="'NaN'::float8") + ") TO STDOUT (FORMAT BINARY)"
@@ -268,7 +271,7 @@ def _insert_small(
             " SELECT metric_id, count(*) FROM inserted GROUP BY metric_id",
             (run_id, *arrays),
         )
-        stored = dict(cursor.fetchall())
+        stored: dict[int, int] = dict(cursor.fetchall())
         if all(stored.get(metric_id, 0) == len(column[0]) for metric_id, column in by_id.items()):
             return stored, {}
         cursor.execute(
@@ -328,7 +331,7 @@ def _insert_once(
             " SELECT metric_id, count(*) FROM inserted GROUP BY metric_id",
             (run_id,),
         )
-        stored = dict(cursor.fetchall())
+        stored: dict[int, int] = dict(cursor.fetchall())
         cursor.execute(
             "SELECT i.metric_id, count(*), (array_agg(i.step ORDER BY i.step))[1:%s] FROM points_incoming i"
             " JOIN points p ON p.run_id = %s AND p.metric_id = i.metric_id AND p.step = i.step"

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime
 from itertools import repeat
+from typing import Any
 
 import numpy as np
 from sqlalchemy import text
@@ -34,7 +35,9 @@ _UPDATE_CHUNK = 5_000
 
 
 def _raw(session: Session) -> sqlite3.Connection:
-    return session.connection().connection.driver_connection
+    connection: sqlite3.Connection | None = session.connection().connection.driver_connection
+    assert connection is not None  # None only once the pool has let the connection go
+    return connection
 
 
 class SqliteBackend:
@@ -88,7 +91,7 @@ class SqliteBackend:
         return  # one writer at a time anyway
 
     def upsert_rollups(
-        self, session: Session, run_id: str, columns: list[np.ndarray], lists: list[list], statement: RollupUpsert
+        self, session: Session, run_id: str, columns: list[np.ndarray], lists: list[list[Any]], statement: RollupUpsert
     ) -> None:
         marks = ", ".join("?" * (len(lists) + 1))
         order = np.lexsort((columns[2], columns[1], columns[0]))
@@ -98,7 +101,7 @@ class SqliteBackend:
             [rows[index] for index in order.tolist()],
         )
 
-    def fetch_columns(self, session: Session, sql: str, params: Sequence, kinds: str) -> list[np.ndarray]:
+    def fetch_columns(self, session: Session, sql: str, params: Sequence[Any], kinds: str) -> list[np.ndarray]:
         rows = _raw(session).execute(sql.format(nan="NULL").replace("%s", "?"), params).fetchall()
         columns = list(zip(*rows)) if rows else [()] * len(kinds)
         return [

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import ClassVar
 
-from sqlalchemy import DateTime, MetaData
+from sqlalchemy import DateTime, MetaData, Table
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase
 from sqlalchemy.types import TypeDecorator
@@ -33,3 +34,6 @@ class UTCDateTime(TypeDecorator[datetime]):
 
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    # Every model here is mapped to a Table (DeclarativeBase says only FromClause, which
+    # `update()`, `delete()` and `.name` do not take).
+    __table__: ClassVar[Table]
