@@ -19,19 +19,21 @@ the report's `confounded`); the deadline is checked before every pair.
 
 from __future__ import annotations
 
-import itertools
 import math
-import random
 import statistics
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+from scipy import stats
+
 MIN_RUNS = 3
 ALPHA = 0.05
 MIN_CORRELATION = 0.9
 PERMUTATIONS = 5000
+EXACT_RUNS = 8  # up to 8! = 40,320 pairings the permutation test tries them all
 # What changes the shape of a failure ranks above what changes its size (count, peak_score).
 STRUCTURAL = {"presence", "period", "first_step", "spike_spacing"}
 MAX_PARTNERS = 20  # confounded keys named with each candidate; its whole group is in LeverReport.confounded
@@ -127,25 +129,30 @@ def features(run: RunEvents) -> dict[tuple[str, str, str], float]:
     return found
 
 
-def _pearson(xs: Sequence[float], ys: Sequence[float]) -> float:
-    mx, my = statistics.fmean(xs), statistics.fmean(ys)
-    sx = math.sqrt(sum((x - mx) ** 2 for x in xs))
-    sy = math.sqrt(sum((y - my) ** 2 for y in ys))
-    if sx == 0 or sy == 0:
-        return 0.0
-    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / (sx * sy)
+def _abs_pearson(xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
+    """|Pearson's r| of `xs` with each row of `ys` (0 where either side is constant)."""
+    dx = xs - xs.mean()
+    dy = ys - ys.mean(axis=-1, keepdims=True)
+    spread = np.sqrt((dx * dx).sum() * (dy * dy).sum(axis=-1))
+    covariance = (dy * dx).sum(axis=-1)
+    return np.abs(np.divide(covariance, spread, out=np.zeros_like(covariance), where=spread > 0))
 
 
-def _permutation_p(xs: Sequence[float], ys: Sequence[float], observed: float, seed: int = 0) -> float:
-    """P(|r| >= |observed|) when ys are shuffled: exact for up to 8 runs, sampled beyond."""
-    ys = list(ys)
-    if len(ys) <= 8:
-        orders = list(itertools.permutations(ys))
-    else:
-        rng = random.Random(seed)
-        orders = [rng.sample(ys, len(ys)) for _ in range(PERMUTATIONS)]
-    hits = sum(1 for order in orders if abs(_pearson(xs, order)) >= abs(observed) - 1e-12)
-    return hits / len(orders)
+def _permutation_p(xs: Sequence[float], ys: Sequence[float], seed: int = 0) -> float:
+    """P(|r| >= the observed |r|) when ys are paired with xs at random: scipy's permutation test,
+    exact over every pairing for up to EXACT_RUNS runs, PERMUTATIONS sampled pairings beyond."""
+    fixed = np.asarray(xs, dtype=float)
+    n_resamples = math.factorial(len(ys)) if len(ys) <= EXACT_RUNS else PERMUTATIONS
+    result = stats.permutation_test(
+        (np.asarray(ys, dtype=float),),  # one sample: its order against the fixed xs is what varies
+        lambda shuffled, axis: _abs_pearson(fixed, shuffled),
+        permutation_type="pairings",
+        vectorized=True,
+        n_resamples=n_resamples,
+        alternative="greater",
+        rng=np.random.default_rng(seed),
+    )
+    return float(result.pvalue)
 
 
 def _separation_p(n: int, positives: int) -> float:
@@ -329,10 +336,10 @@ def _numeric_feature(
     xs, ys = [float(v) for v, _ in pairs], [y for _, y in pairs]
     if len(set(xs)) < MIN_RUNS or len(set(ys)) < 2:
         return None
-    r = _pearson(xs, ys)
+    r = float(stats.pearsonr(xs, ys).statistic)
     if abs(r) < MIN_CORRELATION:
         return None
-    p = _permutation_p(xs, ys, r)
+    p = _permutation_p(xs, ys)
     if p >= ALPHA:
         return None
     ratios = [y / x for x, y in zip(xs, ys) if x]

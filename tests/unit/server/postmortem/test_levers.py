@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from holter_server.postmortem.levers import RunEvents, find_levers
+from holter_server.postmortem.levers import PERMUTATIONS, RunEvents, _permutation_p, find_levers
 
 
 def sawtooth(period: float, start: int = 100) -> dict:
@@ -154,3 +154,17 @@ def test_a_key_with_a_value_per_run_is_weighed_without_trying_every_split() -> N
     runs = [RunEvents(f"r{i}", {"name": f"run-{i}", "n": i}, [divergence(10)] if i % 2 else []) for i in range(30)]
     report = find_levers(runs)
     assert report.runs == 30 and "name" in report.varying_keys
+
+
+def test_the_permutation_p_value_counts_every_pairing_for_few_runs() -> None:
+    xs, ys = [1.0, 2.0, 3.0, 4.0, 5.0], [2.1, 3.9, 6.2, 8.0, 9.7]
+    # of the 120 pairings only this one and its reverse reach the observed |r|
+    assert _permutation_p(xs, ys) == pytest.approx(2 / 120)
+
+
+def test_the_permutation_p_value_is_sampled_for_many_runs() -> None:
+    xs = [float(i) for i in range(12)]
+    ys = [2.0 * x + 0.1 * (-1) ** i for i, x in enumerate(xs)]
+    # 12! pairings are too many: PERMUTATIONS are drawn, the observed pairing counted among them
+    assert _permutation_p(xs, ys) == pytest.approx(1 / (PERMUTATIONS + 1))
+    assert _permutation_p(xs, list(reversed(ys))) == pytest.approx(1 / (PERMUTATIONS + 1))
