@@ -136,8 +136,8 @@ def test_a_seed_group_is_drawn_behind_the_run_and_its_standing_told() -> None:
     # the band comes before the run's own curve, so it is drawn behind it
     assert html.index("3-seed group median") < html.index('"name":"eval_loss"')
     assert "<h2>Seed group</h2>" in html and "seed-0 (s0), s1 (s1)" in html
-    assert "eval_loss ends 0.031 above its 3-seed group&#x27;s mean (at step 2,000, its last: this run 2.049" in html
-    assert "the seeds&#x27; standard deviation there is 0.006: a real difference (95% CI +0.0" in html
+    assert "eval_loss ends 0.031 above its 3-seed group&#39;s mean (at step 2,000, its last: this run 2.049" in html
+    assert "the seeds&#39; standard deviation there is 0.006: a real difference (95% CI +0.0" in html
 
 
 def test_a_run_without_seed_siblings_says_how_to_make_some() -> None:
