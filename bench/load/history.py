@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 for part in ("server", "client", "."):
     sys.path.insert(0, str(ROOT / part))
 
+from holter_server.store import detection_queue
 from holter_server.store import events as events_store
 from holter_server.store.database import make_engine, make_session_factory, upgrade
 from sqlalchemy import text
@@ -95,10 +96,10 @@ def measure(url: str, repeats: int) -> tuple[list[float], float, int]:
             for _ in range(repeats):
                 wall = time.perf_counter()
                 if hasattr(events_store, "settle_detected_runs"):
-                    due = events_store.settle_detected_runs(session=session)
-                    claimed = len(events_store.claim_detection_work(session=session, limit=250, among_runs=due))
+                    due = detection_queue.settle_detected_runs(session=session)
+                    claimed = len(detection_queue.claim_detection_work(session=session, limit=250, among_runs=due))
                 else:  # main before runs counted their batches: the claim alone (copy this file there to compare)
-                    claimed = len(events_store.claim_detection_work(session=session, limit=250))
+                    claimed = len(detection_queue.claim_detection_work(session=session, limit=250))
                 walls.append((time.perf_counter() - wall) * 1000)
                 session.rollback()
             cpu = backend_cpu_ms(pid) - cpu

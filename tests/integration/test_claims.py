@@ -10,7 +10,7 @@ from datetime import timedelta
 
 import pytest
 from holter_server.services.lifecycle import mark_stalled
-from holter_server.store import events as events_store
+from holter_server.store import detection_queue
 from holter_server.store import points as points_store
 from holter_server.store import runs as runs_store
 from holter_server.store.database import make_engine, make_session_factory, session_scope, upgrade
@@ -40,31 +40,31 @@ def factory(empty_store_url: str) -> Iterator[sessionmaker[Session]]:
             )
             runs_store.record_activity(session=session, run_id=run_id, last_step=2)  # as ingest does: due for detection
     with session_scope(made) as session:  # the queue has met the metrics (its first rows are written once, not claimed)
-        events_store.claim_detection_work(session=session, limit=0)
+        detection_queue.claim_detection_work(session=session, limit=0)
     yield made
     engine.dispose()
 
 
 def test_a_run_claimed_by_one_worker_is_not_given_to_another(factory: sessionmaker[Session]) -> None:
     with session_scope(factory) as first:
-        mine = {w.run_id for w in events_store.claim_detection_work(session=first, limit=1)}
+        mine = {w.run_id for w in detection_queue.claim_detection_work(session=first, limit=1)}
         with session_scope(factory) as second:
-            theirs = {w.run_id for w in events_store.claim_detection_work(session=second, limit=100)}
+            theirs = {w.run_id for w in detection_queue.claim_detection_work(session=second, limit=100)}
     assert len(mine) == 1
     assert theirs == set(RUNS) - mine
 
 
 def test_a_claim_ends_with_its_transaction(factory: sessionmaker[Session]) -> None:
     with session_scope(factory) as first:
-        events_store.claim_detection_work(session=first, limit=100)
+        detection_queue.claim_detection_work(session=first, limit=100)
     with session_scope(factory) as second:
-        assert {w.run_id for w in events_store.claim_detection_work(session=second, limit=100)} == set(RUNS)
+        assert {w.run_id for w in detection_queue.claim_detection_work(session=second, limit=100)} == set(RUNS)
 
 
 def test_a_dead_workers_claim_goes_with_its_connection(factory: sessionmaker[Session]) -> None:
     dead = factory()
     try:
-        assert {w.run_id for w in events_store.claim_detection_work(session=dead, limit=100)} == set(RUNS)
+        assert {w.run_id for w in detection_queue.claim_detection_work(session=dead, limit=100)} == set(RUNS)
         pid = dead.scalar(text("SELECT pg_backend_pid()"))
         with session_scope(factory) as other:
             other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
@@ -72,7 +72,7 @@ def test_a_dead_workers_claim_goes_with_its_connection(factory: sessionmaker[Ses
         claimed: set[str] = set()
         while claimed != set(RUNS) and time.monotonic() < deadline:
             with session_scope(factory) as survivor:
-                claimed = {w.run_id for w in events_store.claim_detection_work(session=survivor, limit=100)}
+                claimed = {w.run_id for w in detection_queue.claim_detection_work(session=survivor, limit=100)}
         assert claimed == set(RUNS)
     finally:
         dead.invalidate()
@@ -88,7 +88,7 @@ def test_two_concurrent_workers_never_hold_the_same_run(factory: sessionmaker[Se
     def work(name: str) -> None:
         while time.monotonic() < stop:
             with session_scope(factory) as session:
-                runs = {w.run_id for w in events_store.claim_detection_work(session=session, limit=2)}
+                runs = {w.run_id for w in detection_queue.claim_detection_work(session=session, limit=2)}
                 with guard:
                     overlaps.extend(run_id for run_id in runs if run_id in holding)
                     holding.update(dict.fromkeys(runs, name))
@@ -131,8 +131,8 @@ def test_no_claim_locks_rows(factory: sessionmaker[Session]) -> None:
     event.listen(engine, "before_cursor_execute", record)
     try:
         with session_scope(factory) as session:
-            work = events_store.claim_detection_work(session=session, limit=100)
-            events_store.lock_detection_rows(session=session, keys=[(w.run_id, w.metric_id) for w in work])
+            work = detection_queue.claim_detection_work(session=session, limit=100)
+            detection_queue.lock_detection_rows(session=session, keys=[(w.run_id, w.metric_id) for w in work])
             mark_stalled(session=session, stall_after=timedelta(0))
     finally:
         event.remove(engine, "before_cursor_execute", record)

@@ -1,11 +1,11 @@
-"""Live detection's work queue (store/events.claim_detection_work) on each store."""
+"""Live detection's work queue (store/detection_queue.claim_detection_work) on each store."""
 
 from __future__ import annotations
 
 from holter_server.schemas.points import read_batch
 from holter_server.services import detection
 from holter_server.services.ingest import ingest_batch
-from holter_server.store import events as events_store
+from holter_server.store import detection_queue
 from holter_server.store import points as points_store
 from holter_server.store import runs as runs_store
 from holter_server.store.database import make_engine, make_session_factory, session_scope, upgrade
@@ -38,9 +38,9 @@ def test_a_run_with_thousands_of_new_metrics_does_not_hold_back_another_run(empt
                     session=session, run_id=run_id, last_step=2
                 )  # as ingest does: due for detection
             with session_scope(factory) as session:  # the queue has met the run's metrics
-                events_store.claim_detection_work(session=session, limit=1)
+                detection_queue.claim_detection_work(session=session, limit=1)
         with session_scope(factory) as session:
-            claimed = events_store.claim_detection_work(session=session, limit=50)
+            claimed = detection_queue.claim_detection_work(session=session, limit=50)
         assert len(claimed) == 50
         assert {(w.run_id, w.metric) for w in claimed} >= {("plain", "loss"), ("plain", "grad_norm")}
     finally:
@@ -54,6 +54,7 @@ def test_a_pass_looks_only_at_runs_with_batches_it_has_not_read(empty_store_url:
     upgrade(empty_store_url)
     engine = make_engine(empty_store_url)
     factory = make_session_factory(engine)
+    live_detectors = detection.LiveDetectors()  # this test's detection loop
 
     def log(start: int) -> None:
         with session_scope(factory) as session:
@@ -75,13 +76,13 @@ def test_a_pass_looks_only_at_runs_with_batches_it_has_not_read(empty_store_url:
 
     def claimed() -> list[str]:
         with session_scope(factory) as session:
-            return [w.metric for w in events_store.claim_detection_work(session=session, limit=50)]
+            return [w.metric for w in detection_queue.claim_detection_work(session=session, limit=50)]
 
     try:
         with session_scope(factory) as session:
             runs_store.create_or_resume_run(session=session, run_id="done", project="p", name=None, config={}, tags=[])
         log(0)
-        while detection.detect_pending(session_factory=factory):
+        while detection.detect_pending(session_factory=factory, live=live_detectors):
             pass
         with session_scope(factory) as session:
             run = session.get(RunRow, "done")
@@ -91,11 +92,11 @@ def test_a_pass_looks_only_at_runs_with_batches_it_has_not_read(empty_store_url:
         assert claimed() == []
         log(50)  # a batch: due again, and read from where its progress says
         assert claimed() == ["loss"]
-        while detection.detect_pending(session_factory=factory):
+        while detection.detect_pending(session_factory=factory, live=live_detectors):
             pass
         assert claimed() == []
         with session_scope(factory) as session:  # a reset (a kind declared since): read again, with no batch
-            events_store.reset_detection(session=session, run_id="done", metric_ids=[1])
+            detection_queue.reset_detection(session=session, run_id="done", metric_ids=[1])
         assert claimed() == ["loss"]
     finally:
         engine.dispose()

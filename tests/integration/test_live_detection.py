@@ -242,6 +242,7 @@ def test_a_detector_rebuilt_from_a_state_older_than_its_progress_finds_the_same_
     upgrade(url)
     engine = make_engine(url)
     factory = make_session_factory(engine)
+    live_detectors = detection.LiveDetectors()  # this test's detection loop
     rng = np.random.default_rng(7)
     loss = 2.0 * np.exp(-np.arange(600) / 400) + rng.normal(0, 0.01, 600)
     loss[450] = 40.0  # a spike after the restart
@@ -266,12 +267,10 @@ def test_a_detector_rebuilt_from_a_state_older_than_its_progress_finds_the_same_
             with factory() as session:
                 row = session.get(DetectorStateRow, ("restarted", 1))
                 assert row is not None and row.state["last_step"] < row.detected_step
-            live = detection._live_for(factory)
-            for key in [key for key in live if key[0] == "restarted"]:
-                del live[key]
-        detection.detect_pending(session_factory=factory)
-    live = detection._live_for(factory)
-    states = {run_id: live[(run_id, 1)].detector.state() for run_id in ("steady", "restarted")}  # type: ignore[union-attr]
+            for key in [key for key in live_detectors if key[0] == "restarted"]:
+                del live_detectors[key]
+        detection.detect_pending(session_factory=factory, live=live_detectors)
+    states = {run_id: live_detectors[(run_id, 1)].detector.state() for run_id in ("steady", "restarted")}  # type: ignore[union-attr]
     with factory() as session:
         events = {
             run_id: sorted(
@@ -312,6 +311,7 @@ def test_a_series_its_detector_cannot_read_does_not_stop_detection_of_the_others
     upgrade(url)
     engine = make_engine(url)
     factory = make_session_factory(engine)
+    live_detectors = detection.LiveDetectors()  # this test's detection loop
     loss = [2.0 - step / 1000 for step in range(200)]
     loss[150] = math.nan
     with factory() as session:
@@ -323,7 +323,7 @@ def test_a_series_its_detector_cannot_read_does_not_stop_detection_of_the_others
             }
             ingest_batch(session=session, run_id="r", batch=read_batch({"metrics": metrics}), max_metrics=100)
             session.commit()
-            detection.detect_pending(session_factory=factory)
+            detection.detect_pending(session_factory=factory, live=live_detectors)
         kinds = {(e.kind, e.metric) for e in session.scalars(select(EventRow).where(EventRow.run_id == "r"))}
         progress = {
             row.metric_id: row.detected_step
@@ -353,6 +353,7 @@ def test_quiet_points_wait_for_a_later_read_and_an_outlier_is_read_at_once(
     upgrade(url)
     engine = make_engine(url)
     factory = make_session_factory(engine)
+    live_detectors = detection.LiveDetectors()  # this test's detection loop
     rng = np.random.default_rng(11)
     loss = 2.0 + rng.normal(0, 0.02, 490)
     loss[415] = 40.0
@@ -365,7 +366,8 @@ def test_quiet_points_wait_for_a_later_read_and_an_outlier_is_read_at_once(
             )
             ingest_batch(session=session, run_id="r", batch=batch, max_metrics=100)
             session.commit()
-        assert detection.detect_pending(session_factory=factory) <= 1  # claimed once in the pass, waiting or not
+        # claimed once in the pass, waiting or not
+        assert detection.detect_pending(session_factory=factory, live=live_detectors) <= 1
         with factory() as session:
             row = session.get(DetectorStateRow, ("r", 1))
             assert row is not None
@@ -389,7 +391,7 @@ def test_quiet_points_wait_for_a_later_read_and_an_outlier_is_read_at_once(
         assert log(450, 460) == 459
         monkeypatch.setattr(detection, "WAIT_S", 60.0)
         assert log(460, 470) == 459
-        detection._live_for(factory).clear()  # the process ends while points wait in its memory
+        live_detectors.clear()  # the process ends while points wait in its memory
         assert log(470, 480) == 479  # a detector rebuilt from the saved state reads them from the store
         with factory() as session:
             row = session.get(DetectorStateRow, ("r", 1))
@@ -400,9 +402,14 @@ def test_quiet_points_wait_for_a_later_read_and_an_outlier_is_read_at_once(
             assert run is not None
             lifecycle.finish(session=session, run=run, status="finished")
             session.commit()
-        detection.detect_pending(session_factory=factory)
+        detection.detect_pending(session_factory=factory, live=live_detectors)
         with factory() as session:
             row = session.get(DetectorStateRow, ("r", 1))
             assert row is not None and row.detected_step == 489
+        assert ("r", 1) in live_detectors
+        monkeypatch.setattr(detection, "QUIET_S", 0.0)  # as when the finished run has been quiet that long
+        detection.detect_pending(session_factory=factory, live=live_detectors)
+        # its state saved, nothing of the ended run stays in the loop's memory
+        assert not live_detectors and not live_detectors.findings_at
     finally:
         engine.dispose()

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from holter_server.store import events as events_store
+from holter_server.store import detection_queue
 from holter_server.store import points as points_store
 from holter_server.store import runs as runs_store
 from holter_server.store.database import make_engine, make_session_factory, session_scope, upgrade
@@ -45,7 +45,7 @@ def filled(empty_store_url: str) -> Iterator[tuple[str, Engine]]:
                 session=session, run_id=run_id, last_step=steps[-1]
             )  # as ingest does: due for detection
     with session_scope(factory) as session:
-        events_store.claim_detection_work(session=session, limit=0)  # one detector state per metric
+        detection_queue.claim_detection_work(session=session, limit=0)  # one detector state per metric
     yield empty_store_url, engine
     engine.dispose()
 

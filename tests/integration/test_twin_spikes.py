@@ -101,6 +101,7 @@ def test_a_pass_that_changes_no_spike_reads_no_other_run(empty_store_url: str, m
     upgrade(empty_store_url)
     engine = make_engine(empty_store_url)
     factory = make_session_factory(engine)
+    live_detectors = detection.LiveDetectors()  # this test's detection loop
     reads: list[str] = []
     project_runs = compare_service.project_runs
     monkeypatch.setattr(compare_service, "project_runs", lambda **kw: reads.append(kw["project"]) or project_runs(**kw))
@@ -116,7 +117,7 @@ def test_a_pass_that_changes_no_spike_reads_no_other_run(empty_store_url: str, m
                 columns={"loss": (STEPS[start:end].tolist(), loss[start:end].tolist(), [None] * (end - start))},
             )
             runs_store.record_activity(session=session, run_id="r", last_step=int(STEPS[end - 1]))  # as ingest does
-        while detection.detect_pending(session_factory=factory):
+        while detection.detect_pending(session_factory=factory, live=live_detectors):
             pass
 
     try:

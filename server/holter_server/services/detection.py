@@ -33,6 +33,7 @@ from holter_server.detect.triage import can_wait
 from holter_server.services import alerting
 from holter_server.services.attribution import TWIN_KIND, attribute_twin_spikes, explain_period
 from holter_server.services.kinds import understood_metrics, understood_metrics_of_runs
+from holter_server.store import detection_queue
 from holter_server.store import events as events_store
 from holter_server.store import points as points_store
 from holter_server.store import runs as runs_store
@@ -74,9 +75,14 @@ def detection_limits(session_factory: sessionmaker[Session]) -> tuple[int, int]:
 
 
 def detect_pending(
-    *, session_factory: sessionmaker[Session], limit: int | None = None, per_transaction: int | None = None
+    *,
+    session_factory: sessionmaker[Session],
+    live: LiveDetectors,
+    limit: int | None = None,
+    per_transaction: int | None = None,
 ) -> int:
     """One pass of live detection over up to `limit` metrics with new points; returns how many.
+    `live` holds the detectors kept between passes (one per detection loop: `DetectionLoop.live`).
 
     Metrics are claimed a group at a time, each group in its own transaction. On SQLite a
     transaction holds the one write lock, so groups are small there and ingest never waits
@@ -89,13 +95,13 @@ def detect_pending(
     done = 0
     started = events_store.now()  # each metric once per pass: one whose points wait is not claimed again in it
     with session_scope(session_factory) as session:  # its own short transaction: ingest updates these rows too
-        due = events_store.settle_detected_runs(session=session)  # (a run due from now on is read next pass)
+        due = detection_queue.settle_detected_runs(session=session)  # (a run due from now on is read next pass)
     while done < limit:
-        claimed = _detect_some(session_factory, min(per_transaction, limit - done), not_since=started, due=due)
+        claimed = _detect_some(session_factory, live, min(per_transaction, limit - done), not_since=started, due=due)
         if not claimed:
             break
         done += claimed
-    return done + save_quiet_states(session_factory)
+    return done + save_quiet_states(session_factory, live)
 
 
 @dataclass
@@ -118,7 +124,7 @@ class _Live:
 class _Plan:
     """What a pass does with one claimed metric."""
 
-    item: events_store.DetectionWork
+    item: detection_queue.DetectionWork
     run: RunRow
     understood: Understanding
     detector: Detector | None
@@ -132,28 +138,28 @@ class _Plan:
         return self.live.waiting[0][-1] if self.live is not None and self.live.waiting[0] else self.fed
 
 
-def save_quiet_states(session_factory: sessionmaker[Session]) -> int:
+def save_quiet_states(session_factory: sessionmaker[Session], live_detectors: LiveDetectors) -> int:
     """Save the states of the detectors at hand whose metrics have had no new points for
     QUIET_S while their saved state is behind, and refresh their runs' findings; returns how many."""
     moment = time.monotonic()
     # (one with points waiting reads them within WAIT_S, and is saved once quiet after that)
     due = {
         key: live
-        for key, live in _live_for(session_factory).items()
+        for key, live in live_detectors.items()
         if live.state_behind and moment - live.fed_at >= QUIET_S and not live.waiting[0]
     }
     if not due:
         return 0
-    saved: list[events_store.DetectionProgress] = []
+    saved: list[detection_queue.DetectionProgress] = []
     with session_scope(session_factory) as session:
-        steps = events_store.lock_detection_rows(session=session, keys=list(due))
+        steps = detection_queue.lock_detection_rows(session=session, keys=list(due))
         for key, detected_step in steps.items():
             live = due[key]
             if detected_step != live.saved_step:
                 continue  # someone else went on: theirs is the newer state
             state = live.detector.state() if live.detector else _no_detector(live.kind)
             saved.append(
-                events_store.DetectionProgress(
+                detection_queue.DetectionProgress(
                     run_id=key[0],
                     metric_id=key[1],
                     detected_step=detected_step,
@@ -161,7 +167,7 @@ def save_quiet_states(session_factory: sessionmaker[Session]) -> int:
                     detector_version=DETECTOR_VERSION,
                 )
             )
-        events_store.save_detection_states(session=session, progress=saved)
+        detection_queue.save_detection_states(session=session, progress=saved)
         runs = {p.run_id for p in saved}
         muted = events_store.muted_kinds_of_runs(session=session, run_ids=sorted(runs))
         for run_id in sorted(runs):
@@ -172,22 +178,45 @@ def save_quiet_states(session_factory: sessionmaker[Session]) -> int:
                 if key[0] == run_id and live.detector is not None
             }
             refresh_findings(session=session, run_id=run_id, muted=muted[run_id], detectors=detectors)
-    live_detectors = _live_for(session_factory)
     for p in saved:  # saved and quiet: nothing to keep in memory for it (its run may be over)
         live_detectors.pop((p.run_id, p.metric_id), None)
+    live_detectors.prune()
     return len(saved)
 
 
-# Detectors this process has at hand, by (run, metric id): those of metrics still receiving
-# points (a quiet one's state is saved and its detector dropped). One whose saved_step is not the
-# database's detected_step any more (another process went on, detection was reset) is rebuilt
-# from the saved state. Bounded (a detector holds its 1,024-point tail): least recently used go first.
-_LIVE_BY_DATABASE: dict[str, OrderedDict[tuple[str, int], _Live]] = {}
+class LiveDetectors(OrderedDict[tuple[str, int], _Live]):
+    """The detectors a detection loop has at hand, by (run, metric id), and when it last refreshed
+    each run's findings; owned by the loop (`DetectionLoop.live`), one per process and database.
 
+    It holds the detectors of metrics still receiving points (a quiet one's state is saved and its
+    detector dropped). One whose saved_step is not the database's detected_step any more (another
+    process went on, detection was reset) is rebuilt from the saved state. Bounded (a detector
+    holds its 1,024-point tail): least recently used go first. A run with no detector at hand any
+    more (gone quiet, finished, deleted) is forgotten, its findings time with it.
+    """
 
-def _live_for(session_factory: sessionmaker[Session]) -> OrderedDict[tuple[str, int], _Live]:
-    """The detectors at hand for one database (a process may serve several: tests do)."""
-    return _LIVE_BY_DATABASE.setdefault(str(session_factory.kw["bind"].url), OrderedDict())
+    def __init__(self, limit: int | None = None) -> None:
+        super().__init__()
+        self.limit = limit if limit is not None else LIVE_DETECTORS
+        # when each run's cross-signal findings were last refreshed (time.monotonic())
+        self.findings_at: dict[str, float] = {}
+
+    def keep(self, key: tuple[str, int], live: _Live) -> None:
+        """Hold `live` as the most recently used detector, dropping the least recently used past the limit."""
+        self[key] = live
+        self.move_to_end(key)
+        while len(self) > self.limit:
+            self.popitem(last=False)
+
+    def findings_due(self, run_id: str, moment: float) -> bool:
+        """Whether the run's findings were refreshed FINDINGS_EVERY_S or longer before `moment`."""
+        return moment - self.findings_at.get(run_id, -FINDINGS_EVERY_S) >= FINDINGS_EVERY_S
+
+    def prune(self) -> None:
+        """Forget the findings times of runs with no detector at hand."""
+        at_hand = {run_id for run_id, _ in self}
+        for run_id in [r for r in self.findings_at if r not in at_hand]:
+            del self.findings_at[run_id]
 
 
 LIVE_DETECTORS = 10_000
@@ -205,7 +234,6 @@ QUIET_S = 5.0
 # A run's cross-signal findings are refreshed in the pass where its events change, and otherwise
 # at most this often while its points come in (they read the latest values and outlines).
 FINDINGS_EVERY_S = 5.0
-_FINDINGS_AT: dict[str, float] = {}
 # New points close to the level their detector last described wait for its next call, for at
 # most this long (detect/triage.py): a lab's worth of quiet metrics is then read every few
 # seconds with a few seconds' points, at the cost of one second's, and an outlier, a NaN or a
@@ -213,13 +241,20 @@ _FINDINGS_AT: dict[str, float] = {}
 WAIT_S = 5.0
 
 
-def _detect_some(session_factory: sessionmaker[Session], limit: int, not_since: datetime, due: Sequence[str]) -> int:
+def _detect_some(
+    session_factory: sessionmaker[Session],
+    live_detectors: LiveDetectors,
+    limit: int,
+    not_since: datetime,
+    due: Sequence[str],
+) -> int:
     kept: dict[tuple[str, int], _Live] = {}
-    work: list[events_store.DetectionWork] = []
-    live_detectors = _live_for(session_factory)
+    work: list[detection_queue.DetectionWork] = []
     try:
         with session_scope(session_factory) as session:
-            work = events_store.claim_detection_work(session=session, limit=limit, not_since=not_since, among_runs=due)
+            work = detection_queue.claim_detection_work(
+                session=session, limit=limit, not_since=not_since, among_runs=due
+            )
             if not work:
                 return 0
             _detect_claimed(session, work, live_detectors, kept)
@@ -228,17 +263,14 @@ def _detect_some(session_factory: sessionmaker[Session], limit: int, not_since: 
             live_detectors.pop((item.run_id, item.metric_id), None)
         raise
     for key, live in kept.items():  # only once committed: what the database now says
-        live_detectors[key] = live
-        live_detectors.move_to_end(key)
-    while len(live_detectors) > LIVE_DETECTORS:
-        live_detectors.popitem(last=False)
+        live_detectors.keep(key, live)
     return len(work)
 
 
 def _detect_claimed(
     session: Session,
-    work: list[events_store.DetectionWork],
-    live_detectors: OrderedDict[tuple[str, int], _Live],
+    work: list[detection_queue.DetectionWork],
+    live_detectors: LiveDetectors,
     kept: dict[tuple[str, int], _Live],
 ) -> None:
     runs = runs_store.get_runs(session=session, run_ids={item.run_id for item in work})
@@ -261,7 +293,7 @@ def _detect_claimed(
     saved_states = {
         (run_id, metric_id): state
         for run_id, ids in missing.items()
-        for metric_id, state in events_store.detection_states(session=session, run_id=run_id, metric_ids=ids).items()
+        for metric_id, state in detection_queue.detection_states(session=session, run_id=run_id, metric_ids=ids).items()
     }
     plans = []
     for item in work:
@@ -377,13 +409,13 @@ def _detect_claimed(
             waited_keys.append(key)  # moves it back in the queue, in one statement for all such
         elif with_state or fed_step != item.detected_step:
             saved.append(
-                events_store.DetectionProgress(
+                detection_queue.DetectionProgress(
                     run_id=item.run_id,
                     metric_id=item.metric_id,
                     detected_step=fed_step,
                     state=(detector.state() if detector else _no_detector(understood.kind))
                     if with_state
-                    else events_store.KEEP_STATE,
+                    else detection_queue.KEEP_STATE,
                     detector_version=DETECTOR_VERSION,
                 )
             )
@@ -398,18 +430,15 @@ def _detect_claimed(
                 read_at=read_at if waits else (moment if steps or read_at is None else read_at),
                 waiting=(steps, values) if waits else ([], []),
             )
-    events_store.save_detection_states(session=session, progress=saved)
-    events_store.mark_detection_read(session=session, keys=waited_keys)
+    detection_queue.save_detection_states(session=session, progress=saved)
+    detection_queue.mark_detection_read(session=session, keys=waited_keys)
     at_hand_by_run: dict[str, dict[str, Detector]] = {}
     for item in (plan.item for plan in plans):
         live = kept.get((item.run_id, item.metric_id))
         if live is not None and live.detector is not None:
             at_hand_by_run.setdefault(item.run_id, {})[item.metric] = live.detector
-    for run_id in sorted(
-        touched
-        | {run_id for run_id in fed_runs if moment - _FINDINGS_AT.get(run_id, -FINDINGS_EVERY_S) >= FINDINGS_EVERY_S}
-    ):
-        _FINDINGS_AT[run_id] = moment
+    for run_id in sorted(touched | {run_id for run_id in fed_runs if live_detectors.findings_due(run_id, moment)}):
+        live_detectors.findings_at[run_id] = moment
         # outlines from the detectors at hand: their saved states may be a few seconds behind
         refresh_findings(
             session=session,
@@ -512,7 +541,7 @@ def snapshots(*, session: Session, run_id: str, detectors: dict[str, Detector] |
     states = {}
     from_states = [metric_id for metric_id, name in outlined.items() if detectors is None or name not in detectors]
     if from_states:
-        states = events_store.detection_states(session=session, run_id=run_id, metric_ids=from_states)
+        states = detection_queue.detection_states(session=session, run_id=run_id, metric_ids=from_states)
     out = []
     for m in metrics:
         outline = None

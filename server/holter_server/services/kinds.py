@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from holter_server.store import claims
+from holter_server.store import claims, detection_queue
 from holter_server.store import events as events_store
 from holter_server.store import runs as runs_store
 from holter_server.store.models import RunRow
@@ -72,4 +72,4 @@ def reanalyse(*, session: Session, run_id: str, metrics: list[str]) -> None:
     wanted = set(metrics)
     ids = [m.metric_id for m in runs_store.list_metrics(session=session, run_id=run_id) if m.name in wanted]
     events_store.withdraw_metric_events(session=session, run_id=run_id, metrics=metrics)
-    events_store.reset_detection(session=session, run_id=run_id, metric_ids=ids)
+    detection_queue.reset_detection(session=session, run_id=run_id, metric_ids=ids)

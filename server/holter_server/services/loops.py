@@ -17,7 +17,7 @@ import httpx
 from sqlalchemy.orm import Session, sessionmaker
 
 from holter_server.alerts.targets import TargetGuard
-from holter_server.services.detection import detect_pending, detection_limits
+from holter_server.services.detection import LiveDetectors, detect_pending, detection_limits
 from holter_server.services.dispatch import dispatch_due
 from holter_server.services.lifecycle import mark_stalled
 from holter_server.services.reference_drift import record_due_drifts
@@ -154,11 +154,12 @@ class DetectionLoop(LoopService):
         self.cpu_share = cpu_share
         self.limit = detection_limits(session_factory)[0]
         self.last_cpu = 0.0  # CPU-seconds this thread spent in the last pass
+        self.live = LiveDetectors()  # the detectors kept between passes
 
     def run_once(self) -> int:
         started = time.thread_time()
         try:
-            return detect_pending(session_factory=self.session_factory, limit=self.limit)
+            return detect_pending(session_factory=self.session_factory, live=self.live, limit=self.limit)
         finally:
             self.last_cpu = time.thread_time() - started
 
