@@ -86,3 +86,22 @@ def test_a_run_of_thousands_of_small_series_exports_every_point_once(api: httpx.
         ("act/7", 5),
         ("act/7", 6),
     ]
+
+
+def test_parquet_without_pyarrow_is_a_501_naming_the_extra(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """pyarrow is the `parquet` extra: a service without it says so before any byte is streamed."""
+    from holter_server.app import create_app
+    from holter_server.services import export
+    from holter_server.settings import Settings
+    from starlette.testclient import TestClient
+
+    monkeypatch.setattr(export, "parquet_available", lambda: False)  # as in an install without the extra
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'holter.db'}", data_dir=tmp_path, background="off")
+    with TestClient(create_app(settings), base_url="http://127.0.0.1:8765") as client:
+        created = client.post("/api/v1/runs", json={"project": "p", "id": "r1"})
+        assert created.status_code in (200, 201), created.text
+        answer = client.get("/api/v1/runs/r1/export", params={"format": "parquet"})
+        csv_answer = client.get("/api/v1/runs/r1/export", params={"format": "csv"})
+    assert answer.status_code == 501
+    assert "pip install 'holter[parquet]'" in answer.json()["detail"]
+    assert csv_answer.status_code == 200

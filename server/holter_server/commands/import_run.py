@@ -26,11 +26,9 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from holter_server.commands.analyze import how_understood
 from holter_server.commands.kinds import parse_kind_options
@@ -47,6 +45,10 @@ EXIT_NO_SERVICE = 3
 EXIT_NOT_STORED = 4
 PROGRESS_EVERY_S = 0.2
 READ_ERRORS = (ImportFormatError, OSError, UnicodeDecodeError)
+PROGRESS_EXTRA_HINT = "pip install 'holter[progress]' for a progress bar"
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 class SentCounts:
@@ -70,14 +72,30 @@ class SentCounts:
 
 
 class ImportProgress:
-    """A progress bar on stderr with percentage, points and ETA (on a terminal), and one line at the end."""
+    """A progress bar on stderr with percentage, points and ETA (on a terminal, with rich: the
+    `progress` extra), and one line at the end."""
 
     def __init__(self, source: Source, console: Console | None = None) -> None:
         self.source = source
-        self.console = console or Console(stderr=True)
         self.started = self.shown = time.monotonic()
-        self.bar: Progress | None = None
+        self.bar: Any = None
         self.points = 0
+        try:
+            from rich.console import Console
+            from rich.progress import (
+                BarColumn,
+                Progress,
+                TaskProgressColumn,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+        except ImportError:
+            self.console: Console | None = None
+            if sys.stderr.isatty():
+                print(f"importing ({PROGRESS_EXTRA_HINT})", file=sys.stderr, flush=True)
+            return
+        self.console = console or Console(stderr=True)
         if self.console.is_terminal:
             self.bar = Progress(
                 TextColumn("importing"),
@@ -105,10 +123,11 @@ class ImportProgress:
         if self.bar is not None:
             self.bar.stop()
         elapsed = max(time.monotonic() - self.started, 1e-9)
-        self.console.print(
-            f"  {points:,} points, {metrics} metrics in {elapsed:.1f} s ({points / elapsed:,.0f} points/s)",
-            highlight=False,
-        )
+        line = f"  {points:,} points, {metrics} metrics in {elapsed:.1f} s ({points / elapsed:,.0f} points/s)"
+        if self.console is None:
+            print(line, file=sys.stderr, flush=True)
+        else:
+            self.console.print(line, highlight=False)
 
 
 def stream_points(points: Iterator[Point], run: SentRun, sent: SentCounts, progress: ImportProgress) -> int:

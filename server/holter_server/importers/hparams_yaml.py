@@ -3,10 +3,9 @@ the metrics (`lightning_logs/version_0/hparams.yaml`)."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from holter_server.importers.series import ImportFormatError
 
@@ -19,21 +18,28 @@ MAX_BYTES = 1 << 20
 MAX_VALUES = 100_000
 
 
-class _HparamsLoader(yaml.SafeLoader):
+YAML_EXTRA_HINT = "reading it needs PyYAML: pip install 'holter[yaml]'"
+
+
+@functools.cache
+def _hparams_loader() -> type[Any]:
     """SafeLoader that reads the Python objects Lightning may dump (`!!python/object:...`, an
     argparse Namespace, a tuple) as plain data instead of refusing the whole file; nothing is
-    ever constructed from them."""
+    ever constructed from them. (Built on first use: PyYAML is the `yaml` extra.)"""
+    import yaml
 
+    class HparamsLoader(yaml.SafeLoader):
+        pass
 
-def _plain(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Any:
-    if isinstance(node, yaml.MappingNode):
-        return loader.construct_mapping(node, deep=True)
-    if isinstance(node, yaml.SequenceNode):
-        return loader.construct_sequence(node, deep=True)
-    return loader.construct_scalar(node)  # type: ignore[arg-type]
+    def plain(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Any:
+        if isinstance(node, yaml.MappingNode):
+            return loader.construct_mapping(node, deep=True)
+        if isinstance(node, yaml.SequenceNode):
+            return loader.construct_sequence(node, deep=True)
+        return loader.construct_scalar(node)  # type: ignore[arg-type]
 
-
-_HparamsLoader.add_multi_constructor("tag:yaml.org,2002:python/", _plain)
+    HparamsLoader.add_multi_constructor("tag:yaml.org,2002:python/", plain)
+    return HparamsLoader
 
 
 def lightning_hparams(path: Path) -> dict[str, Any]:
@@ -45,9 +51,13 @@ def lightning_hparams(path: Path) -> dict[str, Any]:
     if candidate.stat().st_size > MAX_BYTES:
         raise ImportFormatError(f"{candidate}: larger than {MAX_BYTES >> 20} MiB; not a Lightning hparams.yaml")
     try:
+        import yaml
+    except ImportError:
+        raise ImportFormatError(f"{candidate}: Lightning's hyperparameters; {YAML_EXTRA_HINT}") from None
+    try:
         # the aliases stay shared objects while loading (cheap); they would be copied out only
         # when the config is written as JSON, so their expanded size is counted first
-        loaded = yaml.load(candidate.read_text(encoding="utf-8"), Loader=_HparamsLoader)
+        loaded = yaml.load(candidate.read_text(encoding="utf-8"), Loader=_hparams_loader())
     except (yaml.YAMLError, UnicodeDecodeError, RecursionError) as exc:
         raise ImportFormatError(f"{candidate}: not YAML ({type(exc).__name__}: {str(exc)[:200]})") from None
     if not isinstance(loaded, dict):

@@ -53,7 +53,7 @@ class ParquetReader(Reader):
             import pyarrow.parquet as pq
             from pyarrow import ArrowException
         except ImportError:
-            raise ImportFormatError("reading Parquet files needs the 'pyarrow' package (pip install pyarrow)") from None
+            raise ImportFormatError("reading Parquet files needs pyarrow: pip install 'holter[parquet]'") from None
         try:
             parquet = pq.ParquetFile(self.path)
         except (ArrowException, OSError) as exc:

@@ -11,6 +11,7 @@ NaN and ±Inf are written as `NaN`, `Infinity`, `-Infinity` in CSV and natively 
 from __future__ import annotations
 
 import csv
+import importlib.util
 import io
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
@@ -112,6 +113,14 @@ class _Drain(io.RawIOBase):
         out = b"".join(self._parts)
         self._parts.clear()
         return out
+
+
+PARQUET_EXTRA_HINT = "Parquet needs pyarrow: pip install 'holter[parquet]'"
+
+
+def parquet_available() -> bool:
+    """Whether pyarrow is installed (the `parquet` extra), checked before a Parquet stream starts."""
+    return importlib.util.find_spec("pyarrow") is not None
 
 
 def parquet_stream(

@@ -145,6 +145,8 @@ def export_points(
     end: EndStep = None,
 ) -> StreamingResponse:
     require_run(session, run_id)
+    if format == "parquet" and not export.parquet_available():
+        raise HTTPException(status_code=501, detail=f"this service cannot write Parquet: {export.PARQUET_EXTRA_HINT}")
     if metric:
         rows = points_store.get_metrics(session=session, run_id=run_id, names=metric)
         unknown = [name for name in metric if name not in rows]

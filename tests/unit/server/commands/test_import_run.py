@@ -4,8 +4,10 @@ pure parts the service uses)."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
+import pytest
 from holter_server.commands.import_run import SentCounts, findings_report
 from holter_server.detect import verdict
 from holter_server.detect.classify import new_detector
@@ -55,3 +57,22 @@ def test_report_says_how_each_metric_was_understood_and_how_many_points_were_sen
     report = findings_report(*analysis_of({"loss": "tinyllama_sft_train_loss", "my_probe": "tinyllama_sft_eval_loss"}))
     points = len(load_series("tinyllama_sft_eval_loss").arrays()[0])
     assert f"my_probe (unknown: watched only for NaN/±Inf and extreme outliers, {points:,} points)" in report
+
+
+def test_without_rich_the_import_ends_with_its_plain_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """rich is the `progress` extra: without it there is no bar, the import goes on, and its last line is printed."""
+    from holter_server.commands.import_run import ImportProgress
+
+    monkeypatch.setitem(sys.modules, "rich.console", None)
+    monkeypatch.setitem(sys.modules, "rich.progress", None)
+
+    class Source:
+        def progress(self) -> float:
+            return 0.5
+
+    progress = ImportProgress(Source())  # type: ignore[arg-type]
+    progress.update(2048)
+    progress.close(2048, 3)
+    assert "2,048 points, 3 metrics in" in capsys.readouterr().err

@@ -3,6 +3,7 @@ aliases would expand without bound."""
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 
@@ -50,3 +51,10 @@ def test_an_oversized_file_is_not_read(tmp_path: Path) -> None:
 def test_shared_parts_count_each_time_they_appear() -> None:
     shared = [1, 2, 3]
     assert expanded_size({"a": shared, "b": shared}) == 1 + 2 * 4
+
+
+def test_without_pyyaml_the_file_is_refused_naming_the_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "hparams.yaml").write_text("lr: 0.1\n")
+    monkeypatch.setitem(sys.modules, "yaml", None)  # as in an install without the `yaml` extra
+    with pytest.raises(ImportFormatError, match=r"pip install 'holter\[yaml\]'"):
+        lightning_hparams(tmp_path)
