@@ -13,7 +13,7 @@ PLAIN = {
     "required": ["type", "text"],
     "properties": {"type": {"const": "plain_text"}, "text": {"type": "string", "minLength": 1, "maxLength": 150}},
 }
-MRKDWN = lambda limit: {
+MRKDWN = lambda limit: {  # noqa: E731 — a schema family beside the schema constants
     "type": "object",
     "required": ["type", "text"],
     "properties": {"type": {"const": "mrkdwn"}, "text": {"type": "string", "minLength": 1, "maxLength": limit}},

@@ -16,7 +16,9 @@ import pytest
 # line logged apart at the same step, a NaN, and a config update after init.
 WANDB_SCRIPT = """
 import wandb
-run = wandb.init(project="p", name="wandb-baseline", config={"lr": 3e-4, "optim": {"name": "adamw", "betas": [0.9, 0.95]}})
+run = wandb.init(
+    project="p", name="wandb-baseline", config={"lr": 3e-4, "optim": {"name": "adamw", "betas": [0.9, 0.95]}}
+)
 for step in range(1, 6):
     wandb.log({"train/loss": 2.0 - step / 10, "train/grad_norm": 0.5, "train/global_step": step * 8})
     if step == 5:

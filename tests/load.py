@@ -68,7 +68,7 @@ async def run_jobs(
 
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, int(round(q * len(ordered))) - 1))] if ordered else float("nan")
+    return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))] if ordered else float("nan")
 
 
 def rss_mb(pid: int) -> float:

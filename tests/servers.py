@@ -59,7 +59,7 @@ class ServerProcess:
             "warning",
             *self.args,
         ]
-        log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
+        log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115 — the child's, for its life
         self.process = subprocess.Popen(command, env=self.env, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
         while not self.healthy():

@@ -322,7 +322,7 @@ def make_corpus(seed: int, per_class: int = 40, healthy_per_kind: int = 30) -> l
     """`per_class` curves of each anomaly (spread over metric kinds) and healthy ones of each kind."""
     rng = np.random.default_rng(seed)
     curves: list[Curve] = []
-    for label, (make, kinds) in GENERATORS.items():
+    for _label, (make, kinds) in GENERATORS.items():
         for i in range(per_class):
             curves.append(make(rng, kinds[i % len(kinds)]))
     for kind in HEALTHY_KINDS:

@@ -39,7 +39,7 @@ def run_losslint(curve: dict) -> list[dict]:
         kind = LOSSLINT_KINDS.get(f.check)
         if kind is None:
             continue
-        steps = f.details.get("steps") or [f.details.get("since_step")] or [None]
+        steps = f.details.get("steps") or [f.details.get("since_step")]
         for step in steps[:50]:
             out.append(
                 {
@@ -89,7 +89,7 @@ def main() -> None:
         for c in corpus:
             try:
                 results[peer][c["name"]] = runner(c)
-            except Exception as exc:  # a peer crashing on a curve is a miss, not a bench failure
+            except Exception as exc:  # noqa: BLE001 — a peer crashing on a curve is a miss, not a bench failure
                 results[peer][c["name"]] = [
                     {
                         "kind": "error",

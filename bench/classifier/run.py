@@ -26,16 +26,16 @@ REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(REPO))  # tests.real_curves: the real-run corpus and how it is scored
 
-from corpus import make_corpus  # noqa: E402
-from holter_server.detect import IncrementalDetector, classify_series  # noqa: E402
-from holter_server.detect.classify import new_detector  # noqa: E402
-from holter_server.detect.events import Event  # noqa: E402
-from holter_server.detect.findings import cross_signal_findings  # noqa: E402
-from scoring import format_table, score  # noqa: E402
-from slowburn import cutoffs, format_slow_burn, make_slow_burn, score_slow_burn  # noqa: E402
+from corpus import make_corpus
+from holter_server.detect import IncrementalDetector, classify_series
+from holter_server.detect.classify import new_detector
+from holter_server.detect.events import Event
+from holter_server.detect.findings import cross_signal_findings
+from scoring import format_table, score
+from slowburn import cutoffs, format_slow_burn, make_slow_burn, score_slow_burn
 
-from tests.real_curves import CORPUS, RealSeries, runs  # noqa: E402
-from tests.real_scoring import events_to_find, in_the_data, match, match_events, read_run  # noqa: E402
+from tests.real_curves import CORPUS, RealSeries, runs
+from tests.real_scoring import events_to_find, in_the_data, match, match_events, read_run
 
 PEERS_VENV = REPO / "bench" / ".venv-peers"
 

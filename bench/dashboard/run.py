@@ -37,9 +37,9 @@ import msgpack
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-import holter  # noqa: E402  (after the path insert above)
+import holter
 
-from tests.servers import ServerProcess  # noqa: E402
+from tests.servers import ServerProcess
 
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
 METRICS = [

@@ -70,7 +70,8 @@ def main() -> None:
         server.stop()
     print(f"outage of {args.outage:g} s while logging {METRICS} metrics at ~{RATE} steps/s")
     print(
-        f"{'points logged / stored':<36}{step * METRICS:>12,} / {sum(stored.values()):,}  ({'exactly once' if exact and all(v == step for v in stored.values()) else 'MISMATCH'})"
+        f"{'points logged / stored':<36}{step * METRICS:>12,} / {sum(stored.values()):,}  "
+        f"({'exactly once' if exact and all(v == step for v in stored.values()) else 'MISMATCH'})"
     )
     print(f"{'spool at its largest':<36}{peak_files:>12} files, {peak_bytes / 1e6:.1f} MB")
     print(f"{'service back to all stored (s)':<36}{drained:>12.1f}")

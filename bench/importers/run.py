@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.servers import ServerProcess  # noqa: E402
+from tests.servers import ServerProcess
 
 METRICS = ("train/loss", "train/grad_norm", "train/lr", "perf/tokens_per_s")
 

@@ -102,7 +102,8 @@ def store_limit(database_url: str, points: int, metrics: int) -> float:
                     for metric_id in range(metrics):
                         copy.write_row((metric_id, step, step * 0.5 + metric_id, now))
             cursor.execute(
-                "INSERT INTO limit_points SELECT 'bench-run-0000', metric_id, step, value, wall_time FROM staging ON CONFLICT DO NOTHING"
+                "INSERT INTO limit_points SELECT 'bench-run-0000', metric_id, step, value, wall_time FROM staging ON "
+                "CONFLICT DO NOTHING"
             )
         conn.commit()
         return points / (time.perf_counter() - started)
@@ -113,7 +114,7 @@ def ensure_mlflow() -> Path | None:
     if not python.exists():
         print("creating bench/.venv-mlflow (pip install mlflow psycopg2-binary) ...", flush=True)
         subprocess.run([sys.executable, "-m", "venv", str(MLFLOW_VENV)], check=True)
-        result = subprocess.run([str(python), "-m", "pip", "install", "-q", "mlflow", "psycopg2-binary"])
+        result = subprocess.run([str(python), "-m", "pip", "install", "-q", "mlflow", "psycopg2-binary"], check=False)
         if result.returncode != 0:
             print("could not install MLflow; skipping it")
             return None
@@ -148,9 +149,9 @@ def mlflow_ingest(python: Path, database_url: str, points: int, metrics: int) ->
                 try:
                     __import__("urllib.request").request.urlopen(f"{url}/health", timeout=1)
                     break
-                except OSError:
+                except OSError as exc:
                     if time.monotonic() > deadline or server.poll() is not None:
-                        raise RuntimeError("mlflow server did not start")
+                        raise RuntimeError("mlflow server did not start") from exc
                     time.sleep(0.5)
             out = subprocess.run(
                 [str(python), str(Path(__file__).with_name("mlflow_client.py")), url, str(points), str(metrics)],

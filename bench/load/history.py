@@ -64,13 +64,16 @@ def _fill(url: str, prefix: str, count: int, width: int, *, status: str, last: i
                 (", stored_batches, detected_batches", f", 10, {10 if read == last else 9}") if counted else ("", "")
             )
             c.execute(
-                text(f"""INSERT INTO runs (id, project, status, created_at, updated_at, heartbeat_at, config, tags, last_step{counts[0]})
-                SELECT :prefix || g, 'history', :status, now(), now(), now(), '{{}}', '[]', :last{counts[1]} FROM generate_series(1, :n) g"""),
+                text(f"""INSERT INTO runs (id, project, status, created_at, updated_at, heartbeat_at, config, tags,
+                last_step{counts[0]})
+                SELECT :prefix || g, 'history', :status, now(), now(), now(), '{{}}', '[]', :last{counts[1]}
+                FROM generate_series(1, :n) g"""),
                 {"prefix": prefix, "status": status, "last": last, "n": count},
             )
             c.execute(
                 text("""INSERT INTO metrics (run_id, metric_id, name, count, first_step, last_step)
-                SELECT :prefix || r, m, 'm' || m, :last + 1, 0, :last FROM generate_series(1, :n) r, generate_series(1, :k) m"""),
+                SELECT :prefix || r, m, 'm' || m, :last + 1, 0, :last
+                FROM generate_series(1, :n) r, generate_series(1, :k) m"""),
                 {"prefix": prefix, "last": last, "n": count, "k": width},
             )
             c.execute(

@@ -3,7 +3,8 @@
     .venv/bin/python bench/load/run.py                          # 50, 100, 200 jobs, 20 s each, both services
     .venv/bin/python bench/load/run.py --jobs 200 --seconds 60  # one level, longer
     .venv/bin/python bench/load/run.py --targets holter --holter-workers 2 --repeats 3
-    .venv/bin/python bench/load/run.py --targets holter --jobs 50 --history 20000   # a lab's database: 20,000 finished runs
+    # a lab's database: 20,000 finished runs
+    .venv/bin/python bench/load/run.py --targets holter --jobs 50 --history 20000
 
 Each simulated job logs 20 metrics at 10 steps/s and posts what elapsed once a second (about a
 200-point batch a second): to Holter's `/api/v1/runs/{id}/points` in the body the real client
@@ -182,7 +183,8 @@ class Holter(Service):
     def backlog(self) -> int:
         with psycopg.connect(self.database_url) as db:
             return db.execute(
-                "SELECT count(*) FROM metrics m LEFT JOIN detector_states d ON d.run_id = m.run_id AND d.metric_id = m.metric_id"
+                "SELECT count(*) FROM metrics m LEFT JOIN detector_states d ON d.run_id = m.run_id AND d.metric_id = "
+                "m.metric_id"
                 " WHERE m.last_step > coalesce(d.detected_step, -1)"
             ).fetchone()[0]
 
@@ -455,7 +457,8 @@ def fml_binary(given: str | None) -> Path:
 
 HEADER = (
     f"{'service':<13}{'jobs':>5}{'offered/s':>11}{'achieved/s':>11}{'p50 ms':>8}{'p95 ms':>8}{'p99 ms':>8}{'errors':>7}"
-    f"{'svc CPU-s':>10}{'pg CPU-s':>9}{'CPU-s/1k req':>13}{'CPU-s/1M pts':>13}{'RSS MB':>8}{'drain s':>8}{'gen CPU-s':>10}  stored"
+    f"{'svc CPU-s':>10}{'pg CPU-s':>9}{'CPU-s/1k req':>13}{'CPU-s/1M pts':>13}{'RSS MB':>8}{'drain s':>8}"
+    f"{'gen CPU-s':>10}  stored"
 )
 
 
@@ -490,7 +493,8 @@ def main() -> None:
     job_counts = [int(j) for j in args.jobs.split(",")]
     targets = [t.strip().lower() for t in args.targets.split(",")]
     print(
-        f"{args.metrics} metrics x {args.rate:g} steps/s per job, {args.seconds:g} s per level, {args.repeats} repeat(s), "
+        f"{args.metrics} metrics x {args.rate:g} steps/s per job, {args.seconds:g} s per level, {args.repeats} "
+        "repeat(s), "
         f"Postgres; Holter with live detection ({args.holter_workers} API process(es))"
         + (f", {args.history:,} finished runs in its database" if args.history else ""),
         flush=True,
@@ -538,7 +542,8 @@ def main() -> None:
                             medians.append(
                                 f"{service.name:<13}{jobs:>5}  p95 median {statistics.median(p95s):.0f} ms "
                                 f"({p95s[0]:.0f}-{p95s[-1]:.0f}), CPU-s/1k req median {statistics.median(cpus):.1f} "
-                                f"({cpus[0]:.1f}-{cpus[-1]:.1f}), CPU-s/1M pts median {statistics.median(per_point):.1f} "
+                                f"({cpus[0]:.1f}-{cpus[-1]:.1f}), CPU-s/1M pts median "
+                                f"{statistics.median(per_point):.1f} "
                                 f"({per_point[0]:.1f}-{per_point[-1]:.1f})"
                             )
                 finally:

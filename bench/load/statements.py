@@ -1,6 +1,7 @@
 """Statements per small batch and per detection pass, counted in-process on a fresh Postgres database.
 
-    .venv/bin/python bench/load/statements.py               # 50 runs x 20 metrics, 11 rounds of one ~200-point batch per run
+    # 50 runs x 20 metrics, 11 rounds of one ~200-point batch per run
+    .venv/bin/python bench/load/statements.py
 
 Every statement psycopg sends (execute, executemany, COPY) is counted and timed by its first
 words, for the ingest of a lab's worth of small batches (the service's own `ingest_batch`, in

@@ -184,7 +184,8 @@ def bench_store(kind: str, url: str, args: argparse.Namespace, report: dict) -> 
         250_000,
     )
     print(
-        f"loaded {args.points:,} points of one series in {seconds:.1f}s ({args.points / seconds:,.0f} points/s, with rollups)",
+        f"loaded {args.points:,} points of one series in {seconds:.1f}s ({args.points / seconds:,.0f} points/s, with "
+        "rollups)",
         flush=True,
     )
     load(
@@ -208,7 +209,8 @@ def bench_store(kind: str, url: str, args: argparse.Namespace, report: dict) -> 
     family_points = args.family_metrics * args.family_steps
     seconds = load(factory, "family", family_columns, args.family_steps, max(1, 500_000 // args.family_metrics))
     print(
-        f"loaded {args.family_metrics} metrics x {args.family_steps:,} steps in {seconds:.1f}s ({family_points / seconds:,.0f} points/s)",
+        f"loaded {args.family_metrics} metrics x {args.family_steps:,} steps in {seconds:.1f}s "
+        f"({family_points / seconds:,.0f} points/s)",
         flush=True,
     )
     if kind == "postgres":
@@ -316,7 +318,10 @@ def ingest_loop(url: str, first_step: int, stop, ingested) -> None:  # type: ign
 
 
 def naive_fetch(kind: str, url: str, sa_url: str) -> Callable[[], list]:
-    sql = "SELECT step, value FROM points WHERE run_id = {p} AND metric_id = (SELECT metric_id FROM metrics WHERE run_id = {p} AND name = {p}) AND step < {p} ORDER BY step"
+    sql = (
+        "SELECT step, value FROM points WHERE run_id = {p} AND metric_id = (SELECT metric_id FROM metrics WHERE "
+        "run_id = {p} AND name = {p}) AND step < {p} ORDER BY step"
+    )
 
     def fetch() -> list:
         if kind == "postgres":
@@ -365,7 +370,8 @@ MLFLOW_SCRIPT = textwrap.dedent("""
     run = client.create_run(client.create_experiment("bench"))
     began = time.perf_counter()
     for first in range(0, points, 1000):
-        client.log_batch(run.info.run_id, metrics=[Metric("loss", float(values[i]), 0, int(i)) for i in range(first, min(points, first + 1000))])
+        batch = [Metric("loss", float(values[i]), 0, int(i)) for i in range(first, min(points, first + 1000))]
+        client.log_batch(run.info.run_id, metrics=batch)
     load = time.perf_counter() - began
     times = []
     for _ in range(3):
@@ -384,7 +390,7 @@ def bench_mlflow(args: argparse.Namespace, report: dict) -> None:
     with psycopg.connect(ADMIN_URL, autocommit=True) as admin:
         admin.execute(f'CREATE DATABASE "{name}"')
     port = free_port()
-    log = open(Path(tempfile.gettempdir()) / "mlflow-bench-server.log", "wb")
+    log = open(Path(tempfile.gettempdir()) / "mlflow-bench-server.log", "wb")  # noqa: SIM115 — the server's, for its life
     server = subprocess.Popen(
         [
             str(MLFLOW_PYTHON),
@@ -416,7 +422,8 @@ def bench_mlflow(args: argparse.Namespace, report: dict) -> None:
                 return
             time.sleep(1)
         print(
-            f"\n== MLflow 3 (server on Postgres, one worker) ==\nlogging {args.mlflow_points:,} points by log_batch ...",
+            f"\n== MLflow 3 (server on Postgres, one worker) ==\nlogging {args.mlflow_points:,} points by log_batch "
+            "...",
             flush=True,
         )
         out = subprocess.run(
@@ -449,14 +456,16 @@ def print_ratios(args: argparse.Namespace, report: dict) -> None:
         full = cases["full range, 2000 points"]["p50_ms"]
         naive = cases["naive: full scan ORDER BY step + Python min/max"]["p50_ms"]
         print(
-            f"{kind}: naive full scan / Holter full-range read = {naive / full:,.0f}x ({naive:,.0f} ms vs {full:.1f} ms)"
+            f"{kind}: naive full scan / Holter full-range read = {naive / full:,.0f}x ({naive:,.0f} ms vs {full:.1f} "
+            "ms)"
         )
         if "mlflow" in report:
             history = statistics.median(report["mlflow"]["history_s"]) * 1000
             down = cases[f"{short}, 2000 points"]["p50_ms"]
             plain = cases[f"{short}, every point (plain read)"]["p50_ms"]
             print(
-                f"{kind}: MLflow get_metric_history ({args.mlflow_points:,} points, {history:,.0f} ms) / Holter 2000-point read "
+                f"{kind}: MLflow get_metric_history ({args.mlflow_points:,} points, {history:,.0f} ms) / Holter "
+                "2000-point read "
                 f"= {history / down:,.0f}x; / Holter read of every point = {history / plain:,.1f}x"
             )
 

@@ -248,8 +248,10 @@ def main() -> None:
                                 else f"MISMATCH {repeat.stored:,} of {repeat.points:,}"
                             )
                             print(
-                                f"{store:<9}{count:>6}{repeat.points_per_s:>10,.0f}{percentile(repeat.latencies, 0.5) * 1000:>8.0f}"
-                                f"{percentile(repeat.latencies, 0.95) * 1000:>8.0f}{repeat.service_cpu:>10.1f}{repeat.database_cpu:>9.1f}"
+                                f"{store:<9}{count:>6}{repeat.points_per_s:>10,.0f}"
+                                f"{percentile(repeat.latencies, 0.5) * 1000:>8.0f}"
+                                f"{percentile(repeat.latencies, 0.95) * 1000:>8.0f}"
+                                f"{repeat.service_cpu:>10.1f}{repeat.database_cpu:>9.1f}"
                                 f"  {exact}",
                                 flush=True,
                             )

@@ -470,9 +470,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"holter {args.command}: {SERVER_EXTRA_HINT} (no such command installed)", file=sys.stderr)
         return 2
     except ImportError as exc:
-        if sys.version_info < (3, 11) and not isinstance(
-            exc, ModuleNotFoundError
-        ):  # the service's package refuses it
+        if sys.version_info < (3, 11) and not isinstance(exc, ModuleNotFoundError):  # the service's package refuses it
             print(f"holter {args.command}: {exc}", file=sys.stderr)
             return 2
         if exc.name and exc.name.split(".")[0] != "holter":  # the service's package or one of its dependencies

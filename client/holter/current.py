@@ -306,7 +306,7 @@ def init(
 
 
 def _make_current(made: run_module.Run | DisabledRun | None) -> None:
-    global _current
+    global _current  # noqa: PLW0603 — the process's one current run, as `holter.run` shows it
     _current = made
     holter = sys.modules["holter"]
     holter.run = made  # type: ignore[attr-defined]

@@ -21,7 +21,7 @@ slot index passed ~47,935. The loss looked normal; only this gap told.
 | `logprob_mismatch/abs_diff_max`       | the largest per-token gap                                |
 | `logprob_mismatch/abs_diff_p99`       | 99th percentile (nearest rank) of the per-token gap      |
 | `logprob_mismatch/frac_above_tol`     | fraction of tokens whose gap exceeds `tolerance`         |
-| `logprob_mismatch/kl_k3`              | KL(rollout ‖ trainer), k3 estimator: mean of r - 1 - log r with r = p_trainer / p_rollout |
+| `logprob_mismatch/kl_k3`              | KL(rollout ‖ trainer), k3: mean of r - 1 - log r, r = p_trainer / p_rollout |
 
 The k3 estimator (Schulman, "Approximating KL divergence") is unbiased for tokens sampled from
 the rollout policy and never negative. The names all contain `logprob_mismatch`, which the

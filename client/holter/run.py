@@ -588,13 +588,15 @@ class Run(WandbRunSurface):
             )
         elif delivery.not_durable:
             print(
-                f"holter: run {self.id} finished with {delivery.not_durable:,} points not sent and not on disk (the service "
+                f"holter: run {self.id} finished with {delivery.not_durable:,} points not sent and not on disk (the "
+                "service "
                 "is away and the spool cannot be written): they are lost when this process ends",
                 file=sys.stderr,
             )
         elif delivery.spooled:
             print(
-                f"holter: run {self.id} finished with {delivery.spooled:,} requests still in the spool at {self._sender.spool_path}; "
+                f"holter: run {self.id} finished with {delivery.spooled:,} requests still in the spool at "
+                f"{self._sender.spool_path}; "
                 "the next process for this run sends them",
                 file=sys.stderr,
             )
@@ -760,7 +762,7 @@ def _enabled(given: bool | None, variable: str, *, default: bool) -> bool:
 
 def _install_hooks() -> None:
     """Mark runs crashed on an uncaught exception and flush them at interpreter exit."""
-    global _hooks_installed
+    global _hooks_installed  # noqa: PLW0603 — the interpreter's hooks are installed once per process
     if _hooks_installed:
         return
     _hooks_installed = True

@@ -217,11 +217,14 @@ class Sender(threading.Thread):
                 if self._spooling and not self._offline and time.monotonic() >= self._next_retry:
                     self._replay()
                 self._heartbeat()
-            except Exception as exc:  # the sender must outlive any one bad batch
+            except Exception as exc:  # noqa: BLE001 — the sender must outlive any one bad batch
                 print(f"holter: sender error, will retry: {exc!r}", file=sys.stderr)
-            if stopping and (not self.queue or self._held_bytes >= self._max_held_bytes):
-                if not self._spooling or self._offline or time.monotonic() >= self._stop_deadline:
-                    return
+            if (
+                stopping
+                and (not self.queue or self._held_bytes >= self._max_held_bytes)
+                and (not self._spooling or self._offline or time.monotonic() >= self._stop_deadline)
+            ):
+                return
 
     def _wait_time(self) -> float:
         if self._offline:
@@ -265,7 +268,8 @@ class Sender(threading.Thread):
         metrics: dict[str, dict[str, list[Any]]] = {}
         # what histograms logged in this batch become: their quantile metrics, by name
         expanded: dict[str, tuple[list[int], list[float]]] = {}
-        for name, (steps, values) in batch.columns.items():
+        for name, (logged_steps, values) in batch.columns.items():
+            steps = logged_steps
             if not isinstance(name, str):  # checked here, not in log(), which stays cheap
                 self._refused += len(steps)
                 self._say_once(

@@ -30,6 +30,7 @@ Standard library only; every reader degrades to nothing on a machine that lacks 
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import os
 import shutil
@@ -237,7 +238,7 @@ class NvmlReader:
         try:
             pynvml.nvmlInit()
             reader = cls(pynvml)
-        except Exception:  # NVMLError_LibraryNotFound, DriverNotLoaded, ... : no GPU reachable here
+        except Exception:  # noqa: BLE001 — NVMLError_LibraryNotFound, DriverNotLoaded, ...: no GPU reachable here
             return None
         return reader if reader.handles else None
 
@@ -263,17 +264,16 @@ class NvmlReader:
         return metrics
 
     def close(self) -> None:
-        try:
+        # NVML's errors have no common base class worth naming; a failed shutdown changes nothing
+        with contextlib.suppress(Exception):
             self.nvml.nvmlShutdown()
-        except Exception:
-            pass
 
     @staticmethod
     def _call(function: Callable[..., Any], *args: Any) -> Any:
         """One NVML reading; None where the GPU does not support it (utilisation under MIG)."""
         try:
             return function(*args)
-        except Exception:
+        except Exception:  # noqa: BLE001 — NVML raises one class per unsupported reading
             return None
 
 
@@ -408,7 +408,7 @@ class SystemSampler(threading.Thread):
             self.proc.read()  # primes the rates and the CPU share
             while not self._halt.wait(self.interval):
                 self.sample(gpus)
-        except Exception as exc:  # never take the training job down for a vital sign
+        except Exception as exc:  # noqa: BLE001 — never take the training job down for a vital sign
             print(f"holter: system vitals stopped: {exc!r}", file=sys.stderr)
         finally:
             if gpus is not None:

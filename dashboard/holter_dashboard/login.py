@@ -252,7 +252,9 @@ def _page(target: str, *, error: str | None = None, status: int = 200) -> HTMLRe
         headers={
             "Cache-Control": "no-store",
             "X-Frame-Options": "DENY",
-            "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
+            "Content-Security-Policy": (
+                "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'"
+            ),
             "Referrer-Policy": "same-origin",
         },
     )
@@ -280,8 +282,8 @@ PAGE = """<!doctype html>
   input[type=password] {{ width: 100%; height: 36px; padding: 0 12px; font-size: 14px; border: 1px solid #ced4da;
                           border-radius: 8px; outline: none; font-family: inherit; }}
   input[type=password]:focus {{ border-color: #4c6ef5; }}
-  button {{ width: 100%; height: 36px; margin-top: 16px; border: 0; border-radius: 8px; background: #4c6ef5; color: #fff;
-           font-size: 14px; font-weight: 600; cursor: pointer; font-family: inherit; }}
+  button {{ width: 100%; height: 36px; margin-top: 16px; border: 0; border-radius: 8px; background: #4c6ef5;
+           color: #fff; font-size: 14px; font-weight: 600; cursor: pointer; font-family: inherit; }}
   button:hover {{ background: #4263eb; }}
   .error {{ color: #e03131; font-size: 13px; margin: 10px 0 0; }}
   .error[hidden] {{ display: none; }}

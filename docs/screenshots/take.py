@@ -10,12 +10,11 @@ and alerts pages next to this file with headless Chromium (/usr/bin/chromium).
 
 from __future__ import annotations
 
+import random
 import sys
 import tempfile
 import time
 from pathlib import Path
-
-import random
 
 import httpx
 
@@ -24,6 +23,7 @@ sys.path.insert(0, str(HERE.parents[1]))
 
 import holter  # noqa: E402
 from holter.demo.synthetic import SyntheticRun  # noqa: E402
+
 from tests.receivers import Receiver  # noqa: E402
 from tests.servers import ServerProcess  # noqa: E402
 

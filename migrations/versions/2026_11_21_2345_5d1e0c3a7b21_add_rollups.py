@@ -65,7 +65,8 @@ def _build_for_existing_points() -> None:
         buckets = (
             session.execute(
                 sa.text(
-                    f"SELECT DISTINCT step / {1 << LEVELS[0]} FROM points WHERE run_id = :run_id AND metric_id = :metric_id"
+                    f"SELECT DISTINCT step / {1 << LEVELS[0]} FROM points WHERE run_id = :run_id AND metric_id = "
+                    ":metric_id"
                 ),
                 {"run_id": run_id, "metric_id": metric_id},
             )

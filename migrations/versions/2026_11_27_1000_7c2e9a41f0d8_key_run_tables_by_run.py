@@ -1,4 +1,5 @@
-"""key every table of a run by run_id: events, annotations; references and deliveries lose their keys into runs and events
+"""key every table of a run by run_id: events, annotations; references and deliveries lose their
+keys into runs and events
 
 Revision ID: 7c2e9a41f0d8
 Revises: d4f9a5b1c6e7

@@ -375,6 +375,7 @@ def test_the_cli_manages_channels_rules_and_deliveries(
             capture_output=True,
             text=True,
             timeout=60,
+            check=False,
         )
         assert result.returncode == 0, result.stderr
         return result.stdout

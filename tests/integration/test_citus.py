@@ -76,7 +76,7 @@ def _nodes() -> tuple[tuple[str, int], list[tuple[str, int]]]:
 def _urls(name: str) -> list[str]:
     """The database `name` on the coordinator (first), then on each worker."""
     assert CITUS_URL
-    coordinator, workers = _nodes()
+    _coordinator, workers = _nodes()
     return [_database_url(CITUS_URL, name)] + [_database_url(CITUS_URL, name, host=h, port=p) for h, p in workers]
 
 
@@ -120,6 +120,7 @@ def holter_cli(*args: str) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=300,
         env={**os.environ, "PYTHONPATH": path},
+        check=False,
     )
 
 
@@ -314,7 +315,7 @@ def test_a_divergence_alert_reaches_a_webhook_once(
         for step in range(260):
             run.log({"loss": math.nan if step >= 200 else 3.0 - step / 300}, step=step)
         run.finish()
-        wait_until(lambda: receiver.messages(), timeout=60)
+        wait_until(receiver.messages, timeout=60)
         time.sleep(3)
         (message,) = receiver.messages()
         (alert,) = message.json()["alerts"]
@@ -350,7 +351,7 @@ def test_a_silent_run_is_marked_stalled(api: httpx.Client, project: str) -> None
     api.post("/runs", json={"id": run_id, "project": project}).raise_for_status()
     api.post(f"/runs/{run_id}/points", json={"metrics": {"loss": {"steps": [1], "values": [2.0]}}}).raise_for_status()
     wait_until(lambda: api.get(f"/runs/{run_id}").json()["status"] == "stalled", timeout=30)
-    (stalled,) = events_of(api, run_id, kind="run_stalled")
+    (_stalled,) = events_of(api, run_id, kind="run_stalled")
     api.post(f"/runs/{run_id}/points", json={"metrics": {"loss": {"steps": [2], "values": [2.0]}}}).raise_for_status()
     assert api.get(f"/runs/{run_id}").json()["status"] == "running"
     assert events_of(api, run_id, kind="run_resumed")

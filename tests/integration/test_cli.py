@@ -44,9 +44,9 @@ def test_runs_against_no_service_is_an_error(capsys: pytest.CaptureFixture[str])
 
 def test_init_prints_the_runs_page_unless_quiet(server: ServerProcess, spool_dir: Path) -> None:
     script = (
-        "import holter; r = holter.init(project='cli', name='printed', url=%r); r.finish(); "
-        "holter.init(project='cli', url=%r, quiet=True).finish()"
-    ) % (server.url, server.url)
+        f"import holter; r = holter.init(project='cli', name='printed', url={server.url!r}); r.finish(); "
+        f"holter.init(project='cli', url={server.url!r}, quiet=True).finish()"
+    )
     env = {k: v for k, v in os.environ.items() if k != "HOLTER_QUIET"} | {"HOLTER_SPOOL_DIR": str(spool_dir)}
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=env, check=True

@@ -32,6 +32,7 @@ def run_script(code: str, env: dict[str, str]) -> subprocess.CompletedProcess[st
         capture_output=True,
         text=True,
         timeout=120,
+        check=False,
     )
 
 
@@ -62,10 +63,9 @@ def test_steps_default_to_one_past_the_last(server: ServerProcess, spool_dir: Pa
 
 
 def test_context_manager_marks_the_run_crashed_on_an_exception(server: ServerProcess, spool_dir: Path) -> None:
-    with pytest.raises(RuntimeError):
-        with holter.init(project="client", url=server.url) as run:
-            run.log({"loss": 1.0}, step=0)
-            raise RuntimeError("boom")
+    with pytest.raises(RuntimeError), holter.init(project="client", url=server.url) as run:
+        run.log({"loss": 1.0}, step=0)
+        raise RuntimeError("boom")
     assert httpx.get(f"{server.url}/api/v1/runs/{run.id}").json()["status"] == "crashed"
 
 

@@ -31,16 +31,16 @@ def test_client_installs_alone_and_imports_without_service_dependencies(tmp_path
     venv.create(env_dir, with_pip=True)
     python = env_dir / "bin" / "python"
     install = subprocess.run(
-        [str(python), "-m", "pip", "install", "-q", str(REPO)], capture_output=True, text=True, timeout=600
+        [str(python), "-m", "pip", "install", "-q", str(REPO)], capture_output=True, text=True, timeout=600, check=False
     )
     assert install.returncode == 0, install.stderr[-2000:]
     # Run outside the repository, where the source folders would shadow what was installed.
-    check = subprocess.run([str(python), "-c", CHECK], capture_output=True, text=True, cwd=tmp_path)
+    check = subprocess.run([str(python), "-c", CHECK], capture_output=True, text=True, cwd=tmp_path, check=False)
     assert check.stdout.strip() == "ok", check.stderr
-    serve = subprocess.run([str(env_dir / "bin" / "holter"), "serve"], capture_output=True, text=True)
+    serve = subprocess.run([str(env_dir / "bin" / "holter"), "serve"], capture_output=True, text=True, check=False)
     assert serve.returncode == 2
     assert "pip install 'holter[server]'" in serve.stderr
-    assert subprocess.run([str(env_dir / "bin" / "holter"), "--help"], capture_output=True).returncode == 0
+    assert subprocess.run([str(env_dir / "bin" / "holter"), "--help"], capture_output=True, check=False).returncode == 0
     (tmp_path / "metrics.csv").write_text("step,loss\n0,2.0\n")
     follow = subprocess.run(
         [str(env_dir / "bin" / "holter"), "follow", str(tmp_path / "metrics.csv"), "--pattern", "("],

@@ -24,12 +24,12 @@ import requests
 from holter_server.connections import MAX_HEADER_BYTES
 
 schemathesis = pytest.importorskip("schemathesis")
-from hypothesis import HealthCheck, given, settings  # noqa: E402 (after the skip without schemathesis)
-from hypothesis import strategies as st  # noqa: E402
-from schemathesis import GenerationMode  # noqa: E402
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from schemathesis import GenerationMode
 
-from tests.conftest import ADMIN_TOKEN, new_run_id  # noqa: E402
-from tests.servers import ServerProcess  # noqa: E402
+from tests.conftest import ADMIN_TOKEN, new_run_id
+from tests.servers import ServerProcess
 
 EXAMPLES = int(os.environ.get("HOLTER_FUZZ_EXAMPLES", "10"))
 pytestmark = pytest.mark.timeout(max(300, 60 * EXAMPLES))  # more examples take longer than the suite's 300 s

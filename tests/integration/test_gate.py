@@ -48,7 +48,10 @@ def raw_request(server: ServerProcess, head: str, body: bytes = b"", *, wait: fl
 
 
 def test_a_huge_declared_body_without_a_key_is_refused_before_it_is_sent(secured: ServerProcess) -> None:
-    head = f"POST /api/v1/runs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {256 * 2**20}\r\n\r\n"
+    head = (
+        "POST /api/v1/runs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: "
+        f"{256 * 2**20}\r\n\r\n"
+    )
     started = time.monotonic()
     answer = raw_request(secured, head)
     assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
@@ -56,7 +59,10 @@ def test_a_huge_declared_body_without_a_key_is_refused_before_it_is_sent(secured
 
 
 def test_the_key_is_checked_before_the_body_is_read(secured: ServerProcess) -> None:
-    head = "POST /api/v1/runs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
+    head = (
+        "POST /api/v1/runs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: "
+        "1000\r\n\r\n"
+    )
     answer = raw_request(secured, head)  # the body never comes
     assert answer.startswith(b"HTTP/1.1 401"), answer[:200]
 
@@ -152,7 +158,8 @@ def test_with_auth_off_a_foreign_host_name_is_refused(open_server: ServerProcess
 
 def websocket_handshake(server: ServerProcess, path: str, cookie: str | None = None) -> bytes:
     head = (
-        f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\nOrigin: {server.url}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\nOrigin: {server.url}\r\nUpgrade: "
+        "websocket\r\nConnection: Upgrade\r\n"
         "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
         + (f"Cookie: holter_key={cookie}\r\n" if cookie else "")
         + "\r\n"

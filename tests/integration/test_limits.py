@@ -122,7 +122,7 @@ def test_metric_names_are_checked_for_length_and_control_characters(
 
 def peak_memory(server: ServerProcess) -> int:
     """The server process's peak resident memory so far, in bytes (Linux)."""
-    status = open(f"/proc/{server.process.pid}/status").read()
+    status = Path(f"/proc/{server.process.pid}/status").read_text()
     return int(re.search(r"VmHWM:\s+(\d+) kB", status).group(1)) * 1024
 
 

@@ -373,7 +373,9 @@ def test_deleting_a_run_takes_its_notes_events_and_references_with_it(migrated_s
     assert [(row["run_id"], row["id"]) for row in after["events"]] == [("r2", 3)]
     assert [row["run_id"] for row in after["annotations"]] == ["r2"]
     assert [(row["tag"], row["run_id"]) for row in after["references"]] == [("a", "r2")]
-    assert [row["purpose"] for row in after["deliveries"]] == ["test"]  # r1's alert names it and goes; the channel test stays
+    assert [row["purpose"] for row in after["deliveries"]] == [
+        "test"
+    ]  # r1's alert names it and goes; the channel test stays
 
 
 def _spike() -> Event:

@@ -38,8 +38,9 @@ def test_json_batch_round_trips_nan_and_infinities_exactly(api: httpx.Client, ru
 def test_every_double_is_stored_bit_for_bit_with_its_wall_time_and_summary(api: httpx.Client, run_id: str) -> None:
     """Postgres takes a small batch's arrays as text (store/backends/postgres.array_text): the
     shortest decimal of each double must read back as the same double, down to the subnormals
-    and a value's last bit (-0.0 is left out: SQLite keeps a whole-valued REAL as an integer, 0), a wall time left out must stay missing, and the metric's
-    summary (filled from the same arrays) must name the last value exactly."""
+    and a value's last bit (-0.0 is left out: SQLite keeps a whole-valued REAL as an integer, 0), a
+    wall time left out must stay missing, and the metric's summary (filled from the same arrays)
+    must name the last value exactly."""
     values = [
         0.1 + 0.2,
         5e-324,
@@ -364,7 +365,10 @@ def test_a_bad_metric_is_refused_alone_and_the_others_are_stored(api: httpx.Clie
 
 
 def test_text_no_store_can_hold_is_refused_per_metric(api: httpx.Client, run_id: str) -> None:
-    body = b'{"metrics": {"lo\\u0000ss": {"steps": [1], "values": [1]}, "a\\ud800": {"steps": [1], "values": [1]}, "ok": {"steps": [1], "values": [1]}}}'
+    body = (
+        b'{"metrics": {"lo\\u0000ss": {"steps": [1], "values": [1]}, "a\\ud800": {"steps": [1], "values": [1]}, '
+        b'"ok": {"steps": [1], "values": [1]}}}'
+    )
     answer = api.post(f"/runs/{run_id}/points", content=body, headers={"content-type": "application/json"}).json()
     assert answer["stored"] == 1
     assert sorted(refused["metric"] for refused in answer["refused"]) == ["a\\ud800", "lo\\x00ss"]

@@ -65,6 +65,7 @@ def test_holter_report_writes_the_file(server: ServerProcess, reviewed_run: holt
         capture_output=True,
         text=True,
         timeout=120,
+        check=False,
     )
     assert result.returncode == 0, result.stderr
     assert out.read_text().startswith("<!doctype html>")

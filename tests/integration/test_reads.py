@@ -88,7 +88,7 @@ def load_shuffled(
     """Send the series as batches in a shuffled order (late points), re-sending some of them."""
     rng = np.random.default_rng(seed)
     batches = np.array_split(np.arange(len(steps)), 12)
-    for index in rng.permutation(len(batches)).tolist() + [3, 7]:
+    for index in [*rng.permutation(len(batches)).tolist(), 3, 7]:
         send(api, run_id, metric, steps[batches[index]], values[batches[index]])
 
 

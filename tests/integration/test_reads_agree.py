@@ -27,8 +27,8 @@ def batches(seed: int) -> list[ReadBatch]:
     values[rng.choice(len(steps), 5)] = -math.inf
     parts = np.array_split(rng.permutation(len(steps)), 8)
     out = []
-    for part in [*parts, parts[2], parts[5][:100]]:  # shuffled, then a re-sent batch and a partial one
-        part = np.sort(part)
+    for shuffled in [*parts, parts[2], parts[5][:100]]:  # shuffled, then a re-sent batch and a partial one
+        part = np.sort(shuffled)
         out.append(
             read_batch(
                 {

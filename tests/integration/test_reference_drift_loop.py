@@ -68,7 +68,10 @@ def test_finish_reads_no_points_and_the_loop_records_the_drift_after(factory) ->
 
     statements: list[str] = []
     engine = factory.kw["bind"]
-    listen = lambda _conn, _cursor, statement, *_: statements.append(statement)
+
+    def listen(_conn: object, _cursor: object, statement: str, *_: object) -> None:
+        statements.append(statement)
+
     event.listen(engine, "before_cursor_execute", listen)
     try:
         with session_scope(factory) as session:

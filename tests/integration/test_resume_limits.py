@@ -41,7 +41,9 @@ def test_a_resume_with_the_same_config_is_taken(api: httpx.Client) -> None:
     run_id = new_run_id()
     config = big_config("a", 250_000)
     api.post("/runs", json={"id": run_id, "project": "resume", "config": config}).raise_for_status()
-    api.post(f"/runs/{run_id}/finish", json={"status": "crashed"}).raise_for_status()  # a real resume, not a resent create
+    api.post(
+        f"/runs/{run_id}/finish", json={"status": "crashed"}
+    ).raise_for_status()  # a real resume, not a resent create
     again = api.post("/runs", json={"id": run_id, "project": "resume", "config": config})
     assert again.status_code == 200 and again.json()["resumed"] is True
     assert sorted(again.json()["config"]) == sorted(config)

@@ -88,6 +88,7 @@ def test_a_second_server_on_a_port_in_use_fails_at_once(two_process_server: Serv
         capture_output=True,
         text=True,
         timeout=60,
+        check=False,
     )
     assert finished.returncode != 0
     assert "Address already in use" in finished.stderr

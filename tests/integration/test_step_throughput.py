@@ -15,8 +15,8 @@ import pytest
 from tests.servers import ServerProcess
 
 torch = pytest.importorskip("torch")
-import holter.torch  # noqa: E402
-from torch import nn  # noqa: E402
+import holter.torch
+from torch import nn
 
 SEQ, VOCAB, STEPS = 16, 32, 16
 STALLS = {5, 11}  # batches the loader is slow to make

@@ -44,6 +44,7 @@ def run_script(path: Path, env: dict[str, str]) -> subprocess.CompletedProcess[s
         capture_output=True,
         text=True,
         timeout=180,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     return done
@@ -141,6 +142,7 @@ def test_offline_mode_keeps_the_run_on_disk_until_holter_sync_sends_it(
         capture_output=True,
         text=True,
         timeout=120,
+        check=False,
     )
     assert synced.returncode == 0, synced.stderr
     run = api.get(f"/runs/{run_id}").json()
@@ -198,7 +200,7 @@ def test_the_script_records_the_same_metrics_at_the_same_steps_under_real_wandb(
     ranges: dict[int, tuple[float, float]] = {}
     for row in rows:
         media = {key.removesuffix("/_type"): value for key, value in row.items() if key.endswith("/_type")}
-        for key, value in row.items():
+        for key, _value in row.items():
             if key.startswith("_") or any(key.startswith(f"{name}/") for name in media):
                 continue
             plotted.setdefault(key, []).append(row["epoch"] if key.startswith("val/") else row["_step"])

@@ -15,7 +15,7 @@ from tests.servers import ServerProcess
 def workers_of(server: ServerProcess) -> list[str]:
     """The worker processes `server` started (they name their parent; the database URL is not on their command line)."""
     assert server.process is not None
-    listing = subprocess.run(["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    listing = subprocess.run(["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True, check=False).stdout
     return [
         line
         for line in listing.splitlines()

@@ -48,7 +48,8 @@ def plotted_x(page, metric: str) -> list[float]:  # type: ignore[no-untyped-def]
     return page.evaluate(
         """(metric) => {
             for (const el of document.querySelectorAll('.js-plotly-plot')) {
-                for (const t of (el.data || [])) if (t.name === metric && t.opacity !== undefined) return Array.from(t.x);
+                for (const t of (el.data || []))
+                    if (t.name === metric && t.opacity !== undefined) return Array.from(t.x);
             }
             return [];
         }""",
@@ -206,7 +207,8 @@ def test_a_zoom_reported_beside_other_charts_relayouts_is_followed(page, spiky_r
         const kept = window.dash_clientside.callback_context;
         window.dash_clientside.callback_context = {triggered: [
             {prop_id: '{"key":"grad_norm","type":"panel"}.relayoutData', value: {autosize: true}},
-            {prop_id: '{"key":"loss","type":"panel"}.relayoutData', value: {'xaxis.range[0]': 100.4, 'xaxis.range[1]': 199.6}},
+            {prop_id: '{"key":"loss","type":"panel"}.relayoutData',
+             value: {'xaxis.range[0]': 100.4, 'xaxis.range[1]': 199.6}},
         ]};
         try {
             return window.dash_clientside.holter.follow_zoom([], {start: null, end: null, x_axis: 'step'}, null, []);

@@ -75,7 +75,7 @@ def test_runs_chosen_on_the_runs_page_without_a_lever_get_the_note(page, leverle
     for run_id in leverless:
         page.locator(".run-row", has_text=run_id).locator("input[type=checkbox]").check()
     button = page.locator("#runs-levers")
-    wait_until(lambda: button.is_enabled(), timeout=10)
+    wait_until(button.is_enabled, timeout=10)
     button.click()
     page.wait_for_url("**/levers?runs=*")
     note = page.locator(".levers-note")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import uuid
+from typing import Any
 
 import holter
 import httpx
@@ -45,7 +46,10 @@ def kind_select(page, metric: str):  # type: ignore[no-untyped-def]
 
 def test_the_run_page_says_how_each_metric_was_understood(page, probe_run: str) -> None:  # type: ignore[no-untyped-def]
     page.goto(f"/runs/{probe_run}")
-    item = lambda name: page.locator(".metric-item", has=page.locator(".metric-name", has_text=name))
+
+    def item(name: str) -> Any:
+        return page.locator(".metric-item", has=page.locator(".metric-name", has_text=name))
+
     item("my_probe").wait_for()
     assert "unknown" in item("my_probe").locator(".understood").inner_text()
     assert "recognised (verl)" in item("rollout_corr/k3_kl").locator(".understood").inner_text()

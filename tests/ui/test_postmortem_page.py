@@ -84,14 +84,16 @@ def test_a_drifting_run_is_drawn_against_the_reference_band(page, ui_server: Ser
     assert "above the reference" in page.locator(".drift-item").first.inner_text()
     traces = wait_until(
         lambda: page.evaluate(
-            "() => { const el = document.querySelector('#pm-ref-graph .js-plotly-plot') || document.querySelector('#pm-ref-graph');"
+            "() => { const el = document.querySelector('#pm-ref-graph .js-plotly-plot') || "
+            "document.querySelector('#pm-ref-graph');"
             " return el && el.data && el.data.map(t => [t.name, t.fill || null]); }"
         ),
         timeout=10,
     )
     assert ["reference band", "tonexty"] in traces
     shapes = page.evaluate(
-        "() => { const el = document.querySelector('#pm-ref-graph .js-plotly-plot') || document.querySelector('#pm-ref-graph');"
+        "() => { const el = document.querySelector('#pm-ref-graph .js-plotly-plot') || "
+        "document.querySelector('#pm-ref-graph');"
         " return el.layout.shapes.map(s => [s.x0, s.x1]); }"
     )
     assert len(shapes) == 1 and 1900 <= shapes[0][0] <= 2200

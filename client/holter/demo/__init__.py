@@ -12,22 +12,21 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
-
-import os
-from typing import Any, Optional
+from typing import Any
 
 import holter
 from holter.demo.synthetic import SyntheticRun
 from holter.run import DEFAULT_URL
 
 
-def service_url(given: Optional[str]) -> str:
+def service_url(given: str | None) -> str:
     """The `--url` given, else $HOLTER_URL, else the default local address; no trailing slash."""
     return (given or os.environ.get("HOLTER_URL") or DEFAULT_URL).rstrip("/")
 
@@ -41,7 +40,7 @@ def service_is_up(url: str, timeout: float = 1.0) -> bool:
         return False
 
 
-def start_service(url: str, database_url: Optional[str]) -> subprocess.Popen[bytes]:
+def start_service(url: str, database_url: str | None) -> subprocess.Popen[bytes]:
     """Start `holter serve` for `url` in a child process and wait until it answers."""
     parts = urllib.parse.urlsplit(url)
     command = [
@@ -108,7 +107,7 @@ HEADLINE_METRICS = (
 )
 
 
-def stream_real(url: str, project: str, names: Optional[list[str]]) -> None:
+def stream_real(url: str, project: str, names: list[str] | None) -> None:
     """Train each real scenario in turn, streaming it, and print the diagnosis of its headline series."""
     import torch
 
@@ -134,7 +133,7 @@ def stream_real(url: str, project: str, names: Optional[list[str]]) -> None:
             print(f"  {scenario.finding}: {found['summary'] if found else 'not raised within 30 s'}", flush=True)
 
 
-def service_readings(url: str, run_id: str) -> "dict[str, dict[str, Any]]":
+def service_readings(url: str, run_id: str) -> dict[str, dict[str, Any]]:
     """The service's reading of each series of the run (`POST /runs/{id}/analyze`), by metric;
     empty, said on stderr, when it cannot be read."""
     request = urllib.request.Request(f"{url.rstrip('/')}/api/v1/runs/{run_id}/analyze", method="POST", headers=_auth())
@@ -146,12 +145,12 @@ def service_readings(url: str, run_id: str) -> "dict[str, dict[str, Any]]":
         return {}
 
 
-def _auth() -> "dict[str, str]":
+def _auth() -> dict[str, str]:
     key = os.environ.get("HOLTER_API_KEY")
     return {"Authorization": f"Bearer {key}"} if key else {}
 
 
-def service_event(url: str, run_id: str, kind: str, timeout: float = 30.0) -> "Optional[dict[str, Any]]":
+def service_event(url: str, run_id: str, kind: str, timeout: float = 30.0) -> dict[str, Any] | None:
     """The first event of `kind` the service raised on the run, waiting for live detection to get there."""
     deadline = time.monotonic() + timeout
     while True:

@@ -5,16 +5,16 @@ streams its vital signs into the service through the real client (`holter.torch.
 gradient and activation norms and the non-finite tripwire, `timed_step` for step time and
 throughput, `holter.torch.watch_loader` for the time each step waits for its batch):
 
-| scenario      | what is changed                                              | diagnosis         |
-|---------------|--------------------------------------------------------------|-------------------|
-| healthy       | nothing                                                      | healthy           |
-| lr_too_high   | warm-up to a learning rate of 1.0, no clipping                | divergence        |
-| unshuffled    | the data loader serves the four domains in blocks, in order   | sawtooth          |
-| leaky_mask    | the causal mask lets each position see the next token        | too good          |
-| frozen        | the optimizer holds a stale copy of the parameters            | plateau           |
-| rl_mismatch   | a "rollout engine" whose cache slot index overflows           | mismatch spikes every 12 steps (sawtooth) |
-| nan_layer     | from 60% of the run, block 1's attention masks a whole row    | divergence; the tripwire names `blocks.1.attn` |
-| slow_loader   | from 60% of the run, each batch takes 60 ms to arrive         | input pipeline stall |
+| scenario    | what is changed                                             | diagnosis                             |
+|-------------|-------------------------------------------------------------|---------------------------------------|
+| healthy     | nothing                                                     | healthy                               |
+| lr_too_high | warm-up to a learning rate of 1.0, no clipping              | divergence                            |
+| unshuffled  | the data loader serves the four domains in blocks, in order | sawtooth                              |
+| leaky_mask  | the causal mask lets each position see the next token       | too good                              |
+| frozen      | the optimizer holds a stale copy of the parameters          | plateau                               |
+| rl_mismatch | a "rollout engine" whose cache slot index overflows         | mismatch spikes, every 12 steps       |
+| nan_layer   | from 60% of the run, block 1's attention masks a whole row  | divergence; tripwire: `blocks.1.attn` |
+| slow_loader | from 60% of the run, each batch takes 60 ms to arrive       | input pipeline stall                  |
 
 The corpus is generated here: four "domains" (made-up languages over overlapping halves of the
 alphabet), each a stream of sentences of random words from its own lexicon. Word choice is random, so the honest
@@ -33,13 +33,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
-import holter
-import holter.torch
 import torch
-from holter.rl import logprob_mismatch
-from holter.throughput import rates
 from torch import nn
 from torch.nn import functional as F
+
+import holter
+import holter.torch
+from holter.rl import logprob_mismatch
+from holter.throughput import rates
 
 DOMAINS = ("abcdefghijkl", "ghijklmnopqr", "mnopqrstuvwx", "stuvwxabcdef")
 ALPHABET = "abcdefghijklmnopqrstuvwx ."

@@ -64,7 +64,8 @@ def layout(project: str | None = None, tag: str | None = None, runs: str | None 
         [
             dmc.Title("Levers", order=2),
             dmc.Text(
-                "Config keys whose value changes the structure of a failure across runs (whether it happens, its period, "
+                "Config keys whose value changes the structure of a failure across runs (whether it happens, its "
+                "period, "
                 "when it starts), not just its size.",
                 size="sm",
                 c="dimmed",
@@ -227,7 +228,8 @@ def register(app: Dash, api: HolterAPI) -> None:
             const q = new URLSearchParams();
             if (runs && runs.length) q.set('runs', runs.join(','));
             else { if (project) q.set('project', project); if (tag) q.set('tag', tag); }
-            setTimeout(() => window.history.replaceState(null, '', '/levers' + (q.toString() ? '?' + q.toString() : '')), 0);
+            const query = q.toString() ? '?' + q.toString() : '';
+            setTimeout(() => window.history.replaceState(null, '', '/levers' + query), 0);
             return window.dash_clientside.no_update;
         }
         """,

@@ -127,7 +127,8 @@ def _text_report(path: str, reports: list[dict[str, Any]], findings: list[Event]
     for report in reports:
         lines.append("")
         lines.append(
-            f"{report['metric']} ({how_understood(report['kind'], report['understood'])}, {report['points']:,} points): {report['verdict']}"
+            f"{report['metric']} ({how_understood(report['kind'], report['understood'])}, {report['points']:,} "
+            f"points): {report['verdict']}"
         )
         if not report["events"]:
             lines.append("  nothing to report")

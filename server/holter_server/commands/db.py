@@ -22,7 +22,8 @@ def run(args: argparse.Namespace) -> int:
         partitions = args.partition_points if args.partition_points is not None else settings.partition_points
         if getattr(args, "distribute", False):
             if partitions:
-                # Citus spreads the tables by run over its nodes itself; partitions by run inside each shard would add nothing
+                # Citus spreads the tables by run over its nodes itself; partitions by run inside each
+                # shard would add nothing
                 print(
                     "--distribute and --partition-points (HOLTER_PARTITION_POINTS) do not go together", file=sys.stderr
                 )

@@ -32,7 +32,8 @@ def run(args: argparse.Namespace) -> int:
                         else "never used"
                     )
                     print(
-                        f"{row.id:>4}  hk_{row.prefix}_…  {row.scope:<6}  {row.project or '*':<20}  {row.name}  ({state})"
+                        f"{row.id:>4}  hk_{row.prefix}_…  {row.scope:<6}  {row.project or '*':<20}  {row.name}  "
+                        f"({state})"
                     )
             elif args.keys_command == "revoke":
                 row = keys_store.get_key(session=session, key_id=args.key_id)

@@ -32,7 +32,8 @@ def run(args: argparse.Namespace) -> int:
     """Print the kinds, one a line: name, how it is watched, its chart, what it is."""
     width = max(len(k.name) for k in SIGNAL_KINDS)
     print(
-        "Metric kinds (declare one with run.define_metric(name, kind=...), `kinds` on a run or batch, or --kind NAME=KIND):"
+        "Metric kinds (declare one with run.define_metric(name, kind=...), `kinds` on a run or batch, or --kind "
+        "NAME=KIND):"
     )
     for kind in SIGNAL_KINDS:
         print(f"  {kind.name:<{width}}  {kind.watch:<5}  {kind.description}")

@@ -5,6 +5,7 @@ reaches the database, since they claim their work through it."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import time
@@ -69,10 +70,8 @@ def yield_cpu(niceness: int) -> None:
     tasks = Path("/proc/self/task")
     threads = [int(tid.name) for tid in tasks.iterdir()] if tasks.is_dir() else [0]
     for tid in threads:
-        try:
+        with contextlib.suppress(OSError):  # a thread that ended meanwhile
             os.setpriority(os.PRIO_PROCESS, tid, target)
-        except OSError:
-            pass  # a thread that ended meanwhile
 
 
 def run(args: argparse.Namespace) -> int:

@@ -392,7 +392,7 @@ class BlockBaseline:
             return known[lo_block, hi_block]
 
         def floor(base: float, print_quantum: float) -> float:
-            return max(max(RELATIVE_NOISE_FLOOR * abs(base), QUANTUM_SHARE * print_quantum), abs_floor)
+            return max(RELATIVE_NOISE_FLOOR * abs(base), QUANTUM_SHARE * print_quantum, abs_floor)
 
         # restarts: block f and the one before it both far from the history of the 8 before them
         restart = self.restart

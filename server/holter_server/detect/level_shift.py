@@ -159,9 +159,7 @@ class LevelShiftDetector:
                 continue
             b = (m[i - 4] + m[i - 3]) / 2
             a = (m[i - 1] + m[i]) / 2
-            noise = max(
-                max(MAD_TO_SIGMA * (s[i - 4] + s[i - 3]) / 2, RELATIVE_NOISE_FLOOR * abs(b)), float(p.abs_floor)
-            )
+            noise = max(MAD_TO_SIGMA * (s[i - 4] + s[i - 3]) / 2, RELATIVE_NOISE_FLOOR * abs(b), float(p.abs_floor))
             need = max(p.shift_min_rel * abs(b), SHIFT_NOISE_UNITS * noise)
             shift = d * (a - b)
             both = min(d * (m[i - 1] - b), d * (m[i] - b))

@@ -121,7 +121,7 @@ class SawtoothDetector:
                 self.first_step = start
             if not self._extend_live(start, step_interval):
                 self._search(start, step_interval)
-            self.train = (self.train + [start])[-TRAIN_MEMORY:]
+            self.train = ([*self.train, start])[-TRAIN_MEMORY:]
 
     def _extend_live(self, start: int, step_interval: float) -> bool:
         best: tuple[float, Event] | None = None
@@ -215,7 +215,7 @@ class SawtoothDetector:
         event.end_step = start
         if "chance" in d:
             # the evidence grows with every beat that lands: the chance of it falls
-            beats = max(int(round((start - d["members"][0]) / event.period)), len(d["members"]) - 1)
+            beats = max(round((start - d["members"][0]) / event.period), len(d["members"]) - 1)
             d["p_value"] = min(1.0, binomial_tail(len(d["members"]) - 2, beats - 1, d["chance"]) * d["periods_tried"])
         event.summary = self._summary(event)
 
@@ -226,7 +226,7 @@ class SawtoothDetector:
             if not merged:
                 self.cluster, self.cluster_head = [start], start
                 continue
-            self.cluster = (self.cluster + [start])[-CLUSTER_MEMORY:]
+            self.cluster = ([*self.cluster, start])[-CLUSTER_MEMORY:]
             event = self.events[-1] if self.events else None
             if (
                 event is not None
@@ -353,7 +353,8 @@ class SawtoothDetector:
             event.score = float(len(d["members"]))
             return (
                 f"{self.metric} spiked every {format_value(event.period)} steps "
-                f"({len(d['members'])} times, steps {format_step(event.start_step)} to {format_step(event.end_step)}){chance}; "
+                f"({len(d['members'])} times, steps {format_step(event.start_step)} to "
+                f"{format_step(event.end_step)}){chance}; "
                 f"a period this regular points at the data loader or a config parameter"
             )
         return (
@@ -467,7 +468,7 @@ def periodic_lag(values: np.ndarray, *, min_rel: float, tolerance: float | None)
     shift = 0.5 * (left - right) / curvature if curvature < 0 else 0.0
     found = float(lag + shift)
     power = np.abs(np.fft.rfft(residual - residual.mean())) ** 2
-    k = int(round(n / found))
+    k = round(n / found)
     peak = float(power[max(k - 1, 1) : k + 2].max())
     around = np.concatenate(
         [power[max(k - SPECTRUM_NEIGHBOURS, 1) : max(k - 1, 1)], power[k + 2 : k + 2 + SPECTRUM_NEIGHBOURS]]

@@ -134,8 +134,8 @@ class GpuMemoryLeakDetector(SystemVitalDetector):
 
     def _point(self, step: int, value: float) -> None:
         p = self.profile
-        self.tail_steps = (self.tail_steps + [step])[-p.window :]
-        self.tail_values = (self.tail_values + [value])[-p.window :]
+        self.tail_steps = ([*self.tail_steps, step])[-p.window :]
+        self.tail_values = ([*self.tail_values, value])[-p.window :]
         if self.seen + 1 < p.warmup_points + p.window:
             return
         values = np.asarray(self.tail_values)
@@ -214,7 +214,7 @@ class GpuIdleDetector(SystemVitalDetector):
                 self.baseline, self.low_start, self.low_count, self.low_sum = level, step, 0, 0.0
         if self.baseline is None or value >= min(p.idle_ceiling, p.idle_share * self.baseline):
             self.baseline = None  # busy (again)
-            self.history = (self.history + [value])[-p.window :]
+            self.history = ([*self.history, value])[-p.window :]
             return
         self.low_count += 1
         self.low_sum += value

@@ -126,8 +126,10 @@ def _overfitting(
         score=float(last / minimum) if minimum > 0 else float(last - minimum),
         peak_step=int(steps[peak]),
         summary=(
-            f"{ev.metric} turned up for good from its minimum {format_value(minimum)} at step {format_step(int(steps[m]))} "
-            f"to {format_value(last)} at step {format_step(int(steps[-1]))} ({(last - minimum) / abs(minimum):+.0%}, up at "
+            f"{ev.metric} turned up for good from its minimum {format_value(minimum)} at step "
+            f"{format_step(int(steps[m]))} "
+            f"to {format_value(last)} at step {format_step(int(steps[-1]))} ({(last - minimum) / abs(minimum):+.0%}, "
+            "up at "
             f"{rises} of the {len(after) - 1} evals since) while {train.metric} kept falling "
             f"({format_value(train_then)} → {format_value(train_now)}): the model is overfitting its training data"
         ),
@@ -168,8 +170,10 @@ def _gap(
         peak_step=int(steps[-1]),
         summary=(
             f"{train.metric} is {times} below {ev.metric} at step {format_step(int(steps[-1]))} "
-            f"({format_value(float(at_eval[-1]))} vs {format_value(float(values[-1]))}), and at least {GAP_RATIO:.0f}x below it "
-            f"since step {format_step(int(steps[first]))}: the model fits its training data far better than held-out data "
+            f"({format_value(float(at_eval[-1]))} vs {format_value(float(values[-1]))}), and at least "
+            f"{GAP_RATIO:.0f}x below it "
+            f"since step {format_step(int(steps[first]))}: the model fits its training data far better than held-out "
+            "data "
             f"(memorisation, or eval data unlike train)"
         ),
         details={

@@ -94,7 +94,8 @@ class PointsBatch(BaseModel):
     kinds: dict[MetricPattern, KindName] | None = Field(  # type: ignore[valid-type]
         default=None,
         max_length=1000,
-        description='declared kinds by metric name or glob ({"train/ce": "loss"}): a declared kind always wins over the name',
+        description='declared kinds by metric name or glob ({"train/ce": "loss"}): a declared kind always wins over '
+        "the name",
     )
 
 
@@ -226,7 +227,8 @@ class SeriesPointsPublic(BaseModel):
     steps: list[int]
     values: list[float | str]
     times: list[float | None] | None = Field(
-        description="wall times of the points (seconds since the epoch); null when downsampled unless `with_times` was asked"
+        description="wall times of the points (seconds since the epoch); null when downsampled unless `with_times` "
+        "was asked"
     )
     truncated: bool = Field(description="true when more points lie in the range than `limit` allowed")
     downsampled: bool = False

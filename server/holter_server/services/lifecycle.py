@@ -70,7 +70,8 @@ def finish(*, session: Session, run: RunRow, status: str) -> RunRow:
                     "run_crashed",
                     "critical",
                     step=run.last_step,
-                    summary=f"run {run.name or run.id} crashed at step {run.last_step if run.last_step is not None else '?'} (reported by the client)",
+                    summary=f"run {run.name or run.id} crashed at step "
+                    f"{run.last_step if run.last_step is not None else '?'} (reported by the client)",
                 ),
             ),
         )
@@ -91,7 +92,8 @@ def mark_stalled(*, session: Session, stall_after: timedelta) -> list[str]:
                     "run_stalled",
                     "warning",
                     step=run.last_step,
-                    summary=f"run {run.name or run.id} stalled{last}: no points or heartbeat for {_ago(runs_store.now() - run.heartbeat_at)}",
+                    summary=f"run {run.name or run.id} stalled{last}: no points or heartbeat for "
+                    f"{_ago(runs_store.now() - run.heartbeat_at)}",
                 ),
             ),
         )

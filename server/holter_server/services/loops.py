@@ -119,7 +119,7 @@ class BackgroundWork:
     def _wait_for_lock(self) -> None:
         assert self.lock_path is not None and fcntl is not None
         self.lock_path.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(self.lock_path, "ab")
+        handle = open(self.lock_path, "ab")  # noqa: SIM115 — held (and locked) for the process's life
         said = False
         while not self._stop.is_set():
             try:

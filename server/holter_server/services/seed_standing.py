@@ -59,7 +59,8 @@ class SeedStanding:
             ] + self.refused
         how = (
             f"run the same config again with another seed (seed, data_seed or any *_seed key, or a key declared with "
-            f"PUT /api/v1/projects/{self.project}/settings) at least {MIN_SEEDS} times: the report then draws their band "
+            f"PUT /api/v1/projects/{self.project}/settings) at least {MIN_SEEDS} times: the report then draws their "
+            "band "
             "behind this run and says whether it ends inside their spread (seed noise) or outside it"
         )
         if not self.siblings and not self.others:
@@ -71,7 +72,8 @@ class SeedStanding:
             names = ", ".join(_name(r) for r in [*self.siblings, *self.others])
             return [
                 f"This run has {len(self.siblings)} finished seed sibling{'s' if len(self.siblings) != 1 else ''} "
-                f"({names} in its group): a seed spread needs at least {MIN_SEEDS} other finished runs. To make more, {how}."
+                f"({names} in its group): a seed spread needs at least {MIN_SEEDS} other finished runs. To make more, "
+                f"{how}."
             ]
         return [f"This run's {len(self.siblings)} seed siblings share no loss metric with it: nothing to compare."]
 

@@ -73,7 +73,8 @@ def distribute(
     """
     if make_url(url).get_backend_name() != "postgresql":
         raise NotCitus(
-            "--distribute needs a Citus coordinator (a Postgres database with the citus extension); this is not Postgres"
+            "--distribute needs a Citus coordinator (a Postgres database with the citus extension); this is not "
+            "Postgres"
         )
     engine = make_engine(url)
     try:
@@ -83,8 +84,8 @@ def distribute(
         changed: list[str] = []
         # one transaction a table: create_distributed_table copies the table's rows into shards,
         # and a failure half-way leaves the tables done so far done (running again finishes the rest)
-        with engine.connect() as connection:
-            connection = connection.execution_options(isolation_level="AUTOCOMMIT")
+        with engine.connect() as opened:
+            connection = opened.execution_options(isolation_level="AUTOCOMMIT")
             laid_out: list[str] = []
             for placement in plan():
                 line = _lay_out(connection, placement, shard_count=shard_count)

@@ -63,8 +63,10 @@ _MERGE = f"""
     min_step = CASE WHEN {_NEW_MIN} THEN excluded.min_step ELSE rollups.min_step END,
     max_value = CASE WHEN {_NEW_MAX} THEN excluded.max_value ELSE rollups.max_value END,
     max_step = CASE WHEN {_NEW_MAX} THEN excluded.max_step ELSE rollups.max_step END,
-    first_value = CASE WHEN excluded.first_step < rollups.first_step THEN excluded.first_value ELSE rollups.first_value END,
-    first_step = CASE WHEN excluded.first_step < rollups.first_step THEN excluded.first_step ELSE rollups.first_step END,
+    first_value = CASE WHEN excluded.first_step < rollups.first_step
+        THEN excluded.first_value ELSE rollups.first_value END,
+    first_step = CASE WHEN excluded.first_step < rollups.first_step
+        THEN excluded.first_step ELSE rollups.first_step END,
     last_value = CASE WHEN excluded.last_step > rollups.last_step THEN excluded.last_value ELSE rollups.last_value END,
     last_step = CASE WHEN excluded.last_step > rollups.last_step THEN excluded.last_step ELSE rollups.last_step END,
     nan_count = rollups.nan_count + excluded.nan_count,
@@ -285,7 +287,8 @@ def read_rollup_pieces(
         return out
     placeholders = ", ".join(["%s"] * len(metric_ids))
     one = (
-        "SELECT CAST(metric_id AS BIGINT), bucket, count, finite_sum, COALESCE(min_value, {nan}), COALESCE(min_step, -1),"
+        "SELECT CAST(metric_id AS BIGINT), bucket, count, finite_sum, COALESCE(min_value, {nan}), COALESCE(min_step, "
+        "-1),"
         " COALESCE(max_value, {nan}), COALESCE(max_step, -1), first_step, COALESCE(first_value, {nan}), last_step,"
         " COALESCE(last_value, {nan}), nan_count, posinf_count, neginf_count, CAST(level AS BIGINT)"
         f" FROM rollups WHERE run_id = %s AND metric_id IN ({placeholders}) AND level = %s AND bucket BETWEEN %s AND %s"

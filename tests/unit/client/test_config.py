@@ -23,7 +23,7 @@ def test_setting_a_key_an_attribute_or_update_sends_the_whole_config() -> None:
 
 def test_an_absent_key_read_as_an_attribute_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="no key 'nope'"):
-        Config({}, print).nope
+        _ = Config({}, print).nope
 
 
 def test_a_config_copies_as_a_mapping() -> None:

@@ -10,9 +10,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
-import holter.torch  # noqa: E402
-from holter.preflight import Check  # noqa: E402
-from torch import nn  # noqa: E402
+import holter.torch
+from holter.preflight import Check
+from torch import nn
 
 VOCAB, WIDTH, LENGTH = 40, 32, 16
 

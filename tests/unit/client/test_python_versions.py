@@ -34,5 +34,6 @@ def test_client_code_needs_nothing_newer_than_python_3_9() -> None:
         capture_output=True,
         text=True,
         timeout=120,
+        check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr

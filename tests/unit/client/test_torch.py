@@ -185,7 +185,10 @@ def test_two_outputs_backpropagated_together_count_as_one_step(model: TinyModel)
 
 
 def test_importing_holter_does_not_import_torch() -> None:
-    code = "import sys, holter, holter.rl, holter.throughput, holter.loader, holter.integrations; assert 'torch' not in sys.modules"
+    code = (
+        "import sys, holter, holter.rl, holter.throughput, holter.loader, holter.integrations; assert 'torch' not "
+        "in sys.modules"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 

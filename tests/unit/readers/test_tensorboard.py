@@ -13,8 +13,8 @@ from holter_readers.tensorboard import TensorBoardReader, decode_event, masked_c
 
 tensorboard = pytest.importorskip("tensorboard")
 np = pytest.importorskip("numpy")
-from tensorboard.compat.proto import event_pb2, summary_pb2, tensor_pb2, tensor_shape_pb2, types_pb2  # noqa: E402
-from tensorboard.summary.writer.event_file_writer import EventFileWriter  # noqa: E402
+from tensorboard.compat.proto import event_pb2, summary_pb2, tensor_pb2, tensor_shape_pb2, types_pb2
+from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
 
 def reference_points(folder: Path) -> list[tuple[str, int, float]]:

@@ -21,7 +21,8 @@ def _served() -> dict[str, Any]:
 @router.get(
     "/vocabulary",
     response_model=dict[str, Any],
-    summary="Signal kinds (with panels and detector defaults), event kinds, severities, statuses and the framework name maps",
+    summary="Signal kinds (with panels and detector defaults), event kinds, severities, statuses and the framework "
+    "name maps",
 )
 def read_vocabulary() -> dict[str, Any]:
     return _served()

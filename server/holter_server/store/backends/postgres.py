@@ -61,7 +61,8 @@ class PostgresBackend:
         raw = _raw(session)
         with raw.pipeline(), raw.cursor() as cursor:
             cursor.execute(
-                "SELECT r.status, m.name, m.metric_id FROM runs r LEFT JOIN metrics m ON m.run_id = r.id AND m.name = ANY(%s)"
+                "SELECT r.status, m.name, m.metric_id FROM runs r LEFT JOIN metrics m ON m.run_id = r.id AND m.name = "
+                "ANY(%s)"
                 " WHERE r.id = %s",
                 (names, run_id),
             )
@@ -90,10 +91,13 @@ class PostgresBackend:
             cursor.execute(
                 "UPDATE metrics SET"
                 " count = metrics.count + v.stored,"
-                " first_step = CASE WHEN metrics.first_step IS NULL OR metrics.first_step > v.first_step THEN v.first_step ELSE metrics.first_step END,"
+                " first_step = CASE WHEN metrics.first_step IS NULL OR metrics.first_step > v.first_step THEN "
+                "v.first_step ELSE metrics.first_step END,"
                 f" last_step = {_NEW_LAST},"
-                f" last_value = (SELECT p.value FROM points p WHERE p.run_id = metrics.run_id AND p.metric_id = metrics.metric_id AND p.step = {_NEW_LAST})"
-                " FROM unnest(%s::int[], %s::bigint[], %s::bigint[], %s::bigint[]) AS v(metric_id, stored, first_step, last_step)"
+                " last_value = (SELECT p.value FROM points p WHERE p.run_id = metrics.run_id AND p.metric_id = "
+                f"metrics.metric_id AND p.step = {_NEW_LAST})"
+                " FROM unnest(%s::int[], %s::bigint[], %s::bigint[], %s::bigint[]) AS v(metric_id, stored, "
+                "first_step, last_step)"
                 " WHERE metrics.run_id = %s AND metrics.metric_id = v.metric_id",
                 (*map(array_text, (ids, counts, firsts, lasts)), run_id),
             )
@@ -119,13 +123,14 @@ class PostgresBackend:
                     "SELECT w.metric_id, array_agg(p.step ORDER BY p.step), array_agg(p.value ORDER BY p.step)"
                     " FROM unnest(%s::int[], %s::bigint[]) AS w(metric_id, first_step)"
                     " CROSS JOIN LATERAL (SELECT step, value FROM points"
-                    "  WHERE run_id = %s AND metric_id = w.metric_id AND step >= w.first_step ORDER BY step LIMIT %s) AS p"
+                    "  WHERE run_id = %s AND metric_id = w.metric_id AND step >= w.first_step ORDER BY step LIMIT %s) "
+                    "AS p"
                     " GROUP BY w.metric_id",
                     (array_text(metrics), array_text(firsts), run_id, limit_each),
                 )
-                for metric_id, steps, values in cursor:
-                    if None in values:  # NaN is stored as NULL
-                        values = [np.nan if value is None else value for value in values]
+                for metric_id, steps, stored in cursor:
+                    # NaN is stored as NULL
+                    values = [np.nan if value is None else value for value in stored] if None in stored else stored
                     out[(run_id, metric_id)] = (steps, values, [])
         return out
 
@@ -293,7 +298,8 @@ def _insert_copy(session: Session, run_id: str, by_id: dict[int, Column]) -> tup
     its savepoint is rolled back, and the batch goes the exactly-once way instead."""
     raw = _raw(session)
     try:
-        with raw.transaction(), raw.cursor() as cursor:  # a savepoint inside the request's transaction
+        # the COPY apart from the savepoint it runs in
+        with raw.transaction(), raw.cursor() as cursor:  # noqa: SIM117 — a savepoint inside the request's transaction
             with cursor.copy(
                 "COPY points (run_id, metric_id, step, value, wall_time) FROM STDIN (FORMAT BINARY)"
             ) as copy:

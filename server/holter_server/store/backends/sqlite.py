@@ -97,7 +97,8 @@ class SqliteBackend:
         order = np.lexsort((columns[2], columns[1], columns[0]))
         rows = [(run_id, *row) for row in zip(*lists)]
         _raw(session).executemany(
-            f"INSERT INTO rollups ({statement.names}) VALUES ({marks}) ON CONFLICT ({statement.key}) DO UPDATE SET {statement.on_conflict}",
+            f"INSERT INTO rollups ({statement.names}) VALUES ({marks}) ON CONFLICT ({statement.key}) DO UPDATE SET "
+            f"{statement.on_conflict}",
             [rows[index] for index in order.tolist()],
         )
 
@@ -120,7 +121,10 @@ def _conflict(
     distinct = list(dict.fromkeys(steps))
     for lo in range(0, len(distinct), _LOOKUP_CHUNK):
         chunk = distinct[lo : lo + _LOOKUP_CHUNK]
-        query = f"SELECT step, value FROM points WHERE run_id = ? AND metric_id = ? AND step IN ({','.join('?' * len(chunk))})"
+        query = (
+            "SELECT step, value FROM points WHERE run_id = ? AND metric_id = ? AND step IN "
+            f"({','.join('?' * len(chunk))})"
+        )
         kept.update(raw.execute(query, (run_id, metric_id, *chunk)).fetchall())
     differing = sorted(step for step, value in zip(steps, values) if not _same_value(kept.get(step), value))
     return Conflict(count=len(differing), steps=differing[:CONFLICT_STEPS_SHOWN]) if differing else None
@@ -138,15 +142,20 @@ def _update_summary_rows(session: Session, run_id: str, rows: list[SummaryRow]) 
     for i, (metric_id, count, first, last) in enumerate(rows):
         values.append(f"(CAST(:m{i} AS INTEGER), CAST(:n{i} AS BIGINT), CAST(:f{i} AS BIGINT), CAST(:l{i} AS BIGINT))")
         params.update({f"m{i}": metric_id, f"n{i}": count, f"f{i}": first, f"l{i}": last})
-    new_last = "CASE WHEN metrics.last_step IS NULL OR metrics.last_step < v.last_step THEN v.last_step ELSE metrics.last_step END"
+    new_last = (
+        "CASE WHEN metrics.last_step IS NULL OR metrics.last_step < v.last_step THEN v.last_step ELSE "
+        "metrics.last_step END"
+    )
     # VALUES columns are called column1, column2, ...
     session.execute(
         text(
             "UPDATE metrics SET"
             " count = metrics.count + v.stored,"
-            " first_step = CASE WHEN metrics.first_step IS NULL OR metrics.first_step > v.first_step THEN v.first_step ELSE metrics.first_step END,"
+            " first_step = CASE WHEN metrics.first_step IS NULL OR metrics.first_step > v.first_step THEN "
+            "v.first_step ELSE metrics.first_step END,"
             f" last_step = {new_last},"
-            f" last_value = (SELECT p.value FROM points p WHERE p.run_id = metrics.run_id AND p.metric_id = metrics.metric_id AND p.step = {new_last})"
+            " last_value = (SELECT p.value FROM points p WHERE p.run_id = metrics.run_id AND p.metric_id = "
+            f"metrics.metric_id AND p.step = {new_last})"
             " FROM (SELECT column1 AS metric_id, column2 AS stored, column3 AS first_step, column4 AS last_step"
             f" FROM (VALUES {', '.join(values)}) AS vals) AS v"
             " WHERE metrics.run_id = :run_id AND metrics.metric_id = v.metric_id"

@@ -25,7 +25,8 @@ RULES: tuple[NameRule, ...] = (
     NameRule(
         r"(^|/)logprobs_diff$",
         "statistic",
-        "actor vs reference-model log-probability difference: a drift that grows as the policy learns, not a rollout mismatch",
+        "actor vs reference-model log-probability difference: a drift that grows as the policy learns, not a rollout "
+        "mismatch",
     ),
     NameRule(r"(^|/)gpt_loss$|(^|/)loss_mean$", "loss", "SFT language-model loss"),
     NameRule(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import re
@@ -160,10 +161,8 @@ def test_no_code_outside_the_vocabulary_spells_out_a_vocabulary_list_again():
     root = Path(holter_server.__file__).parent
     roots = [root]
     for package in ("holter_dashboard", "holter_charts"):
-        try:
+        with contextlib.suppress(ImportError):
             roots.append(Path(importlib.import_module(package).__file__).parent)
-        except ImportError:
-            pass
     assert _vocabulary_copies(roots) == []
 
 
