@@ -6,7 +6,7 @@ import fnmatch
 import math
 from dataclasses import dataclass
 
-from holter_server.vocabulary.severities import DEFAULT_MIN_SEVERITY, rank
+from holter_server.vocabulary.severities import DEFAULT_MIN_SEVERITY, Level, rank
 
 # What a new project's first channel is told about unless someone says otherwise.
 DEFAULT_RULES = (
@@ -15,7 +15,7 @@ DEFAULT_RULES = (
     {"name": "run stalled or crashed", "kinds": ["run_stalled", "run_crashed"], "min_severity": DEFAULT_MIN_SEVERITY},
     {"name": "logprob mismatch off zero", "kinds": ["mismatch_off_zero"], "min_severity": DEFAULT_MIN_SEVERITY},
     # the job asked for it (run.alert): every level reaches chat, as wandb's alerts do
-    {"name": "the training job's own alerts", "kinds": ["alert"], "min_severity": "info"},
+    {"name": "the training job's own alerts", "kinds": ["alert"], "min_severity": Level.INFO},
 )
 
 

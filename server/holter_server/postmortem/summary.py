@@ -13,7 +13,7 @@ from holter_server.detect.events import format_step
 from holter_server.vocabulary.events import SUMMARISED_KINDS
 from holter_server.vocabulary.names import understand
 from holter_server.vocabulary.profiles import KINDS
-from holter_server.vocabulary.severities import rank
+from holter_server.vocabulary.severities import Level, rank
 from holter_server.vocabulary.signals import LOSS_KINDS, MISMATCH_HEALTHY
 from holter_server.vocabulary.statuses import HIDDEN_EVENT_STATUSES, RUN_STATUSES
 
@@ -85,7 +85,7 @@ def write_summary(
     for event in by_kind.get("divergence", []):
         details = event.get("details") or {}
         if details.get("cause") == "drift":
-            if event.get("severity") != "info":
+            if event.get("severity") != Level.INFO:
                 add(event, _drift_clause(event, kind_of(event), together.get(_event_id(event), [])))
             continue
         before = [g for g in grad_spikes if (g.get("start_step") or 0) < (event.get("start_step") or 0)]

@@ -11,6 +11,7 @@ from holter_server.schemas.points import Step
 from holter_server.schemas.vocabulary import EventStatusName, KindName, SeverityName
 from holter_server.schemas.zoom import Zoomable
 from holter_server.store.models import EventRow
+from holter_server.vocabulary.severities import Level
 
 
 class EventPublic(Zoomable):
@@ -109,7 +110,7 @@ class JobAlert(BaseModel):
 
     title: str = Field(min_length=1, max_length=256)
     text: str = Field(default="", max_length=4000)
-    severity: SeverityName = "info"  # type: ignore[valid-type]
+    severity: SeverityName = Level.INFO  # type: ignore[valid-type]
     step: Step | None = Field(default=None, description="the run's step when it was raised")
     key: str = Field(
         min_length=1,

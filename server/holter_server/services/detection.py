@@ -39,6 +39,8 @@ from holter_server.store import points as points_store
 from holter_server.store import runs as runs_store
 from holter_server.store.database import session_scope, writers_run_side_by_side
 from holter_server.store.models import AlertRuleRow, EventRow, RunRow
+from holter_server.vocabulary import event_keys
+from holter_server.vocabulary.event_keys import KeyPrefix
 from holter_server.vocabulary.names import Understanding, understand
 from holter_server.vocabulary.signals import LOSS_KINDS, signal
 from holter_server.vocabulary.statuses import LIVE_RUN_STATUS
@@ -456,7 +458,7 @@ def _check_threshold(
 ) -> bool:
     """A threshold rule fires once per metric of a run, at the first point that crosses it;
     returns whether it fired now."""
-    key = f"threshold:{rule.id}:{metric}"
+    key = event_keys.threshold_key(rule.id, metric)
     if events_store.get_event_by_key(session=session, run_id=run_id, event_key=key) is not None:
         return False
     crossing = alerting.threshold_crossing(rule, steps, values)
@@ -510,17 +512,9 @@ def row_to_event(row: EventRow) -> Event:
     )
 
 
-# Findings judged from the latest values rather than from events: one per metric, first seen kept.
-CURRENT_STATE_FINDINGS = ("layer_dominance",)
-# Events made from the training job's tripwire reports (services.tripwires), keyed by what they report.
-TRIPWIRE_PREFIX = "tripwire:"
-
-
 def finding_key(event: Event) -> str:
-    """Stable identity of a cross-signal finding."""
-    if event.kind in CURRENT_STATE_FINDINGS:
-        return f"finding:{event.kind}:{event.metric}"
-    return f"finding:{event.kind}:{event.metric}@{event.start_step}"
+    """Stable identity of a cross-signal finding (vocabulary/event_keys.py)."""
+    return event_keys.finding_key(event.kind, event.metric, event.start_step)
 
 
 # The losses' values are what the run-level rules read (train vs eval loss, a loss stuck at 0),
@@ -584,12 +578,12 @@ def refresh_findings(
             key=key,
             event=finding,
             muted=(finding.metric, finding.kind) in muted,
-            keep_start=finding.kind in CURRENT_STATE_FINDINGS,
+            keep_start=finding.kind in event_keys.CURRENT_STATE_FINDINGS,
         )
     stale = events_store.finding_keys(session=session, run_id=run_id) - found.keys()
     events_store.withdraw_events(session=session, run_id=run_id, event_keys=stale)
     for row in rows:
-        if row.kind == NONFINITE_ORIGIN and row.event_key.startswith(TRIPWIRE_PREFIX):
+        if row.kind == NONFINITE_ORIGIN and row.event_key.startswith(KeyPrefix.TRIPWIRE):
             details = row.details or {}
             attached = nonfinite_origin(
                 step=row.start_step or 0,

@@ -14,13 +14,14 @@ from holter_server.schemas.events import JobAlert
 from holter_server.services.alerting import alert_on_event
 from holter_server.store import events as events_store
 from holter_server.store.models import EventRow, RunRow
+from holter_server.vocabulary.event_keys import job_alert_key
 
 DETECTOR = "job"  # what stands in the event's detector_version: the job itself said so
 
 
 def raise_alert(*, session: Session, run: RunRow, alert: JobAlert) -> EventRow:
     """Store the alert as an event (once per key) and queue its chat messages."""
-    key = f"alert:{alert.key}"
+    key = job_alert_key(alert.key)
     existing = events_store.get_event_by_key(session=session, run_id=run.id, event_key=key)
     if existing is not None:
         return existing

@@ -12,6 +12,7 @@ from holter_server.services.alerting import alert_on_event
 from holter_server.store import events as events_store
 from holter_server.store import runs as runs_store
 from holter_server.store.models import EventRow, RunRow
+from holter_server.vocabulary.severities import Level
 
 
 def _ago(delta: timedelta) -> str:
@@ -47,7 +48,7 @@ def record_activity(*, session: Session, run_id: str, last_step: int | None, sta
                 run_id=run_id,
                 event=_status_event(
                     "run_resumed",
-                    "info",
+                    Level.INFO,
                     step=last_step or run.last_step,
                     summary=f"run {run.name or run_id} resumed after {_ago(silence)} without points or heartbeat",
                 ),
@@ -68,7 +69,7 @@ def finish(*, session: Session, run: RunRow, status: str) -> RunRow:
                 run_id=run.id,
                 event=_status_event(
                     "run_crashed",
-                    "critical",
+                    Level.CRITICAL,
                     step=run.last_step,
                     summary=f"run {run.name or run.id} crashed at step "
                     f"{run.last_step if run.last_step is not None else '?'} (reported by the client)",
@@ -90,7 +91,7 @@ def mark_stalled(*, session: Session, stall_after: timedelta) -> list[str]:
                 run_id=run.id,
                 event=_status_event(
                     "run_stalled",
-                    "warning",
+                    Level.WARNING,
                     step=run.last_step,
                     summary=f"run {run.name or run.id} stalled{last}: no points or heartbeat for "
                     f"{_ago(runs_store.now() - run.heartbeat_at)}",

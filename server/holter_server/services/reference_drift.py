@@ -19,6 +19,8 @@ from holter_server.store import references as references_store
 from holter_server.store import runs as runs_store
 from holter_server.store.database import session_scope
 from holter_server.store.models import EventRow, RunRow
+from holter_server.vocabulary.event_keys import reference_key
+from holter_server.vocabulary.severities import Level
 from holter_server.vocabulary.signals import LOSS_KINDS
 
 COMPARE_POINTS = 1_000_000
@@ -101,7 +103,7 @@ def record_reference_drifts(*, session: Session, run: RunRow) -> list[EventRow]:
                 metric=name,
                 start_step=drift.start_step,
                 end_step=drift.end_step,
-                severity="warning",
+                severity=Level.WARNING,
                 score=abs(drift.mean_gap),
                 summary=drift.summary(companions),
                 details={
@@ -114,7 +116,7 @@ def record_reference_drifts(*, session: Session, run: RunRow) -> list[EventRow]:
             )
             recorded.append(
                 record_event(
-                    session=session, run_id=run.id, key=f"reference:{name}@{drift.start_step}", event=event, muted=False
+                    session=session, run_id=run.id, key=reference_key(name, drift.start_step), event=event, muted=False
                 )
             )
     return recorded

@@ -15,16 +15,17 @@ from holter_server.detect import DETECTOR_VERSION
 from holter_server.detect.findings import nonfinite_origin
 from holter_server.schemas.tripwires import NonFiniteReport
 from holter_server.services.alerting import alert_on_event
-from holter_server.services.detection import TRIPWIRE_PREFIX, row_to_event
+from holter_server.services.detection import row_to_event
 from holter_server.services.kinds import understood_metrics
 from holter_server.store import events as events_store
 from holter_server.store import runs as runs_store
 from holter_server.store.models import EventRow
+from holter_server.vocabulary.event_keys import tripwire_key
 
 
 def record_nonfinite(*, session: Session, run_id: str, report: NonFiniteReport) -> EventRow:
     """Store the report's event (once per step) attached to a divergence when there is one."""
-    key = f"{TRIPWIRE_PREFIX}nonfinite@{report.step}"
+    key = tripwire_key("nonfinite", report.step)
     existing = events_store.get_event_by_key(session=session, run_id=run_id, event_key=key)
     if existing is not None:
         return existing

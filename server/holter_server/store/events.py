@@ -14,6 +14,7 @@ from holter_server.nonfinite import json_safe_tree
 from holter_server.store.database import insert_ignoring_conflicts, next_id
 from holter_server.store.models import EventRow, MuteRow, RunRow
 from holter_server.store.runs import now
+from holter_server.vocabulary.event_keys import KeyPrefix, status_key
 from holter_server.vocabulary.severities import HEALTHY, SEVERITIES
 
 # The worst open event names a run's health: severities ordered by the vocabulary's rank (0: none).
@@ -23,9 +24,9 @@ HEALTH_BY_ORDER = {0: HEALTHY, **{s.rank + 1: s.name for s in SEVERITIES}}
 
 # The classifier's own events on one metric, by their keys: not findings, lifecycle or thresholds.
 _CLASSIFIER_EVENTS = (
-    EventRow.event_key.not_like("finding:%"),
-    EventRow.event_key.not_like("status:%"),
-    EventRow.event_key.not_like("threshold:%"),
+    EventRow.event_key.not_like(KeyPrefix.FINDING.like()),
+    EventRow.event_key.not_like(KeyPrefix.STATUS.like()),
+    EventRow.event_key.not_like(KeyPrefix.THRESHOLD.like()),
 )
 
 
@@ -54,8 +55,8 @@ def withdraw_metric_events(*, session: Session, run_id: str, metrics: Sequence[s
                 EventRow.metric.in_(list(metrics)),
                 EventRow.status == "open",
                 *_CLASSIFIER_EVENTS,
-                EventRow.event_key.not_like("reference:%"),
-                EventRow.event_key.not_like("tripwire:%"),
+                EventRow.event_key.not_like(KeyPrefix.REFERENCE.like()),
+                EventRow.event_key.not_like(KeyPrefix.TRIPWIRE.like()),
             )
             .values(status="withdrawn", updated_at=now())
         )
@@ -300,7 +301,9 @@ def finding_keys(*, session: Session, run_id: str) -> set[str]:
     return set(
         session.scalars(
             select(EventRow.event_key).where(
-                EventRow.run_id == run_id, EventRow.event_key.like("finding:%"), EventRow.status != "withdrawn"
+                EventRow.run_id == run_id,
+                EventRow.event_key.like(KeyPrefix.FINDING.like()),
+                EventRow.status != "withdrawn",
             )
         )
     )
@@ -312,7 +315,7 @@ def record_status_event(*, session: Session, run_id: str, event: Event) -> Event
     row, _ = upsert_event(
         session=session,
         run_id=run_id,
-        event_key=f"status:{event.kind}@{now().isoformat()}",
+        event_key=status_key(event.kind, now().isoformat()),
         event=event,
         detector_version="lifecycle",
     )

@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+from holter_server.vocabulary.severities import Level
+
 # Every detector a kind may run, by name (detect/incremental.py runs the ones a profile lists).
 DETECTORS: tuple[str, ...] = ("nonfinite", "spike", "rise", "drift", "level_shift", "plateau", "sawtooth", "too_good")
 # A signal Holter does not read as a vital sign is watched only for NaN/±Inf and extreme outliers.
@@ -30,7 +32,7 @@ class KindProfile:
     # spikes
     spike_z: float = 8.0
     spike_min_rel: float = 0.05
-    spike_severity: str = "info"
+    spike_severity: str = Level.INFO
     # a recovered spike stays `spike_severity` whatever its size (healthy runs are spiky: a 15x
     # one-step gradient-norm spike in a healthy fine-tune); one that takes more than
     # `spike_warn_points` points to come back (when set) is a warning
@@ -55,7 +57,7 @@ class KindProfile:
     drift_critical_rel: float | None = None
     # level shift between two 16-point windows
     shift_min_rel: float = 0.5
-    shift_severity: str = "warning"
+    shift_severity: str = Level.WARNING
     # when set, only an abrupt change is a shift (both windows flat, the change in the gap block)
     # and not one out of the first blocks: a slow drift or the growth from init is not a regime change
     shift_abrupt: bool = False
@@ -66,7 +68,7 @@ class KindProfile:
     # too_good
     too_good: bool = False
     # sawtooth
-    sawtooth_severity: str = "warning"
+    sawtooth_severity: str = Level.WARNING
     sawtooth_min_rel: float = 0.005
     # a spike train is named when chance would line its spikes up this well less often than this
     # (see sawtooth.py); the period needs less proof where every spike is already a fault (the
@@ -96,7 +98,7 @@ KINDS: dict[str, KindProfile] = {
         rise_factor=1.5,
         rise_min_range=0.2,
         shift_min_rel=0.1,
-        shift_severity="info",
+        shift_severity=Level.INFO,
         flat_from_start=True,
         too_good=True,
     ),
@@ -108,7 +110,7 @@ KINDS: dict[str, KindProfile] = {
         rise_min_range=0.2,
         rise_persist=3,
         shift_min_rel=0.1,
-        shift_severity="info",
+        shift_severity=Level.INFO,
         too_good=True,
     ),
     "grad_norm": KindProfile(
@@ -146,7 +148,7 @@ KINDS: dict[str, KindProfile] = {
         drift_min_rel=1.5,
         drift_critical_rel=9.0,
         spike_min_rel=0.0,
-        spike_severity="warning",
+        spike_severity=Level.WARNING,
         rise_factor=None,
         shift_min_rel=1.0,
         frozen_min_points=None,
@@ -164,7 +166,7 @@ KINDS: dict[str, KindProfile] = {
         rise_factor=None,
         shift_min_rel=0.15,
         frozen_min_points=None,
-        sawtooth_severity="info",
+        sawtooth_severity=Level.INFO,
         sawtooth_min_rel=0.05,
         sawtooth_max_chance=0.01,
     ),
@@ -177,7 +179,7 @@ KINDS: dict[str, KindProfile] = {
         rise_factor=None,
         shift_min_rel=0.15,
         frozen_min_points=None,
-        sawtooth_severity="info",
+        sawtooth_severity=Level.INFO,
         sawtooth_min_rel=0.05,
         sawtooth_max_chance=0.01,
     ),
@@ -190,7 +192,7 @@ KINDS: dict[str, KindProfile] = {
         rise_factor=None,
         shift_min_rel=0.2,
         frozen_min_points=None,
-        sawtooth_severity="info",
+        sawtooth_severity=Level.INFO,
         sawtooth_min_rel=0.05,
         sawtooth_max_chance=0.01,
     ),
@@ -201,7 +203,7 @@ KINDS: dict[str, KindProfile] = {
         rise_factor=None,
         shift_min_rel=0.2,
         frozen_min_points=None,
-        sawtooth_severity="info",
+        sawtooth_severity=Level.INFO,
         sawtooth_min_rel=0.05,
     ),
     # the share of a step spent waiting for its batch: ≈0 when the loader keeps up; held above a
@@ -215,13 +217,13 @@ KINDS: dict[str, KindProfile] = {
         frozen_min_points=None,
         abs_tolerance=0.2,
         abs_floor=1e-3,
-        sawtooth_severity="info",
+        sawtooth_severity=Level.INFO,
     ),
     # a rollout/trainer ratio whose healthy value is 1.0 (NeMo-RL token_mult_prob_error, importance ratios)
     "mismatch_ratio": KindProfile(
         name="mismatch_ratio",
         spike_min_rel=0.0,
-        spike_severity="warning",
+        spike_severity=Level.WARNING,
         rise_factor=None,
         shift_min_rel=1.0,
         frozen_min_points=None,
@@ -249,7 +251,7 @@ KINDS: dict[str, KindProfile] = {
         rise_factor=None,
         frozen_min_points=None,
         detectors=WATCH_DETECTORS,
-        severity_cap="info",
+        severity_cap=Level.INFO,
         spike_early=False,
     ),
     "statistic": KindProfile(
@@ -259,7 +261,7 @@ KINDS: dict[str, KindProfile] = {
         rise_factor=None,
         frozen_min_points=None,
         detectors=WATCH_DETECTORS,
-        severity_cap="info",
+        severity_cap=Level.INFO,
         spike_early=False,
     ),
     "schedule": KindProfile(name="schedule", rise_factor=None, frozen_min_points=None, detectors=()),
@@ -274,7 +276,7 @@ KINDS: dict[str, KindProfile] = {
         rise_factor=None,
         frozen_min_points=None,
         detectors=WATCH_DETECTORS,
-        severity_cap="info",
+        severity_cap=Level.INFO,
         spike_early=False,
     ),
 }
@@ -287,7 +289,7 @@ class SystemKind:
 
     name: str
     event_kind: str
-    severity: str = "warning"
+    severity: str = Level.WARNING
     # samples before the detector judges: the start of a job (loading, compiling, warming up) is not its rhythm
     warmup_points: int = 12
     # gpu_memory: a rise of at least `min_rise` of the memory over `window` samples, still climbing

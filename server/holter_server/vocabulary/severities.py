@@ -9,6 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Level(StrEnum):
+    """The severities by name, for code that names one (`Level.CRITICAL`); the table below says
+    everything else about each. A `Level` is its name as a string, stored and sent as such."""
+
+    INFO = "info"
+    WARNING = "warning"
+    CRITICAL = "critical"
 
 
 @dataclass(frozen=True)
@@ -45,7 +55,7 @@ class Severity:
 
 SEVERITIES: tuple[Severity, ...] = (
     Severity(
-        "info",
+        Level.INFO,
         0,
         "info",
         "worth knowing; nobody is paged (a recovered one-step spike, an unknown metric's outlier)",
@@ -57,7 +67,7 @@ SEVERITIES: tuple[Severity, ...] = (
         card_color="Default",
     ),
     Severity(
-        "warning",
+        Level.WARNING,
         1,
         "warning",
         "needs a look: the run may be going wrong",
@@ -69,7 +79,7 @@ SEVERITIES: tuple[Severity, ...] = (
         card_color="Warning",
     ),
     Severity(
-        "critical",
+        Level.CRITICAL,
         2,
         "critical",
         "the run is broken or about to be (divergence, NaN, no learning signal)",
@@ -83,6 +93,7 @@ SEVERITIES: tuple[Severity, ...] = (
 )
 
 SEVERITY_NAMES: tuple[str, ...] = tuple(s.name for s in SEVERITIES)
+assert tuple(Level) == SEVERITY_NAMES, "every Level has its row in SEVERITIES, in rank order"
 BY_NAME: dict[str, Severity] = {s.name: s for s in SEVERITIES}
 LOWEST = SEVERITIES[0]
 WORST = SEVERITIES[-1]
