@@ -20,7 +20,7 @@ import ipaddress
 import re
 import secrets
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
@@ -75,6 +75,21 @@ def create_key(*, session: Session, name: str, scope: str, project: str | None) 
     return keys_store.add_key(
         session=session, name=name, prefix=prefix, secret_hash=secret_hash, scope=scope, project=project
     ), full
+
+
+def list_keys(*, session: Session) -> Sequence[ApiKeyRow]:
+    """Every API key, revoked ones too, oldest first (never their secrets: only hashes are stored)."""
+    return keys_store.list_keys(session=session)
+
+
+def get_key(*, session: Session, key_id: int) -> ApiKeyRow | None:
+    """The key with this id, or None."""
+    return keys_store.get_key(session=session, key_id=key_id)
+
+
+def revoke_key(*, session: Session, key: ApiKeyRow) -> ApiKeyRow:
+    """Revoke `key`: from now on it authenticates nothing."""
+    return keys_store.revoke(session=session, key=key)
 
 
 def authenticate(*, session: Session, token: str, settings: Settings) -> Principal | None:

@@ -20,8 +20,8 @@ from holter_server.schemas.compare import (
     TwinsPublic,
 )
 from holter_server.services import compare as compare_service
+from holter_server.services import projects as projects_service
 from holter_server.services import repeats as repeats_service
-from holter_server.store import projects as projects_store
 from holter_server.store.models import RunRow
 
 router = APIRouter(tags=["compare"])
@@ -143,7 +143,7 @@ def list_seed_groups(session: SessionDep, project: str) -> SeedGroupsPublic:
     summary="What the project declared about its configs",
 )
 def read_settings(session: SessionDep, project: str) -> ProjectSettingsPublic:
-    row = projects_store.get_settings(session=session, project=project)
+    row = projects_service.project_settings(session=session, project=project)
     if row is None:
         return ProjectSettingsPublic(project=project, seed_keys=[], data_seed_keys=[], updated_at=None)
     return ProjectSettingsPublic(
@@ -160,7 +160,7 @@ def set_settings(session: SessionDep, project: str, body: ProjectSettingsSet) ->
     for key in (*body.seed_keys, *body.data_seed_keys):
         if not key.strip() or len(key) > 256:
             raise HTTPException(status_code=422, detail=f"a seed key must be 1 to 256 characters, not {key!r}")
-    row = projects_store.set_settings(
+    row = projects_service.declare_settings(
         session=session, project=project, seed_keys=body.seed_keys, data_seed_keys=body.data_seed_keys
     )
     session.commit()

@@ -11,8 +11,7 @@ from holter_server.api.deps import SessionDep, SettingsDep
 from holter_server.api.routes.runs import require_run
 from holter_server.schemas.events import EventPublic, JobAlert
 from holter_server.schemas.runs import PreflightPublic, PreflightReport, SummaryPublic, SummaryUpdate
-from holter_server.services import job_alerts
-from holter_server.store import runs as runs_store
+from holter_server.services import job_alerts, job_reports
 
 router = APIRouter(prefix="/runs/{run_id}", tags=["runs"])
 
@@ -31,7 +30,7 @@ def update_summary(session: SessionDep, settings: SettingsDep, run_id: str, body
         raise HTTPException(
             status_code=413, detail=f"summary of {size} bytes exceeds the limit of {settings.max_config_bytes}"
         )
-    summary = runs_store.update_summary(session=session, run=run, values=body.values)
+    summary = job_reports.update_summary(session=session, run=run, values=body.values)
     session.commit()
     return SummaryPublic(summary=summary)
 
@@ -57,6 +56,6 @@ def raise_alert(session: SessionDep, run_id: str, body: JobAlert) -> EventPublic
 )
 def report_preflight(session: SessionDep, run_id: str, body: PreflightReport) -> PreflightPublic:
     run = require_run(session, run_id)
-    stored = runs_store.record_preflight(session=session, run=run, checks=[c.model_dump() for c in body.checks])
+    stored = job_reports.record_preflight(session=session, run=run, checks=[c.model_dump() for c in body.checks])
     session.commit()
     return PreflightPublic(checks=stored["checks"])

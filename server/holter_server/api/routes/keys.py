@@ -6,8 +6,8 @@ from fastapi import APIRouter, HTTPException, Request
 
 from holter_server.api.deps import PrincipalDep, RowId, SessionDep
 from holter_server.schemas.keys import KeyCreate, KeyCreated, KeyIdentity, KeyPublic
+from holter_server.services import auth
 from holter_server.services.auth import OPEN, create_key
-from holter_server.store import keys as keys_store
 
 router = APIRouter(prefix="/keys", tags=["keys"])
 
@@ -25,7 +25,7 @@ def add_key(session: SessionDep, principal: PrincipalDep, body: KeyCreate) -> Ke
 
 @router.get("", response_model=list[KeyPublic], summary="API keys (never their secrets)")
 def list_keys(session: SessionDep, principal: PrincipalDep) -> list[KeyPublic]:
-    return [KeyPublic.from_row(row) for row in keys_store.list_keys(session=session) if principal.sees(row.project)]
+    return [KeyPublic.from_row(row) for row in auth.list_keys(session=session) if principal.sees(row.project)]
 
 
 @router.get(
@@ -37,7 +37,7 @@ def who_am_i(request: Request, session: SessionDep, principal: PrincipalDep) -> 
     # The gate answered 401 for a missing, unknown or revoked key; with auth off everyone is the open admin.
     if not request.app.state.auth_mode.enabled(session):
         return KeyIdentity(auth=False, id=None, name=None, prefix=None, scope="admin", project=None, signs_as=OPEN.name)
-    row = keys_store.get_key(session=session, key_id=principal.key_id) if principal.key_id is not None else None
+    row = auth.get_key(session=session, key_id=principal.key_id) if principal.key_id is not None else None
     if row is None:  # the admin token (HOLTER_ADMIN_TOKEN) is no stored key
         return KeyIdentity(
             auth=True,
@@ -61,9 +61,9 @@ def who_am_i(request: Request, session: SessionDep, principal: PrincipalDep) -> 
 
 @router.delete("/{key_id}", response_model=KeyPublic, summary="Revoke a key")
 def revoke_key(session: SessionDep, principal: PrincipalDep, key_id: RowId) -> KeyPublic:
-    row = keys_store.get_key(session=session, key_id=key_id)
+    row = auth.get_key(session=session, key_id=key_id)
     if row is None or not principal.sees(row.project):
         raise HTTPException(status_code=404, detail=f"unknown key {key_id}")
-    keys_store.revoke(session=session, key=row)
+    auth.revoke_key(session=session, key=row)
     session.commit()
     return KeyPublic.from_row(row)
