@@ -57,7 +57,10 @@ def main() -> int:
     ensure_installed(EXTRAS[command])
     if command == "lint":
         return lint()
-    argv = [str(BIN / "holter"), "demo", *args] if command == "demo" else [str(BIN / "python"), "-m", "pytest", *args]
+    if command == "demo":
+        argv = [str(BIN / "holter"), "demo", *args]
+    else:
+        argv = [str(BIN / "python"), "-m", "pytest", *args]
     os.chdir(ROOT)
     try:
         return subprocess.run(argv, check=False).returncode
