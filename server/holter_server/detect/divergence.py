@@ -29,6 +29,7 @@ from holter_server.detect.events import Event, format_step, format_value
 from holter_server.detect.runs import RunTracker
 from holter_server.detect.window import Window
 from holter_server.vocabulary.profiles import KindProfile
+from holter_server.vocabulary.severities import Level
 
 NONFINITE_MERGE_GAP = 16
 # The rise must also clear this many robust σ, so that a level near zero cannot "double".
@@ -79,7 +80,7 @@ class NonFiniteDetector:
                     metric=self.metric,
                     start_step=int(steps[lo]),
                     end_step=int(steps[lo]),
-                    severity="critical",
+                    severity=Level.CRITICAL,
                     score=0.0,
                     summary="",
                     peak_step=int(steps[lo]),
@@ -142,7 +143,7 @@ class NonFiniteDetector:
 def _nonfinite_severity(event: Event) -> str:
     """Critical while the metric is still non-finite; a streak that finite values ended (a
     skipped fp16 overflow step, a restart from a checkpoint) is a recovered excursion: a warning."""
-    return "critical" if event.details.get("ongoing") else "warning"
+    return Level.CRITICAL if event.details.get("ongoing") else Level.WARNING
 
 
 def _nonfinite_name(value: float) -> str:
@@ -221,7 +222,7 @@ class RiseDetector:
                     metric=self.metric,
                     start_step=minimum_step,
                     end_step=0,
-                    severity="warning" if self.profile.name == "eval_loss" else "critical",
+                    severity=Level.WARNING if self.profile.name == "eval_loss" else Level.CRITICAL,
                     score=0.0,
                     summary="",
                     details={
@@ -275,8 +276,8 @@ class RiseDetector:
         """An eval loss turning up is a warning; a rise that came back down is a recovered
         excursion, never critical."""
         if self.profile.name == "eval_loss" or not event.details.get("ongoing"):
-            return "warning"
-        return "critical"
+            return Level.WARNING
+        return Level.CRITICAL
 
     def _settled(self, level: np.ndarray, index: np.ndarray) -> np.ndarray:
         """Per new point: has the level settled by then (and so the minimum since settling counts)?"""

@@ -54,7 +54,7 @@ from holter_server.detect.events import Event, format_step, format_value
 from holter_server.detect.spikes import MAX_SPIKE_STEPS
 from holter_server.detect.window import Window
 from holter_server.vocabulary.profiles import KindProfile
-from holter_server.vocabulary.severities import rank
+from holter_server.vocabulary.severities import Level, rank
 
 # history resolution: between MAX_BINS / 2 and MAX_BINS bins cover the series
 MAX_BINS = 256
@@ -434,14 +434,14 @@ class DriftDetector:
             "state": "rising",
             "peak": level,
             "peak_step": self.last_steps[k],
-            "severity": "info",
+            "severity": Level.INFO,
         }
         event = Event(
             kind="divergence",
             metric=self.metric,
             start_step=onset_step,
             end_step=self.last_steps[k],
-            severity="info",
+            severity=Level.INFO,
             score=0.0,
             summary="",
             peak_step=self.last_steps[k],
@@ -526,7 +526,7 @@ class DriftDetector:
         event.details["ongoing"] = False
         event.details["state"] = state
         if state == "reversed":
-            event.severity = min(open_["severity"], "warning", key=rank)
+            event.severity = min(open_["severity"], Level.WARNING, key=rank)
             first = self.first_step if self.first_step is not None else open_["onset_step"]
             back = self.last_steps[-1]
             if back - open_["onset_step"] < HUMP_SHARE * (open_["onset_step"] - first):
@@ -539,7 +539,7 @@ class DriftDetector:
                     self.open = None
                     return
                 event.kind = "spike"
-                event.severity = "info"
+                event.severity = Level.INFO
                 event.details["hump"] = True
                 event.details["recovered_step"] = back
         event.summary = self._summary(event)
@@ -564,11 +564,11 @@ class DriftDetector:
         critical, warn = p.drift_critical_rel, p.drift_warn_rel if p.drift_warn_rel is not None else p.drift_min_rel
         peak_relative = (open_["peak"] - best) / abs(best) if best else 0.0
         if rising and critical is not None and relative >= critical:
-            open_["severity"] = "critical"
-        elif open_["severity"] == "info" and warn is not None and peak_relative >= warn:
-            open_["severity"] = "warning"
+            open_["severity"] = Level.CRITICAL
+        elif open_["severity"] == Level.INFO and warn is not None and peak_relative >= warn:
+            open_["severity"] = Level.WARNING
         event.severity = (
-            open_["severity"] if open_["state"] == "rising" else min(open_["severity"], "warning", key=rank)
+            open_["severity"] if open_["state"] == "rising" else min(open_["severity"], Level.WARNING, key=rank)
         )
         event.peak_step = open_["peak_step"]
         event.score = float(z)

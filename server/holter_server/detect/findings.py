@@ -46,7 +46,7 @@ from holter_server.detect.outline import SeriesOutline
 from holter_server.detect.train_eval import train_eval_findings
 from holter_server.vocabulary.names import is_per_layer, understand
 from holter_server.vocabulary.profiles import is_percent
-from holter_server.vocabulary.severities import rank
+from holter_server.vocabulary.severities import Level, rank
 from holter_server.vocabulary.signals import LOSS_KINDS, MISMATCH_HEALTHY
 
 NONFINITE_ORIGIN = "first_nonfinite"  # a tripwire report, attached to a divergence by `nonfinite_origin`
@@ -137,7 +137,7 @@ def _precursors(by_kind: dict[str, list[Event]]) -> list[Event]:
         size = f" (to {format_value(peak)})" if isinstance(peak, float) else ""
         # a recovered one-step loss spike (info) with its gradient-norm spike is a healthy run's
         # bad batch seen twice: reported, not alarmed on
-        severity = "info" if loss.severity == "info" else "warning"
+        severity = Level.INFO if loss.severity == Level.INFO else Level.WARNING
         found.append(
             _finding(
                 "grad_norm_precursor",
@@ -186,7 +186,7 @@ def _no_learning_signal(
             else ""
         )
         start, end = loss.start_step, loss.end_step
-        if loss.severity == "critical":
+        if loss.severity == Level.CRITICAL:
             summary = (
                 f"{loss.metric} has stayed flat from step {format_step(loss.start_step)} to "
                 f"{format_step(loss.end_step)}{grad_note}: nothing is learning"
@@ -199,7 +199,7 @@ def _no_learning_signal(
         signals = [loss.metric] + [g.metric for g in grads[:1]]
     # a flat start that ended (the loss began to fall) is a recovered excursion: a warning
     sources = zero[:1] + flat[:1]
-    severity = "critical" if any(e.severity == "critical" for e in sources) else "warning"
+    severity = Level.CRITICAL if any(e.severity == Level.CRITICAL for e in sources) else Level.WARNING
     return [
         _finding("no_learning_signal", signals[0], start, end, severity, float(end - start), summary, signals=signals)
     ]
@@ -229,14 +229,14 @@ def _broken_run(
         if stuck:
             grad = stuck[0]
             state = "exactly 0" if grad.kind == "plateau" else "not finite"
-            severity = "critical"
+            severity = Level.CRITICAL
             summary = (
                 f"{o.metric} printed exactly {value} {span} while {grad.metric} was {state}: "
                 "no update ever happens, a broken run"
             )
             signals = [o.metric, grad.metric]
         elif not grad_names:
-            severity = "warning"
+            severity = Level.WARNING
             summary = (
                 f"{o.metric} printed exactly {value} {span}: a loss that never moves is a broken run "
                 "(or one printed too coarsely; log the gradient norm to tell)"
@@ -274,7 +274,7 @@ def _activation(
 ) -> list[Event]:
     found = []
     for event in by_kind.get("activation_norm", []):
-        if (event.kind == "divergence" and event.severity != "info") or (
+        if (event.kind == "divergence" and event.severity != Level.INFO) or (
             event.kind == "level_shift" and event.details.get("after", 0) > event.details.get("before", 0)
         ):
             found.append(
@@ -283,7 +283,7 @@ def _activation(
                     event.metric,
                     event.start_step,
                     event.end_step,
-                    "warning",
+                    Level.WARNING,
                     event.score,
                     f"activation norm {event.metric} keeps growing: "
                     f"{event.summary.removeprefix(event.metric).strip()}; "
@@ -317,7 +317,7 @@ def _activation(
                     metric,
                     step,
                     step,
-                    "warning",
+                    Level.WARNING,
                     top / others,
                     f"{metric} is {top / others:.0f}x the median of the other {len(members) - 1} layers of {family} "
                     f"({format_value(top)} vs {format_value(others)}): the instability sits in that layer",
@@ -355,7 +355,7 @@ def _stack_of(layer: str) -> str:
 
 
 def _slowdowns(by_kind: dict[str, list[Event]]) -> list[Event]:
-    losses = [e for e in by_kind.get("loss", []) if e.kind != "spike" or e.severity != "info"]
+    losses = [e for e in by_kind.get("loss", []) if e.kind != "spike" or e.severity != Level.INFO]
     loss_names = sorted({e.metric for e in by_kind.get("loss", [])}) or ["the loss"]
     found = []
     drops = [
@@ -390,7 +390,7 @@ def _slowdowns(by_kind: dict[str, list[Event]]) -> list[Event]:
                 drop.metric,
                 drop.start_step,
                 drop.end_step,
-                "warning",
+                Level.WARNING,
                 drop.score,
                 f"{drop.metric} {moved} ({format_value(before)} → {format_value(after)}) while {loss_names[0]} "
                 "carried on unchanged: a systems problem, not a learning one",
@@ -447,7 +447,7 @@ def _drifts_together(
     told: set[str] = set()  # drifts already named beside an earlier one (a train loss's eval loss)
     for kind in LOSS_KINDS:
         for drift in by_kind.get(kind, []):
-            if not _is_drift(drift) or drift.severity == "info" or drift.event_id in told:
+            if not _is_drift(drift) or drift.severity == Level.INFO or drift.event_id in told:
                 continue
             lo, hi = drift.start_step - TOGETHER_SLACK_STEPS, drift.end_step + TOGETHER_SLACK_STEPS
             moved: dict[str, tuple[str, Event]] = {}
@@ -481,7 +481,7 @@ def _drifts_together(
                     drift.metric,
                     min([drift.start_step] + [o.start_step for _, o in moved.values()]),
                     drift.end_step,
-                    "critical" if worst.severity == "critical" else "warning",
+                    Level.CRITICAL if worst.severity == Level.CRITICAL else Level.WARNING,
                     float(len(moved)),
                     f"{drift.metric} has been drifting up since step {format_step(drift.start_step)} "
                     f"({_moved(drift)}), and with it {with_it}{held_note}: {reading}",
@@ -501,7 +501,7 @@ def _norm_growth(
     found = []
     for kind in ("grad_norm", "activation_norm"):
         for drift in by_kind.get(kind, []):
-            if not _is_drift(drift) or drift.severity != "info" or is_per_layer(drift.metric):
+            if not _is_drift(drift) or drift.severity != Level.INFO or is_per_layer(drift.metric):
                 continue
             found.append(
                 _finding(
@@ -509,7 +509,7 @@ def _norm_growth(
                     drift.metric,
                     drift.start_step,
                     drift.end_step,
-                    "warning",
+                    Level.WARNING,
                     drift.score,
                     f"{drift.summary.split(': ')[0]}; with no loss logged to tell a benign rise (as the learning rate "
                     "decays) from divergence in slow motion, log the loss beside it",
@@ -540,7 +540,7 @@ def _mismatch(by_kind: dict[str, list[Event]]) -> list[Event]:
                 metric,
                 first.start_step,
                 last_step,
-                "critical" if periods or worst.severity == "critical" else "warning",
+                Level.CRITICAL if periods or worst.severity == Level.CRITICAL else Level.WARNING,
                 float(len(events)),
                 f"rollout-vs-trainer {'logprob mismatch' if healthy == 0 else 'ratio'} {metric} left "
                 f"≈{healthy:g} at step {format_step(first.start_step)} "
@@ -580,7 +580,7 @@ def _input_stalls(by_kind: dict[str, list[Event]]) -> list[Event]:
                 wait.metric,
                 wait.start_step,
                 wait.end_step,
-                "warning",
+                Level.WARNING,
                 wait.score,
                 f"input pipeline stall: the step waited {share:.0%} of its time for data from step "
                 f"{format_step(wait.start_step)} "
@@ -635,7 +635,7 @@ def nonfinite_origin(
             start_step=step,
             end_step=step,
             peak_step=step,
-            severity="warning" if forward else "info",
+            severity=Level.WARNING if forward else Level.INFO,
             score=1.0,
             summary=summary,
             details=details,
@@ -651,7 +651,7 @@ def nonfinite_origin(
         start_step=step,
         end_step=step,
         peak_step=step,
-        severity="critical",
+        severity=Level.CRITICAL,
         score=1.0,
         details=details,
         summary=f"{summary}; {divergence.metric} diverged from step {format_step(divergence.start_step)}",

@@ -24,6 +24,7 @@ from holter_server.detect.events import Event, format_step, format_value
 from holter_server.detect.runs import RunTracker, RunUpdate
 from holter_server.detect.window import Window
 from holter_server.vocabulary.profiles import KindProfile
+from holter_server.vocabulary.severities import Level
 
 ZERO_MIN_POINTS = 3
 FLAT_START_POINTS = 100
@@ -100,14 +101,14 @@ class PlateauDetector:
                     metric=self.metric,
                     start_step=int(start_step or 0),
                     end_step=0,
-                    severity="warning",
+                    severity=Level.WARNING,
                     score=0.0,
                     summary="",
                     details={"cause": cause, "start_index": start},
                 )
             )
         event = events[-1]
-        event.severity = "critical" if cause != "frozen" and ongoing else "warning"
+        event.severity = Level.CRITICAL if cause != "frozen" and ongoing else Level.WARNING
         event.end_step = window.step_at(end)
         points = end - event.details["start_index"] + 1
         event.score = float(points)

@@ -27,6 +27,7 @@ from holter_server.detect.baseline import EARLY_MAD_POINTS
 from holter_server.detect.events import Event, format_step, format_value, format_z
 from holter_server.detect.window import Window
 from holter_server.vocabulary.profiles import KindProfile
+from holter_server.vocabulary.severities import Level
 
 MAX_SPIKE_POINTS = 10
 # ... and an excursion that comes back within this many steps is a spike whatever its width, up to
@@ -212,7 +213,7 @@ class SpikeDetector:
     def _severity(self, event: Event) -> str:
         p = self.profile
         long = p.spike_warn_points is not None and event.details["longest"] > p.spike_warn_points
-        return "warning" if long and p.spike_severity == "info" else p.spike_severity
+        return Level.WARNING if long and p.spike_severity == Level.INFO else p.spike_severity
 
     def _summary(self, event: Event) -> str:
         d = event.details

@@ -25,6 +25,7 @@ from holter_server.detect.findings import SeriesSnapshot
 from holter_server.detect.incremental import DETECTOR_VERSION, Update, diff_visible
 from holter_server.detect.runs import RunTracker
 from holter_server.vocabulary.profiles import SYSTEM_KINDS, SystemKind
+from holter_server.vocabulary.severities import Level
 
 STATE_FORMAT = 1
 
@@ -155,7 +156,7 @@ class GpuMemoryLeakDetector(SystemVitalDetector):
         if self.open_start is None:
             self.open_start, self.open_value = self.tail_steps[0], float(values[0])
         start = self.open_start
-        severity = "critical" if values[-1] >= p.critical_level else p.severity
+        severity = Level.CRITICAL if values[-1] >= p.critical_level else p.severity
         eta = (
             "it is at the limit"
             if to_limit <= 0

@@ -23,6 +23,7 @@ from holter_server.detect.events import Event, format_step, format_value
 from holter_server.detect.runs import RunTracker
 from holter_server.detect.window import Window
 from holter_server.vocabulary.profiles import KindProfile
+from holter_server.vocabulary.severities import Level
 
 OWN_SCALE_CEILING = 0.1
 SCRATCH_MIN_START = 3.0
@@ -79,7 +80,7 @@ class TooGoodDetector:
                     metric=self.metric,
                     start_step=window.step_at(update.start),
                     end_step=0,
-                    severity="warning",
+                    severity=Level.WARNING,
                     score=0.0,
                     summary="",
                 )

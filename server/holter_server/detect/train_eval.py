@@ -21,6 +21,7 @@ import numpy as np
 
 from holter_server.detect.events import Event, format_step, format_value
 from holter_server.detect.outline import SeriesOutline
+from holter_server.vocabulary.severities import Level
 
 OVERFIT_MIN_EVALS = 4
 OVERFIT_MIN_AFTER = 2  # evals after the minimum
@@ -122,7 +123,7 @@ def _overfitting(
         metric=ev.metric,
         start_step=int(steps[m]),
         end_step=int(steps[-1]),
-        severity="warning",
+        severity=Level.WARNING,
         score=float(last / minimum) if minimum > 0 else float(last - minimum),
         peak_step=int(steps[peak]),
         summary=(
@@ -165,7 +166,7 @@ def _gap(
         metric=train.metric,
         start_step=int(steps[first]),
         end_step=int(steps[-1]),
-        severity="warning",
+        severity=Level.WARNING,
         score=float(min(now, 1e6)),
         peak_step=int(steps[-1]),
         summary=(
