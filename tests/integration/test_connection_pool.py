@@ -1,0 +1,47 @@
+"""A process's Postgres connections stay open under bursts instead of being opened per request."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from holter_server.store.database import make_engine
+from sqlalchemy import event, exc, text
+
+
+def test_a_burst_of_concurrent_requests_reuses_the_connections_it_opened(postgres_url: str) -> None:
+    engine = make_engine(postgres_url)
+    opened = []
+    event.listen(engine, "connect", lambda connection, record: opened.append(connection))
+    all_in = threading.Barrier(25)
+
+    def request() -> None:
+        with engine.connect() as connection:
+            connection.execute(text("SELECT 1"))
+            all_in.wait(timeout=30)  # 25 requests at once, more than a pool of 10 held
+
+    try:
+        for _ in range(3):
+            threads = [threading.Thread(target=request) for _ in range(25)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        # the first burst opened its 25 connections; the later bursts found them open
+        assert len(opened) == 25
+        assert engine.pool.checkedin() == 25
+    finally:
+        engine.dispose()
+
+
+def test_the_pool_size_is_the_most_connections_a_process_opens(postgres_url: str) -> None:
+    engine = make_engine(postgres_url, pool_size=3)
+    try:
+        held = [engine.connect() for _ in range(3)]
+        engine.pool._timeout = 0.2  # a fourth request waits for one of the three, here briefly
+        with pytest.raises(exc.TimeoutError, match="limit of size 3 overflow 0"):
+            engine.connect()
+        for connection in held:
+            connection.close()
+    finally:
+        engine.dispose()
