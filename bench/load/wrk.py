@@ -37,7 +37,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
+import signal
 import statistics
 import subprocess
 import sys
@@ -55,11 +57,27 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from bench.ingest.run import ADMIN_URL, postgres_database  # noqa: E402
-from bench.load.run import TICK, CpuMeter, FastTrackML, Holter, Service, _backend_pids, _role, fml_binary  # noqa: E402
+from bench.load.run import TICK, CpuMeter, FastTrackML, Holter, Service, _role, fml_binary  # noqa: E402
 from tests.load import rss_mb  # noqa: E402
 
 SCRIPT = Path(__file__).with_name("paced.lua")
 STEPS_PER_BATCH = 10
+
+
+class HolterFrom(Holter):
+    """Holter run from another copy of its source (`git archive <commit> | tar -x -C DIR`), in this
+    venv: the figures before a change, taken with the same bench on the same machine, in turns."""
+
+    name = "Holter base"
+
+    def __init__(self, database_url: str, log_path: Path, workers: int, source: Path) -> None:
+        super().__init__(database_url, log_path, workers)
+        self.source = source
+
+    def command(self) -> tuple[list[str], dict[str, str]]:
+        command, env = super().command()
+        path = os.pathsep.join(str(self.source / part) for part in ("client", "server", "dashboard", "."))
+        return command, {**env, "PYTHONPATH": path}
 
 
 def holter_line(run_id: str, names: list[str], steps: list[int], wall: float) -> str:
@@ -121,9 +139,43 @@ def reaped_children_ticks(pid: int) -> int:
     return int(fields[13]) + int(fields[14])  # cutime + cstime
 
 
-def sessions(database: str) -> int:
-    with psycopg.connect(ADMIN_URL, autocommit=True) as admin:
-        return admin.execute("SELECT sessions FROM pg_stat_database WHERE datname = %s", (database,)).fetchone()[0]
+class Watch:
+    """The bench's own two connections, opened once: one to the server (the backends of the
+    service's database, its sessions) and one to the service's database (Holter's detection
+    backlog). Opening one per look would put the bench's own backends among those counted, and
+    would fork a backend five times a second on the machine under test."""
+
+    def __init__(self, database_url: str) -> None:
+        self.database = database_url.rsplit("/", 1)[1]
+        self.admin = psycopg.connect(ADMIN_URL, autocommit=True)
+        self.db = psycopg.connect(database_url, autocommit=True)
+        self.own_pid = self.db.execute("SELECT pg_backend_pid()").fetchone()[0]
+        self.lock = threading.Lock()
+
+    def backends(self) -> list[int]:
+        """The Postgres backends serving the service's database (autovacuum's included), not the bench's."""
+        with self.lock:
+            rows = self.admin.execute(
+                "SELECT pid FROM pg_stat_activity WHERE datname = %s", (self.database,)
+            ).fetchall()
+        return [pid for (pid,) in rows if pid != self.own_pid]
+
+    def sessions(self) -> int:
+        with self.lock:
+            query = "SELECT sessions FROM pg_stat_database WHERE datname = %s"
+            return self.admin.execute(query, (self.database,)).fetchone()[0]
+
+    def backlog(self, service: Service) -> int:
+        if not isinstance(service, Holter):
+            return 0
+        return self.db.execute(
+            "SELECT count(*) FROM metrics m LEFT JOIN detector_states d"
+            " ON d.run_id = m.run_id AND d.metric_id = m.metric_id WHERE m.last_step > coalesce(d.detected_step, -1)"
+        ).fetchone()[0]
+
+    def close(self) -> None:
+        self.admin.close()
+        self.db.close()
 
 
 @dataclass
@@ -164,16 +216,16 @@ class Level:
 
 
 def run_level(
-    service: Service, database: str, postmaster: int, jobs: int, metrics: int, seconds: float, tmp: Path
+    service: Service, watch: Watch, postmaster: int, jobs: int, metrics: int, seconds: float, tmp: Path
 ) -> Level:
     names = [f"metric_{i:02d}" for i in range(metrics)]
     run_ids = create_runs(service, jobs)
     requests_path = tmp / f"{service.name}-{jobs}.txt"
     prepare(service, run_ids, names, seconds, requests_path)
-    while service.backlog():  # the runs' creation and the last level's work are not this level's
+    while watch.backlog(service):  # the runs' creation and the last level's work are not this level's
         time.sleep(0.5)
     service_meter = CpuMeter(service.pids)
-    postgres_meter = CpuMeter(lambda: _backend_pids(database))
+    postgres_meter = CpuMeter(watch.backends)
     stop = threading.Event()
 
     def sample() -> None:
@@ -183,7 +235,7 @@ def run_level(
 
     service_meter.start()
     postgres_meter.start()
-    sessions_before = sessions(database)
+    sessions_before = watch.sessions()
     reaped_before = reaped_children_ticks(postmaster)
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -212,7 +264,7 @@ def run_level(
     )
     summary = json.loads(out.strip().splitlines()[-1])
     drain_started = time.monotonic()
-    while service.backlog() and time.monotonic() - drain_started < 120:
+    while watch.backlog(service) and time.monotonic() - drain_started < 120:
         time.sleep(0.5)
     drain = time.monotonic() - drain_started
     stop.set()
@@ -236,7 +288,7 @@ def run_level(
         postgres_cpu=postgres_cpu,
         ended_pg_cpu=ended,
         generator_cpu=generator_cpu,
-        sessions=sessions(database) - sessions_before,
+        sessions=watch.sessions() - sessions_before,
         drain_s=drain,
         rss_mb=sum(rss_mb(pid) for pid in service.pids()),
         acknowledged=summary["ok"] * per_request,
@@ -268,16 +320,28 @@ def main() -> None:
     parser.add_argument("--jobs", default="25,50,100,200", help="job counts, comma-separated")
     parser.add_argument("--seconds", type=float, default=30.0, help="length of each level")
     parser.add_argument("--repeats", type=int, default=1)
-    parser.add_argument("--targets", default="holter,fasttrackml")
+    parser.add_argument(
+        "--targets", default="holter,fasttrackml", help="holter, fasttrackml, base (Holter from --holter-source)"
+    )
     parser.add_argument("--holter-workers", type=int, default=1, help="holter serve --workers")
     parser.add_argument("--fml", help="path of FastTrackML's fml binary")
+    parser.add_argument(
+        "--holter-source",
+        help="for the target 'base': Holter from this copy of the repository (its client/, server/, dashboard/)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="which service goes first at the first level")
     args = parser.parse_args()
     if args.seconds < 1:
         parser.error("--seconds must be at least 1")
+    # a TERM or HUP (a timeout, a closed terminal) unwinds like Ctrl-C: the services are stopped
+    # and their databases dropped on any exit
+    for number in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(number, _exit_on_signal)
     metrics = 20
     job_counts = [int(j) for j in args.jobs.split(",")]
     targets = [t.strip().lower() for t in args.targets.split(",")]
+    if "base" in targets and not args.holter_source:
+        parser.error("the target 'base' needs --holter-source")
     postmaster = postmaster_pid()
     print(
         f"wrk, one connection per job, {metrics} metrics x {STEPS_PER_BATCH} steps per request, one request per job "
@@ -288,7 +352,7 @@ def main() -> None:
     levels: list[Level] = []
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
-        services: dict[str, tuple[Service, str]] = {}
+        services: dict[str, tuple[Service, Watch]] = {}
         databases = []
         try:
             for target in targets:
@@ -296,13 +360,15 @@ def main() -> None:
                 url = context.__enter__()
                 databases.append(context)
                 log = tmp / f"{target}.log"
-                service: Service = (
-                    Holter(url, log, args.holter_workers)
-                    if target == "holter"
-                    else FastTrackML(url, log, fml_binary(args.fml))
-                )
+                service: Service
+                if target == "holter":
+                    service = Holter(url, log, args.holter_workers)
+                elif target == "base":
+                    service = HolterFrom(url, log, args.holter_workers, Path(args.holter_source).resolve())
+                else:
+                    service = FastTrackML(url, log, fml_binary(args.fml))
                 service.start()
-                services[target] = (service, url.rsplit("/", 1)[1])
+                services[target] = (service, Watch(url))
             print(HEADER, flush=True)
             turn = args.seed
             for jobs in job_counts:
@@ -310,8 +376,8 @@ def main() -> None:
                     order = targets[turn % len(targets) :] + targets[: turn % len(targets)]
                     turn += 1
                     for target in order:
-                        service, database = services[target]
-                        level = run_level(service, database, postmaster, jobs, metrics, args.seconds, tmp)
+                        service, watch = services[target]
+                        level = run_level(service, watch, postmaster, jobs, metrics, args.seconds, tmp)
                         levels.append(level)
                         print(row(level), flush=True)
                         if len(level.by_role) > 1:
@@ -325,33 +391,36 @@ def main() -> None:
                                 flush=True,
                             )
         finally:
-            for service, _ in services.values():
+            for service, watch in services.values():
+                watch.close()
                 service.stop()
             for context in reversed(databases):
                 context.__exit__(None, None, None)
-    summarise(levels, job_counts, targets)
+    summarise(levels, job_counts, [services[t][0].name for t in targets] if services else [])
 
 
-def summarise(levels: list[Level], job_counts: list[int], targets: list[str]) -> None:
-    names = {"holter": "Holter", "fasttrackml": "FastTrackML"}
+def _exit_on_signal(number: int, _frame: object) -> None:
+    raise SystemExit(128 + number)
+
+
+def summarise(levels: list[Level], job_counts: list[int], names: list[str]) -> None:
     print("\nSide by side (medians over repeats, range in brackets):")
-    print(f"{'jobs':>5}" + "".join(f"  {names.get(t, t):>34}" for t in targets))
-    held: dict[str, int | None] = {names.get(t, t): None for t in targets}
+    print(f"{'jobs':>5}" + "".join(f"  {name:>40}" for name in names))
+    held: dict[str, int | None] = {name: None for name in names}
     for jobs in job_counts:
         cells = []
-        for target in targets:
-            mine = [lv for lv in levels if lv.jobs == jobs and lv.service == names.get(target, target)]
+        for name in names:
+            mine = [lv for lv in levels if lv.jobs == jobs and lv.service == name]
             if not mine:
-                cells.append(f"{'—':>34}")
+                cells.append(f"{'—':>40}")
                 continue
             cpu = sorted(lv.cpu_per_1k for lv in mine)
             p95 = sorted(lv.p95_ms for lv in mine)
             spread = f"({cpu[0]:.1f}-{cpu[-1]:.1f})"
             cells.append(f"{statistics.median(cpu):>6.1f} {spread} CPU-s/1k, p95 {statistics.median(p95):>5.0f} ms")
             if statistics.median(p95) < 250 and all(lv.failed == 0 for lv in mine):
-                name = mine[0].service
                 held[name] = max(held[name] or 0, jobs)
-        print(f"{jobs:>5}" + "".join(f"  {c:>34}" for c in cells))
+        print(f"{jobs:>5}" + "".join(f"  {c:>40}" for c in cells))
     for name, jobs in held.items():
         print(f"{name}: largest job count with p95 < 250 ms and no failed request: {jobs or 'none'}")
     gen = [lv.generator_cpu / lv.seconds for lv in levels]
