@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import threading
 
+import psycopg
 import pytest
+from holter_server.store import database
 from holter_server.store.database import make_engine
 from sqlalchemy import event, exc, text
 
@@ -43,5 +45,38 @@ def test_the_pool_size_is_the_most_connections_a_process_opens(postgres_url: str
             engine.connect()
         for connection in held:
             connection.close()
+    finally:
+        engine.dispose()
+
+
+def test_a_connection_in_steady_use_is_not_pinged_before_each_transaction(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = make_engine(postgres_url)
+    pings = []
+    ping = engine.dialect.do_ping
+    monkeypatch.setattr(engine.dialect, "do_ping", lambda connection: pings.append(1) or ping(connection))
+    try:
+        for _ in range(20):
+            with engine.connect() as connection:
+                connection.execute(text("SELECT 1"))
+        assert pings == []
+    finally:
+        engine.dispose()
+
+
+def test_a_connection_closed_while_idle_is_replaced_before_use(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = make_engine(postgres_url)
+    try:
+        with engine.connect() as connection:
+            first = connection.execute(text("SELECT pg_backend_pid()")).scalar_one()
+        with psycopg.connect(postgres_url.replace("+psycopg", ""), autocommit=True) as killer:
+            killer.execute("SELECT pg_terminate_backend(%s)", (first,))
+        monkeypatch.setattr(database, "PING_AFTER_IDLE_S", 0.0)  # idle long enough to be doubted
+        with engine.connect() as connection:  # no error: the dead one was found and replaced
+            second = connection.execute(text("SELECT pg_backend_pid()")).scalar_one()
+        assert second != first
     finally:
         engine.dispose()
