@@ -100,7 +100,7 @@ class Settings(BaseSettings):
         "full, the API's requests get the CPU first and detection waits",
     )
     db_pool_size: int = Field(
-        default=30,
+        default=10,
         ge=1,
         description="Postgres connections each process keeps open at most (its API threads wait for one beyond "
         "that); count them into max_connections: (API processes + worker) x this",

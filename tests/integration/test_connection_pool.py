@@ -12,7 +12,7 @@ from sqlalchemy import event, exc, text
 
 
 def test_a_burst_of_concurrent_requests_reuses_the_connections_it_opened(postgres_url: str) -> None:
-    engine = make_engine(postgres_url)
+    engine = make_engine(postgres_url, pool_size=25)
     opened = []
     event.listen(engine, "connect", lambda connection, record: opened.append(connection))
     all_in = threading.Barrier(25)
@@ -20,7 +20,7 @@ def test_a_burst_of_concurrent_requests_reuses_the_connections_it_opened(postgre
     def request() -> None:
         with engine.connect() as connection:
             connection.execute(text("SELECT 1"))
-            all_in.wait(timeout=30)  # 25 requests at once, more than a pool of 10 held
+            all_in.wait(timeout=30)  # 25 requests at once
 
     try:
         for _ in range(3):
@@ -32,6 +32,14 @@ def test_a_burst_of_concurrent_requests_reuses_the_connections_it_opened(postgre
         # the first burst opened its 25 connections; the later bursts found them open
         assert len(opened) == 25
         assert engine.pool.checkedin() == 25
+    finally:
+        engine.dispose()
+
+
+def test_a_process_keeps_ten_connections_by_default_and_no_overflow(postgres_url: str) -> None:
+    engine = make_engine(postgres_url)
+    try:
+        assert (engine.pool.size(), engine.pool._max_overflow) == (10, 0)
     finally:
         engine.dispose()
 

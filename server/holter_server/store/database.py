@@ -19,18 +19,19 @@ from sqlalchemy.orm import InstrumentedAttribute, Session, sessionmaker
 from holter_server.store.backends import backend_for
 from holter_server.store.partitions import partition_by_run
 
-POOL_SIZE = 30  # Postgres connections one process keeps at most (HOLTER_DB_POOL_SIZE)
+POOL_SIZE = 10  # Postgres connections one process keeps at most (HOLTER_DB_POOL_SIZE)
 
 
 def make_engine(url: str, pool_size: int = POOL_SIZE) -> Engine:
     """Create the engine for `url`; for SQLite, create its folder and tune it for concurrent use.
 
     On Postgres the process keeps up to `pool_size` connections open and never more: a request
-    beyond them waits for one (`pool_timeout`). An overflow above a smaller pool would be closed
-    each time it is handed back, and under a lab's load that meant a new Postgres backend (a
-    fork, authentication, catalog caches warmed again) for a good share of the requests: 150-350
-    backends per 30 s at 50 jobs. Connections are opened as they are first needed, so an idle
-    process holds few.
+    beyond them waits for one (`pool_timeout`). An overflow above the pool would be closed each
+    time it is handed back, and under a lab's load that meant a new Postgres backend (a fork,
+    authentication, catalog caches warmed again) for a good share of the requests: 150-350
+    backends per 30 s at 50 jobs. A request holds its connection for its transaction only (a few
+    milliseconds), so 10 serve a busy API process, and ten per process keeps a few processes
+    within a default `max_connections` (100). Connections are opened as first needed.
     """
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite":
