@@ -37,4 +37,8 @@ for step in range(200):
     t = time.perf_counter()
     client.log_metric(run_id, "single", float(step), step=step)
     single.append(time.perf_counter() - t)
-print(json.dumps({"log_batch_points_per_s": batch_rate, "log_metric_ms": statistics.median(single) * 1000}))
+print(
+    json.dumps(
+        {"log_batch_points_per_s": batch_rate, "log_metric_ms": statistics.median(single) * 1000, "run_id": run_id}
+    )
+)

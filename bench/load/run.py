@@ -27,9 +27,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import random
+import signal
 import statistics
 import subprocess
 import sys
@@ -81,24 +83,34 @@ class Service:
     def healthy(self) -> bool:
         raise NotImplementedError
 
-    def start(self) -> None:
+    def start(self, deadline_s: float = 90.0) -> None:
+        """Start the service and wait until it answers; one that does not within `deadline_s`
+        is stopped (its whole process group) before the error is raised."""
         command, env = self.command()
         with open(self.log_path, "ab") as log:
-            self.process = subprocess.Popen(command, env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 90
+            # its own process group, so that stop() ends whatever it started (Holter's worker)
+            self.process = subprocess.Popen(
+                command, env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        deadline = time.monotonic() + deadline_s
         while not self.healthy():
             if self.process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"{self.name} did not start; see {self.log_path}")
+                self.stop()
+                raise RuntimeError(f"{self.name} did not start within {deadline_s:g} s; see {self.log_path}")
             time.sleep(0.2)
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        """Stop the service and every process of its group (TERM, then KILL after 20 s)."""
+        if self.process is None:
+            return
+        group = self.process.pid
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(group, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(20)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(group, signal.SIGKILL)  # what is left of the group (a worker that outlived it)
+        self.process.wait()
 
     def pids(self) -> list[int]:
         """The service's processes: the one started and all its descendants."""

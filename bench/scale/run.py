@@ -4,6 +4,7 @@
     .venv/bin/python bench/scale/run.py                                  # Postgres, 1,2,4 processes, 3 x 10 s each
     .venv/bin/python bench/scale/run.py --citus-url postgresql://postgres@127.0.0.1:9700/postgres
     .venv/bin/python bench/scale/run.py --processes 1,2 --seconds 20 --repeats 5 --senders 32
+    .venv/bin/python bench/scale/run.py --postgres-url postgresql://postgres@db:5433/postgres --start-deadline 300
 
 For each store and each process count: a fresh database (on Citus: made on the coordinator and
 every worker, then `holter db upgrade --distribute`), `holter serve --workers N` on it (live
@@ -14,12 +15,19 @@ was offered. Per repeat: points/s, request latency p50/p95, CPU-seconds of the s
 processes and of the database backends serving the database (every node's, on Citus), and
 points stored against points acknowledged. Then per store and count: the median of the repeats
 and their spread (min-max).
+
+`--postgres-url` is the plain Postgres server's maintenance database (a role that may create
+databases); `--start-deadline` how long a service may take to answer its health check (a
+Citus cluster's first migration takes longer than a laptop's Postgres). The service is stopped,
+its whole process group, and its databases dropped on any exit: an error, a deadline passed,
+Ctrl-C, TERM or HUP.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import signal
 import statistics
 import sys
 import tempfile
@@ -37,7 +45,7 @@ from sqlalchemy.engine import make_url
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from bench.ingest.run import ADMIN_URL, postgres_database
+from bench.ingest.run import ADMIN_URL
 from bench.load.run import CpuMeter, Holter
 from tests.load import percentile
 
@@ -115,6 +123,23 @@ def citus_database(admin_url: str, shard_count: int) -> Iterator[str]:
         for host, port in nodes:
             with psycopg.connect(_url(admin_url, admin_db, host, port), autocommit=True) as admin:
                 admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@contextmanager
+def postgres_database(admin_url: str) -> Iterator[str]:
+    """A fresh database on the Postgres server of `admin_url`, dropped afterwards."""
+    name = f"holter_scale_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield _url(admin_url, name)
+    finally:
+        with psycopg.connect(admin_url, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _exit_on_signal(number: int, _frame: object) -> None:
+    raise SystemExit(128 + number)  # unwinds like Ctrl-C: services stopped, databases dropped
 
 
 def _env() -> dict[str, str]:
@@ -209,7 +234,17 @@ def main() -> None:
     )
     parser.add_argument("--shard-count", type=int, default=8, help="with --citus-url: shards per distributed table")
     parser.add_argument("--no-postgres", action="store_true", help="measure on Citus only")
+    parser.add_argument(
+        "--postgres-url",
+        default=ADMIN_URL,
+        help="the plain Postgres server's maintenance database (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--start-deadline", type=float, default=90.0, help="seconds a service may take to answer (default: %(default)s)"
+    )
     args = parser.parse_args()
+    for number in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(number, _exit_on_signal)
     counts = [int(n) for n in args.processes.split(",")]
     stores = ([] if args.no_postgres else ["postgres"]) + (["citus"] if args.citus_url else [])
     print(
@@ -231,12 +266,12 @@ def main() -> None:
                     admin_db = make_url(args.citus_url).database or "postgres"
                     admin_urls = [_url(args.citus_url, admin_db, host, port) for host, port in nodes]
                 else:
-                    made = postgres_database()
-                    admin_urls = [ADMIN_URL]
+                    made = postgres_database(args.postgres_url)
+                    admin_urls = [args.postgres_url]
                 with made as database_url:
                     service = Holter(database_url, Path(tmp) / f"{store}-{count}.log", count)
-                    service.start()
                     try:
+                        service.start(args.start_deadline)
                         pids = backends(admin_urls, make_url(database_url).database or "")
                         repeats = []
                         for _ in range(args.repeats):

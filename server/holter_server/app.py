@@ -59,7 +59,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if settings.migrate_on_start:
             upgrade(url, partition_points=settings.partition_points)
-        engine = make_engine(url)
+        engine = make_engine(url, pool_size=settings.db_pool_size)
         app.state.engine = engine
         app.state.session_factory = make_session_factory(engine)
         with app.state.session_factory() as session:

@@ -99,6 +99,12 @@ class Settings(BaseSettings):
         description="the niceness `holter worker` runs at: when the machine is "
         "full, the API's requests get the CPU first and detection waits",
     )
+    db_pool_size: int = Field(
+        default=10,
+        ge=1,
+        description="Postgres connections each process keeps open at most (its API threads wait for one beyond "
+        "that); count them into max_connections: (API processes + worker) x this",
+    )
     detection_enabled: bool = Field(default=True, description="run live detection inside this service process")
     detection_interval: float = Field(default=0.5, description="seconds between live-detection passes when idle")
     detection_cpu_share: float = Field(

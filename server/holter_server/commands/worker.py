@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     yield_cpu(settings.worker_nice)
     url = settings.resolved_database_url()
     upgrade(url, partition_points=settings.partition_points)
-    engine = make_engine(url)
+    engine = make_engine(url, pool_size=settings.db_pool_size)
     work = BackgroundWork(background_loops(settings, make_session_factory(engine)), background_lock_path(url))
     work.start()
     stop = StopSignals()

@@ -109,6 +109,9 @@ def delivered_for(*, session: Session, run_id: str, kind: str) -> Sequence[Deliv
     ).all()
 
 
+QUEUED = "holter.deliveries_queued"  # in Session.info: this transaction added to the outbox
+
+
 def queue_delivery(
     *,
     session: Session,
@@ -139,6 +142,7 @@ def queue_delivery(
     )
     session.add(row)
     session.flush()
+    session.info[QUEUED] = True
     return row
 
 

@@ -254,15 +254,17 @@ def save_detection_states(*, session: Session, progress: Sequence[DetectionProgr
         for p in progress
         if p.state is not KEEP_STATE
     ]
-    steps_only = [
-        {"key_run": p.run_id, "key_metric": p.metric_id, "step": p.detected_step, "moment": moment}
-        for p in progress
-        if p.state is KEEP_STATE
-    ]
+    steps_only = [(p.run_id, p.metric_id, p.detected_step) for p in progress if p.state is KEEP_STATE]
     if with_state:
         session.execute(_SAVE_STATE, with_state)
-    if steps_only:
-        session.execute(_SAVE_PROGRESS, steps_only)
+    if steps_only and not backend_for(session).save_detected_steps(session, steps_only, moment):
+        session.execute(
+            _SAVE_PROGRESS,
+            [
+                {"key_run": run_id, "key_metric": metric_id, "step": step, "moment": moment}
+                for run_id, metric_id, step in steps_only
+            ],
+        )
 
 
 def mark_detection_read(*, session: Session, keys: Sequence[tuple[str, int]]) -> None:

@@ -71,6 +71,11 @@ class Backend(Protocol):
         """Set `updated_at` of these detector_states rows ((run, metric id) each) in one round
         trip; False when the backend has no faster way than the store's portable statement."""
 
+    def save_detected_steps(self, session: Session, rows: Sequence[tuple[str, int, int]], moment: datetime) -> bool:
+        """Set `detected_step` (and `updated_at` to `moment`) of these detector_states rows, each
+        (run, metric id, step), in one round trip; False when the backend has no faster way than
+        the store's portable statement."""
+
     def writes_together(self, session: Session) -> AbstractContextManager[None]:
         """A block whose statements nobody reads back from go to the database in one round trip."""
 

@@ -147,6 +147,16 @@ class PostgresBackend:
             )
         return True
 
+    def save_detected_steps(self, session: Session, rows: Sequence[tuple[str, int, int]], moment: datetime) -> bool:
+        # the statement the portable path sends, row by row in one pipelined round trip, without
+        # SQLAlchemy building each row's parameters (a pass saves the progress of every metric it read)
+        with _cursor(session) as cursor:
+            cursor.executemany(
+                "UPDATE detector_states SET detected_step = %s, updated_at = %s WHERE run_id = %s AND metric_id = %s",
+                [(step, moment, run_id, metric_id) for run_id, metric_id, step in rows],
+            )
+        return True
+
     @contextmanager
     def writes_together(self, session: Session) -> Iterator[None]:
         # a pipeline: the server runs the statements in order, the client waits once

@@ -84,6 +84,9 @@ class SqliteBackend:
     def touch_detection_rows(self, session: Session, keys: Sequence[tuple[str, int]], moment: datetime) -> bool:
         return False
 
+    def save_detected_steps(self, session: Session, rows: Sequence[tuple[str, int, int]], moment: datetime) -> bool:
+        return False
+
     def writes_together(self, session: Session) -> AbstractContextManager[None]:
         return nullcontext()
 

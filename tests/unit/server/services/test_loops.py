@@ -1,15 +1,18 @@
 """BackgroundWork: on a SQLite file one process at a time runs the background loops; the
-detection loop's pacing."""
+detection loop's pacing; the alert dispatcher's sleep when idle and its wake on a queued delivery."""
 
 from __future__ import annotations
 
 import threading
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from holter_server.services.loops import BackgroundWork, DetectionLoop, LoopService
+from holter_server.services.loops import AlertDispatcher, BackgroundWork, DetectionLoop, LoopService
+from holter_server.store import alerts as alerts_store
 from holter_server.store.database import background_lock_path, make_engine, make_session_factory, upgrade
+from holter_server.store.runs import now
 
 from tests.waiting import wait_until
 
@@ -118,3 +121,103 @@ def test_the_detection_pass_records_the_cpu_it_spent(tmp_path: Path) -> None:
     loop.last_cpu = -1.0
     assert loop.run_once() == 0
     assert 0.0 <= loop.last_cpu < 5.0
+
+
+class CountingDispatcher(AlertDispatcher):
+    """The real dispatcher, its rounds counted."""
+
+    def __init__(self, tmp_path: Path, interval: float, idle_interval: float) -> None:
+        url = f"sqlite:///{tmp_path / 'holter.db'}"
+        upgrade(url)
+        self.factory = make_session_factory(make_engine(url))
+        super().__init__(
+            self.factory,
+            base_url="http://127.0.0.1:1",
+            timeout=1.0,
+            give_up_after=timedelta(hours=1),
+            allow_private=True,
+            interval=interval,
+            idle_interval=idle_interval,
+        )
+        self.rounds = 0
+
+    def run_once(self) -> int:
+        self.rounds += 1
+        return super().run_once()
+
+
+def test_an_idle_dispatcher_polls_less_and_less_often_and_at_once_again_after_work(tmp_path: Path) -> None:
+    dispatcher = CountingDispatcher(tmp_path, interval=0.25, idle_interval=2.0)
+    assert [dispatcher.pause_after(done=0, took=0.01) for _ in range(6)] == [0.25, 0.5, 1.0, 2.0, 2.0, 2.0]
+    assert dispatcher.pause_after(done=1, took=0.01) == 0.0
+    assert dispatcher.pause_after(done=0, took=0.01) == 0.25
+
+
+def test_a_delivery_queued_in_the_process_wakes_a_sleeping_dispatcher(tmp_path: Path) -> None:
+    dispatcher = CountingDispatcher(tmp_path, interval=60.0, idle_interval=60.0)
+    dispatcher.start()
+    try:
+        assert wait_until(lambda: dispatcher.rounds == 1, timeout=5, interval=0.01)
+        time.sleep(0.2)
+        assert dispatcher.rounds == 1  # asleep: nothing to send, next look in a minute
+        with dispatcher.factory() as session:
+            channel = alerts_store.add_channel(
+                session=session,
+                name="c",
+                kind="webhook",
+                project=None,
+                target="http://127.0.0.1:1/",
+                signing_secret=None,
+            )
+            session.commit()
+            alerts_store.queue_delivery(
+                session=session,
+                channel_id=channel.id,
+                rule_id=None,
+                run_id=None,
+                event_id=None,
+                purpose="alert",
+                idempotency_key="k1",
+                alert={},
+                not_before=now(),
+            )
+            time.sleep(0.2)
+            assert dispatcher.rounds == 1  # not before the commit: it would not see the row
+            session.commit()
+        assert wait_until(lambda: dispatcher.rounds >= 2, timeout=5, interval=0.01)
+    finally:
+        dispatcher.stop()
+
+
+def test_a_rolled_back_delivery_wakes_no_dispatcher(tmp_path: Path) -> None:
+    dispatcher = CountingDispatcher(tmp_path, interval=60.0, idle_interval=60.0)
+    dispatcher.start()
+    try:
+        assert wait_until(lambda: dispatcher.rounds == 1, timeout=5, interval=0.01)
+        with dispatcher.factory() as session:
+            channel = alerts_store.add_channel(
+                session=session,
+                name="c",
+                kind="webhook",
+                project=None,
+                target="http://127.0.0.1:1/",
+                signing_secret=None,
+            )
+            session.commit()
+            alerts_store.queue_delivery(
+                session=session,
+                channel_id=channel.id,
+                rule_id=None,
+                run_id=None,
+                event_id=None,
+                purpose="alert",
+                idempotency_key="k1",
+                alert={},
+                not_before=now(),
+            )
+            session.rollback()
+            session.commit()  # a later transaction that queued nothing
+        time.sleep(0.3)
+        assert dispatcher.rounds == 1
+    finally:
+        dispatcher.stop()
