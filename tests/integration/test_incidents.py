@@ -14,18 +14,18 @@ from tests.servers import ServerProcess
 from tests.waiting import wait_until
 
 torch = pytest.importorskip("torch")
-import holter.torch
-from torch import nn
+import holter.torch  # noqa: E402
+from torch import nn  # noqa: E402
 
-from tests.integration.test_tripwires import Model
+from tests.integration.test_tripwires import Model  # noqa: E402
 
 
-def train_with_a_nan(url: str, *, nan_from: int = 80, steps: int = 120) -> str:
+def train_with_a_nan(url: str, *, project: str = "incidents", nan_from: int = 80, steps: int = 120) -> str:
     """A tiny transformer-like model whose layer 1 attention masks every row from `nan_from` on."""
     torch.manual_seed(0)
     model = Model()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
-    run = holter.init(project="incidents", name="nan-in-layer-1", url=url)
+    run = holter.init(project=project, name="nan-in-layer-1", url=url)
     watch = holter.torch.watch(model, run, every=5, nan_tripwire=True)
     generator = torch.Generator().manual_seed(0)
     for step in range(steps):
