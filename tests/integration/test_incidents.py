@@ -67,6 +67,16 @@ def test_a_planted_nan_is_one_incident_led_by_its_module(server: ServerProcess, 
     assert found["count"] == 1 and found["events"] == 1 + len(first["folded"])
 
 
+def test_the_post_mortem_of_a_nan_run_leads_with_its_module(server: ServerProcess, spool_dir: Path) -> None:
+    run_id = train_with_a_nan(server.url)
+    wait_until(lambda: incidents_of(server.url, run_id)["events"] >= 8)
+    answer = httpx.get(f"{server.url}/api/v1/runs/{run_id}/postmortem", timeout=60)
+    answer.raise_for_status()
+    told = answer.json()["summary"].split(": ", 1)[1]
+    assert told.startswith("the forward pass of `layers.1.attn` made the first non-finite value at step 80")
+    assert "head.bias" not in told
+
+
 def test_incidents_of_an_unknown_run_are_a_404(api: httpx.Client) -> None:
     answer = api.get("/api/v1/runs/no-such-run/incidents")
     assert answer.status_code == 404
