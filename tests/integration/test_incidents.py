@@ -4,6 +4,7 @@ loss, gradient-norm and activation-norm divergences folded under it."""
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import holter
@@ -80,3 +81,27 @@ def test_the_post_mortem_of_a_nan_run_leads_with_its_module(server: ServerProces
 def test_incidents_of_an_unknown_run_are_a_404(api: httpx.Client) -> None:
     answer = api.get("/api/v1/runs/no-such-run/incidents")
     assert answer.status_code == 404
+
+
+def test_a_data_order_sawtooth_is_one_incident_with_its_config_cause(api: httpx.Client) -> None:
+    # a from-scratch loss that dives at each epoch's first batches (seen before) and climbs back:
+    # period 40 = dataset_size / batch_size; its dives are not "too good", its climbs no divergence
+    import numpy as np
+
+    run_id = f"saw-{uuid.uuid4().hex[:8]}"
+    config = {"dataset_size": 320, "batch_size": 8}
+    api.post("/runs", json={"id": run_id, "project": "incidents", "config": config}).raise_for_status()
+    steps = np.arange(560)
+    rng = np.random.default_rng(0)
+    loss = 0.6 + 3.0 * np.exp(-steps / 60) - 0.55 * (steps % 40 < 8) + rng.normal(0, 0.02, steps.size)
+    body = {"metrics": {"loss": {"steps": steps.tolist(), "values": np.maximum(loss, 0.001).tolist()}}}
+    api.post(f"/runs/{run_id}/points", json=body).raise_for_status()
+    api.post(f"/runs/{run_id}/finish", json={"status": "finished"}).raise_for_status()
+
+    def sawtooth() -> list[dict]:
+        return [i for i in api.get(f"/runs/{run_id}/incidents").json()["data"] if i["rule"] == "sawtooth"]
+
+    (incident,) = wait_until(sawtooth)
+    assert incident["title"].startswith("sawtooth, period 40 steps (period 40 = dataset_size / batch_size")
+    kinds = {e["kind"] for e in api.get(f"/runs/{run_id}/events").json()["data"]}
+    assert not kinds & {"too_good", "divergence"}
