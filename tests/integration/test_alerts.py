@@ -528,3 +528,39 @@ def test_an_unrelated_problem_after_a_nan_still_gets_its_message(
     kinds = sorted(a["kind"] for m in receiver.messages() for a in m.json()["alerts"])
     assert kinds == ["divergence", "run_stalled"]
     api.post(f"/runs/{run_id}/finish", json={"status": "finished"})
+
+
+def test_a_root_cause_reported_after_its_consequence_is_told_and_what_follows_is_not(
+    api: httpx.Client, receiver: Receiver, project: str
+) -> None:
+    channel = add_channel(api, receiver, project, default_rules=False)
+    api.post(
+        "/rules",
+        json={"channel_id": channel["id"], "name": "nan", "kinds": ["divergence", "first_nonfinite"], "cooldown_s": 0},
+    ).raise_for_status()
+    run_id = f"late-cause-{uuid.uuid4().hex[:8]}"
+    api.post("/runs", json={"id": run_id, "project": project}).raise_for_status()
+
+    def log(metric: str) -> None:
+        values = [2.0 - step / 300 for step in range(100)] + ["NaN"] * 20
+        body = {"metrics": {metric: {"steps": list(range(120)), "values": values}}}
+        api.post(f"/runs/{run_id}/points", json=body).raise_for_status()
+
+    def told() -> list[str]:
+        return [a["kind"] for m in receiver.messages() for a in m.json()["alerts"]]
+
+    log("loss")  # the consequence first: its divergence is told
+    wait_until(lambda: told() == ["divergence"])
+    report = {"step": 100, "forward": {"name": "blocks.1.attn", "value": "NaN"}}
+    api.post(f"/runs/{run_id}/nonfinite", json=report).raise_for_status()  # then the cause: told, it names it
+    wait_until(lambda: told() == ["divergence", "first_nonfinite"])
+    log("grad_norm")  # another consequence: folded into the incident, nothing sent
+
+    def folded() -> list[dict]:
+        incidents = api.get(f"/runs/{run_id}/incidents").json()["data"]
+        return [e for i in incidents if i["rule"] == "nonfinite" for e in i["folded"] if e["metric"] == "grad_norm"]
+
+    wait_until(folded)
+    time.sleep(2)
+    assert told() == ["divergence", "first_nonfinite"]
+    api.post(f"/runs/{run_id}/finish", json={"status": "finished"})
