@@ -63,6 +63,8 @@ CONSEQUENCE_KINDS = frozenset(
         TRIPWIRE,
     }
 )
+# the kinds any rule groups: an event of another kind (a stall, a job's own alert) is always alone
+GROUPED_KINDS = CONSEQUENCE_KINDS | {"sawtooth"}
 EPISODE_KINDS = frozenset({"divergence", "activation_growth", "norm_growth", "drift_together"})
 TEETH_KINDS = frozenset({"spike", "too_good", "divergence", "level_shift"})
 # which rule made an incident, in the order incidents of one severity are listed
@@ -267,7 +269,7 @@ def _follow_sources(events: Sequence[Event], free: set[int], groups: list[tuple[
     home = {events[i].event_id: members for _, _, members in groups for i in members}
     for i in sorted(free):
         source = events[i].details.get("source_event")
-        if isinstance(source, str) and source in home:
+        if events[i].kind in GROUPED_KINDS and isinstance(source, str) and source in home:
             home[source].append(i)
             free.discard(i)
 

@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 from holter_server.alerts.message import Alert, LinkedAlert
 from holter_server.alerts.rules import DEFAULT_RULES, EventFacts, RuleSpec, first_crossing, matches, threshold_applies
 from holter_server.alerts.sparkline import text_sparkline
+from holter_server.analysis.incidents import GROUPED_KINDS
 from holter_server.services import reads
 from holter_server.services.incidents import incident_of
 from holter_server.store import alerts as alerts_store
@@ -200,6 +201,8 @@ def _told_of_its_incident(session: Session, event: EventRow) -> set[int]:
     told to them: an event that follows from an already told one folds into that message; the
     root cause itself is told when its consequences were told first (it names the cause), and
     not again when it grows worse. Empty for an event that is an incident of its own."""
+    if event.kind not in GROUPED_KINDS:
+        return set()  # never part of another event's incident: no need to group the run's events
     found = incident_of(session=session, run_id=event.run_id, event=event)
     if found is None or not found.folded:
         return set()

@@ -245,3 +245,13 @@ def test_an_event_that_shares_no_cause_is_an_incident_of_its_own() -> None:
 
 def test_no_events_no_incidents() -> None:
     assert group_incidents([]) == []
+
+
+def test_only_the_kinds_a_rule_groups_are_ever_folded() -> None:
+    # what the alerting service relies on to skip grouping for a stall or a job's own alert
+    from holter_server.analysis.incidents import GROUPED_KINDS
+
+    events = [*nan_run(), ev("run_stalled", None, 90), ev("alert", None, 85), ev("gpu_throttled", "gpu0", 81)]
+    for incident in group_incidents(events):
+        if incident.folded:
+            assert all(events[i].kind in GROUPED_KINDS for i in incident.members)
