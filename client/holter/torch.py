@@ -228,6 +228,10 @@ class Watch:
     def _after_backward(self) -> None:
         self._backward_queued = False
         step = self.step
+        if self._tripwire is not None:
+            # reported ahead of the step's norms: the service hears the cause before its consequences
+            # (the non-finite norms), and folds them into the incident the report leads
+            self._tripwire.close()
         if step % self.every == 0:
             norms = self._gradient_norms()
             norms.update(self._activations)
@@ -238,8 +242,6 @@ class Watch:
                 self._pending = (step, norms)
         if self._step_fn is None:
             self._count += 1
-        if self._tripwire is not None:
-            self._tripwire.close()
 
     def _report_nonfinite(self, found: NonFiniteStep) -> None:
         parts = [f"output of {found.forward.name} ({found.forward.value})"] if found.forward else []

@@ -250,6 +250,9 @@ class HolterAPI:
     async def run_events(self, run_id: str, **filters: Any) -> list[dict[str, Any]]:
         return (await self._request("GET", f"/runs/{run_id}/events", params=filters))["data"]
 
+    async def run_incidents(self, run_id: str) -> list[dict[str, Any]]:
+        return (await self._request("GET", f"/runs/{run_id}/incidents"))["data"]
+
     async def events(self, **filters: Any) -> list[dict[str, Any]]:
         return (await self._request("GET", "/events", params={"limit": 1000, **filters}))["data"]
 

@@ -200,11 +200,12 @@ def test_a_burst_of_events_goes_out_as_one_message(
     ).raise_for_status()
     run = holter.init(project=project, url=alert_server.url)
     for step in range(300):
+        # three problems with nothing in common (one NaN's divergences would be one incident, one alert)
         run.log(
             {
                 "loss": math.nan if step >= 250 else 2.0,
-                "grad_norm": math.nan if step >= 250 else 1.0,
-                "act_norm/layer.0": math.nan if step >= 250 else 1.0,
+                "grad_norm": 40.0 if step == 60 else 1.0 + 0.01 * (step % 5),
+                "act_norm/layer.0": 30.0 if step == 150 else 1.0 + 0.01 * (step % 3),
             },
             step=step,
         )
@@ -481,3 +482,86 @@ def test_a_test_message_is_listed_with_the_deliveries(api: httpx.Client, receive
     listed = api.get("/deliveries", params={"channel_id": channel["id"]}).json()
     assert [(d["purpose"], d["status"]) for d in listed] == [("test", "failed"), ("test", "delivered")]
     assert "500" in listed[0]["last_error"] and "connected to Holter" in listed[1]["summary"]
+
+
+def test_one_nan_is_one_message_naming_its_module(
+    alert_server: ServerProcess, api: httpx.Client, receiver: Receiver, project: str, spool_dir: Path
+) -> None:
+    # a real CPU training, the tripwire on: the loss, every gradient norm and activation norm go NaN
+    pytest.importorskip("torch")
+    from tests.integration.test_incidents import train_with_a_nan
+
+    add_channel(api, receiver, project)
+    run_id = train_with_a_nan(alert_server.url, project=project)
+
+    def all_detected() -> bool:
+        found = api.get(f"/runs/{run_id}/incidents").json()
+        return found["events"] >= 8
+
+    wait_until(all_detected, timeout=60)
+    wait_until(lambda: len(receiver.messages()) >= 1)
+    time.sleep(2)  # the divergences that followed were all recorded: none sent a message of its own
+    # (a slow training stalls for this server's 2 s, and resumes: another problem, told apart)
+    told = [
+        a for m in receiver.messages() for a in m.json()["alerts"] if a["kind"] not in ("run_stalled", "run_resumed")
+    ]
+    assert len(told) == 1, [(a["kind"], a["metric"]) for a in told]
+    (alert,) = told
+    assert alert["kind"] == "first_nonfinite" and "`layers.1.attn`" in alert["summary"]
+    (incident,) = [i for i in api.get(f"/runs/{run_id}/incidents").json()["data"] if i["rule"] == "nonfinite"]
+    members = {incident["leader"]["id"], *(e["id"] for e in incident["folded"])}
+    deliveries = api.get("/deliveries", params={"run_id": run_id}).json()
+    assert [d["event_id"] for d in deliveries if d["event_id"] in members] == [alert["event_id"]]
+
+
+def test_an_unrelated_problem_after_a_nan_still_gets_its_message(
+    api: httpx.Client, receiver: Receiver, project: str
+) -> None:
+    # a loss that goes NaN, then nothing more: the stall is another problem, with its own alert
+    add_channel(api, receiver, project)
+    run_id = f"nan-stall-{uuid.uuid4().hex[:8]}"
+    api.post("/runs", json={"id": run_id, "project": project}).raise_for_status()
+    values = [3.0 - step / 300 for step in range(100)] + ["NaN"] * 20
+    api.post(
+        f"/runs/{run_id}/points", json={"metrics": {"loss": {"steps": list(range(120)), "values": values}}}
+    ).raise_for_status()
+    wait_until(lambda: len([a for m in receiver.messages() for a in m.json()["alerts"]]) >= 2, timeout=30)
+    kinds = sorted(a["kind"] for m in receiver.messages() for a in m.json()["alerts"])
+    assert kinds == ["divergence", "run_stalled"]
+    api.post(f"/runs/{run_id}/finish", json={"status": "finished"})
+
+
+def test_a_root_cause_reported_after_its_consequence_is_told_and_what_follows_is_not(
+    api: httpx.Client, receiver: Receiver, project: str
+) -> None:
+    channel = add_channel(api, receiver, project, default_rules=False)
+    api.post(
+        "/rules",
+        json={"channel_id": channel["id"], "name": "nan", "kinds": ["divergence", "first_nonfinite"], "cooldown_s": 0},
+    ).raise_for_status()
+    run_id = f"late-cause-{uuid.uuid4().hex[:8]}"
+    api.post("/runs", json={"id": run_id, "project": project}).raise_for_status()
+
+    def log(metric: str) -> None:
+        values = [2.0 - step / 300 for step in range(100)] + ["NaN"] * 20
+        body = {"metrics": {metric: {"steps": list(range(120)), "values": values}}}
+        api.post(f"/runs/{run_id}/points", json=body).raise_for_status()
+
+    def told() -> list[str]:
+        return [a["kind"] for m in receiver.messages() for a in m.json()["alerts"]]
+
+    log("loss")  # the consequence first: its divergence is told
+    wait_until(lambda: told() == ["divergence"])
+    report = {"step": 100, "forward": {"name": "blocks.1.attn", "value": "NaN"}}
+    api.post(f"/runs/{run_id}/nonfinite", json=report).raise_for_status()  # then the cause: told, it names it
+    wait_until(lambda: told() == ["divergence", "first_nonfinite"])
+    log("grad_norm")  # another consequence: folded into the incident, nothing sent
+
+    def folded() -> list[dict]:
+        incidents = api.get(f"/runs/{run_id}/incidents").json()["data"]
+        return [e for i in incidents if i["rule"] == "nonfinite" for e in i["folded"] if e["metric"] == "grad_norm"]
+
+    wait_until(folded)
+    time.sleep(2)
+    assert told() == ["divergence", "first_nonfinite"]
+    api.post(f"/runs/{run_id}/finish", json={"status": "finished"})

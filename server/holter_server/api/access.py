@@ -112,6 +112,7 @@ ROUTES: tuple[RouteAccess, ...] = (
     _route("GET", "/runs/{run_id}/export", "read"),
     # events and notes
     _route("GET", "/runs/{run_id}/events", "read"),
+    _route("GET", "/runs/{run_id}/incidents", "read"),
     _route("GET", "/events", "read", query_ids={"project": "project", "run_id": "run"}),
     _route("POST", "/runs/{run_id}/events/{event_id}/acknowledge", "read", "json"),
     _route("POST", "/runs/{run_id}/events/{event_id}/dismiss", "read", "json"),

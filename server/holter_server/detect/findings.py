@@ -669,4 +669,6 @@ def _origin_sentence(step: int, forward: dict[str, Any] | None, gradient: dict[s
     sentence = f"first non-finite output at step {at}: `{forward['name']}` (forward, {forward['value']})"
     if forward.get("inputs_finite") is False:
         sentence += ", whose input was already non-finite: the batch itself, or code outside the model's modules"
-    return sentence + (f"; first non-finite gradient: {grad}" if gradient else "; every gradient finite")
+    # the backward pass of a non-finite output is non-finite everywhere, and the first parameter it
+    # reaches (the last layer's bias) is named by order, not by cause: kept in the details, not told
+    return sentence + ("; the gradients followed from it" if gradient else "; every gradient finite")

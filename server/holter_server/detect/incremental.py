@@ -24,7 +24,7 @@ from holter_server.detect.findings import SeriesSnapshot
 from holter_server.detect.level_shift import LevelShiftDetector
 from holter_server.detect.outline import Outline, SeriesOutline
 from holter_server.detect.plateau import PlateauDetector
-from holter_server.detect.sawtooth import ACF_WINDOW, SawtoothDetector
+from holter_server.detect.sawtooth import ACF_WINDOW, SawtoothDetector, without_its_teeth
 from holter_server.detect.spikes import SpikeDetector
 from holter_server.detect.too_good import TooGoodDetector
 from holter_server.detect.window import Window
@@ -178,6 +178,7 @@ class IncrementalDetector:
         divergences = self.nonfinite.events + _named_first(rises, drifts)
         shifts = [e for e in self.shifts.events if not _overlaps_any(e, divergences) and not _within_spike(e, spikes)]
         found = spikes + divergences + shifts + self.sawtooth.events + self.plateau.all_events() + self.too_good.events
+        found = without_its_teeth(found, self.sawtooth.events)
         cap = self.profile.severity_cap
         if cap is not None:
             found = [replace(e, severity=capped(e.severity, cap)) for e in found]

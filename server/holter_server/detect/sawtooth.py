@@ -478,3 +478,47 @@ def periodic_lag(values: np.ndarray, *, min_rel: float, tolerance: float | None)
         return None if peak <= 0.0 else (found, 0.0)
     p_value = min(1.0, (len(power) - 1) * 3 * math.exp(-math.log(2) * peak / floor))
     return (found, p_value) if p_value <= MAX_CHANCE else None
+
+
+def without_its_teeth(events: list[Event], sawtooths: list[Event]) -> list[Event]:
+    """`events` of one series less those that are a sawtooth's own teeth misread one at a time.
+
+    A loss that dives at each epoch's first batches (the data order: it has seen them) and climbs
+    back reads, tooth by tooth, as "too good" (each dive below what the task allows), as a
+    divergence (each climb from a dive's minimum) or as a level shift (the climb that stays till
+    the next dive). Once the series' sawtooth is found, from one period before it on:
+    * a "too good" episode shorter than a period is a dive, not a loss that holds there (a leak
+      holds);
+    * a rise divergence, or a level shift lasting less than a period, no larger than the
+      sawtooth's own swing is a climb back (a real divergence outgrows the swing and is kept).
+    A sawtooth without a measured swing (found from a spike train) leaves rises and shifts alone.
+    """
+    if not sawtooths:
+        return events
+    kept = []
+    for event in events:
+        if not any(_is_tooth(event, saw) for saw in sawtooths):
+            kept.append(event)
+    return kept
+
+
+def _is_tooth(event: Event, saw: Event) -> bool:
+    period = float(saw.period or 0)
+    if period <= 0 or event.start_step < saw.start_step - period:
+        return False
+    swing = saw.details.get("amplitude")
+    if event.kind == "too_good":
+        return event.end_step - event.start_step < period
+    if not isinstance(swing, int | float) or not math.isfinite(swing):
+        return False
+    if event.kind == "divergence" and event.details.get("cause") == "rise":
+        return _size(event.details.get("peak"), event.details.get("minimum")) <= swing
+    if event.kind == "level_shift" and event.end_step - event.start_step < period:
+        return _size(event.details.get("after"), event.details.get("before")) <= swing
+    return False
+
+
+def _size(a: Any, b: Any) -> float:
+    if not isinstance(a, int | float) or not isinstance(b, int | float):
+        return math.inf
+    return abs(float(a) - float(b))

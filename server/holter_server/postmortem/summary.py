@@ -56,12 +56,22 @@ def write_summary(
     events: Sequence[dict[str, Any]],
     kinds: Mapping[str, str] | None = None,
     seed_clause: str | None = None,
+    incidents: Sequence[Mapping[str, Any]] = (),
 ) -> str:
     """One paragraph a colleague would write after reading the run's events; `kinds` says what
     each metric is (declared or recognised; a metric left out is understood from its name).
     `seed_clause` (where the run ends against its seed group) closes it, whatever the events:
-    it says whether the run's ending is its config's or its seed's."""
+    it says whether the run's ending is its config's or its seed's.
+
+    `incidents` (`analysis/incidents.py`, each with its `cause`, `severity`, `start_step`, `rule`
+    and the `event_ids` it groups) lead: an incident of several events is told once, by its
+    cause, before the events of its severity told one by one, and its events are not told again."""
     kinds = kinds or {}
+    grouped = [
+        i for i in incidents if len(i.get("event_ids") or ()) > 1 and i.get("status") not in HIDDEN_EVENT_STATUSES
+    ]
+    told_by_incident = {event_id for i in grouped for event_id in i["event_ids"]}
+    events = [e for e in events if _event_id(e) not in told_by_incident]
 
     def kind_of(event: dict[str, Any]) -> str:
         metric = event.get("metric") or ""
@@ -71,10 +81,12 @@ def write_summary(
     by_kind: dict[str, list[dict[str, Any]]] = {}
     for event in sorted(live, key=lambda e: e.get("start_step") or 0):
         by_kind.setdefault(event["kind"], []).append(event)
-    clauses: list[tuple[int, int, str]] = []  # (severity, step, text)
+    clauses: list[tuple[int, int, int, str]] = []  # (severity, 1 for an incident's cause, step, text)
+    for incident in grouped:
+        clauses.append((rank(incident.get("severity")), 1, incident.get("start_step") or 0, incident["cause"]))
 
     def add(event: dict[str, Any], text: str) -> None:
-        clauses.append((rank(event.get("severity")), event.get("start_step") or 0, text))
+        clauses.append((rank(event.get("severity")), 0, event.get("start_step") or 0, text))
 
     grad_spikes = [e for e in by_kind.get("spike", []) if kind_of(e) == "grad_norm"]
     # what moved with a drifting loss, by the drift's event id (a drift_together finding)
@@ -147,7 +159,7 @@ def write_summary(
     seeds = f"; {seed_clause}" if seed_clause else ""
     if not clauses:
         return f"{head}: a healthy run, no events{seeds}." if seeds else f"{head}: a healthy run, nothing to report."
-    ordered = sorted(clauses, key=lambda c: (-c[0], c[1]))[:MAX_CLAUSES]
+    ordered = sorted(clauses, key=lambda c: (-c[0], -c[1], c[2]))[:MAX_CLAUSES]
     more = len(clauses) - len(ordered)
     tail = f"; and {more} more finding{'s' if more > 1 else ''}" if more > 0 else ""
-    return f"{head}: " + "; ".join(text for _, _, text in ordered) + tail + seeds + "."
+    return f"{head}: " + "; ".join(text for *_, text in ordered) + tail + seeds + "."

@@ -16,7 +16,9 @@ from sqlalchemy.orm import Session
 from holter_server.alerts.message import Alert, LinkedAlert
 from holter_server.alerts.rules import DEFAULT_RULES, EventFacts, RuleSpec, first_crossing, matches, threshold_applies
 from holter_server.alerts.sparkline import text_sparkline
+from holter_server.analysis.incidents import GROUPED_KINDS
 from holter_server.services import reads
+from holter_server.services.incidents import incident_of
 from holter_server.store import alerts as alerts_store
 from holter_server.store import events as events_store
 from holter_server.store import runs as runs_store
@@ -178,16 +180,39 @@ def alert_on_event(*, session: Session, event: EventRow, previous_severity: str 
     queued = 0
     alert: Alert | None = None
     told: set[int] = set()  # channels with a message about this event: one each, however many rules match
+    folded: set[int] | None = None  # channels this event's incident was told to (read once, when needed)
     for rule, channel_project in alerts_store.enabled_rules_with_channel_project(session=session):
         if rule.channel_id in told or not matches(rule_spec(rule, channel_project), facts):
             continue
         told.add(rule.channel_id)
+        folded = _told_of_its_incident(session, event) if folded is None else folded
+        if rule.channel_id in folded:
+            continue  # its incident's message went out: one message per problem
         alert = alert or describe_event(session=session, event=event, run=run)
         key = f"event:{event.id}:{event.severity}:channel:{rule.channel_id}"
         queued += _queue(session, rule, run.id, event.id, alert, key)
     if event.kind == "run_resumed":
         queued += _resolve_stalls(session, run, event)
     return queued
+
+
+def _told_of_its_incident(session: Session, event: EventRow) -> set[int]:
+    """The channels that need no message about this event because its incident, still open, was
+    told to them: an event that follows from an already told one folds into that message; the
+    root cause itself is told when its consequences were told first (it names the cause), and
+    not again when it grows worse. Empty for an event that is an incident of its own."""
+    if event.kind not in GROUPED_KINDS:
+        return set()  # never part of another event's incident: no need to group the run's events
+    found = incident_of(session=session, run_id=event.run_id, event=event)
+    if found is None or not found.folded:
+        return set()
+    others = [row for row in found.rows if row.id != event.id]
+    if not any(row.status == "open" for row in others):
+        return set()  # its problem was handled: what comes now is news
+    told = alerts_store.told_channels(session=session, run_id=event.run_id, event_ids=[event.id])
+    if found.leader.id == event.id:
+        return told
+    return told | alerts_store.told_channels(session=session, run_id=event.run_id, event_ids=[r.id for r in others])
 
 
 def _queue(

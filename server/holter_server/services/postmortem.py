@@ -13,6 +13,7 @@ from holter_server.schemas.annotations import AnnotationPublic
 from holter_server.schemas.events import EventPublic
 from holter_server.schemas.runs import RunPublic
 from holter_server.services import reads
+from holter_server.services.incidents import grouped
 from holter_server.services.kinds import understood_metrics
 from holter_server.services.seed_standing import SeedStanding, seed_standing
 from holter_server.store import annotations as annotations_store
@@ -65,6 +66,17 @@ def summary_of(
         }
         for e in events
     ]
+    incidents = [
+        {
+            "rule": found.incident.rule,
+            "cause": found.incident.cause,
+            "severity": found.incident.severity,
+            "start_step": found.incident.start_step,
+            "status": "open" if any(r.status == "open" for r in found.rows) else found.leader.status,
+            "event_ids": [events_store.event_of(r).event_id for r in found.rows],
+        }
+        for found in grouped(session=session, run_id=run.id, rows=events)
+    ]
     return write_summary(
         name=run.name or run.id,
         status=run.status,
@@ -72,6 +84,7 @@ def summary_of(
         events=facts,
         kinds=kinds,
         seed_clause=seeds.clause,
+        incidents=incidents,
     )
 
 

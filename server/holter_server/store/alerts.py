@@ -112,6 +112,23 @@ def delivered_for(*, session: Session, run_id: str, kind: str) -> Sequence[Deliv
 QUEUED = "holter.deliveries_queued"  # in Session.info: this transaction added to the outbox
 
 
+def told_channels(*, session: Session, run_id: str, event_ids: Sequence[int]) -> set[int]:
+    """The channels with an alert queued or sent about one of these events of a run (failed ones
+    left out: nobody heard them)."""
+    if not event_ids:
+        return set()
+    return set(
+        session.scalars(
+            select(DeliveryRow.channel_id).where(
+                DeliveryRow.run_id == run_id,
+                DeliveryRow.event_id.in_(list(event_ids)),
+                DeliveryRow.purpose == "alert",
+                DeliveryRow.status != "failed",
+            )
+        )
+    )
+
+
 def queue_delivery(
     *,
     session: Session,

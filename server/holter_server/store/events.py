@@ -289,6 +289,18 @@ def health_of_runs(*, session: Session, run_ids: Sequence[str]) -> dict[str, tup
     return {run_id: found.get(run_id, (HEALTHY, 0)) for run_id in run_ids}
 
 
+def standing_events(*, session: Session, run_id: str, limit: int) -> Sequence[EventRow]:
+    """A run's events that are not withdrawn, earliest stored first, at most `limit` (the latest
+    steps kept when there are more): what its incidents are grouped from."""
+    latest = (
+        select(EventRow)
+        .where(EventRow.run_id == run_id, EventRow.status != "withdrawn")
+        .order_by(EventRow.start_step.desc().nulls_last(), EventRow.id.desc())
+        .limit(limit)
+    )
+    return sorted(session.scalars(latest).all(), key=lambda row: row.id)
+
+
 def run_events_for_findings(*, session: Session, run_id: str) -> Sequence[EventRow]:
     """The run's per-metric detector events (not findings, not lifecycle), for cross-signal rules."""
     return session.scalars(

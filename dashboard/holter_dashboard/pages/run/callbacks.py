@@ -122,7 +122,9 @@ def register(app: Dash, api: HolterAPI) -> None:
         me = None
         if marks_changed:
             me = await api.signature()
-            out[3] = events_panel(snap.events, snap.vocab, live=snap.vocab.is_live(snap.run.get("status")))
+            out[3] = events_panel(
+                snap.events, snap.vocab, live=snap.vocab.is_live(snap.run.get("status")), incidents=snap.incidents
+            )
             out[4] = notes_list(snap.notes, me)
             out[10] = marks
         kinds = kinds_signature(snap.run)

@@ -56,6 +56,8 @@ class Snapshot:
     notes: list[dict[str, Any]]
     panels: list[dict[str, Any]]
     events_problem: str | None = None
+    # the events grouped one incident per problem (the service's grouping; empty from an older one)
+    incidents: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def metric_names(self) -> list[str]:
@@ -92,12 +94,14 @@ async def read_snapshot(api: HolterAPI, run_id: str) -> Snapshot:
         if exc.status == 404:
             raise NoSuchRun(run_id) from exc
         raise
-    (events, events_problem), (notes, _) = await asyncio.gather(
-        optional(api.run_events(run_id), []), optional(api.annotations(run_id), [])
+    (events, events_problem), (notes, _), (incidents, _) = await asyncio.gather(
+        optional(api.run_events(run_id), []),
+        optional(api.annotations(run_id), []),
+        optional(api.run_incidents(run_id), []),
     )
     # each metric's panel and kind are the service's: the page draws what the API says
     panels = json.loads(json.dumps([asdict(p) for p in plan_panels(run.get("metrics") or [], vocab)]))
-    return Snapshot(run, vocab, events, notes, panels, events_problem)
+    return Snapshot(run, vocab, events, notes, panels, events_problem, incidents)
 
 
 def marks_signature(events: list[dict], notes: list[dict]) -> str:

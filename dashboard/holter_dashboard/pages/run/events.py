@@ -1,9 +1,12 @@
-"""The run page's events panel: what Holter found on the run, most urgent first, each with its
-evidence and what can be done about it (zoom to it, acknowledge, dismiss).
+"""The run's events panel: what Holter found on the run, one incident per problem, most urgent
+first. Each incident opens with its root cause (the event that leads it, and a sentence saying
+the cause); the events that follow from it are folded under it, a click away. Each event keeps
+its evidence and what can be done about it (zoom to it, acknowledge, dismiss).
 
-Drawn with the page (never a placeholder) and again whenever the run's events change. The list
-is built in two steps so that later groupings (events folded into incidents) replace one of
-them: `ordered` decides what is shown in which order, `event_card` how one event looks.
+The grouping is the service's (`GET /runs/{id}/incidents`): the page shows what the API says.
+Against a service without incidents, or for an event the incidents read a moment earlier did
+not have yet, each event is an incident of its own. Drawn with the page (never a placeholder)
+and again whenever the run's events change.
 """
 
 from __future__ import annotations
@@ -11,30 +14,98 @@ from __future__ import annotations
 from typing import Any
 
 import dash_mantine_components as dmc
+from dash import html
 from holter_charts.marks import event_label
 from holter_charts.vocabulary import Vocabulary
 
 from holter_dashboard.components import severity_badge
 
 
-def events_panel(events: list[dict[str, Any]], vocab: Vocabulary, *, live: bool) -> Any:
-    """The events of a run, or a line saying there are none yet (a live run) or none at all."""
-    if not events:
+def events_panel(
+    events: list[dict[str, Any]], vocab: Vocabulary, *, live: bool, incidents: list[dict[str, Any]] | None = None
+) -> Any:
+    """The incidents of a run, or a line saying there are no events yet (a live run) or none at all."""
+    if not events and not incidents:
         text = "No events yet: every curve looks healthy so far." if live else "No events: every curve looked healthy."
         return dmc.Text(text, size="sm", c="dimmed", className="no-events")
-    cards = [event_card(e, vocab) for e in ordered(events, vocab)]
-    return dmc.ScrollArea(dmc.Stack(cards, gap=6, className="events-list"), mah=520, type="auto")
+    cards = [incident_card(i, vocab) for i in ordered(with_every_event(incidents or [], events), vocab)]
+    return dmc.ScrollArea(dmc.Stack(cards, gap=8, className="events-list"), mah=640, type="auto")
 
 
-def ordered(events: list[dict[str, Any]], vocab: Vocabulary) -> list[dict[str, Any]]:
-    """Open events first, the worst first, then the latest."""
+def with_every_event(incidents: list[dict[str, Any]], events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The incidents, and each event none of them holds as an incident of its own."""
+    held = {e["id"] for inc in incidents for e in [inc["leader"], *inc.get("folded", [])]}
+    alone = [single(e) for e in events if e["id"] not in held]
+    return [*incidents, *alone]
+
+
+def single(event: dict[str, Any]) -> dict[str, Any]:
+    """An event that shares no cause, shaped as an incident (as the service words one)."""
+    return {
+        "id": event["id"],
+        "rule": "single",
+        "title": None,
+        "cause": event.get("summary") or "",
+        "severity": event.get("severity"),
+        "status": event.get("status"),
+        "start_step": event.get("start_step"),
+        "end_step": event.get("end_step"),
+        "leader": event,
+        "folded": [],
+    }
+
+
+def ordered(incidents: list[dict[str, Any]], vocab: Vocabulary) -> list[dict[str, Any]]:
+    """Open incidents first, the worst first, root causes before lone readings, then the earliest."""
     return sorted(
-        events,
-        key=lambda e: (
-            vocab.event_status_rank(e.get("status")),
-            -vocab.severity_rank(e.get("severity")),
-            -(e.get("start_step") or 0),
+        incidents,
+        key=lambda i: (
+            vocab.event_status_rank(i.get("status")),
+            -vocab.severity_rank(i.get("severity")),
+            i.get("rule") == "single",
+            i.get("start_step") or 0,
         ),
+    )
+
+
+def incident_card(incident: dict[str, Any], vocab: Vocabulary) -> Any:
+    """One problem: its root cause's event (with a title and the cause above it when others
+    follow from it), then the folded events behind a summary line that opens them."""
+    folded = incident.get("folded") or []
+    leader = event_card(incident["leader"], vocab)
+    if not folded:
+        return html.Div(leader, className=f"incident incident-{incident.get('rule')}", **{"data-id": incident["id"]})
+    handled = incident.get("status") != "open"
+    count = len(folded)
+    return dmc.Paper(
+        [
+            dmc.Group(
+                [
+                    severity_badge("incident", incident.get("severity"), vocab, quiet=handled, size="sm"),
+                    dmc.Text(steps_text(incident), size="xs", c="dimmed"),
+                ],
+                justify="space-between",
+            ),
+            dmc.Text(incident.get("title") or "", fw=600, size="sm", mt=4, className="incident-title"),
+            dmc.Text(incident.get("cause") or "", size="xs", mb=6, className="incident-cause"),
+            leader,
+            html.Details(
+                [
+                    html.Summary(
+                        f"{count} more event{'s' if count != 1 else ''} that follow from it",
+                        className="incident-more",
+                        style={"cursor": "pointer", "fontSize": "12px", "margin": "6px 0"},
+                    ),
+                    dmc.Stack([event_card(e, vocab) for e in folded], gap=6),
+                ],
+                className="incident-folded",
+            ),
+        ],
+        p="xs",
+        withBorder=True,
+        radius="sm",
+        className=f"incident incident-{incident.get('rule')}",
+        **{"data-id": incident["id"]},
     )
 
 

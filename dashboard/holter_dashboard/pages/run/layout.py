@@ -231,7 +231,9 @@ def side(snap: Snapshot, me: str | None, live: bool) -> dmc.Stack:
         [
             section(
                 "Events",
-                html.Div(id="run-events", children=events_panel(snap.events, snap.vocab, live=live)),
+                html.Div(
+                    id="run-events", children=events_panel(snap.events, snap.vocab, live=live, incidents=snap.incidents)
+                ),
                 dmc.TextInput(id="event-reason", placeholder="reason (for acknowledge / dismiss)", size="xs", mt=8),
                 html.Div(id="event-message"),
             ),

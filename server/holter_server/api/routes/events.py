@@ -10,7 +10,9 @@ from holter_server.api.deps import PrincipalDep, RowId, SessionDep
 from holter_server.api.routes.runs import require_run
 from holter_server.schemas import MAX_BIGINT
 from holter_server.schemas.events import EventDecision, EventDismissal, EventPublic, EventsPublic
+from holter_server.schemas.incidents import IncidentPublic, IncidentsPublic
 from holter_server.schemas.vocabulary import EventStatusName, SeverityName
+from holter_server.services.incidents import run_incidents
 from holter_server.store import events as events_store
 from holter_server.store.events import EventFilter
 from holter_server.store.models import EventRow
@@ -35,6 +37,21 @@ def run_events(
     where = EventFilter(run_id=run_id, metric=metric, kind=kind, severity=severity, status=status)
     rows, count = events_store.list_events(session=session, where=where, limit=limit, offset=offset)
     return EventsPublic(data=[EventPublic.from_row(row) for row in rows], count=count)
+
+
+@router.get(
+    "/runs/{run_id}/incidents",
+    response_model=IncidentsPublic,
+    summary="A run's events grouped into incidents, one per problem, the worst first",
+    description="Events that share a cause are one incident led by its root cause: a NaN tripwire's module "
+    "with the divergences that follow from it, one episode's per-layer divergences, a bad batch seen in the "
+    "loss and the gradient norm, a sawtooth with its teeth and the config key that explains its period. "
+    "An event that shares no cause is an incident of its own.",
+)
+def run_incidents_list(session: SessionDep, run_id: str) -> IncidentsPublic:
+    require_run(session, run_id)
+    incidents = [IncidentPublic.from_stored(found) for found in run_incidents(session=session, run_id=run_id)]
+    return IncidentsPublic(data=incidents, count=len(incidents), events=sum(1 + len(i.folded) for i in incidents))
 
 
 @router.get(

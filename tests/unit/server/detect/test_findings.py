@@ -168,9 +168,10 @@ def test_a_tripwire_report_is_attached_to_the_loss_divergence_it_explains() -> N
     ]
     found = nonfinite_origin(step=8412, forward=FORWARD, gradient=GRADIENT, events=events)
     assert found.summary.startswith(
-        "first non-finite output at step 8,412: `layers.7.attn.softmax` (forward, NaN); "
-        "first non-finite gradient: `layers.7.attn.q_proj.weight` (NaN)"
+        "first non-finite output at step 8,412: `layers.7.attn.softmax` (forward, NaN); the gradients followed from it"
     )
+    assert "q_proj" not in found.summary  # the gradient a forward NaN poisons names no cause
+    assert found.details["gradient"] == GRADIENT  # but it is kept
     assert found.metric == "loss" and found.severity == "critical" and found.start_step == 8412
     assert found.details["divergence"] == {"metric": "loss", "start_step": 8412, "event_id": "loss:divergence@8412"}
 

@@ -149,3 +149,52 @@ def test_a_short_healthy_loss_is_no_sawtooth(seed: int) -> None:
     n = int(np.random.default_rng(seed).integers(150, 520))
     values = decaying_loss(n, seed=seed, noise=0.01)
     assert "sawtooth" not in [e.kind for e in classify_series(np.arange(n), values, metric="loss")]
+
+
+# --- a sawtooth's own teeth are not "too good", divergences or level shifts ------------------------
+
+
+def epoch_dives(seed: int, *, period: int = 40, dive_steps: int = 8, depth: float = 0.55, n: int = 560) -> np.ndarray:
+    """A from-scratch loss (ln 20 and up) that dives at each epoch's first batches, seen before, and
+    climbs back: the data order's sawtooth."""
+    rng = np.random.default_rng(seed)
+    steps = np.arange(n)
+    base = 0.6 + 3.0 * np.exp(-steps / 60)
+    dive = np.where(steps % period < dive_steps, -depth, 0.0)
+    return np.maximum(base + dive + rng.normal(0, 0.02, n), 0.001)
+
+
+@pytest.mark.parametrize(
+    ("seed", "period", "dive_steps", "depth"), [(0, 40, 8, 0.55), (1, 40, 10, 0.5), (2, 48, 8, 0.5), (3, 40, 6, 0.5)]
+)
+def test_the_dives_of_an_epoch_sawtooth_are_neither_too_good_nor_a_divergence(
+    seed: int, period: int, dive_steps: int, depth: float
+) -> None:
+    values = epoch_dives(seed, period=period, dive_steps=dive_steps, depth=depth)
+    events = classify_series(np.arange(values.size), values, metric="loss")
+    (saw,) = [e for e in events if e.kind == "sawtooth"]
+    assert abs(saw.period - period) < 1
+    assert not [e for e in events if e.kind in ("too_good", "divergence", "level_shift")]
+
+
+def test_a_dip_sawtooth_s_climbs_from_its_minima_are_not_a_divergence() -> None:
+    rng = np.random.default_rng(1)
+    steps = np.arange(560)
+    values = 1.2 + 1.8 * np.exp(-steps / 120) - 0.8 * (steps % 40 < 4) + rng.normal(0, 0.02, steps.size)
+    events = classify_series(steps, values, metric="loss")
+    assert [e.kind for e in events if e.kind == "sawtooth"] == ["sawtooth"]
+    assert not [e for e in events if e.kind == "divergence"]
+
+
+def test_a_real_divergence_during_a_sawtooth_is_still_told() -> None:
+    values = epoch_dives(0)
+    values[420:] += np.linspace(0, 6, values.size - 420)  # climbs far past the sawtooth's swing
+    events = classify_series(np.arange(values.size), values, metric="loss")
+    assert [e for e in events if e.kind == "divergence" and e.start_step >= 400]
+
+
+def test_a_loss_that_holds_too_low_during_a_sawtooth_is_still_too_good() -> None:
+    values = epoch_dives(0)
+    values[440:] = 0.02 + np.random.default_rng(5).normal(0, 0.002, values.size - 440)  # a leak: it holds there
+    events = classify_series(np.arange(values.size), values, metric="loss")
+    assert [e for e in events if e.kind == "too_good" and e.end_step - e.start_step >= 40]

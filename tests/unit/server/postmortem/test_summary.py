@@ -145,3 +145,39 @@ def test_a_throughput_drift_slides_down() -> None:
         name="r", status="finished", last_step=8000, events=[drift], kinds={"tokens_per_s": "throughput"}
     )
     assert "tokens_per_s slid down 23% from step 3,000, then held" in text
+
+
+def test_an_incident_leads_with_its_cause_and_its_events_are_not_told_again() -> None:
+    events = [
+        event("divergence", "loss", 80, "critical", details={"cause": "nonfinite"}),
+        event("divergence", "holter/grad_norm/layers.1", 80, "critical", details={"cause": "nonfinite"}),
+        event("divergence", "holter/grad_norm/layers.2", 80, "critical", details={"cause": "nonfinite"}),
+        event("first_nonfinite", "loss", 80, "critical"),
+        event("run_crashed", None, 120, "critical"),
+    ]
+    nan = {
+        "rule": "nonfinite",
+        "cause": "the forward pass of `blocks.1.attn` made the first non-finite value at step 80",
+        "severity": "critical",
+        "start_step": 80,
+        "event_ids": [f"{e['metric']}:{e['kind']}@80" for e in events[:4]],
+    }
+    text = write_summary(name="r", status="crashed", last_step=120, events=events, incidents=[nan])
+    told = text.split(": ", 1)[1]
+    assert told.startswith("the forward pass of `blocks.1.attn` made the first non-finite value at step 80; ")
+    assert "crashed at step 120" in told  # not part of it: told on its own
+    assert "went non-finite" not in told and "layers.2" not in told
+
+
+def test_an_incident_of_one_event_is_told_as_the_event() -> None:
+    events = [event("divergence", "loss", 80, "critical", details={"cause": "nonfinite"})]
+    alone = {
+        "rule": "single",
+        "cause": "x",
+        "severity": "critical",
+        "start_step": 80,
+        "event_ids": ["loss:divergence@80"],
+    }
+    assert "loss went non-finite at step 80" in write_summary(
+        name="r", status="finished", last_step=100, events=events, incidents=[alone]
+    )

@@ -1,0 +1,57 @@
+"""A run's incidents: its stored events grouped by the cause they share (`analysis/incidents.py`),
+each with the rows of its leader and folded events."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy.orm import Session
+
+from holter_server.analysis.incidents import Incident, group_incidents
+from holter_server.services.kinds import understood_metrics
+from holter_server.store import events as events_store
+from holter_server.store import runs as runs_store
+from holter_server.store.models import EventRow
+
+# the most events one run's incidents are grouped from (the latest steps first): a run with more is
+# one whose list nobody reads event by event anyway
+MAX_EVENTS = 5000
+
+
+@dataclass(frozen=True)
+class StoredIncident:
+    """An incident with its stored events: `leader` first, then `folded` earliest first."""
+
+    incident: Incident
+    leader: EventRow
+    folded: tuple[EventRow, ...]
+
+    @property
+    def rows(self) -> tuple[EventRow, ...]:
+        return (self.leader, *self.folded)
+
+
+def run_incidents(*, session: Session, run_id: str) -> list[StoredIncident]:
+    """The run's incidents, the worst first (`group_incidents`'s order)."""
+    rows = events_store.standing_events(session=session, run_id=run_id, limit=MAX_EVENTS)
+    return grouped(session=session, run_id=run_id, rows=rows)
+
+
+def grouped(*, session: Session, run_id: str, rows: Sequence[EventRow]) -> list[StoredIncident]:
+    """These rows of one run grouped into incidents, each metric read as its declared kind."""
+    run = runs_store.get_run(session=session, run_id=run_id)
+    kinds = {name: u.kind for name, u in understood_metrics(session=session, run=run).items()} if run else {}
+    incidents = group_incidents([events_store.event_of(row) for row in rows], kinds)
+    return [
+        StoredIncident(incident=inc, leader=rows[inc.leader], folded=tuple(rows[i] for i in inc.folded))
+        for inc in incidents
+    ]
+
+
+def incident_of(*, session: Session, run_id: str, event: EventRow) -> StoredIncident | None:
+    """The incident a stored event belongs to, among the run's standing events."""
+    for found in run_incidents(session=session, run_id=run_id):
+        if any(row.id == event.id for row in found.rows):
+            return found
+    return None

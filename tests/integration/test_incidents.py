@@ -1,0 +1,107 @@
+"""Incidents through a real `holter serve` on each store: a CPU training with a NaN planted in one
+attention layer, watched with the tripwire on, is one incident led by that layer's module, its
+loss, gradient-norm and activation-norm divergences folded under it."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import holter
+import httpx
+import pytest
+
+from tests.servers import ServerProcess
+from tests.waiting import wait_until
+
+torch = pytest.importorskip("torch")
+import holter.torch
+from torch import nn
+
+from tests.integration.test_tripwires import Model
+
+
+def train_with_a_nan(url: str, *, project: str = "incidents", nan_from: int = 80, steps: int = 120) -> str:
+    """A tiny transformer-like model whose layer 1 attention masks every row from `nan_from` on."""
+    torch.manual_seed(0)
+    model = Model()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    run = holter.init(project=project, name="nan-in-layer-1", url=url)
+    watch = holter.torch.watch(model, run, every=5, nan_tripwire=True)
+    generator = torch.Generator().manual_seed(0)
+    for step in range(steps):
+        model.layers[1]["attn"].mask_everything = step >= nan_from
+        tokens = torch.randint(0, 11, (4, 8), generator=generator)
+        loss = nn.functional.cross_entropy(model(tokens).reshape(-1, 11), tokens.reshape(-1))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        run.log({"loss": loss.item()}, step=step)
+    watch.remove()
+    run.finish()
+    return run.id
+
+
+def incidents_of(url: str, run_id: str) -> dict:
+    answer = httpx.get(f"{url}/api/v1/runs/{run_id}/incidents", timeout=30)
+    answer.raise_for_status()
+    return answer.json()
+
+
+def test_a_planted_nan_is_one_incident_led_by_its_module(server: ServerProcess, spool_dir: Path) -> None:
+    run_id = train_with_a_nan(server.url)
+
+    def settled() -> dict | None:
+        # the loss, the whole-model and per-layer gradient norms all diverged, with the tripwire
+        found = incidents_of(server.url, run_id)
+        return found if found["events"] >= 8 else None
+
+    found = wait_until(settled)
+    first = found["data"][0]
+    assert first["rule"] == "nonfinite" and first["severity"] == "critical"
+    assert first["leader"]["kind"] == "first_nonfinite"
+    assert first["title"] == "NaN from `layers.1.attn` at step 80"
+    assert "head.bias" not in first["title"] + first["cause"] + first["leader"]["summary"]
+    folded = {(e["kind"], e["metric"]) for e in first["folded"]}
+    assert ("divergence", "loss") in folded and ("divergence", "holter/grad_norm/layers.1") in folded
+    # nothing else went wrong: every event of the run is in this one incident
+    assert found["count"] == 1 and found["events"] == 1 + len(first["folded"])
+
+
+def test_the_post_mortem_of_a_nan_run_leads_with_its_module(server: ServerProcess, spool_dir: Path) -> None:
+    run_id = train_with_a_nan(server.url)
+    wait_until(lambda: incidents_of(server.url, run_id)["events"] >= 8)
+    answer = httpx.get(f"{server.url}/api/v1/runs/{run_id}/postmortem", timeout=60)
+    answer.raise_for_status()
+    told = answer.json()["summary"].split(": ", 1)[1]
+    assert told.startswith("the forward pass of `layers.1.attn` made the first non-finite value at step 80")
+    assert "head.bias" not in told
+
+
+def test_incidents_of_an_unknown_run_are_a_404(api: httpx.Client) -> None:
+    answer = api.get("/api/v1/runs/no-such-run/incidents")
+    assert answer.status_code == 404
+
+
+def test_a_data_order_sawtooth_is_one_incident_with_its_config_cause(api: httpx.Client) -> None:
+    # a from-scratch loss that dives at each epoch's first batches (seen before) and climbs back:
+    # period 40 = dataset_size / batch_size; its dives are not "too good", its climbs no divergence
+    import numpy as np
+
+    run_id = f"saw-{uuid.uuid4().hex[:8]}"
+    config = {"dataset_size": 320, "batch_size": 8}
+    api.post("/runs", json={"id": run_id, "project": "incidents", "config": config}).raise_for_status()
+    steps = np.arange(560)
+    rng = np.random.default_rng(0)
+    loss = 0.6 + 3.0 * np.exp(-steps / 60) - 0.55 * (steps % 40 < 8) + rng.normal(0, 0.02, steps.size)
+    body = {"metrics": {"loss": {"steps": steps.tolist(), "values": np.maximum(loss, 0.001).tolist()}}}
+    api.post(f"/runs/{run_id}/points", json=body).raise_for_status()
+    api.post(f"/runs/{run_id}/finish", json={"status": "finished"}).raise_for_status()
+
+    def sawtooth() -> list[dict]:
+        return [i for i in api.get(f"/runs/{run_id}/incidents").json()["data"] if i["rule"] == "sawtooth"]
+
+    (incident,) = wait_until(sawtooth)
+    assert incident["title"].startswith("sawtooth, period 40 steps (period 40 = dataset_size / batch_size")
+    kinds = {e["kind"] for e in api.get(f"/runs/{run_id}/events").json()["data"]}
+    assert not kinds & {"too_good", "divergence"}
