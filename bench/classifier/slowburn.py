@@ -541,7 +541,17 @@ def score_slow_burn(
     for c in curves:
         row = table.setdefault(
             c["family"],
-            {"label": c["label"], "n": 0, "named": 0, "quarter": 0, "half": 0, "alarmed": 0, "spike": 0, "misnamed": 0},
+            {
+                "label": c["label"],
+                "n": 0,
+                "named": 0,
+                "quarter": 0,
+                "half": 0,
+                "alarmed": 0,
+                "live": None,
+                "spike": 0,
+                "misnamed": 0,
+            },
         )
         row["n"] += 1
         read = readings.get(c["name"], {})
@@ -552,6 +562,8 @@ def score_slow_burn(
             row["half"] += names_it(read.get("half", []), c, 0)
         elif c["label"] == "healthy":
             row["alarmed"] += any(e["alarm"] for e in whole)
+            if "live" in read:
+                row["live"] = (row["live"] or 0) + any(e["alarm"] for e in read["live"])
         else:
             step, back = c["spike_step"], c["recovered_step"]
             row["spike"] += any(
@@ -563,7 +575,8 @@ def score_slow_burn(
 
 
 def format_slow_burn(results: dict[str, dict[str, dict[str, Any]]]) -> str:
-    """One block per tool: a row per family."""
+    """One block per tool: a row per family. `alarmed`: healthy curves with an alarm on the whole
+    curve; `live`: with an alarm shown at any moment while it streamed in ('-': not read live)."""
     lines = []
     for tool, table in results.items():
         lines.append(f"{tool}:")
@@ -575,21 +588,27 @@ def format_slow_burn(results: dict[str, dict[str, dict[str, Any]]]) -> str:
             + "by 1/4".rjust(9)
             + "by 1/2".rjust(9)
             + "alarmed".rjust(9)
+            + "live".rjust(9)
         )
-        totals = {"slow": [0, 0, 0, 0], "healthy": [0, 0]}
+        totals = {"slow": [0, 0, 0, 0], "healthy": [0, 0, 0, False]}
         for family, row in table.items():
             n = row["n"]
             if row["label"] == "slow":
-                cells = [f"{row['named'] / n:.0%}", f"{row['quarter'] / n:.0%}", f"{row['half'] / n:.0%}", ""]
+                cells = [f"{row['named'] / n:.0%}", f"{row['quarter'] / n:.0%}", f"{row['half'] / n:.0%}", "", ""]
                 t = totals["slow"]
                 t[0] += n
                 t[1] += row["named"]
                 t[2] += row["quarter"]
                 t[3] += row["half"]
             elif row["label"] == "healthy":
-                cells = ["", "", "", f"{row['alarmed']}/{n}"]
-                totals["healthy"][0] += n
-                totals["healthy"][1] += row["alarmed"]
+                live = "-" if row["live"] is None else f"{row['live']}/{n}"
+                cells = ["", "", "", f"{row['alarmed']}/{n}", live]
+                h = totals["healthy"]
+                h[0] += n
+                h[1] += row["alarmed"]
+                if row["live"] is not None:
+                    h[2] += row["live"]
+                    h[3] = True
             else:
                 cells = [f"spike {row['spike']}/{n}", "", "", f"misnamed {row['misnamed']}/{n}"]
                 lines.append("  " + family.ljust(38) + str(n).rjust(4) + cells[0].rjust(18) + cells[3].rjust(27))
@@ -605,7 +624,7 @@ def format_slow_burn(results: dict[str, dict[str, dict[str, Any]]]) -> str:
                 + f"{quarter / n:.0%}".rjust(9)
                 + f"{half / n:.0%}".rjust(9)
             )
-        hn, alarmed = totals["healthy"]
+        hn, alarmed, live, read_live = totals["healthy"]
         if hn:
             lines.append(
                 "  "
@@ -613,5 +632,6 @@ def format_slow_burn(results: dict[str, dict[str, dict[str, Any]]]) -> str:
                 + str(hn).rjust(4)
                 + "".rjust(27)
                 + f"{alarmed}/{hn}".rjust(9)
+                + (f"{live}/{hn}" if read_live else "-").rjust(9)
             )
     return "\n".join(lines)

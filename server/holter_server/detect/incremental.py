@@ -169,7 +169,8 @@ class IncrementalDetector:
     def events(self) -> list[Event]:
         """The current events, in step order; one event per anomaly."""
         members = self.sawtooth.member_spike_steps()
-        humps = [e for e in self.drift.events if e.kind == "spike"]  # drifts that came back
+        # drifts that came back; inside a sawtooth's stretch they are its teeth, which it names
+        humps = [e for e in self.drift.events if e.kind == "spike" and not _overlaps_any(e, self.sawtooth.events)]
         spikes = [e for e in self.spikes.events if e.start_step not in members] + humps
         drifts = [e for e in self.drift.events if e.kind == "divergence"]
         # an excursion that came back is the spike, not a divergence that "came back" nor a shift
