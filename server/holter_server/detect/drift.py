@@ -75,6 +75,9 @@ HISTORY_SHARE = 0.25
 # the rise must clear this many noise units (of the current level against the best, both medians
 # of bins) and the kind's share of the best
 OPEN_NOISE_UNITS = 5.0
+# ... fewer for an eval loss: each eval is an average over a whole set, and its few bins since the
+# best measure their noise high (a curve's bend counts in three second differences of seven)
+OPEN_NOISE_UNITS_BY_KIND = {"eval_loss": 3.0}
 # σ of a median of n values ≈ this x σ / √n
 MEDIAN_EFFICIENCY = 1.25
 # Mann–Kendall's Z over the bins since the best (one-sided p ≈ 0.05 at 1.64)
@@ -106,6 +109,9 @@ ONSET_NOISE_UNITS = 2.0
 # test, by twice the largest rise between two bins on the way down to the best
 SHORT_BINS = 4
 SHORT_BUMP_FACTOR = 2.0
+# ... the level then the lowest of the last this many, all above the best by this share of the rise named
+SHORT_LEVEL_BINS = 2
+SHORT_FIRST_SHARE = 0.5
 # a loss's rise must also be this share of the way it came down from its first level
 RANGE_SHARE = 0.005
 # a loss is judged once it has come down from its first level by this many times the rise named
@@ -355,6 +361,13 @@ class DriftDetector:
             rel = max(rel, FLOOR_FACTOR - 1.0)
         return rel
 
+    def _descent_need(self, need: float) -> float:
+        """The rise a loss's descent is measured against: an eval loss (no warm-up bump in a few
+        evals) against the kind's share of the best alone, not the noise its bend inflates."""
+        if self.profile.name == "eval_loss":
+            return self._min_rel() * abs(self.best) if math.isfinite(self.best) else need
+        return need
+
     def _first_eligible(self) -> int:
         """The first bin that may hold the best: one with a full smoothing window and history
         before it (a dense series' first points are start-up noise)."""
@@ -379,8 +392,8 @@ class DriftDetector:
         if open_ is None and (best_j < 0 or m < self.min_after or s[k] - best < self._min_rel() * abs(best)):
             return  # (cheap tests first: most bins of a healthy series stop here)
         if m < SHORT_BINS:
-            q = max(m, 1)
-            level = min(self.values[k - q + 1 :])  # a few evals: all of them above
+            q = min(max(m, 1), SHORT_LEVEL_BINS)
+            level = min(self.values[k - q + 1 :])  # a few evals: the last ones all above
         else:
             q = min(max((m + 1) // 2, self.smooth), max(LEVEL_BINS, LEVEL_POINTS // self.width), m + 1)
             level = _median(self.values[k - q + 1 :])
@@ -403,7 +416,9 @@ class DriftDetector:
             bump = float(np.max(np.diff(before))) if len(before) > 1 else 0.0
             need = max(SHORT_BUMP_FACTOR * bump, self._min_rel() * abs(best))
         else:
-            need = max(OPEN_NOISE_UNITS * noise, self._min_rel() * abs(best))
+            need = max(
+                OPEN_NOISE_UNITS_BY_KIND.get(self.profile.name, OPEN_NOISE_UNITS) * noise, self._min_rel() * abs(best)
+            )
         recent = self.last_steps[k] - RECENT_HUMPS_SHARE * (self.last_steps[k] - (self.first_step or 0))
         humps = [rise for back, rise in self.humps if back >= recent]
         if humps:
@@ -470,7 +485,7 @@ class DriftDetector:
         if (
             self.profile.name in FALLING_KINDS
             and self.first_level is not None
-            and self.first_level - best < DESCENT_FACTOR * need
+            and self.first_level - best < DESCENT_FACTOR * self._descent_need(need)
         ):
             return "not yet come down from where it started: still warming up"
         if self.profile.name not in FALLING_KINDS:
@@ -489,12 +504,16 @@ class DriftDetector:
             return "too short for the run's age"
         since = np.asarray(self.values[max(best_j, k - TREND_BINS + 1) :])
         if len(since) <= SHORT_BINS:
-            # a few evals: every one since the best above it, none far below the one before
-            if not (np.all(since[1:] - best >= need) and np.all(np.diff(since[1:]) > -need)):
+            # a few evals: every one since the best above it (the first by a share of the rise
+            # named, as a turn sets off slowly), none far below the one before
+            if not (np.all(since[1:] - best >= SHORT_FIRST_SHARE * need) and np.all(np.diff(since[1:]) > -need)):
                 return "not above its best at every eval since"
         elif mann_kendall_z(since) < OPEN_TREND_Z:
             return "no trend"
         smoothed = np.asarray(self.smoothed[best_j:])
+        if self.profile.name == "eval_loss" and len(smoothed) > SHORT_BINS:
+            # one eval off (the best itself a low one, a high one after it) is no move of the level
+            smoothed = np.asarray([_median(list(smoothed[max(0, i - 1) : i + 2])) for i in range(len(smoothed))])
         span = 1 if self.width == 1 else STEP_BINS  # a step inside a bin of several points shows in two
         if len(smoothed) > SHORT_BINS and float(np.max(smoothed[span:] - smoothed[:-span])) > MAX_STEP_SHARE * rise:
             return "one move makes most of it: a level shift"
