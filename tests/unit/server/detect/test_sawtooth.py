@@ -149,3 +149,13 @@ def test_a_short_healthy_loss_is_no_sawtooth(seed: int) -> None:
     n = int(np.random.default_rng(seed).integers(150, 520))
     values = decaying_loss(n, seed=seed, noise=0.01)
     assert "sawtooth" not in [e.kind for e in classify_series(np.arange(n), values, metric="loss")]
+
+
+@pytest.mark.parametrize("period, depth", [(120, 0.08), (200, 0.1), (60, 0.06)])
+def test_the_teeth_of_a_loss_sawtooth_are_not_also_reported_as_spikes(period, depth):
+    # each tooth climbs a few percent for most of a period and drops back: the sawtooth names them
+    n = 2500
+    values = decaying_loss(n, noise=0.003) * (1 + depth * ((np.arange(n) % period) / period - 0.5))
+    events = classify_series(np.arange(n), values, metric="loss")
+    assert "sawtooth" in [e.kind for e in events]
+    assert [e for e in events if e.kind == "spike"] == []
