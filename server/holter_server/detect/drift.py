@@ -78,6 +78,8 @@ OPEN_NOISE_UNITS = 5.0
 # ... fewer for an eval loss: each eval is an average over a whole set, and its few bins since the
 # best measure their noise high (a curve's bend counts in three second differences of seven)
 OPEN_NOISE_UNITS_BY_KIND = {"eval_loss": 3.0}
+# the largest lag-one autocorrelation read from the bins (a smooth trend left in them reads as one)
+MAX_WANDER_RHO = 0.5
 # σ of a median of n values ≈ this x σ / √n
 MEDIAN_EFFICIENCY = 1.25
 # Mann–Kendall's Z over the bins since the best (one-sided p ≈ 0.05 at 1.64)
@@ -201,6 +203,22 @@ def bin_noise(values: np.ndarray) -> float:
     if len(values) >= 2:
         return MAD_TO_SIGMA * float(np.median(np.abs(np.diff(values)))) / math.sqrt(2.0)
     return 0.0
+
+
+def wander_factor(values: np.ndarray) -> float:
+    """How much wider the noise of a mean of consecutive bins is than for independent ones: with
+    lag-one autocorrelation ρ, √((1 + ρ) / (1 − ρ)). For AR(1) noise the variance of second
+    differences over that of (slope-free) first differences is 3 − ρ; robust σs of both give ρ."""
+    if len(values) < 8:
+        return 1.0
+    d1 = np.diff(values)
+    d2 = np.diff(d1)
+    s1 = float(np.median(np.abs(d1 - np.median(d1))))
+    s2 = float(np.median(np.abs(d2)))
+    if s1 <= 0:
+        return 1.0
+    rho = min(max(3.0 - (s2 / s1) ** 2, 0.0), MAX_WANDER_RHO)
+    return math.sqrt((1 + rho) / (1 - rho))
 
 
 class DriftDetector:
@@ -401,9 +419,16 @@ class DriftDetector:
         best_value = self.sign * best  # in the metric's own units
         # the noise of the bins since the best (the descent before it curves, and would count as noise)
         lo = max(best_j, k - TREND_BINS) if m >= 2 else max(0, best_j - 2)
-        spread = max(bin_noise(np.asarray(self.values[lo:])), 0.5 * self.quantum, 1e-6 * abs(best), 1e-300)
-        # the noise of the difference between two medians: the current level's (q bins) and the best's
-        noise = spread * MEDIAN_EFFICIENCY * math.sqrt(1 / q + 1 / self.smooth)
+        recent = np.asarray(self.values[lo:])
+        spread = max(bin_noise(recent), 0.5 * self.quantum, 1e-6 * abs(best), 1e-300)
+        # the noise of the difference between two medians: the current level's (q bins) and the best's;
+        # bins whose noise wanders (autocorrelated) are fewer independent ones than they seem
+        noise = (
+            spread
+            * MEDIAN_EFFICIENCY
+            * math.sqrt(1 / q + 1 / self.smooth)
+            * (1.0 if self.profile.name == "eval_loss" else wander_factor(recent))
+        )
         if not (best_value > 0 and abs(best) >= CLEAR_OF_ZERO * spread):
             if open_ is not None:
                 self._update(open_, level, rise, noise, rising=False)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from detect_curves import decaying_loss, flat
 from holter_server.detect import IncrementalDetector, classify_series
+from holter_server.detect.drift import wander_factor
 from holter_server.detect.findings import cross_signal_findings
 from holter_server.postmortem.summary import write_summary
 
@@ -346,3 +347,14 @@ def test_at_every_moment_of_a_stream_the_live_events_are_those_of_a_batch_analys
         i = min(i + size, len(values))
         batch = classify_series(steps[:i], values[:i], metric=metric)
         assert [e.to_dict() for e in detector.events] == [e.to_dict() for e in batch], f"after {i} points"
+
+
+def test_the_noise_of_bins_that_wander_counts_them_as_fewer_independent_ones() -> None:
+    rng = np.random.default_rng(8)
+    white = rng.normal(size=400)
+    ar = np.empty(400)
+    ar[0] = white[0]
+    for i in range(1, 400):
+        ar[i] = 0.8 * ar[i - 1] + 0.6 * white[i]
+    assert wander_factor(white) < 1.2 and wander_factor(white + 0.05 * np.arange(400)) < 1.2
+    assert wander_factor(ar) == pytest.approx(3**0.5)  # ρ read as 0.8, capped at 0.5
