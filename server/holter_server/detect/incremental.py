@@ -176,8 +176,12 @@ class IncrementalDetector:
         # an excursion that came back is the spike, not a divergence that "came back" nor a shift
         # that "stayed there" while it decayed back
         rises = [e for e in self.rise.events if not _within_spike(e, spikes)]
+        shifts = [e for e in self.shifts.events if not _within_spike(e, spikes)]
+        # a level shift named before a drift over the same steps is that episode (the drift is
+        # the step seen from afar); otherwise the divergence stands for both
+        drifts = [d for d in drifts if not any(_overlaps_any(d, [s]) and _named(s) < _named(d) for s in shifts)]
         divergences = self.nonfinite.events + _named_first(rises, drifts)
-        shifts = [e for e in self.shifts.events if not _overlaps_any(e, divergences) and not _within_spike(e, spikes)]
+        shifts = [e for e in shifts if not _overlaps_any(e, divergences)]
         found = spikes + divergences + shifts + self.sawtooth.events + self.plateau.all_events() + self.too_good.events
         cap = self.profile.severity_cap
         if cap is not None:
@@ -276,6 +280,11 @@ def _named_first(rises: list[Event], drifts: list[Event]) -> list[Event]:
             continue
         kept.append(event)
     return kept
+
+
+def _named(event: Event) -> int:
+    """The step at which an event was first reported."""
+    return int(event.details.get("detected_step", event.start_step))
 
 
 def _within_spike(event: Event, spikes: list[Event]) -> bool:
