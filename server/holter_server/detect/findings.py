@@ -6,7 +6,7 @@
 * `activation_growth` — an activation norm that keeps growing; `layer_dominance` — one
   layer's activation norm dwarfing the others of its stack (named); the outputs of
   normalisation layers and embeddings, whose scale is set by construction, are left out.
-* `systems_slowdown` — throughput down (or step time up, abruptly or drifting) while the loss
+* `systems_slowdown` — throughput or MFU down (or step time up, abruptly or drifting) while the loss
   carries on.
 * `drift_together` — a loss drifting the wrong way (detect/drift.py), with the other vital signs
   that moved with it over the same steps (gradient norm, mismatch, throughput, another loss) and
