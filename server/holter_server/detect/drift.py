@@ -111,6 +111,8 @@ ONSET_NOISE_UNITS = 2.0
 # test, by twice the largest rise between two bins on the way down to the best
 SHORT_BINS = 4
 SHORT_BUMP_FACTOR = 2.0
+# ... and past them, the rise over the median of the best eval and its neighbours at least this share
+AROUND_SHARE = 0.5
 # ... the level then the lowest of the last this many, all above the best by this share of the rise named
 SHORT_LEVEL_BINS = 2
 SHORT_FIRST_SHARE = 0.5
@@ -535,6 +537,12 @@ class DriftDetector:
                 return "not above its best at every eval since"
         elif mann_kendall_z(since) < OPEN_TREND_Z:
             return "no trend"
+        elif self.smooth == 1 and best_j >= 1:
+            # evals one by one: the lowest of a flat stretch is its luckiest; the rise must also
+            # show against the level around it (the median of it and its neighbours)
+            around = _median(self.values[best_j - 1 : best_j + 2])
+            if rise - (around - best) < AROUND_SHARE * need:
+                return "no rise over the level around its best"
         smoothed = np.asarray(self.smoothed[best_j:])
         if self.profile.name == "eval_loss" and len(smoothed) > SHORT_BINS:
             # one eval off (the best itself a low one, a high one after it) is no move of the level

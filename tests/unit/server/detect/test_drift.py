@@ -109,6 +109,16 @@ def test_a_converged_eval_loss_wobbling_within_its_noise_raises_nothing() -> Non
         assert alarms(classify_series(steps, values, metric="eval/loss", kind="eval_loss")) == [], seed
 
 
+def test_a_converged_eval_loss_rising_only_against_its_luckiest_eval_raises_nothing() -> None:
+    # the lowest eval of a flat stretch (0.7695) sits 2.5 noise units under its neighbours; the
+    # evals after it run at the stretch's level, a few of them in a row upward by chance
+    values = [2.3817, 1.0945, 0.873, 0.8253, 0.7915, 0.7909, 0.7917, 0.7832, 0.7811, 0.7796, 0.7695, 0.7808]
+    values += [0.7781, 0.7829, 0.7858, 0.7885, 0.7733, 0.7913, 0.7901, 0.7882, 0.7733, 0.7838, 0.7937, 0.78]
+    values += [0.7942, 0.784, 0.7851, 0.7826, 0.7894, 0.787]
+    steps = np.arange(1, 31) * 150
+    assert alarms(classify_series(steps, np.array(values), metric="eval/loss", kind="eval_loss")) == []
+
+
 def test_an_eval_loss_doubling_from_a_one_eval_minimum_over_eighteen_evals_is_named() -> None:
     # the shape of nano-gpt's val loss every 250 steps: one lowest eval, then a steady climb
     steps = np.arange(0, 26) * 250
