@@ -112,6 +112,25 @@ def holter_reading(curve: dict, upto: int) -> list[dict]:
     ]
 
 
+def holter_live(curve: dict, chunks: int = 100) -> list[dict]:
+    """Every alarm Holter showed at any moment while the curve streamed in, `chunks` batches
+    (one point at a time for a short series): a warning raised and withdrawn later was still sent."""
+    detector = new_detector(curve["metric"], kind=curve["kind"])
+    steps, values = curve["steps"], curve["values"]
+    size = max(1, len(steps) // chunks)
+    seen: dict[tuple, dict] = {}
+    for i in range(0, len(steps), size):
+        detector.add(steps[i : i + size], values[i : i + size])
+        events = detector.events
+        for e in events + cross_signal_findings(events, [detector.snapshot()]):
+            if e.severity != "info":
+                seen.setdefault(
+                    (e.kind, e.start_step),
+                    {"kind": e.kind, "start_step": e.start_step, "end_step": e.end_step, "alarm": True},
+                )
+    return list(seen.values())
+
+
 def slow_burn(seed: int, with_peers: bool) -> None:
     """The slow-burn table: failures that creep (named at all, by a quarter and by half-way through
     their course) and their healthy look-alikes (alarmed), for Holter and the peers."""
@@ -126,6 +145,9 @@ def slow_burn(seed: int, with_peers: bool) -> None:
     readings = {
         "holter": {c["name"]: {cut: holter_reading(c, upto) for cut, upto in cutoffs(c).items()} for c in curves}
     }
+    for c in curves:
+        if c["label"] == "healthy":
+            readings["holter"][c["name"]]["live"] = holter_live(c)
     if with_peers:
         prefixes = []
         for c in curves:

@@ -318,6 +318,8 @@ def healthy_loss(rng: np.random.Generator, held_out: bool) -> Curve:
                 "slow_wiggle",
                 "grpo",
                 "sparse",
+                "epoch_steps",
+                "lr_restarts",
             ]
         )
     )
@@ -343,6 +345,18 @@ def healthy_loss(rng: np.random.Generator, held_out: bool) -> Curve:
             level = level * np.where(t > at, 1 + rng.uniform(0.02, 0.06) * np.exp(-(t - at) / rng.uniform(0.1, 0.5)), 1)
     elif case == "small_batch":
         rel = rng.uniform(0.04, 0.1)
+    elif case == "epoch_steps":
+        # multi-epoch fine-tuning: the loss drops 4-15% at each epoch boundary (the model has seen
+        # the data) and eases along within an epoch
+        epochs = int(rng.integers(2, 6))
+        drop = rng.uniform(0.04, 0.15)
+        level = level * (1 - drop) ** np.floor(t * epochs)
+    elif case == "lr_restarts":
+        # cosine with warm restarts: each restart lifts the loss 2-6%, learned down again within the cycle
+        cycles = int(rng.integers(2, 5))
+        phase = (t * cycles) % 1.0
+        lift = rng.uniform(0.02, 0.06) * np.where(t * cycles >= 1, np.exp(-phase / rng.uniform(0.05, 0.2)), 0.0)
+        level = level * (1 + lift)
     elif case == "slow_wiggle":
         period = rng.uniform(0.05, 0.3)
         level = level * (1 + rng.uniform(0.003, 0.015) * np.sin(2 * np.pi * t / period + rng.uniform(0, 6)))
@@ -357,7 +371,7 @@ def healthy_loss(rng: np.random.Generator, held_out: bool) -> Curve:
 
 def healthy_eval(rng: np.random.Generator, held_out: bool) -> Curve:
     """A healthy eval loss: falling, converged (flat within its noise), or with one eval off."""
-    case = str(rng.choice(["plain", "converged", "one_off", "few"]))
+    case = str(rng.choice(["plain", "converged", "one_off", "few", "small_eval_set", "uptick"]))
     n = int(rng.integers(5, 15)) if case == "few" else int(rng.integers(15, 81))
     every = int(rng.choice([150, 200, 400, 1000]) if held_out else rng.choice([100, 250, 500]))
     steps = np.arange(1, n + 1) * every
@@ -366,7 +380,13 @@ def healthy_eval(rng: np.random.Generator, held_out: bool) -> Curve:
     if case == "converged":
         at = rng.uniform(0.3, 0.6)
         level = np.where(t > at, np.interp(at, t, level), level)
-    rel = rng.uniform(0.001, 0.01)
+    if case == "uptick":
+        # up 1-3% for two or three evals, then down again (a data-order or LR-schedule wobble)
+        at, width = int(rng.integers(n // 3, n - 4)), int(rng.integers(2, 4))
+        bump = np.zeros(n)
+        bump[at : at + width] = rng.uniform(0.01, 0.03)
+        level = level * (1 + bump)
+    rel = rng.uniform(0.02, 0.04) if case == "small_eval_set" else rng.uniform(0.001, 0.01)
     values = level * (1 + rel * rng.normal(size=n))
     if case == "one_off":
         at = int(rng.integers(n // 2, n - 1))
@@ -379,7 +399,7 @@ def healthy_timing(rng: np.random.Generator, held_out: bool, kind: str) -> Curve
     steps, values, metric, _ = _timing(rng, held_out, kind)
     n = len(steps)
     t = np.arange(n) / n
-    case = str(rng.choice(["flat", "warmup", "thermal_wiggle", "small_step", "improving"]))
+    case = str(rng.choice(["flat", "warmup", "thermal_wiggle", "small_step", "improving", "slow_ramp"]))
     direction = -1 if kind == "throughput" else 1
     shape = np.ones(n)
     if case == "warmup":  # the first steps are slow (compilation, caches, the loader filling up)
@@ -390,6 +410,8 @@ def healthy_timing(rng: np.random.Generator, held_out: bool, kind: str) -> Curve
         shape = np.where(t > rng.uniform(0.2, 0.9), 1 + direction * rng.uniform(0.01, 0.04), 1.0)
     elif case == "improving":
         shape = 1 - direction * rng.uniform(0.02, 0.1) * t
+    elif case == "slow_ramp":  # caches and the allocator settle over the first tenth to third of the run
+        shape = 1 + direction * rng.uniform(0.1, 0.3) * np.clip(1 - t / rng.uniform(0.1, 0.33), 0, 1)
     values = _with_pauses(rng, steps, values * shape, direction)
     family = "healthy throughput" if kind == "throughput" else "healthy step time"
     return _curve(kind, metric, steps, values, family, label="healthy", case=case)
@@ -401,7 +423,7 @@ def healthy_mismatch(rng: np.random.Generator, held_out: bool) -> Curve:
     steps = np.arange(1, n + 1)
     floor = float(np.exp(rng.uniform(np.log(5e-4), np.log(2e-2))))
     spread = rng.uniform(0.1, 0.25)
-    case = str(rng.choice(["flat", "wander", "easing"]))
+    case = str(rng.choice(["flat", "wander", "easing", "policy_drift"]))
     log_level = np.zeros(n)
     if case == "wander":
         # a slow excursion of up to 1.8x and back, as the policy moves away from its reference and returns
@@ -409,6 +431,9 @@ def healthy_mismatch(rng: np.random.Generator, held_out: bool) -> Curve:
         log_level = np.log(rng.uniform(1.2, 1.8)) * np.exp(-(((np.arange(n) / n - centre) / width) ** 2))
     elif case == "easing":
         log_level = -np.log(rng.uniform(1.2, 2.0)) * np.arange(n) / n
+    elif case == "policy_drift":
+        # RL: the gap grows 1.2-1.6x as the policy moves from where it started, then holds
+        log_level = np.log(rng.uniform(1.2, 1.6)) * np.clip(np.arange(n) / n / rng.uniform(0.3, 0.7), 0, 1)
     # log-normal: a mean of absolute gaps is skewed but not heavy-tailed (a route's numerical floor)
     values = floor * np.exp(log_level + spread * rng.normal(size=n) - spread**2 / 2)
     metric = str(rng.choice(["train_rollout_logprob_abs_diff", "sampling/sampling_logp_difference/mean"]))
@@ -423,7 +448,7 @@ def healthy_grad_norm(rng: np.random.Generator, held_out: bool) -> Curve:
     steps = np.arange(1, n + 1) * every
     t = np.arange(n) / n
     level = _settling_norm(rng, n)
-    case = str(rng.choice(["settled", "falling", "late_lr_decay_rise", "early_rise", "spiky"]))
+    case = str(rng.choice(["settled", "falling", "late_lr_decay_rise", "early_rise", "spiky", "rl_wander"]))
     if case == "falling":
         level = level * (1 - rng.uniform(0.2, 0.5) * t)
     elif case == "late_lr_decay_rise":
@@ -431,6 +456,10 @@ def healthy_grad_norm(rng: np.random.Generator, held_out: bool) -> Curve:
         level = level * (1 + rng.uniform(0.2, 0.7) * np.clip((t - at) / (1 - at), 0, 1) ** rng.uniform(0.7, 1.5))
     elif case == "early_rise":
         level = level * (1 + rng.uniform(0.3, 0.8) * np.clip(t / rng.uniform(0.2, 0.5), 0, 1))
+    elif case == "rl_wander":
+        # an RL policy's gradient norm: its level wanders ±10-30% with the batches' rewards, heavy-tailed
+        period = rng.uniform(0.1, 0.4)
+        level = level * (1 + rng.uniform(0.1, 0.3) * np.sin(2 * np.pi * t / period + rng.uniform(0, 6)))
     spread = rng.uniform(0.05, 0.15)
     values = level * np.exp(spread * _noise(rng, n, held_out))
     if case == "spiky":
@@ -541,7 +570,17 @@ def score_slow_burn(
     for c in curves:
         row = table.setdefault(
             c["family"],
-            {"label": c["label"], "n": 0, "named": 0, "quarter": 0, "half": 0, "alarmed": 0, "spike": 0, "misnamed": 0},
+            {
+                "label": c["label"],
+                "n": 0,
+                "named": 0,
+                "quarter": 0,
+                "half": 0,
+                "alarmed": 0,
+                "live": None,
+                "spike": 0,
+                "misnamed": 0,
+            },
         )
         row["n"] += 1
         read = readings.get(c["name"], {})
@@ -552,6 +591,8 @@ def score_slow_burn(
             row["half"] += names_it(read.get("half", []), c, 0)
         elif c["label"] == "healthy":
             row["alarmed"] += any(e["alarm"] for e in whole)
+            if "live" in read:
+                row["live"] = (row["live"] or 0) + any(e["alarm"] for e in read["live"])
         else:
             step, back = c["spike_step"], c["recovered_step"]
             row["spike"] += any(
@@ -563,7 +604,8 @@ def score_slow_burn(
 
 
 def format_slow_burn(results: dict[str, dict[str, dict[str, Any]]]) -> str:
-    """One block per tool: a row per family."""
+    """One block per tool: a row per family. `alarmed`: healthy curves with an alarm on the whole
+    curve; `live`: with an alarm shown at any moment while it streamed in ('-': not read live)."""
     lines = []
     for tool, table in results.items():
         lines.append(f"{tool}:")
@@ -575,21 +617,27 @@ def format_slow_burn(results: dict[str, dict[str, dict[str, Any]]]) -> str:
             + "by 1/4".rjust(9)
             + "by 1/2".rjust(9)
             + "alarmed".rjust(9)
+            + "live".rjust(9)
         )
-        totals = {"slow": [0, 0, 0, 0], "healthy": [0, 0]}
+        totals = {"slow": [0, 0, 0, 0], "healthy": [0, 0, 0, False]}
         for family, row in table.items():
             n = row["n"]
             if row["label"] == "slow":
-                cells = [f"{row['named'] / n:.0%}", f"{row['quarter'] / n:.0%}", f"{row['half'] / n:.0%}", ""]
+                cells = [f"{row['named'] / n:.0%}", f"{row['quarter'] / n:.0%}", f"{row['half'] / n:.0%}", "", ""]
                 t = totals["slow"]
                 t[0] += n
                 t[1] += row["named"]
                 t[2] += row["quarter"]
                 t[3] += row["half"]
             elif row["label"] == "healthy":
-                cells = ["", "", "", f"{row['alarmed']}/{n}"]
-                totals["healthy"][0] += n
-                totals["healthy"][1] += row["alarmed"]
+                live = "-" if row["live"] is None else f"{row['live']}/{n}"
+                cells = ["", "", "", f"{row['alarmed']}/{n}", live]
+                h = totals["healthy"]
+                h[0] += n
+                h[1] += row["alarmed"]
+                if row["live"] is not None:
+                    h[2] += row["live"]
+                    h[3] = True
             else:
                 cells = [f"spike {row['spike']}/{n}", "", "", f"misnamed {row['misnamed']}/{n}"]
                 lines.append("  " + family.ljust(38) + str(n).rjust(4) + cells[0].rjust(18) + cells[3].rjust(27))
@@ -605,7 +653,7 @@ def format_slow_burn(results: dict[str, dict[str, dict[str, Any]]]) -> str:
                 + f"{quarter / n:.0%}".rjust(9)
                 + f"{half / n:.0%}".rjust(9)
             )
-        hn, alarmed = totals["healthy"]
+        hn, alarmed, live, read_live = totals["healthy"]
         if hn:
             lines.append(
                 "  "
@@ -613,5 +661,6 @@ def format_slow_burn(results: dict[str, dict[str, dict[str, Any]]]) -> str:
                 + str(hn).rjust(4)
                 + "".rjust(27)
                 + f"{alarmed}/{hn}".rjust(9)
+                + (f"{live}/{hn}" if read_live else "-").rjust(9)
             )
     return "\n".join(lines)

@@ -75,6 +75,11 @@ HISTORY_SHARE = 0.25
 # the rise must clear this many noise units (of the current level against the best, both medians
 # of bins) and the kind's share of the best
 OPEN_NOISE_UNITS = 5.0
+# ... fewer for an eval loss: each eval is an average over a whole set, and its few bins since the
+# best measure their noise high (a curve's bend counts in three second differences of seven)
+OPEN_NOISE_UNITS_BY_KIND = {"eval_loss": 3.0}
+# the largest lag-one autocorrelation read from the bins (a smooth trend left in them reads as one)
+MAX_WANDER_RHO = 0.5
 # σ of a median of n values ≈ this x σ / √n
 MEDIAN_EFFICIENCY = 1.25
 # Mann–Kendall's Z over the bins since the best (one-sided p ≈ 0.05 at 1.64)
@@ -106,6 +111,11 @@ ONSET_NOISE_UNITS = 2.0
 # test, by twice the largest rise between two bins on the way down to the best
 SHORT_BINS = 4
 SHORT_BUMP_FACTOR = 2.0
+# ... and past them, the rise over the median of the best eval and its neighbours at least this share
+AROUND_SHARE = 0.5
+# ... the level then the lowest of the last this many, all above the best by this share of the rise named
+SHORT_LEVEL_BINS = 2
+SHORT_FIRST_SHARE = 0.5
 # a loss's rise must also be this share of the way it came down from its first level
 RANGE_SHARE = 0.005
 # a loss is judged once it has come down from its first level by this many times the rise named
@@ -195,6 +205,22 @@ def bin_noise(values: np.ndarray) -> float:
     if len(values) >= 2:
         return MAD_TO_SIGMA * float(np.median(np.abs(np.diff(values)))) / math.sqrt(2.0)
     return 0.0
+
+
+def wander_factor(values: np.ndarray) -> float:
+    """How much wider the noise of a mean of consecutive bins is than for independent ones: with
+    lag-one autocorrelation ρ, √((1 + ρ) / (1 − ρ)). For AR(1) noise the variance of second
+    differences over that of (slope-free) first differences is 3 − ρ; robust σs of both give ρ."""
+    if len(values) < 8:
+        return 1.0
+    d1 = np.diff(values)
+    d2 = np.diff(d1)
+    s1 = float(np.median(np.abs(d1 - np.median(d1))))
+    s2 = float(np.median(np.abs(d2)))
+    if s1 <= 0:
+        return 1.0
+    rho = min(max(3.0 - (s2 / s1) ** 2, 0.0), MAX_WANDER_RHO)
+    return math.sqrt((1 + rho) / (1 - rho))
 
 
 class DriftDetector:
@@ -355,6 +381,13 @@ class DriftDetector:
             rel = max(rel, FLOOR_FACTOR - 1.0)
         return rel
 
+    def _descent_need(self, need: float) -> float:
+        """The rise a loss's descent is measured against: an eval loss (no warm-up bump in a few
+        evals) against the kind's share of the best alone, not the noise its bend inflates."""
+        if self.profile.name == "eval_loss":
+            return self._min_rel() * abs(self.best) if math.isfinite(self.best) else need
+        return need
+
     def _first_eligible(self) -> int:
         """The first bin that may hold the best: one with a full smoothing window and history
         before it (a dense series' first points are start-up noise)."""
@@ -379,8 +412,8 @@ class DriftDetector:
         if open_ is None and (best_j < 0 or m < self.min_after or s[k] - best < self._min_rel() * abs(best)):
             return  # (cheap tests first: most bins of a healthy series stop here)
         if m < SHORT_BINS:
-            q = max(m, 1)
-            level = min(self.values[k - q + 1 :])  # a few evals: all of them above
+            q = min(max(m, 1), SHORT_LEVEL_BINS)
+            level = min(self.values[k - q + 1 :])  # a few evals: the last ones all above
         else:
             q = min(max((m + 1) // 2, self.smooth), max(LEVEL_BINS, LEVEL_POINTS // self.width), m + 1)
             level = _median(self.values[k - q + 1 :])
@@ -388,9 +421,16 @@ class DriftDetector:
         best_value = self.sign * best  # in the metric's own units
         # the noise of the bins since the best (the descent before it curves, and would count as noise)
         lo = max(best_j, k - TREND_BINS) if m >= 2 else max(0, best_j - 2)
-        spread = max(bin_noise(np.asarray(self.values[lo:])), 0.5 * self.quantum, 1e-6 * abs(best), 1e-300)
-        # the noise of the difference between two medians: the current level's (q bins) and the best's
-        noise = spread * MEDIAN_EFFICIENCY * math.sqrt(1 / q + 1 / self.smooth)
+        recent = np.asarray(self.values[lo:])
+        spread = max(bin_noise(recent), 0.5 * self.quantum, 1e-6 * abs(best), 1e-300)
+        # the noise of the difference between two medians: the current level's (q bins) and the best's;
+        # bins whose noise wanders (autocorrelated) are fewer independent ones than they seem
+        noise = (
+            spread
+            * MEDIAN_EFFICIENCY
+            * math.sqrt(1 / q + 1 / self.smooth)
+            * (1.0 if self.profile.name == "eval_loss" else wander_factor(recent))
+        )
         if not (best_value > 0 and abs(best) >= CLEAR_OF_ZERO * spread):
             if open_ is not None:
                 self._update(open_, level, rise, noise, rising=False)
@@ -399,13 +439,15 @@ class DriftDetector:
             # a few evals since the best say little about their noise (a single second difference);
             # the largest rise between two evals on the way down to the best does: the turn must
             # be twice that
-            before = np.asarray(self.values[max(0, best_j - TREND_BINS) : best_j + 1])
-            bump = float(np.max(np.diff(before))) if len(before) > 1 else 0.0
+            descent = np.asarray(self.values[max(0, best_j - TREND_BINS) : best_j + 1])
+            bump = float(np.max(np.diff(descent))) if len(descent) > 1 else 0.0
             need = max(SHORT_BUMP_FACTOR * bump, self._min_rel() * abs(best))
         else:
-            need = max(OPEN_NOISE_UNITS * noise, self._min_rel() * abs(best))
-        recent = self.last_steps[k] - RECENT_HUMPS_SHARE * (self.last_steps[k] - (self.first_step or 0))
-        humps = [rise for back, rise in self.humps if back >= recent]
+            need = max(
+                OPEN_NOISE_UNITS_BY_KIND.get(self.profile.name, OPEN_NOISE_UNITS) * noise, self._min_rel() * abs(best)
+            )
+        lately = self.last_steps[k] - RECENT_HUMPS_SHARE * (self.last_steps[k] - (self.first_step or 0))
+        humps = [rise for back, rise in self.humps if back >= lately]
         if humps:
             # a rise no larger than the humps it recently came back from is no news (the teeth of a
             # sawtooth, a wobbling level)
@@ -470,7 +512,7 @@ class DriftDetector:
         if (
             self.profile.name in FALLING_KINDS
             and self.first_level is not None
-            and self.first_level - best < DESCENT_FACTOR * need
+            and self.first_level - best < DESCENT_FACTOR * self._descent_need(need)
         ):
             return "not yet come down from where it started: still warming up"
         if self.profile.name not in FALLING_KINDS:
@@ -489,12 +531,22 @@ class DriftDetector:
             return "too short for the run's age"
         since = np.asarray(self.values[max(best_j, k - TREND_BINS + 1) :])
         if len(since) <= SHORT_BINS:
-            # a few evals: every one since the best above it, none far below the one before
-            if not (np.all(since[1:] - best >= need) and np.all(np.diff(since[1:]) > -need)):
+            # a few evals: every one since the best above it (the first by a share of the rise
+            # named, as a turn sets off slowly), none far below the one before
+            if not (np.all(since[1:] - best >= SHORT_FIRST_SHARE * need) and np.all(np.diff(since[1:]) > -need)):
                 return "not above its best at every eval since"
         elif mann_kendall_z(since) < OPEN_TREND_Z:
             return "no trend"
+        elif self.smooth == 1 and best_j >= 1:
+            # evals one by one: the lowest of a flat stretch is its luckiest; the rise must also
+            # show against the level around it (the median of it and its neighbours)
+            around = _median(self.values[best_j - 1 : best_j + 2])
+            if rise - (around - best) < AROUND_SHARE * need:
+                return "no rise over the level around its best"
         smoothed = np.asarray(self.smoothed[best_j:])
+        if self.profile.name == "eval_loss" and len(smoothed) > SHORT_BINS:
+            # one eval off (the best itself a low one, a high one after it) is no move of the level
+            smoothed = np.asarray([_median(list(smoothed[max(0, i - 1) : i + 2])) for i in range(len(smoothed))])
         span = 1 if self.width == 1 else STEP_BINS  # a step inside a bin of several points shows in two
         if len(smoothed) > SHORT_BINS and float(np.max(smoothed[span:] - smoothed[:-span])) > MAX_STEP_SHARE * rise:
             return "one move makes most of it: a level shift"

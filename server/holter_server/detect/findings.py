@@ -6,7 +6,7 @@
 * `activation_growth` — an activation norm that keeps growing; `layer_dominance` — one
   layer's activation norm dwarfing the others of its stack (named); the outputs of
   normalisation layers and embeddings, whose scale is set by construction, are left out.
-* `systems_slowdown` — throughput down (or step time up, abruptly or drifting) while the loss
+* `systems_slowdown` — throughput or MFU down (or step time up, abruptly or drifting) while the loss
   carries on.
 * `drift_together` — a loss drifting the wrong way (detect/drift.py), with the other vital signs
   that moved with it over the same steps (gradient norm, mismatch, throughput, another loss) and
@@ -61,7 +61,18 @@ DOMINANCE_RATIO = 10.0
 MIN_LAYERS = 3
 BROKEN_MIN_POINTS = 3  # a loss exactly the same at this many points from its first
 # the vital signs a loss drift is read beside, and how far outside its steps their moves still count
-COMPANION_KINDS = ("loss", "eval_loss", "grad_norm", "activation_norm", "logprob_mismatch", "throughput", "step_time")
+COMPANION_KINDS = (
+    "loss",
+    "eval_loss",
+    "grad_norm",
+    "activation_norm",
+    "logprob_mismatch",
+    "throughput",
+    "mfu",
+    "step_time",
+)
+# kinds whose fall is the job slowing down (MFU is a throughput as a share of the device's peak)
+THROUGHPUT_KINDS = ("throughput", "mfu")
 TOGETHER_SLACK_STEPS = 200
 
 
@@ -358,17 +369,14 @@ def _slowdowns(by_kind: dict[str, list[Event]]) -> list[Event]:
     losses = [e for e in by_kind.get("loss", []) if e.kind != "spike" or e.severity != Level.INFO]
     loss_names = sorted({e.metric for e in by_kind.get("loss", [])}) or ["the loss"]
     found = []
-    drops = [
-        e
-        for e in by_kind.get("throughput", [])
-        if e.kind == "level_shift" and e.details.get("after", 0) < e.details.get("before", 0)
-    ]
+    falls = [e for kind in THROUGHPUT_KINDS for e in by_kind.get(kind, [])]
+    drops = [e for e in falls if e.kind == "level_shift" and e.details.get("after", 0) < e.details.get("before", 0)]
     drops += [
         e
         for e in by_kind.get("step_time", [])
         if e.kind == "level_shift" and e.details.get("after", 0) > e.details.get("before", 0)
     ]
-    drops += [e for kind in ("throughput", "step_time") for e in by_kind.get(kind, []) if _is_drift(e)]
+    drops += [e for kind in (*THROUGHPUT_KINDS, "step_time") for e in by_kind.get(kind, []) if _is_drift(e)]
     for drop in drops:
         near = [e for e in losses if abs(e.start_step - drop.start_step) <= SLOWDOWN_QUIET_STEPS]
         if near:
@@ -378,7 +386,7 @@ def _slowdowns(by_kind: dict[str, list[Event]]) -> list[Event]:
         else:
             before, after = drop.details.get("before"), drop.details.get("after")
         change = f" {abs(after - before) / abs(before):.0%}" if before and after is not None else ""
-        verb = "fell" if drop in by_kind.get("throughput", []) else "rose"
+        verb = "fell" if drop in falls else "rose"
         moved = f"{verb}{change} at step {format_step(drop.start_step)}"
         if _is_drift(drop):
             creeping = "falling" if verb == "fell" else "rising"
@@ -429,7 +437,7 @@ def _went_wrong(event: Event, kind: str) -> bool:
         return True
     if event.kind == "level_shift" and "before" in event.details:
         down = event.details.get("after", 0) < event.details.get("before", 0)
-        return down if kind == "throughput" else not down
+        return down if kind in THROUGHPUT_KINDS else not down
     return False
 
 
@@ -466,7 +474,7 @@ def _drifts_together(
                 f"{name} ({_moved(other)} from step {format_step(other.start_step)})"
                 for name, (_, other) in sorted(moved.items(), key=lambda kv: kv[1][1].start_step or 0)
             )
-            systems = any(k in ("throughput", "step_time") for k, _ in moved.values())
+            systems = any(k in (*THROUGHPUT_KINDS, "step_time") for k, _ in moved.values())
             held_note = f"; {', '.join(held)} held" if held else ""
             reading = (
                 "the job itself slowed as the loss rose: look at the data pipeline and the machine as well as "

@@ -19,13 +19,13 @@ from holter_server.detect.baseline import BlockBaseline, rolling_level
 from holter_server.detect.ceiling import HealthyCeiling
 from holter_server.detect.divergence import NonFiniteDetector, RiseDetector
 from holter_server.detect.drift import DriftDetector
-from holter_server.detect.events import Event
+from holter_server.detect.events import Event, format_step, format_value
 from holter_server.detect.findings import SeriesSnapshot
 from holter_server.detect.level_shift import LevelShiftDetector
 from holter_server.detect.outline import Outline, SeriesOutline
 from holter_server.detect.plateau import PlateauDetector
 from holter_server.detect.sawtooth import ACF_WINDOW, SawtoothDetector, without_its_teeth
-from holter_server.detect.spikes import SpikeDetector
+from holter_server.detect.spikes import MAX_SPIKE_STEPS, SpikeDetector
 from holter_server.detect.too_good import TooGoodDetector
 from holter_server.detect.window import Window
 from holter_server.vocabulary.profiles import profile_for
@@ -169,14 +169,29 @@ class IncrementalDetector:
     def events(self) -> list[Event]:
         """The current events, in step order; one event per anomaly."""
         members = self.sawtooth.member_spike_steps()
-        humps = [e for e in self.drift.events if e.kind == "spike"]  # drifts that came back
+        # drifts that came back; inside a sawtooth's stretch they are its teeth, which it names
+        humps = [e for e in self.drift.events if e.kind == "spike" and not _overlaps_any(e, self.sawtooth.events)]
         spikes = [e for e in self.spikes.events if e.start_step not in members] + humps
         drifts = [e for e in self.drift.events if e.kind == "divergence"]
         # an excursion that came back is the spike, not a divergence that "came back" nor a shift
         # that "stayed there" while it decayed back
         rises = [e for e in self.rise.events if not _within_spike(e, spikes)]
+        # a rise that came back within a few hundred steps of where it set off was an excursion
+        # that recovered, however wide: a spike with its recovery time, not a divergence
+        came_back = [e for e in rises if _came_back_soon(e)]
+        spikes += [_recovered_spike(e) for e in came_back]
+        rises = [e for e in rises if e not in came_back]
+        shifts = [
+            e
+            for e in self.shifts.events
+            if not _within_spike(e, spikes)
+            and not any(_overlaps_any(e, [r]) and e.end_step <= r.start_step + MAX_SPIKE_STEPS for r in came_back)
+        ]
+        # a level shift named before a drift over the same steps is that episode (the drift is
+        # the step seen from afar); otherwise the divergence stands for both
+        drifts = [d for d in drifts if not any(_overlaps_any(d, [s]) and _named(s) < _named(d) for s in shifts)]
         divergences = self.nonfinite.events + _named_first(rises, drifts)
-        shifts = [e for e in self.shifts.events if not _overlaps_any(e, divergences) and not _within_spike(e, spikes)]
+        shifts = [e for e in shifts if not _overlaps_any(e, divergences)]
         found = spikes + divergences + shifts + self.sawtooth.events + self.plateau.all_events() + self.too_good.events
         found = without_its_teeth(found, self.sawtooth.events)
         cap = self.profile.severity_cap
@@ -276,6 +291,45 @@ def _named_first(rises: list[Event], drifts: list[Event]) -> list[Event]:
             continue
         kept.append(event)
     return kept
+
+
+def _came_back_soon(rise: Event) -> bool:
+    """Whether a rise over the minimum ended (came back below) within `MAX_SPIKE_STEPS` of its first step."""
+    return (
+        rise.details.get("cause") == "rise"
+        and rise.details.get("ongoing") is False
+        and rise.end_step - rise.start_step <= MAX_SPIKE_STEPS
+    )
+
+
+def _recovered_spike(rise: Event) -> Event:
+    """The spike a rise that came back soon was: information, with where it peaked and came back."""
+    d = rise.details
+    peak, minimum = d.get("peak"), d.get("minimum")
+    ratio = (
+        f" ({peak / minimum:.1f}x)" if isinstance(peak, float) and isinstance(minimum, float) and minimum > 0 else ""
+    )
+    peak_step = rise.peak_step if rise.peak_step is not None else rise.end_step
+    start = int(d.get("detected_step", rise.start_step))
+    summary = (
+        f"{rise.metric} jumped from {format_value(minimum)} to {format_value(peak)}{ratio} at step "
+        f"{format_step(start)}, peaked by step {format_step(peak_step)} and came back by step "
+        f"{format_step(rise.end_step)} ({format_step(rise.end_step - start)} steps after it began): a spike "
+        "that recovered, not a divergence"
+    )
+    return replace(
+        rise,
+        kind="spike",
+        start_step=start,
+        severity="info",
+        summary=summary,
+        details={**d, "recovered_step": rise.end_step, "recovered": True},
+    )
+
+
+def _named(event: Event) -> int:
+    """The step at which an event was first reported."""
+    return int(event.details.get("detected_step", event.start_step))
 
 
 def _within_spike(event: Event, spikes: list[Event]) -> bool:

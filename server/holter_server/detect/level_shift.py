@@ -70,10 +70,13 @@ class LevelShiftDetector:
                 failed = np.flatnonzero(~stays)
                 last_staying = n - 1 if not len(failed) else i + int(failed[0]) - 1
                 if last_staying >= i and self.open.get("pending"):
+                    pending = self.open["pending"]
                     self.open["pending"] -= last_staying - i + 1
                     if self.open["pending"] <= 0:
                         self.open.pop("pending")
-                        self.events.append(Event.from_dict(self.open.pop("event")))
+                        confirmed = Event.from_dict(self.open.pop("event"))
+                        confirmed.details["detected_step"] = window.step_at((first_block + i + pending) * BLOCK - 1)
+                        self.events.append(confirmed)
                 if last_staying >= i and not self.open.get("pending"):
                     event = self.events[-1]
                     event.end_step = window.step_at((first_block + last_staying + 1) * BLOCK - 1)
@@ -188,7 +191,12 @@ class LevelShiftDetector:
             severity=self.profile.shift_severity,
             score=float(shift / noise),
             summary="",
-            details={"before": before, "after": after, "relative": shift / abs(before) if before else None},
+            details={
+                "before": before,
+                "after": after,
+                "relative": shift / abs(before) if before else None,
+                "detected_step": window.step_at((block + 1) * BLOCK - 1),
+            },
         )
         event.summary = self._summary(event)
         if self.profile.shift_abrupt:

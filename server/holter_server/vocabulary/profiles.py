@@ -173,6 +173,8 @@ KINDS: dict[str, KindProfile] = {
     # model FLOPs utilisation: a throughput measured as a share of the device's peak
     "mfu": KindProfile(
         name="mfu",
+        drift_min_rel=0.08,
+        drift_critical_rel=0.4,
         direction=-1,
         spike_min_rel=0.08,
         spike_warn_points=None,

@@ -70,10 +70,21 @@ def test_memorising_loss_climbing_back_up_for_good_is_a_divergence():
     assert [e.kind for e in events if e.severity == "critical"] == ["divergence"]
 
 
-def test_loss_rise_that_came_back_down_is_a_warning_not_critical():
+def test_loss_rise_that_came_back_down_within_a_few_hundred_steps_is_a_spike_that_recovered():
+    # up 3x for forty steps and back: an excursion, however wide, not a divergence (issue 29)
     values = decaying_loss()
     values[400:440] *= 3.0
-    (event,) = [e for e in classify_series(np.arange(800), values, metric="loss") if e.kind == "divergence"]
+    events = classify_series(np.arange(800), values, metric="loss")
+    assert [e.kind for e in events if e.kind == "divergence"] == []
+    (spike,) = [e for e in events if e.kind == "spike"]
+    assert spike.severity == "info" and 400 <= spike.start_step <= 402 and spike.details["recovered_step"] <= 445
+    assert "came back by step" in spike.summary
+
+
+def test_loss_rise_that_came_back_after_more_than_a_few_hundred_steps_is_a_warning_not_critical():
+    values = decaying_loss(1600)
+    values[400:800] *= 3.0
+    (event,) = [e for e in classify_series(np.arange(1600), values, metric="loss") if e.kind == "divergence"]
     assert event.severity == "warning" and "came back below" in event.summary
 
 

@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 from detect_curves import decaying_loss, flat
 from holter_server.detect import IncrementalDetector, classify_series
+from holter_server.detect.drift import wander_factor
 from holter_server.detect.findings import cross_signal_findings
+from holter_server.postmortem.summary import write_summary
 
 
 def drifts(events) -> list:  # type: ignore[no-untyped-def]
@@ -89,6 +91,32 @@ def test_an_eval_loss_rising_45_percent_over_five_evals_is_named_with_no_train_l
     (drift,) = drifts(classify_series(steps, values, metric="eval/loss", kind="eval_loss"))
     assert drift.start_step == 3500 and drift.severity == "warning"
     assert detected_step(drift) <= 5000  # by the third eval up
+
+
+def test_an_eval_loss_turning_up_slowly_at_first_is_named_by_its_third_eval_up() -> None:
+    # the first eval after the best only 1.4% above it, then 3.4% and 5.9%
+    steps = np.arange(1, 8) * 400
+    values = np.array([5.784, 5.288, 4.999, 4.84, 4.906, 5.005, 5.125])
+    (drift,) = drifts(classify_series(steps, values, metric="eval/loss", kind="eval_loss"))
+    assert drift.severity == "warning" and drift.details["best_step"] == 1600
+
+
+def test_a_converged_eval_loss_wobbling_within_its_noise_raises_nothing() -> None:
+    steps = np.arange(1, 41) * 250
+    level = np.maximum(2.1 + 3 * np.exp(-steps / 1500), 2.1 + 3 * np.exp(-4))
+    for seed in range(20):
+        values = level * (1 + 0.004 * np.random.default_rng(seed).normal(size=40))
+        assert alarms(classify_series(steps, values, metric="eval/loss", kind="eval_loss")) == [], seed
+
+
+def test_a_converged_eval_loss_rising_only_against_its_luckiest_eval_raises_nothing() -> None:
+    # the lowest eval of a flat stretch (0.7695) sits 2.5 noise units under its neighbours; the
+    # evals after it run at the stretch's level, a few of them in a row upward by chance
+    values = [2.3817, 1.0945, 0.873, 0.8253, 0.7915, 0.7909, 0.7917, 0.7832, 0.7811, 0.7796, 0.7695, 0.7808]
+    values += [0.7781, 0.7829, 0.7858, 0.7885, 0.7733, 0.7913, 0.7901, 0.7882, 0.7733, 0.7838, 0.7937, 0.78]
+    values += [0.7942, 0.784, 0.7851, 0.7826, 0.7894, 0.787]
+    steps = np.arange(1, 31) * 150
+    assert alarms(classify_series(steps, np.array(values), metric="eval/loss", kind="eval_loss")) == []
 
 
 def test_an_eval_loss_doubling_from_a_one_eval_minimum_over_eighteen_evals_is_named() -> None:
@@ -244,6 +272,34 @@ def test_a_loss_drift_names_the_gradient_norm_and_eval_loss_that_moved_with_it_a
     assert detected_step(loss_drift) < 2500
 
 
+def test_the_issue_s_run_gets_a_warning_naming_the_drift_and_a_post_mortem_that_says_so() -> None:
+    # the issue's run (see above): no event at all before, "INFO · 3", and "1 loss spike" in the post-mortem
+    rng = np.random.default_rng(5)
+    steps = np.arange(3000)
+    base = 2.0 + 8.8 * np.exp(-steps / 150) + 0.3 / (1 + steps / 300)
+    base = base - base[2000] + 2.0
+    loss = np.where(steps < 2000, base, 2.0 + 0.63 * (steps - 2000) / 1000) * (1 + rng.normal(0, 0.015, 3000))
+    grad = np.where(steps < 2000, 1 + 3 * np.exp(-steps / 50), 1 + 2 * (steps - 2000) / 1000)
+    grad = grad * np.exp(rng.normal(0, 0.1, 3000))
+    evals = np.arange(100, 3001, 100)
+    eval_loss = np.maximum(
+        np.where(evals < 2000, 2.35 + 6 * np.exp(-evals / 300), 2.35 + 0.75 * (evals - 2000) / 1000), 2.35
+    ) + rng.normal(0, 0.005, len(evals))
+    detectors = {name: IncrementalDetector(name) for name in ("loss", "grad_norm", "eval_loss")}
+    for name, (s, v) in {"loss": (steps, loss), "grad_norm": (steps, grad), "eval_loss": (evals, eval_loss)}.items():
+        detectors[name].add(s, v)
+    events = [e for d in detectors.values() for e in d.events]
+    events += cross_signal_findings(events, [d.snapshot() for d in detectors.values()])
+    (loss_drift,) = drifts(detectors["loss"].events)
+    assert loss_drift.severity in ("warning", "critical") and loss_drift.summary.startswith("loss has risen ")
+    assert [e.kind for e in detectors["loss"].events if e.kind == "spike"] == []
+    text = write_summary(
+        name="creeper", status="finished", last_step=2999, events=[{**e.to_dict(), "status": "open"} for e in events]
+    )
+    assert "loss crept up" in text and "and is still rising" in text and "loss spike" not in text
+    assert "eval_loss crept up" in text or "eval_loss moving with it" in text
+
+
 # -- live: any batches, the same events ------------------------------------------------------------
 
 
@@ -270,3 +326,45 @@ def test_fed_in_random_batches_and_restored_from_its_state_midway_the_detector_f
         i += size
     assert [e.to_dict() for e in detector.events] == [e.to_dict() for e in whole]
     assert drifts(whole)
+
+
+def _hump() -> np.ndarray:
+    n = 6000
+    level = decaying_loss(n, noise=0.0)
+    bump = 0.15 * level[3000] * np.interp(np.arange(n), [3000, 3600, 4200], [0, 1, 0], left=0, right=0)
+    return decaying_loss(n, noise=0.005) + bump
+
+
+@pytest.mark.parametrize(
+    "metric, values",
+    [
+        ("loss", creeping_loss()),
+        ("loss", _hump()),
+        ("eval_loss", np.array([3.2, 2.6, 2.3, 2.15, 2.08, 2.05, 2.04, 2.25, 2.5, 2.7, 2.85, 2.96])),
+    ],
+    ids=["creep", "hump", "eval"],
+)
+def test_at_every_moment_of_a_stream_the_live_events_are_those_of_a_batch_analysis_of_the_points_so_far(
+    metric, values
+) -> None:  # type: ignore[no-untyped-def]
+    steps = np.arange(1, len(values) + 1) * (500 if metric == "eval_loss" else 1)
+    rng = np.random.default_rng(12)
+    detector = IncrementalDetector(metric)
+    i = 0
+    while i < len(values):
+        size = int(rng.integers(1, max(2, len(values) // 15)))
+        detector.add(steps[i : i + size], values[i : i + size])
+        i = min(i + size, len(values))
+        batch = classify_series(steps[:i], values[:i], metric=metric)
+        assert [e.to_dict() for e in detector.events] == [e.to_dict() for e in batch], f"after {i} points"
+
+
+def test_the_noise_of_bins_that_wander_counts_them_as_fewer_independent_ones() -> None:
+    rng = np.random.default_rng(8)
+    white = rng.normal(size=400)
+    ar = np.empty(400)
+    ar[0] = white[0]
+    for i in range(1, 400):
+        ar[i] = 0.8 * ar[i - 1] + 0.6 * white[i]
+    assert wander_factor(white) < 1.2 and wander_factor(white + 0.05 * np.arange(400)) < 1.2
+    assert wander_factor(ar) == pytest.approx(3**0.5)  # ρ read as 0.8, capped at 0.5

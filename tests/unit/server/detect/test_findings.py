@@ -80,6 +80,24 @@ def test_a_throughput_drop_with_a_quiet_loss_is_a_systems_problem() -> None:
     assert found.kind == "systems_slowdown" and "40%" in found.summary and "not a learning one" in found.summary
 
 
+def test_an_mfu_drop_with_a_quiet_loss_is_a_systems_problem() -> None:
+    # MFU is a throughput as a share of the device's peak: its fall is the job slowing down
+    drop = event("level_shift", "mfu", 6000, 7000, before=0.42, after=0.30)
+    (found,) = cross_signal_findings([drop], [SeriesSnapshot("mfu", 0.30, kind="mfu")])
+    assert found.kind == "systems_slowdown" and "fell 29%" in found.summary
+
+
+def test_an_mfu_bleeding_away_with_a_quiet_loss_is_a_systems_problem() -> None:
+    drift = event("divergence", "mfu", 6000, 9000, cause="drift", best=0.42, level=0.33)
+    (found,) = cross_signal_findings([drift], [SeriesSnapshot("mfu", 0.33, kind="mfu")])
+    assert found.kind == "systems_slowdown" and "has been falling since step 6,000, down 21%" in found.summary
+
+
+def test_an_mfu_rising_is_no_slowdown() -> None:
+    rise = event("level_shift", "mfu", 6000, 7000, before=0.30, after=0.42)
+    assert cross_signal_findings([rise], [SeriesSnapshot("mfu", 0.42, kind="mfu")]) == []
+
+
 def test_a_throughput_drop_beside_a_loss_problem_is_not_called_a_systems_problem() -> None:
     drop = event("level_shift", "tokens_per_s", 6000, 7000, before=52000.0, after=31200.0)
     assert cross_signal_findings([drop, event("divergence", "loss", 6050, 7000, severity="critical")], []) == []

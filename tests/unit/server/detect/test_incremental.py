@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from detect_curves import decaying_loss, flat
 from holter_server.detect import IncrementalDetector, classify_series
+from holter_server.detect.events import Event
 from holter_server.detect.incremental import TAIL_POINTS
 
 from tests.real_curves import load_corpus
@@ -170,3 +171,30 @@ def test_an_event_longer_than_the_tail_keeps_its_early_peak_when_fed_ten_points_
     whole = {e.event_id: e.to_dict() for e in IncrementalDetector(metric).add(steps, values).changed}
     assert seen == whole
     assert any(e["kind"] == kind and e["end_step"] - e["peak_step"] > TAIL_POINTS for e in seen.values())
+
+
+def _episode(kind: str, start: int, end: int, named: int, **details: object):  # type: ignore[no-untyped-def]
+    return Event(
+        kind=kind,
+        metric="grad_norm",
+        start_step=start,
+        end_step=end,
+        severity="warning",
+        score=1.0,
+        summary=kind,
+        details={"detected_step": named, **details},
+    )
+
+
+def test_a_level_shift_named_before_a_drift_over_the_same_steps_stands_for_the_episode():
+    detector = IncrementalDetector("grad_norm")
+    detector.shifts.events.append(_episode("level_shift", 1271, 2160, named=1279))
+    detector.drift.events.append(_episode("divergence", 1136, 2024, named=2000, cause="drift"))
+    assert [e.kind for e in detector.events] == ["level_shift"]
+
+
+def test_a_drift_named_before_a_level_shift_over_the_same_steps_stands_for_the_episode():
+    detector = IncrementalDetector("grad_norm")
+    detector.shifts.events.append(_episode("level_shift", 1271, 2160, named=1900))
+    detector.drift.events.append(_episode("divergence", 1136, 2024, named=1500, cause="drift"))
+    assert [e.kind for e in detector.events] == ["divergence"]

@@ -198,3 +198,13 @@ def test_a_loss_that_holds_too_low_during_a_sawtooth_is_still_too_good() -> None
     values[440:] = 0.02 + np.random.default_rng(5).normal(0, 0.002, values.size - 440)  # a leak: it holds there
     events = classify_series(np.arange(values.size), values, metric="loss")
     assert [e for e in events if e.kind == "too_good" and e.end_step - e.start_step >= 40]
+
+
+@pytest.mark.parametrize("period, depth", [(120, 0.08), (200, 0.1), (60, 0.06)])
+def test_the_teeth_of_a_loss_sawtooth_are_not_also_reported_as_spikes(period, depth):
+    # each tooth climbs a few percent for most of a period and drops back: the sawtooth names them
+    n = 2500
+    values = decaying_loss(n, noise=0.003) * (1 + depth * ((np.arange(n) % period) / period - 0.5))
+    events = classify_series(np.arange(n), values, metric="loss")
+    assert "sawtooth" in [e.kind for e in events]
+    assert [e for e in events if e.kind == "spike"] == []
