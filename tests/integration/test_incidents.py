@@ -53,8 +53,10 @@ def test_a_planted_nan_is_one_incident_led_by_its_module(server: ServerProcess, 
 
     def settled() -> dict | None:
         # the loss, the whole-model and per-layer gradient norms all diverged, with the tripwire
+        # (the loss's divergence may be read a pass after the gradients': wait for it too)
         found = incidents_of(server.url, run_id)
-        return found if found["events"] >= 8 else None
+        told = {(e["kind"], e["metric"]) for i in found["data"] for e in [i["leader"], *i["folded"]]}
+        return found if found["events"] >= 8 and ("divergence", "loss") in told else None
 
     found = wait_until(settled)
     first = found["data"][0]
