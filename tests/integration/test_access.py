@@ -7,6 +7,7 @@ import math
 import re
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import holter
 import httpx
@@ -325,17 +326,20 @@ def test_a_picture_link_signed_with_the_services_secret_is_refused_once_it_has_e
 
 
 def test_the_worker_gets_the_database_url_by_environment_not_on_its_command_line(
-    secured: ServerProcess, world: dict
+    store_url: str, tmp_path: Path
 ) -> None:
-    from pathlib import Path
-
-    assert secured.process is not None
-    children = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _parent_of(p) == secured.process.pid]
-    workers = [p for p in children if b"worker" in (p / "cmdline").read_bytes()]
-    assert workers, "holter serve started no worker"
-    for worker in workers:
-        assert secured.database_url.encode() not in (worker / "cmdline").read_bytes()
-        assert b"--db" not in (worker / "cmdline").read_bytes()
+    env = {"HOLTER_AUTH": "on", "HOLTER_ADMIN_TOKEN": ADMIN_TOKEN}
+    secured = ServerProcess(store_url, env=env, log_path=tmp_path / "server.log").start()
+    try:
+        assert secured.process is not None
+        children = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _parent_of(p) == secured.process.pid]
+        workers = [p for p in children if b"worker" in (p / "cmdline").read_bytes()]
+        assert workers, "holter serve started no worker"
+        for worker in workers:
+            assert secured.database_url.encode() not in (worker / "cmdline").read_bytes()
+            assert b"--db" not in (worker / "cmdline").read_bytes()
+    finally:
+        secured.stop()
 
 
 def _parent_of(proc: object) -> int | None:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import migrated_sqlite
 from tests.servers import ServerProcess
 
 CHROMIUM = os.environ.get("HOLTER_TEST_CHROMIUM", "/usr/bin/chromium")
@@ -51,7 +52,7 @@ def ui_server(chromium: object, tmp_path_factory: pytest.TempPathFactory) -> Ite
     """A fresh `holter serve` (dashboard included) on an empty SQLite file, per test module."""
     root = tmp_path_factory.mktemp("ui")
     process = ServerProcess(
-        f"sqlite:///{root / 'holter.db'}", log_path=root / "server.log", env={"HOLTER_SPOOL_DIR": str(root / "spool")}
+        migrated_sqlite(root / "holter.db"), log_path=root / "server.log", env={"HOLTER_SPOOL_DIR": str(root / "spool")}
     ).start()
     yield process
     process.stop()
