@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """The two quick-start commands, with nothing but Python 3.11+ installed:
 
-    python3 dev.py demo    # the service on embedded SQLite, with a demo run streaming in
-    python3 dev.py test    # the test suite
+    python3 dev.py demo           # the service on embedded SQLite, with a demo run streaming in
+    python3 dev.py test           # the whole test suite, spread over worker processes
+    python3 dev.py test --fast    # the unit tests and the in-process tier only (no process, no browser)
 
 Each creates ./.venv and installs the project into it when needed (again only when
 pyproject.toml changed), so both are safe to run any number of times. Extra arguments go to
-`holter demo` or to pytest.
+`holter demo` or to pytest. The tests run in HOLTER_TEST_WORKERS pytest-xdist workers (default
+4: most tests wait on a server more than they compute, so more workers than cores pay); `-n 0`
+runs them in this process, as a debugger wants.
 """
 
 from __future__ import annotations
@@ -22,6 +25,22 @@ ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 EXTRAS = {"demo": "all", "test": "test"}
+# The fast tier: what runs in the test process itself (tests/conftest.py marks the rest `process`).
+FAST = ["-m", "not process and not slow"]
+
+
+def pytest_arguments(args: list[str]) -> list[str]:
+    """pytest's arguments for `dev.py test ARGS`: `--fast` selects the fast tier, and the tests
+    go to pytest-xdist workers unless ARGS choose their number (`-n N`) or turn xdist off."""
+    if "--fast" in args:
+        args = [*FAST, *(a for a in args if a != "--fast")]
+        if not any((ROOT / a.split("::")[0]).exists() for a in args if not a.startswith("-")):
+            args += ["tests/unit", "tests/integration"]  # ui/ is all browser: not even collected
+    chosen = any(a == "-n" or a.startswith(("-n", "--numprocesses")) or a == "no:xdist" for a in args)
+    if chosen:
+        return args
+    # whole files to a worker: a module's fixtures (servers, stores) are then made once, not per worker
+    return ["-n", os.environ.get("HOLTER_TEST_WORKERS", "4"), "--dist", "loadfile", *args]
 
 
 def ensure_installed(extra: str) -> None:
@@ -50,7 +69,7 @@ def main() -> int:
     if command == "demo":
         argv = [str(BIN / "holter"), "demo", *args]
     else:
-        argv = [str(BIN / "python"), "-m", "pytest", *args]
+        argv = [str(BIN / "python"), "-m", "pytest", *pytest_arguments(args)]
     os.chdir(ROOT)
     try:
         return subprocess.run(argv).returncode

@@ -18,6 +18,7 @@ SQLite file copied per test, a Postgres database made with `CREATE DATABASE ... 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 import uuid
@@ -46,6 +47,26 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         missing = [name for name in ("torch", "transformers", "lightning") if importlib.util.find_spec(name) is None]
         if missing:
             raise pytest.UsageError(f"HOLTER_TEST_REQUIRE_TORCH=1 but {', '.join(missing)} cannot be imported")
+
+
+# What marks a test module as starting processes (`holter serve`, a worker, the CLI, another
+# Python) or a browser: its tests are `process` tests, left out of `python3 dev.py test --fast`.
+_SPAWNS = re.compile(r"ServerProcess\(|subprocess|Popen|sys\.executable|multiprocessing|os\.fork")
+_TESTS = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark `process` every test of a module under integration/ or ui/ that starts a process or
+    a browser (found in its source, so a new test is marked without anyone remembering to)."""
+    spawns: dict[Path, bool] = {}
+    for item in items:
+        path = Path(item.path)
+        if _TESTS / "unit" in path.parents:
+            continue
+        if path not in spawns:
+            spawns[path] = _TESTS / "ui" in path.parents or bool(_SPAWNS.search(path.read_text()))
+        if spawns[path]:
+            item.add_marker(pytest.mark.process)
 
 
 def _postgres_database(name: str) -> str:
