@@ -7,9 +7,9 @@
 
 Each creates ./.venv and installs the project into it when needed (again only when
 pyproject.toml changed), so both are safe to run any number of times. Extra arguments go to
-`holter demo` or to pytest. The tests run in HOLTER_TEST_WORKERS pytest-xdist workers (default
-4: most tests wait on a server more than they compute, so more workers than cores pay); `-n 0`
-runs them in this process, as a debugger wants.
+`holter demo` or to pytest. The tests run in HOLTER_TEST_WORKERS pytest-xdist workers (default:
+two per core for the whole suite, which mostly waits on servers; one per core for `--fast`);
+`-n 0` runs them in this process, as a debugger wants.
 """
 
 from __future__ import annotations
@@ -39,8 +39,13 @@ def pytest_arguments(args: list[str]) -> list[str]:
     chosen = any(a == "-n" or a.startswith(("-n", "--numprocesses")) or a == "no:xdist" for a in args)
     if chosen:
         return args
+    # The fast tier computes more than it waits: a worker per core. The whole suite mostly waits
+    # on servers, receivers and detection passes: two per core. Every worker imports and collects
+    # the whole selection (torch and lightning alone take seconds), so more only cost CPU.
+    cores = os.cpu_count() or 2
+    workers = os.environ.get("HOLTER_TEST_WORKERS") or str(cores if args[: len(FAST)] == FAST else 2 * cores)
     # whole files to a worker: a module's fixtures (servers, stores) are then made once, not per worker
-    return ["-n", os.environ.get("HOLTER_TEST_WORKERS", "4"), "--dist", "loadfile", *args]
+    return ["-n", workers, "--dist", "loadfile", *args]
 
 
 def ensure_installed(extra: str) -> None:
