@@ -26,26 +26,60 @@ VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 EXTRAS = {"demo": "all", "test": "test"}
 # The fast tier: what runs in the test process itself (tests/conftest.py marks the rest `process`).
-FAST = ["-m", "not process and not slow"]
+FAST = "not process and not slow"
+NO_TESTS = 5  # pytest's exit status when the selection is empty
 
 
-def pytest_arguments(args: list[str]) -> list[str]:
-    """pytest's arguments for `dev.py test ARGS`: `--fast` selects the fast tier, and the tests
-    go to pytest-xdist workers unless ARGS choose their number (`-n N`) or turn xdist off."""
-    if "--fast" in args:
-        args = [*FAST, *(a for a in args if a != "--fast")]
-        if not any((ROOT / a.split("::")[0]).exists() for a in args if not a.startswith("-")):
-            args += ["tests/unit", "tests/integration"]  # ui/ is all browser: not even collected
-    chosen = any(a == "-n" or a.startswith(("-n", "--numprocesses")) or a == "no:xdist" for a in args)
-    if chosen:
-        return args
+def pytest_runs(args: list[str]) -> list[list[str]]:
+    """pytest's arguments, one list per run, for `dev.py test ARGS`. `--fast` selects the fast
+    tier. The tests go to pytest-xdist workers, then those marked `serial` (a Postgres restart,
+    a load test) run alone, unless ARGS choose the number of workers (`-n N`) or turn xdist off."""
+    fast = "--fast" in args
+    args = [a for a in args if a != "--fast"]
+    if fast and not any((ROOT / a.split("::")[0]).exists() for a in args if not a.startswith("-")):
+        args += ["tests/unit", "tests/integration"]  # ui/ is all browser: not even collected
+    if any(a == "-n" or a.startswith(("-n", "--numprocesses")) or a == "no:xdist" for a in args):
+        return [[*(["-m", FAST] if fast else []), *args]]
+    asked, args = _marker_expression(args)
+    selection = " and ".join(f"({e})" for e in (asked, FAST if fast else None) if e)
     # The fast tier computes more than it waits: a worker per core. The whole suite mostly waits
     # on servers, receivers and detection passes: two per core. Every worker imports and collects
     # the whole selection (torch and lightning alone take seconds), so more only cost CPU.
     cores = os.cpu_count() or 2
-    workers = os.environ.get("HOLTER_TEST_WORKERS") or str(cores if args[: len(FAST)] == FAST else 2 * cores)
+    workers = os.environ.get("HOLTER_TEST_WORKERS") or str(cores if fast else 2 * cores)
     # whole files to a worker: a module's fixtures (servers, stores) are then made once, not per worker
-    return ["-n", workers, "--dist", "loadfile", *args]
+    parallel = ["-n", workers, "--dist", "loadfile", "-m", f"{selection} and not serial" if selection else "not serial"]
+    runs = [[*parallel, *args]]
+    if not fast and _may_hold_serial_tests(args):
+        runs.append(["-n", "0", "-m", f"{selection} and serial" if selection else "serial", *args])
+    return runs
+
+
+def _may_hold_serial_tests(args: list[str]) -> bool:
+    """Whether the paths among ARGS (all the tests when none) take in a module marked `serial`:
+    the serial run is skipped, and its collection with it, when they cannot."""
+    paths = [ROOT / a.split("::")[0] for a in args if not a.startswith("-")]
+    paths = [path for path in paths if path.exists()] or [ROOT / "tests"]
+    for module in (ROOT / "tests").rglob("test_*.py"):
+        if "mark.serial" in module.read_text() and any(p == module or p in module.parents for p in paths):
+            return True
+    return False
+
+
+def _marker_expression(args: list[str]) -> tuple[str | None, list[str]]:
+    """The `-m EXPR` among pytest's arguments (the last one, as pytest reads it), and the rest."""
+    expression, rest, index = None, [], 0
+    while index < len(args):
+        arg = args[index]
+        if arg == "-m" and index + 1 < len(args):
+            expression, index = args[index + 1], index + 2
+            continue
+        if arg.startswith("-m") and len(arg) > 2 and not arg.startswith("--"):
+            expression = arg[2:]
+        else:
+            rest.append(arg)
+        index += 1
+    return expression, rest
 
 
 def ensure_installed(extra: str) -> None:
@@ -71,15 +105,19 @@ def main() -> int:
         return 2
     command, args = sys.argv[1], sys.argv[2:]
     ensure_installed(EXTRAS[command])
-    if command == "demo":
-        argv = [str(BIN / "holter"), "demo", *args]
-    else:
-        argv = [str(BIN / "python"), "-m", "pytest", *pytest_arguments(args)]
     os.chdir(ROOT)
     try:
-        return subprocess.run(argv).returncode
+        if command == "demo":
+            return subprocess.run([str(BIN / "holter"), "demo", *args], check=False).returncode
+        statuses = [
+            subprocess.run([str(BIN / "python"), "-m", "pytest", *run], check=False).returncode
+            for run in pytest_runs(args)
+        ]
     except KeyboardInterrupt:
         return 130
+    # an empty selection in one run is fine when another ran tests
+    failed = [status for status in statuses if status not in (0, NO_TESTS)]
+    return failed[0] if failed else (NO_TESTS if all(s == NO_TESTS for s in statuses) else 0)
 
 
 if __name__ == "__main__":

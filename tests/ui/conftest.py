@@ -31,9 +31,11 @@ def _missing() -> str | None:
     return None
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium() -> Iterator[object]:
-    """One headless Chromium for the whole session."""
+    """One headless Chromium per test module: while Playwright's sync API runs, its event loop
+    is the running one in this thread, which would break the `asyncio.run` of any test after it
+    in the same (xdist worker) process."""
     problem = _missing()
     if problem:
         if os.environ.get("HOLTER_TEST_REQUIRE_BROWSER") == "1":
