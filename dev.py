@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """The two quick-start commands, with nothing but Python 3.11+ installed:
 
-    python3 dev.py demo    # the service on embedded SQLite, with a demo run streaming in
-    python3 dev.py test    # the test suite
-    python3 dev.py lint    # ruff (lint and format), mypy and the import contracts
+    python3 dev.py demo           # the service on embedded SQLite, with a demo run streaming in
+    python3 dev.py test           # the whole test suite, spread over worker processes
+    python3 dev.py test --fast    # the unit tests and the in-process tier only (no process, no browser)
+    python3 dev.py lint           # ruff (lint and format), mypy and the import contracts
 
 Each creates ./.venv and installs the project into it when needed (again only when
-pyproject.toml changed), so both are safe to run any number of times. Extra arguments go to
-`holter demo` or to pytest; `lint` takes none.
+pyproject.toml changed), so all are safe to run any number of times. Extra arguments go to
+`holter demo` or to pytest; `lint` takes none. The tests run in HOLTER_TEST_WORKERS pytest-xdist
+workers (default: two per core for the whole suite, which mostly waits on servers; one per core
+for `--fast`); `-n 0` runs them in this process, as a debugger wants.
 """
 
 from __future__ import annotations
@@ -30,6 +33,61 @@ LINTERS = (
     ("mypy",),
     ("lint-imports",),
 )
+# The fast tier: what runs in the test process itself (tests/conftest.py marks the rest `process`).
+FAST = "not process and not slow"
+NO_TESTS = 5  # pytest's exit status when the selection is empty
+
+
+def pytest_runs(args: list[str]) -> list[list[str]]:
+    """pytest's arguments, one list per run, for `dev.py test ARGS`. `--fast` selects the fast
+    tier. The tests go to pytest-xdist workers, then those marked `serial` (a Postgres restart,
+    a load test) run alone, unless ARGS choose the number of workers (`-n N`) or turn xdist off."""
+    fast = "--fast" in args
+    args = [a for a in args if a != "--fast"]
+    if fast and not any((ROOT / a.split("::")[0]).exists() for a in args if not a.startswith("-")):
+        args += ["tests/unit", "tests/integration"]  # ui/ is all browser: not even collected
+    if any(a == "-n" or a.startswith(("-n", "--numprocesses")) or a == "no:xdist" for a in args):
+        return [[*(["-m", FAST] if fast else []), *args]]
+    asked, args = _marker_expression(args)
+    selection = " and ".join(f"({e})" for e in (asked, FAST if fast else None) if e)
+    # The fast tier computes more than it waits: a worker per core. The whole suite mostly waits
+    # on servers, receivers and detection passes: two per core. Every worker imports and collects
+    # the whole selection (torch and lightning alone take seconds), so more only cost CPU.
+    cores = os.cpu_count() or 2
+    workers = os.environ.get("HOLTER_TEST_WORKERS") or str(cores if fast else 2 * cores)
+    # whole files to a worker: a module's fixtures (servers, stores) are then made once, not per worker
+    parallel = ["-n", workers, "--dist", "loadfile", "-m", f"{selection} and not serial" if selection else "not serial"]
+    runs = [[*parallel, *args]]
+    if not fast and _may_hold_serial_tests(args):
+        runs.append(["-n", "0", "-m", f"{selection} and serial" if selection else "serial", *args])
+    return runs
+
+
+def _may_hold_serial_tests(args: list[str]) -> bool:
+    """Whether the paths among ARGS (all the tests when none) take in a module marked `serial`:
+    the serial run is skipped, and its collection with it, when they cannot."""
+    paths = [ROOT / a.split("::")[0] for a in args if not a.startswith("-")]
+    paths = [path for path in paths if path.exists()] or [ROOT / "tests"]
+    for module in (ROOT / "tests").rglob("test_*.py"):
+        if "mark.serial" in module.read_text() and any(p == module or p in module.parents for p in paths):
+            return True
+    return False
+
+
+def _marker_expression(args: list[str]) -> tuple[str | None, list[str]]:
+    """The `-m EXPR` among pytest's arguments (the last one, as pytest reads it), and the rest."""
+    expression, rest, index = None, [], 0
+    while index < len(args):
+        arg = args[index]
+        if arg == "-m" and index + 1 < len(args):
+            expression, index = args[index + 1], index + 2
+            continue
+        if arg.startswith("-m") and len(arg) > 2 and not arg.startswith("--"):
+            expression = arg[2:]
+        else:
+            rest.append(arg)
+        index += 1
+    return expression, rest
 
 
 def ensure_installed(extra: str) -> None:
@@ -57,15 +115,19 @@ def main() -> int:
     ensure_installed(EXTRAS[command])
     if command == "lint":
         return lint()
-    if command == "demo":
-        argv = [str(BIN / "holter"), "demo", *args]
-    else:
-        argv = [str(BIN / "python"), "-m", "pytest", *args]
     os.chdir(ROOT)
     try:
-        return subprocess.run(argv, check=False).returncode
+        if command == "demo":
+            return subprocess.run([str(BIN / "holter"), "demo", *args], check=False).returncode
+        statuses = [
+            subprocess.run([str(BIN / "python"), "-m", "pytest", *run], check=False).returncode
+            for run in pytest_runs(args)
+        ]
     except KeyboardInterrupt:
         return 130
+    # an empty selection in one run is fine when another ran tests
+    failed = [status for status in statuses if status not in (0, NO_TESTS)]
+    return failed[0] if failed else (NO_TESTS if all(s == NO_TESTS for s in statuses) else 0)
 
 
 def lint() -> int:

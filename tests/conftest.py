@@ -9,11 +9,18 @@ its tests are skipped, unless HOLTER_TEST_REQUIRE_POSTGRES=1 (CI), which makes t
 With HOLTER_TEST_PARTITION_POINTS=N, every fresh Postgres database is migrated at once with its
 big tables hash-partitioned by run into N partitions (`holter db upgrade --partition-points N`):
 CI runs the whole suite so, and the core integration modules once more on plain tables.
+
+Fresh stores are copies of a template migrated once per session (per pytest-xdist worker): an
+SQLite file copied per test, a Postgres database made with `CREATE DATABASE ... TEMPLATE`. Only
+`unmigrated_store_url` (the migrations' own tests) starts with no schema at all.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import shutil
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +28,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.servers import ServerProcess
+from tests.servers import InProcessServer
 
 # Runs made by tests log exactly what each test logs: the system-vitals sampler (holter/system.py)
 # is off unless a test turns it on, and `holter.init` prints no "View run at" line.
@@ -42,6 +49,26 @@ def pytest_sessionstart(session: pytest.Session) -> None:
             raise pytest.UsageError(f"HOLTER_TEST_REQUIRE_TORCH=1 but {', '.join(missing)} cannot be imported")
 
 
+# What marks a test module as starting processes (`holter serve`, a worker, the CLI, another
+# Python) or a browser: its tests are `process` tests, left out of `python3 dev.py test --fast`.
+_SPAWNS = re.compile(r"ServerProcess\(|subprocess|Popen|sys\.executable|multiprocessing|os\.fork")
+_TESTS = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark `process` every test of a module under integration/ or ui/ that starts a process or
+    a browser (found in its source, so a new test is marked without anyone remembering to)."""
+    spawns: dict[Path, bool] = {}
+    for item in items:
+        path = Path(item.path)
+        if _TESTS / "unit" in path.parents:
+            continue
+        if path not in spawns:
+            spawns[path] = _TESTS / "ui" in path.parents or bool(_SPAWNS.search(path.read_text()))
+        if spawns[path]:
+            item.add_marker(pytest.mark.process)
+
+
 def _postgres_database(name: str) -> str:
     base, _, _ = POSTGRES_ADMIN_URL.rpartition("/")
     return f"{base}/{name}"
@@ -55,9 +82,9 @@ def postgres_url() -> Iterator[str]:
 
 @pytest.fixture(params=STORES)
 def empty_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """An empty store of each kind for one test, for tests that must see no other test's runs."""
+    """An empty, migrated store of each kind for one test, for tests that must see no other test's runs."""
     if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'empty.db'}"
+        yield migrated_sqlite(tmp_path / "empty.db")
     else:
         yield from _fresh_postgres_database()
 
@@ -71,30 +98,71 @@ def unmigrated_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iter
         yield from _fresh_postgres_database(migrated=False)
 
 
-def _fresh_postgres_database(*, migrated: bool = True) -> Iterator[str]:
+def _admin_connection():  # type: ignore[no-untyped-def]
+    """An autocommit connection to the Postgres admin database, or the test's skip (or failure
+    under HOLTER_TEST_REQUIRE_POSTGRES=1) when none answers."""
     import psycopg
 
-    name = f"holter_test_{uuid.uuid4().hex[:10]}"
     try:
-        admin = psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True, connect_timeout=3)
+        return psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True, connect_timeout=3)
     except psycopg.OperationalError as exc:
         if os.environ.get("HOLTER_TEST_REQUIRE_POSTGRES") == "1":
             pytest.fail(f"Postgres is required (HOLTER_TEST_REQUIRE_POSTGRES=1) but unreachable: {exc}")
         pytest.skip(f"no Postgres at {POSTGRES_ADMIN_URL}: {exc}")
-    with admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    if migrated:
-        _partition(_postgres_database(name))
+
+
+def _fresh_postgres_database(*, migrated: bool = True) -> Iterator[str]:
+    name = _create_postgres_database(migrated=migrated)
     yield _postgres_database(name)
-    with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as admin:
+    with _admin_connection() as admin:
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _create_postgres_database(*, migrated: bool) -> str:
+    """A new database, a copy of the session's migrated template unless `migrated` is false."""
+    name = f"holter_test_{uuid.uuid4().hex[:10]}"
+    template = f' TEMPLATE "{_postgres_template()}"' if migrated else ""
+    with _admin_connection() as admin:
+        admin.execute(f'CREATE DATABASE "{name}"{template}')
+    return name
+
+
+# The session's migrated templates, made on first use: this process's own (pytest-xdist workers
+# each make theirs, so no two processes ever copy from or connect to the same template at once).
+_TEMPLATES: dict[str, str] = {}
+
+
+def _postgres_template() -> str:
+    """A Postgres database migrated to head (partitioned as HOLTER_TEST_PARTITION_POINTS says),
+    which nobody connects to again: `CREATE DATABASE ... TEMPLATE` needs it idle."""
+    if "postgres" not in _TEMPLATES:
+        from holter_server.store.database import upgrade
+
+        name = f"holter_template_{uuid.uuid4().hex[:10]}"
+        with _admin_connection() as admin:
+            admin.execute(f'CREATE DATABASE "{name}"')
+        _TEMPLATES["postgres"] = name
+        upgrade(_postgres_database(name), partition_points=PARTITION_POINTS)
+    return _TEMPLATES["postgres"]
+
+
+def migrated_sqlite(path: Path) -> str:
+    """The URL of a new SQLite file at `path`, a copy of the session's migrated template."""
+    if "sqlite" not in _TEMPLATES:
+        from holter_server.store.database import upgrade
+
+        template = Path(tempfile.mkdtemp(prefix="holter-template-")) / "template.db"
+        upgrade(f"sqlite:///{template}")
+        _TEMPLATES["sqlite"] = str(template)
+    shutil.copyfile(_TEMPLATES["sqlite"], path)
+    return f"sqlite:///{path}"
 
 
 @pytest.fixture(scope="session", params=STORES)
 def store_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
     """The database URL of each store in turn: an SQLite file, then the Postgres database."""
     if request.param == "sqlite":
-        return f"sqlite:///{tmp_path_factory.mktemp('sqlite') / 'holter.db'}"
+        return migrated_sqlite(tmp_path_factory.mktemp("sqlite") / "holter.db")
     return request.getfixturevalue("postgres_url")
 
 
@@ -104,23 +172,10 @@ def own_store(store_url: str, folder: Path) -> str:
     (dropped when the session ends). On a shared database the session's other servers would
     claim its background work and do it with their settings."""
     if store_url.startswith("sqlite"):
-        return f"sqlite:///{folder / 'own.db'}"
-    import psycopg
-
-    name = f"holter_test_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
+        return migrated_sqlite(folder / "own.db")
+    name = _create_postgres_database(migrated=True)
     _OWN_DATABASES.append(name)
-    _partition(_postgres_database(name))
     return _postgres_database(name)
-
-
-def _partition(url: str) -> None:
-    """Under HOLTER_TEST_PARTITION_POINTS, migrate a fresh database with its big tables partitioned."""
-    if PARTITION_POINTS:
-        from holter_server.store.database import upgrade
-
-        upgrade(url, partition_points=PARTITION_POINTS)
 
 
 _OWN_DATABASES: list[str] = []
@@ -129,22 +184,25 @@ _OWN_DATABASES: list[str] = []
 @pytest.fixture(scope="session", autouse=True)
 def _drop_own_databases() -> Iterator[None]:
     yield
-    if _OWN_DATABASES:
+    names = [*_OWN_DATABASES, *([_TEMPLATES["postgres"]] if "postgres" in _TEMPLATES else [])]
+    if names:
         import psycopg
 
         with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as admin:
-            for name in _OWN_DATABASES:
+            for name in names:
                 admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    if "sqlite" in _TEMPLATES:
+        shutil.rmtree(Path(_TEMPLATES["sqlite"]).parent, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
-def server(store_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    """A real `holter serve` on loopback over each store, shared by the tests of a session.
+def server(store_url: str) -> Iterator[InProcessServer]:
+    """The service over each store, shared by the tests of a session: in this process (uvicorn in
+    a thread, the dashboard mounted), since these tests never kill or restart it.
 
     Its batch limit is lowered to 200,000 points so the 413 test need not send millions.
     """
-    log = tmp_path_factory.mktemp("server") / "server.log"
-    process = ServerProcess(store_url, env={"HOLTER_MAX_POINTS_PER_BATCH": "200000"}, log_path=log).start()
+    process = InProcessServer(store_url, settings={"max_points_per_batch": 200_000}, dashboard=True).start()
     yield process
     process.stop()
 
@@ -154,17 +212,16 @@ ADMIN_TOKEN = "bootstrap-admin-token-0123456789abcdef"
 
 
 @pytest.fixture(scope="module")
-def secured(store_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    """A real `holter serve` over each store with auth on and `ADMIN_TOKEN` as its admin, one per
-    test module: modules create keys and projects of their own in it."""
-    env = {"HOLTER_AUTH": "on", "HOLTER_ADMIN_TOKEN": ADMIN_TOKEN}
-    server = ServerProcess(store_url, env=env, log_path=tmp_path_factory.mktemp("secured") / "server.log").start()
+def secured(store_url: str) -> Iterator[InProcessServer]:
+    """The service over each store with auth on and `ADMIN_TOKEN` as its admin, in this process,
+    one per test module: modules create keys and projects of their own in it."""
+    server = InProcessServer(store_url, settings={"auth": "on", "admin_token": ADMIN_TOKEN}).start()
     yield server
     server.stop()
 
 
 @pytest.fixture
-def api(server: ServerProcess) -> Iterator[httpx.Client]:
+def api(server: InProcessServer) -> Iterator[httpx.Client]:
     """An HTTP client for the server's API."""
     with server.api() as client:
         yield client

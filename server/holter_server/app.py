@@ -50,8 +50,11 @@ from holter_server.store.database import background_lock_path, make_engine, make
 API_PREFIX = "/api/v1"
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
-    """Build the service. Tests pass their own settings; `holter serve` passes the CLI's."""
+def create_app(settings: Settings | None = None, *, dashboard: bool = True) -> FastAPI:
+    """Build the service. Tests pass their own settings; `holter serve` passes the CLI's.
+
+    `dashboard=False` serves the API alone, as an install without `holter[dashboard]` does: the
+    API's in-process tests skip mounting Dash, the slowest part of building the app."""
     settings = settings or Settings()
     url = settings.resolved_database_url()
 
@@ -105,7 +108,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     api.include_router(vocabulary.router)
     app.include_router(api)
     app.openapi = lambda: _openapi_with_batch_schema(app)  # type: ignore[method-assign]
-    _mount_dashboard(app)
+    if dashboard:
+        _mount_dashboard(app)
     # Every request passes the gate first (api/gate.py), added last so it is the outermost layer,
     # before the dashboard's sign-in: the Host check for everything served, then for the API size,
     # key and project from one table (api/access.py), before any body is read.

@@ -322,24 +322,3 @@ def test_a_picture_link_signed_with_the_services_secret_is_refused_once_it_has_e
         engine.dispose()
     assert httpx.get(fresh).status_code == 200  # the signature is the service's own ...
     assert httpx.get(expired).status_code == 401  # ... and the link still ends when it says
-
-
-def test_the_worker_gets_the_database_url_by_environment_not_on_its_command_line(
-    secured: ServerProcess, world: dict
-) -> None:
-    from pathlib import Path
-
-    assert secured.process is not None
-    children = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _parent_of(p) == secured.process.pid]
-    workers = [p for p in children if b"worker" in (p / "cmdline").read_bytes()]
-    assert workers, "holter serve started no worker"
-    for worker in workers:
-        assert secured.database_url.encode() not in (worker / "cmdline").read_bytes()
-        assert b"--db" not in (worker / "cmdline").read_bytes()
-
-
-def _parent_of(proc: object) -> int | None:
-    try:
-        return int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])  # type: ignore[operator]
-    except (OSError, ValueError, IndexError):
-        return None

@@ -61,6 +61,7 @@ def test_export_of_an_unknown_metric_is_404(api: httpx.Client, run_id: str) -> N
     assert answer.status_code == 404 and "nothing" in answer.json()["detail"]
 
 
+@pytest.mark.slow
 def test_a_run_of_thousands_of_small_series_exports_every_point_once(api: httpx.Client) -> None:
     """3,000 metrics × 20 points: read across metrics a chunk at a time (60,000 points, past one
     chunk of 50,000), each point once, under its own metric's name, in CSV and Parquet alike."""

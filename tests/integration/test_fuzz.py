@@ -32,7 +32,10 @@ from tests.conftest import ADMIN_TOKEN, new_run_id
 from tests.servers import ServerProcess
 
 EXAMPLES = int(os.environ.get("HOLTER_FUZZ_EXAMPLES", "10"))
-pytestmark = pytest.mark.timeout(max(300, 60 * EXAMPLES))  # more examples take longer than the suite's 300 s
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.timeout(max(300, 60 * EXAMPLES)),  # more examples take longer than the suite's 300 s
+]
 FUZZ_SETTINGS = settings(
     max_examples=EXAMPLES, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck)
 )

@@ -25,6 +25,7 @@ from urllib.parse import quote
 
 import httpx
 import msgpack
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -149,6 +150,7 @@ def check_store(api: httpx.Client, run_id: str, store: Store) -> None:
         assert metrics[name]["count"] == len(expected)
 
 
+@pytest.mark.slow
 @settings(
     max_examples=EXAMPLES, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck)
 )

@@ -18,6 +18,8 @@ from tests.waiting import wait_until
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+pytestmark = pytest.mark.slow  # GPT-2 trained under watch, then live detection over it
+
 STEPS = 20
 
 

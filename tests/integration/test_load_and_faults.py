@@ -19,6 +19,10 @@ import pytest
 from tests.load import percentile, rss_mb, run_jobs
 from tests.servers import ServerProcess
 
+# Alone, after the parallel run (dev.py): one test restarts the Postgres every other test uses,
+# and the load test measures memory and latency that other tests' work would disturb.
+pytestmark = pytest.mark.serial
+
 
 def stored_points(url: str, run_id: str) -> int:
     return sum(m["count"] for m in httpx.get(f"{url}/api/v1/runs/{run_id}").json()["metrics"])

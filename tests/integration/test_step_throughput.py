@@ -6,6 +6,7 @@ chart of its own, not the tokens/s axis."""
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import holter
@@ -32,6 +33,16 @@ class Stalling(torch.utils.data.Dataset):
         if index // 4 in STALLS and index % 4 == 0:
             time.sleep(2.0)
         return torch.randint(0, VOCAB, (SEQ + 1,), generator=torch.Generator().manual_seed(index))
+
+
+@pytest.fixture(scope="module")
+def server(store_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """A `holter serve` process of its own: the test times the training step, which the shared
+    in-process server's threads (ingest, live detection) would slow by taking the GIL."""
+    folder = tmp_path_factory.mktemp("throughput")
+    process = ServerProcess(store_url, log_path=folder / "server.log").start()
+    yield process
+    process.stop()
 
 
 def points(url: str, run_id: str, metric: str) -> dict[int, float]:

@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+from tests.conftest import ADMIN_TOKEN
 from tests.servers import ServerProcess
 
 
@@ -42,9 +43,12 @@ def test_the_worker_dies_with_a_killed_server(tmp_path: Path) -> None:
 def test_a_server_killed_while_its_worker_starts_leaves_no_worker(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'holter.db'}"
     server = ServerProcess(url, log_path=tmp_path / "server.log").start()
-    server.kill()  # the worker may still be importing
-    time.sleep(4)
-    assert workers_of(server) == []
+    server.kill()  # the worker may still be importing: once it has, it finds its parent gone
+    # polled, not a fixed sleep: on a loaded machine the import alone can take longer than one
+    deadline = time.monotonic() + 30
+    while workers_of(server):
+        assert time.monotonic() < deadline, "the worker outlived its server"
+        time.sleep(0.2)
 
 
 # Loaded by the worker's interpreter at start-up: every `Condition.notify_all` (which
@@ -119,3 +123,27 @@ def test_the_worker_and_its_loops_run_below_the_apis_priority(tmp_path: Path) ->
         assert niceness_of_threads(worker) == {min(max(api) + 10, 19)}
     finally:
         server.kill()
+
+
+def test_the_worker_gets_the_database_url_by_environment_not_on_its_command_line(
+    store_url: str, tmp_path: Path
+) -> None:
+    env = {"HOLTER_AUTH": "on", "HOLTER_ADMIN_TOKEN": ADMIN_TOKEN}
+    secured = ServerProcess(store_url, env=env, log_path=tmp_path / "server.log").start()
+    try:
+        assert secured.process is not None
+        children = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _parent_of(p) == secured.process.pid]
+        workers = [p for p in children if b"worker" in (p / "cmdline").read_bytes()]
+        assert workers, "holter serve started no worker"
+        for worker in workers:
+            assert secured.database_url.encode() not in (worker / "cmdline").read_bytes()
+            assert b"--db" not in (worker / "cmdline").read_bytes()
+    finally:
+        secured.stop()
+
+
+def _parent_of(proc: object) -> int | None:
+    try:
+        return int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])  # type: ignore[operator]
+    except (OSError, ValueError, IndexError):
+        return None

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import migrated_sqlite
 from tests.servers import ServerProcess
 
 CHROMIUM = os.environ.get("HOLTER_TEST_CHROMIUM", "/usr/bin/chromium")
@@ -30,9 +31,11 @@ def _missing() -> str | None:
     return None
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium() -> Iterator[object]:
-    """One headless Chromium for the whole session."""
+    """One headless Chromium per test module: while Playwright's sync API runs, its event loop
+    is the running one in this thread, which would break the `asyncio.run` of any test after it
+    in the same (xdist worker) process."""
     problem = _missing()
     if problem:
         if os.environ.get("HOLTER_TEST_REQUIRE_BROWSER") == "1":
@@ -51,7 +54,7 @@ def ui_server(chromium: object, tmp_path_factory: pytest.TempPathFactory) -> Ite
     """A fresh `holter serve` (dashboard included) on an empty SQLite file, per test module."""
     root = tmp_path_factory.mktemp("ui")
     process = ServerProcess(
-        f"sqlite:///{root / 'holter.db'}", log_path=root / "server.log", env={"HOLTER_SPOOL_DIR": str(root / "spool")}
+        migrated_sqlite(root / "holter.db"), log_path=root / "server.log", env={"HOLTER_SPOOL_DIR": str(root / "spool")}
     ).start()
     yield process
     process.stop()
