@@ -116,6 +116,8 @@ def test_init_with_the_same_id_resumes_and_continues_the_steps(server: ServerPro
     assert httpx.get(f"{server.url}/api/v1/runs/{run_id}").json()["status"] == "finished"
 
 
+# its bound on 20,000 calls is a wall-clock one: alone, not beside other workers
+@pytest.mark.serial
 def test_log_does_not_wait_while_the_service_is_away_and_spools_to_disk(spool_dir: Path) -> None:
     dead_url = f"http://127.0.0.1:{free_port()}"
     run = holter.init(project="client", url=dead_url, connect_timeout=0.5)

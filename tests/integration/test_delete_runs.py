@@ -109,7 +109,10 @@ def test_deleting_a_run_removes_every_row_of_it_and_none_of_another(
     assert answer.status_code == 200, answer.text
     assert answer.json()["deleted"]["points"] == 9000 and answer.json()["deleted"]["runs"] == 1
     assert rows_of(secured.database_url, doomed) == dict.fromkeys(RUN_TABLES, 0)
-    assert rows_of(secured.database_url, kept) == kept_before
+    kept_after = rows_of(secured.database_url, kept)
+    # none of the other run's rows went (detection may still be adding events of its own to it)
+    assert all(kept_after[table] >= kept_before[table] for table in RUN_TABLES), (kept_before, kept_after)
+    assert kept_after["points"] == kept_before["points"] == 9000
     assert admin.get(f"/runs/{doomed}").status_code == 404
     assert admin.delete(f"/runs/{doomed}").status_code == 404
 

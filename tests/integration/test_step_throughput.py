@@ -50,6 +50,8 @@ def points(url: str, run_id: str, metric: str) -> dict[int, float]:
     return dict(zip(answer["steps"], answer["values"]))
 
 
+# throughput measured while training: alone, not beside other workers
+@pytest.mark.serial
 def test_a_loader_stall_shows_in_the_whole_step_throughput_and_mfu_has_its_own_chart(
     server: ServerProcess, spool_dir: Path
 ) -> None:
