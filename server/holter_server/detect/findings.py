@@ -44,7 +44,8 @@ from typing import Any
 from holter_server.detect.events import Event, format_step, format_value
 from holter_server.detect.outline import SeriesOutline
 from holter_server.detect.train_eval import train_eval_findings
-from holter_server.vocabulary.names import is_per_layer, understand
+from holter_server.vocabulary.kinds import MetricKinds
+from holter_server.vocabulary.names import is_per_layer
 from holter_server.vocabulary.profiles import is_percent
 from holter_server.vocabulary.severities import Level, rank
 from holter_server.vocabulary.signals import LOSS_KINDS, MISMATCH_HEALTHY
@@ -89,12 +90,18 @@ class SeriesSnapshot:
     outline: SeriesOutline | None = None
 
 
-def cross_signal_findings(events: list[Event], series: list[SeriesSnapshot]) -> list[Event]:
-    """Events that name two signals (or a whole metric family), from one run's per-metric events."""
-    kinds = {s.metric: s.kind or (s.outline.kind if s.outline else None) for s in series}
+def cross_signal_findings(
+    events: list[Event], series: list[SeriesSnapshot], kinds: Mapping[str, str] | None = None
+) -> list[Event]:
+    """Events that name two signals (or a whole metric family), from one run's per-metric events.
+
+    A metric is the kind its snapshot says, else what `kinds` (the run's `MetricKinds`) says; a
+    metric in neither is understood from its name."""
+    run_kinds = MetricKinds.of(kinds)
+    snapshot_kinds = {s.metric: s.kind or (s.outline.kind if s.outline else None) for s in series}
 
     def kind_of(metric: str) -> str:
-        return kinds.get(metric) or understand(metric).kind
+        return snapshot_kinds.get(metric) or run_kinds[metric]
 
     by_kind: dict[str, list[Event]] = {}
     for event in events:
@@ -621,8 +628,7 @@ def nonfinite_origin(
     recognised); a metric left out is understood from its name.
     """
 
-    def kind_of(metric: str) -> str:
-        return (kinds or {}).get(metric) or understand(metric).kind
+    kind_of = MetricKinds.of(kinds).__getitem__
 
     candidates = [
         e
