@@ -20,12 +20,6 @@ from typing import Any, Literal
 
 from holter_charts.vocabulary import Vocabulary
 
-# Per-layer metrics (`act_norm/layer.3`) are drawn as one layer × step heatmap per family.
-_LAYER = re.compile(
-    r"^(?P<prefix>.*?)(?P<sep>[/._-]?)(?P<word>layers?|blocks?|h)[._/-]?(?P<layer>\d+)(?P<rest>.*)$", re.IGNORECASE
-)
-
-
 Section = Literal["main", "system"]
 # A share logged with a value beyond this is in percent whatever its name says: a fraction of a
 # device's peak or of a step stays at or under 1 (a little over, with a rough FLOP count).
@@ -49,13 +43,15 @@ class Panel:
     compute_only: tuple[str, ...] = ()  # the step's own work without its wait for data: dashed
 
 
-def layer_of(name: str) -> tuple[str, int] | None:
-    """(family key, layer index) for per-layer metric names such as `act_norm/layer.3`."""
-    match = _LAYER.match(name)
-    if not match:
+def layer_of(metric: Mapping[str, Any]) -> tuple[str, int] | None:
+    """(family, index) of a metric that is a numbered layer of a stack (`act_norm/layer.3`), as
+    the service says in `GET /runs/{id}` (`layer`, from its vocabulary: the charts never read a
+    layer from a name themselves); such metrics are drawn as one layer × step heatmap per family."""
+    layer = metric.get("layer")
+    if not isinstance(layer, Mapping):
         return None
-    family = f"{match['prefix']}{match['sep']}{match['word']}*{match['rest']}"
-    return family, int(match["layer"])
+    family, index = layer.get("family"), layer.get("index")
+    return (family, index) if isinstance(family, str) and isinstance(index, int) else None
 
 
 def plan_panels(metrics: Iterable[Mapping[str, Any]], vocab: Vocabulary) -> list[Panel]:
@@ -69,7 +65,7 @@ def plan_panels(metrics: Iterable[Mapping[str, Any]], vocab: Vocabulary) -> list
     names = sorted(by_name)
     families: dict[str, dict[int, str]] = {}
     for name in names:
-        layered = layer_of(name)
+        layered = layer_of(by_name[name])
         if layered:
             families.setdefault(layered[0], {})[layered[1]] = name
     in_heatmap = {name for members in families.values() if len(members) >= 2 for name in members.values()}

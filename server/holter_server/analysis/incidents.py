@@ -31,7 +31,8 @@ from dataclasses import dataclass
 
 from holter_server.detect.events import Event, format_step
 from holter_server.vocabulary.events import label
-from holter_server.vocabulary.names import is_per_layer, understand
+from holter_server.vocabulary.kinds import MetricKinds
+from holter_server.vocabulary.names import is_per_layer
 from holter_server.vocabulary.severities import rank, worst
 
 TRIPWIRE = "first_nonfinite"
@@ -96,10 +97,10 @@ def group_incidents(events: Sequence[Event], kinds: Mapping[str, str] | None = N
     then the earliest). `kinds` says what each metric is (declared or recognised); a metric left
     out is understood from its name."""
 
+    run_kinds = MetricKinds.of(kinds)
+
     def kind_of(metric: str | None) -> str:
-        if not metric:
-            return ""
-        return (kinds or {}).get(metric) or understand(metric).kind
+        return run_kinds[metric] if metric else ""
 
     free = set(range(len(events)))
     groups: list[tuple[str, int, list[int]]] = []

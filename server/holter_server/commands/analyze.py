@@ -76,7 +76,7 @@ def run_findings(
         )
         for name, s in series.items()
     ]
-    return cross_signal_findings(events, snapshots)
+    return cross_signal_findings(events, snapshots, kinds)
 
 
 def _select(series: dict[str, Series], understood: dict[str, Understanding], wanted: list[str] | None) -> list[Series]:

@@ -11,7 +11,7 @@ from holter_server.detect.events import Event
 from holter_server.detect.incremental import IncrementalDetector
 from holter_server.detect.system_vitals import DETECTORS, SystemVitalDetector
 from holter_server.vocabulary import severities
-from holter_server.vocabulary.names import understand
+from holter_server.vocabulary.kinds import kind_of
 from holter_server.vocabulary.profiles import SYSTEM_KINDS
 
 Detector = IncrementalDetector | SystemVitalDetector
@@ -40,7 +40,7 @@ def classify_series(
 def new_detector(metric: str, *, kind: str | None = None, expected_floor: float | None = None) -> Detector:
     """The incremental detector for a series: the curve classifier, or the system-vital
     detector of a GPU kind (`kind`: what the vocabulary understands the name to be when not given)."""
-    chosen = kind or understand(metric).kind
+    chosen = kind or kind_of(metric)
     if chosen in SYSTEM_KINDS:
         return DETECTORS[chosen](metric, chosen)
     return IncrementalDetector(metric, kind=chosen, expected_floor=expected_floor)

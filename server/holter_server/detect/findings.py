@@ -44,7 +44,8 @@ from typing import Any
 from holter_server.detect.events import Event, format_step, format_value
 from holter_server.detect.outline import SeriesOutline
 from holter_server.detect.train_eval import train_eval_findings
-from holter_server.vocabulary.names import is_per_layer, understand
+from holter_server.vocabulary.kinds import MetricKinds
+from holter_server.vocabulary.names import is_per_layer, layer_of
 from holter_server.vocabulary.profiles import is_percent
 from holter_server.vocabulary.severities import Level, rank
 from holter_server.vocabulary.signals import LOSS_KINDS, MISMATCH_HEALTHY
@@ -89,12 +90,18 @@ class SeriesSnapshot:
     outline: SeriesOutline | None = None
 
 
-def cross_signal_findings(events: list[Event], series: list[SeriesSnapshot]) -> list[Event]:
-    """Events that name two signals (or a whole metric family), from one run's per-metric events."""
-    kinds = {s.metric: s.kind or (s.outline.kind if s.outline else None) for s in series}
+def cross_signal_findings(
+    events: list[Event], series: list[SeriesSnapshot], kinds: Mapping[str, str] | None = None
+) -> list[Event]:
+    """Events that name two signals (or a whole metric family), from one run's per-metric events.
+
+    A metric is the kind its snapshot says, else what `kinds` (the run's `MetricKinds`) says; a
+    metric in neither is understood from its name."""
+    run_kinds = MetricKinds.of(kinds)
+    snapshot_kinds = {s.metric: s.kind or (s.outline.kind if s.outline else None) for s in series}
 
     def kind_of(metric: str) -> str:
-        return kinds.get(metric) or understand(metric).kind
+        return snapshot_kinds.get(metric) or run_kinds[metric]
 
     by_kind: dict[str, list[Event]] = {}
     for event in events:
@@ -274,12 +281,6 @@ def _broken_run(
     return found
 
 
-def _layer_of(metric: str) -> tuple[str, str] | None:
-    """("act_norm", "layer.5") for "act_norm/layer.5"."""
-    family, sep, layer = metric.rpartition("/")
-    return (family, layer) if sep else None
-
-
 def _activation(
     by_kind: dict[str, list[Event]], series: list[SeriesSnapshot], kind_of: Callable[[str], str]
 ) -> list[Event]:
@@ -305,7 +306,7 @@ def _activation(
             )
     peers: dict[tuple[str, str], list[SeriesSnapshot]] = {}
     for snapshot in series:
-        split = _layer_of(snapshot.metric)
+        split = layer_of(snapshot.metric)
         value = snapshot.last_value
         if (
             split
@@ -333,7 +334,7 @@ def _activation(
                     f"{metric} is {top / others:.0f}x the median of the other {len(members) - 1} layers of {family} "
                     f"({format_value(top)} vs {format_value(others)}): the instability sits in that layer",
                     signals=[m.metric for m in members],
-                    layer=_layer_of(metric)[1],  # type: ignore[index]
+                    layer=layer_of(metric)[1],  # type: ignore[index]
                 )
             )
     return found
@@ -621,8 +622,7 @@ def nonfinite_origin(
     recognised); a metric left out is understood from its name.
     """
 
-    def kind_of(metric: str) -> str:
-        return (kinds or {}).get(metric) or understand(metric).kind
+    kind_of = MetricKinds.of(kinds).__getitem__
 
     candidates = [
         e

@@ -11,7 +11,7 @@ from typing import Any
 
 from holter_server.detect.events import format_step
 from holter_server.vocabulary.events import SUMMARISED_KINDS
-from holter_server.vocabulary.names import understand
+from holter_server.vocabulary.kinds import MetricKinds
 from holter_server.vocabulary.profiles import KINDS
 from holter_server.vocabulary.severities import Level, rank
 from holter_server.vocabulary.signals import LOSS_KINDS, MISMATCH_HEALTHY
@@ -66,7 +66,7 @@ def write_summary(
     `incidents` (`analysis/incidents.py`, each with its `cause`, `severity`, `start_step`, `rule`
     and the `event_ids` it groups) lead: an incident of several events is told once, by its
     cause, before the events of its severity told one by one, and its events are not told again."""
-    kinds = kinds or {}
+    run_kinds = MetricKinds.of(kinds)
     grouped = [
         i for i in incidents if len(i.get("event_ids") or ()) > 1 and i.get("status") not in HIDDEN_EVENT_STATUSES
     ]
@@ -74,8 +74,7 @@ def write_summary(
     events = [e for e in events if _event_id(e) not in told_by_incident]
 
     def kind_of(event: dict[str, Any]) -> str:
-        metric = event.get("metric") or ""
-        return kinds.get(metric) or understand(metric).kind
+        return run_kinds[event.get("metric") or ""]
 
     live = [e for e in events if e.get("status") not in HIDDEN_EVENT_STATUSES]
     by_kind: dict[str, list[dict[str, Any]]] = {}

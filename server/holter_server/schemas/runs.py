@@ -18,7 +18,7 @@ from holter_server.schemas.vocabulary import (
     UnitName,
 )
 from holter_server.store.models import MetricRow, RunRow
-from holter_server.vocabulary.names import Understanding
+from holter_server.vocabulary.names import Understanding, layer_index
 from holter_server.vocabulary.signals import panel_of
 
 RUN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
@@ -230,6 +230,14 @@ class Understood(BaseModel):
     )
 
 
+class MetricLayer(BaseModel):
+    """Which numbered layer of a stack a metric is (`vocabulary.names.layer_index`): the run
+    page draws a family of two layers or more as one heatmap."""
+
+    family: str = Field(description='the stack the layer belongs to, its number as "*": "act_norm/layer*"')
+    index: int = Field(description="the layer's number in its stack")
+
+
 class MetricPublic(BaseModel):
     """A metric series of a run, with its latest value, what it is and how Holter knows."""
 
@@ -247,6 +255,7 @@ class MetricPublic(BaseModel):
     understood: Understood | None = None
     summary: str | None = None
     step_metric: str | None = None
+    layer: MetricLayer | None = Field(default=None, description="its layer of a stack; null: not a numbered layer")
 
     @classmethod
     def from_row(
@@ -264,6 +273,7 @@ class MetricPublic(BaseModel):
             understood=Understood(**understanding.to_dict()) if understanding else None,
             summary=definition.get("summary"),
             step_metric=definition.get("step_metric"),
+            layer=MetricLayer(family=layered[0], index=layered[1]) if (layered := layer_index(row.name)) else None,
         )
 
 

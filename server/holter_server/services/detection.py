@@ -32,7 +32,7 @@ from holter_server.detect.outline import Outline, SeriesOutline
 from holter_server.detect.triage import can_wait
 from holter_server.services import alerting
 from holter_server.services.attribution import TWIN_KIND, attribute_twin_spikes, explain_period
-from holter_server.services.kinds import understood_metrics, understood_metrics_of_runs
+from holter_server.services.kinds import run_metric_kinds, understood_metrics_of_runs
 from holter_server.store import detection_queue
 from holter_server.store import events as events_store
 from holter_server.store import points as points_store
@@ -41,6 +41,7 @@ from holter_server.store.database import session_scope, writers_run_side_by_side
 from holter_server.store.models import AlertRuleRow, EventRow, RunRow
 from holter_server.vocabulary import event_keys
 from holter_server.vocabulary.event_keys import KeyPrefix
+from holter_server.vocabulary.kinds import MetricKinds
 from holter_server.vocabulary.names import Understanding, understand
 from holter_server.vocabulary.signals import LOSS_KINDS, signal
 from holter_server.vocabulary.statuses import LIVE_RUN_STATUS
@@ -528,9 +529,9 @@ def snapshots(*, session: Session, run_id: str, detectors: dict[str, Detector] |
     `detectors` when there is one, else from the saved live state; `detectors` given and None
     for a metric: no outline)."""
     run = runs_store.get_run(session=session, run_id=run_id)
-    understood = understood_metrics(session=session, run=run) if run is not None else {}
+    run_kinds = run_metric_kinds(session=session, run=run)
     metrics = runs_store.list_metrics(session=session, run_id=run_id)
-    kinds = {m.name: (understood[m.name] if m.name in understood else understand(m.name)).kind for m in metrics}
+    kinds = {m.name: run_kinds[m.name] for m in metrics}
     outlined = {m.metric_id: m.name for m in metrics if kinds[m.name] in OUTLINED_KINDS}
     states = {}
     from_states = [metric_id for metric_id, name in outlined.items() if detectors is None or name not in detectors]
@@ -567,10 +568,12 @@ def refresh_findings(
     rows = events_store.run_events_for_findings(session=session, run_id=run_id)
     events = [row_to_event(row) for row in rows]
     series = snapshots(session=session, run_id=run_id, detectors=detectors)
-    kinds = {s.metric: s.kind for s in series if s.kind is not None}
     run = runs_store.get_run(session=session, run_id=run_id)
+    kinds = MetricKinds(
+        {s.metric: s.kind for s in series if s.kind is not None}, run.metric_definitions if run else None
+    )
     config = run.config if run is not None else None
-    found = {finding_key(f): explain_period(f, config) for f in cross_signal_findings(events, series)}
+    found = {finding_key(f): explain_period(f, config) for f in cross_signal_findings(events, series, kinds)}
     for key, finding in found.items():
         record_event(
             session=session,

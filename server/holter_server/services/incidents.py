@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from sqlalchemy.orm import Session
 
 from holter_server.analysis.incidents import Incident, group_incidents
-from holter_server.services.kinds import understood_metrics
+from holter_server.services.kinds import run_metric_kinds
 from holter_server.store import events as events_store
 from holter_server.store import runs as runs_store
 from holter_server.store.models import EventRow
@@ -41,7 +41,7 @@ def run_incidents(*, session: Session, run_id: str) -> list[StoredIncident]:
 def grouped(*, session: Session, run_id: str, rows: Sequence[EventRow]) -> list[StoredIncident]:
     """These rows of one run grouped into incidents, each metric read as its declared kind."""
     run = runs_store.get_run(session=session, run_id=run_id)
-    kinds = {name: u.kind for name, u in understood_metrics(session=session, run=run).items()} if run else {}
+    kinds = run_metric_kinds(session=session, run=run)
     incidents = group_incidents([events_store.event_of(row) for row in rows], kinds)
     return [
         StoredIncident(incident=inc, leader=rows[inc.leader], folded=tuple(rows[i] for i in inc.folded))

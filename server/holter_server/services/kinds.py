@@ -15,12 +15,28 @@ from holter_server.store import claims, detection_queue
 from holter_server.store import events as events_store
 from holter_server.store import runs as runs_store
 from holter_server.store.models import RunRow
+from holter_server.vocabulary.kinds import MetricKinds
 from holter_server.vocabulary.names import Understanding, understand_all
 
 
 def understood_metrics(*, session: Session, run: RunRow) -> dict[str, Understanding]:
     """Every metric of the run with its kind and how Holter knows it."""
     return understand_all(runs_store.metric_names(session=session, run_id=run.id), declarations=run.metric_definitions)
+
+
+def run_metric_kinds(*, session: Session, run: RunRow | None) -> MetricKinds:
+    """What each metric of the run is (declared or recognised), read once and passed down to the
+    rules; a name it does not hold is read with the run's declarations (none without a run)."""
+    if run is None:
+        return MetricKinds()
+    return metric_kinds_of(understood_metrics(session=session, run=run), run)
+
+
+def metric_kinds_of(understood: Mapping[str, Understanding], run: RunRow | None) -> MetricKinds:
+    """The run's `MetricKinds` from its metrics already understood (`understood_metrics`)."""
+    return MetricKinds(
+        {name: u.kind for name, u in understood.items()}, run.metric_definitions if run is not None else None
+    )
 
 
 def understood_metrics_of_runs(*, session: Session, runs: Mapping[str, RunRow]) -> dict[str, dict[str, Understanding]]:

@@ -14,7 +14,7 @@ from holter_server.schemas.events import EventPublic
 from holter_server.schemas.runs import RunPublic
 from holter_server.services import reads
 from holter_server.services.incidents import grouped
-from holter_server.services.kinds import understood_metrics
+from holter_server.services.kinds import metric_kinds_of, run_metric_kinds, understood_metrics
 from holter_server.services.seed_standing import SeedStanding, seed_standing
 from holter_server.store import annotations as annotations_store
 from holter_server.store import events as events_store
@@ -29,11 +29,6 @@ def timeline(*, session: Session, run_id: str) -> list[EventRow]:
     return sorted(rows, key=lambda r: (r.start_step if r.start_step is not None else -1, r.created_at, r.id))
 
 
-def metric_kinds(*, session: Session, run: RunRow) -> dict[str, str]:
-    """What each metric of the run is (declared or recognised), by name."""
-    return {name: understood.kind for name, understood in understood_metrics(session=session, run=run).items()}
-
-
 def summary_of(
     *,
     session: Session,
@@ -45,7 +40,7 @@ def summary_of(
     """The written summary of the run from its events, with a clause on its seed group when it
     has one (`seeds`: the run's standing when the caller read it already; else read, its siblings
     refused past `max_group_points` points per metric)."""
-    kinds = metric_kinds(session=session, run=run)
+    kinds = run_metric_kinds(session=session, run=run)
     seeds = (
         seeds
         if seeds is not None
@@ -107,7 +102,7 @@ def report_html(*, session: Session, run: RunRow, max_events: int = 200, max_gro
         )
         series[metric.name] = (read.steps, read.values)
     understood = understood_metrics(session=session, run=run)
-    kinds = {name: understanding.kind for name, understanding in understood.items()}
+    kinds = metric_kinds_of(understood, run)
     seeds = seed_standing(session=session, run=run, kinds=kinds, max_points=max_group_points)
     return render_report(
         run=RunPublic.from_row(run, metrics, understood=understood).model_dump(mode="json"),

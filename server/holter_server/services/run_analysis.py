@@ -18,7 +18,7 @@ from holter_server.detect.classify import Detector, new_detector
 from holter_server.detect.findings import cross_signal_findings
 from holter_server.services.attribution import explain_period
 from holter_server.services.detection import snapshots
-from holter_server.services.kinds import understood_metrics
+from holter_server.services.kinds import metric_kinds_of, understood_metrics
 from holter_server.store import points as points_store
 from holter_server.store import runs as runs_store
 from holter_server.vocabulary.names import Understanding, understand
@@ -75,7 +75,12 @@ def analyze_run(
     chosen = [
         (row, reading)
         for row in rows
-        if signal((reading := understood.get(row.name) or understand(row.name)).kind).analysed
+        if signal(
+            (
+                reading := understood.get(row.name)
+                or understand(row.name, declarations=run.metric_definitions if run is not None else None)
+            ).kind
+        ).analysed
     ]
     points = sum(row.count or 0 for row, _ in chosen)
     if max_metrics is not None and len(chosen) > max_metrics:
@@ -103,5 +108,9 @@ def analyze_run(
         detectors[metric.name] = detector
         analyses.append(SeriesAnalysis(metric=metric.name, understood=reading, verdict=verdict(events), events=events))
         all_events.extend(events)
-    findings = cross_signal_findings(all_events, snapshots(session=session, run_id=run_id, detectors=detectors))
+    findings = cross_signal_findings(
+        all_events,
+        snapshots(session=session, run_id=run_id, detectors=detectors),
+        metric_kinds_of(understood, run),
+    )
     return analyses, [explain_period(f, run.config if run is not None else None) for f in findings]

@@ -8,6 +8,7 @@ point cap and band grid) and each loss-like metric they share with the run gets 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from sqlalchemy.orm import Session
@@ -82,14 +83,14 @@ def _name(run: RunRow) -> str:
     return run.name or run.id
 
 
-def _loss_metrics(kinds: dict[str, str]) -> list[str]:
+def _loss_metrics(kinds: Mapping[str, str]) -> list[str]:
     order = {kind: i for i, kind in enumerate(REFERENCE_KINDS)}
     found = [name for name, kind in kinds.items() if kind in LOSS_KINDS]
     return sorted(found, key=lambda n: (order.get(kinds[n], len(order)), n))[:MAX_METRICS]
 
 
 def seed_standing(
-    *, session: Session, run: RunRow, kinds: dict[str, str], max_points: int | None = None
+    *, session: Session, run: RunRow, kinds: Mapping[str, str], max_points: int | None = None
 ) -> SeedStanding:
     """The run against its finished seed siblings on its loss-like metrics (`kinds`: the run's
     metrics by name, with what each is); a metric whose siblings hold more than `max_points`

@@ -16,7 +16,7 @@ from holter_server.detect.findings import nonfinite_origin
 from holter_server.schemas.tripwires import NonFiniteReport
 from holter_server.services.alerting import alert_on_event
 from holter_server.services.detection import row_to_event
-from holter_server.services.kinds import understood_metrics
+from holter_server.services.kinds import run_metric_kinds
 from holter_server.store import events as events_store
 from holter_server.store import runs as runs_store
 from holter_server.store.models import EventRow
@@ -31,13 +31,12 @@ def record_nonfinite(*, session: Session, run_id: str, report: NonFiniteReport) 
         return existing
     events = [row_to_event(row) for row in events_store.run_events_for_findings(session=session, run_id=run_id)]
     run = runs_store.get_run(session=session, run_id=run_id)
-    understood = understood_metrics(session=session, run=run) if run is not None else {}
     event = nonfinite_origin(
         step=report.step,
         forward=report.forward.model_dump(exclude_defaults=True) if report.forward else None,
         gradient=report.gradient.model_dump(exclude_defaults=True) if report.gradient else None,
         events=events,
-        kinds={name: u.kind for name, u in understood.items()},
+        kinds=run_metric_kinds(session=session, run=run),
     )
     muted = (event.metric, event.kind) in events_store.muted_kinds(session=session, run_id=run_id)
     # stored once even when the same report races itself (a retry sent while the first is stored)

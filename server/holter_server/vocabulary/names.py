@@ -104,10 +104,42 @@ def own_name(metric: str) -> str:
     return metric[len(HOLTER_NAMESPACE) :] if metric.startswith(HOLTER_NAMESPACE) else metric
 
 
+# "Per layer" is decided here only (issue 34): a series of one layer names its family, then a
+# slash, then the layer ("act_norm/layer.5", "holter/act_norm/h.0"). The run page's heatmaps ask a
+# narrower question, which numbered layer of a stack a series is (`layer_index`); the service
+# serves that answer with each metric (`MetricPublic.layer`), so the charts never guess it.
+
+
+def layer_of(metric: str) -> tuple[str, str] | None:
+    """(family, layer) of one layer's series: ("act_norm", "layer.5") for "act_norm/layer.5",
+    ("holter/act_norm", "h.0") for "holter/act_norm/h.0"; None for a whole-model series
+    ("grad_norm", "holter/grad_norm": Holter's namespace is no family)."""
+    own = own_name(metric)
+    _, sep, layer = own.rpartition("/")
+    if not sep:
+        return None
+    return metric[: len(metric) - len(layer) - 1], layer
+
+
 def is_per_layer(metric: str) -> bool:
     """True for one layer's series ("grad_norm/layer.3", "holter/act_norm/h.0"), False for a
     whole-model one ("grad_norm", "holter/grad_norm")."""
-    return "/" in own_name(metric)
+    return layer_of(metric) is not None
+
+
+_LAYER_INDEX = re.compile(
+    r"^(?P<prefix>.*?)(?P<sep>[/._-]?)(?P<word>layers?|blocks?|h)[._/-]?(?P<layer>\d+)(?P<rest>.*)$", re.IGNORECASE
+)
+
+
+def layer_index(metric: str) -> tuple[str, int] | None:
+    """(family, index) of a numbered layer of a stack, the run page's heatmap rows:
+    ("act_norm/layer*", 11) for "act_norm/layer.11", ("model.layers*.mlp/grad_norm", 3) for
+    "model.layers.3.mlp/grad_norm"; None for a name with no layer number ("loss")."""
+    match = _LAYER_INDEX.match(metric)
+    if not match:
+        return None
+    return f"{match['prefix']}{match['sep']}{match['word']}*{match['rest']}", int(match["layer"])
 
 
 # Schedules and bookkeeping: logged next to the metrics, never vital signs. A path component

@@ -4,12 +4,22 @@ from __future__ import annotations
 
 from holter_charts.panels import layer_of, plan_panels, whole_step_partner
 from holter_server.vocabulary import understand_all
+from holter_server.vocabulary.names import layer_index
 from holter_server.vocabulary.signals import panel_of
 
 
+def served_layer(name: str) -> dict | None:
+    """A metric's `layer` as GET /runs/{id} serves it (`MetricPublic.layer`)."""
+    layered = layer_index(name)
+    return {"family": layered[0], "index": layered[1]} if layered else None
+
+
 def as_the_api_lists(names: list[str]) -> list[dict]:
-    """Metrics as GET /runs/{id} lists them: each with the kind and panel the service gave it."""
-    return [{"name": n, "kind": u.kind, "panel": panel_of(u.kind)} for n, u in understand_all(names).items()]
+    """Metrics as GET /runs/{id} lists them: each with the kind, panel and layer the service gave it."""
+    return [
+        {"name": n, "kind": u.kind, "panel": panel_of(u.kind), "layer": served_layer(n)}
+        for n, u in understand_all(names).items()
+    ]
 
 
 def test_panels_group_the_metrics_by_the_panel_the_service_gave_them(vocab) -> None:
@@ -72,10 +82,16 @@ def test_a_metric_on_another_x_axis_gets_its_own_chart_saying_which(vocab) -> No
     assert [(p.title, p.metrics) for p in panels] == [("Loss", ("loss",)), ("val/loss · by epoch", ("val/loss",))]
 
 
-def test_layer_names() -> None:
-    assert layer_of("act_norm/layer.11") == ("act_norm/layer*", 11)
-    assert layer_of("model.layers.3.mlp/grad_norm") == ("model.layers*.mlp/grad_norm", 3)
-    assert layer_of("loss") is None
+def test_the_heatmap_groups_the_layers_the_service_served_not_the_names(vocab) -> None:
+    metrics = [
+        {"name": "act_norm/layer.0", "kind": "activation_norm", "panel": None},  # no layer served
+        {"name": "act_norm/layer.1", "kind": "activation_norm", "panel": None},
+        {"name": "probe_a", "kind": "unknown", "panel": None, "layer": {"family": "probe*", "index": 0}},
+        {"name": "probe_b", "kind": "unknown", "panel": None, "layer": {"family": "probe*", "index": 1}},
+    ]
+    assert layer_of(metrics[0]) is None and layer_of(metrics[3]) == ("probe*", 1)
+    (heat,) = [p for p in plan_panels(metrics, vocab) if p.kind == "heatmap"]
+    assert heat.metrics == ("probe_a", "probe_b") and heat.layers == (0, 1)
 
 
 def test_system_vitals_go_to_the_system_section_after_the_main_charts(vocab) -> None:

@@ -13,9 +13,17 @@ pytest.importorskip("plotly")
 
 from holter_server import vocabulary
 from holter_server.postmortem.report import render_report
+from holter_server.schemas.runs import MetricLayer
+from holter_server.vocabulary.names import layer_index
 from holter_server.vocabulary.signals import panel_of
 
 VOCABULARY = vocabulary.as_dict()
+
+
+def served_layer(name: str) -> dict | None:
+    """A metric's `layer` as GET /runs/{id} serves it."""
+    layered = layer_index(name)
+    return MetricLayer(family=layered[0], index=layered[1]).model_dump() if layered else None
 
 
 def run_of(**kinds: str | None) -> dict:
@@ -30,7 +38,8 @@ def run_of(**kinds: str | None) -> dict:
         "config": {},
         "notes": None,
         "metrics": [
-            {"name": name, "kind": kind, "panel": panel_of(kind) if kind else None} for name, kind in kinds.items()
+            {"name": name, "kind": kind, "panel": panel_of(kind) if kind else None, "layer": served_layer(name)}
+            for name, kind in kinds.items()
         ],
     }
 

@@ -4,7 +4,7 @@ The framework maps have their own tests, one module per framework (test_framewor
 import pytest
 from holter import loader, system, throughput
 from holter_server.vocabulary import understand, understand_all
-from holter_server.vocabulary.names import declared_kind, is_per_layer, own_name
+from holter_server.vocabulary.names import declared_kind, is_per_layer, layer_index, layer_of, own_name
 from holter_server.vocabulary.profiles import profile_for
 from holter_server.vocabulary.signals import signal
 
@@ -370,3 +370,42 @@ def test_explained_variance_like_statistics_are_not_losses(metric):
 )
 def test_a_rate_is_a_throughput_even_among_timings(metric, kind):
     assert understand(metric).kind == kind
+
+
+@pytest.mark.parametrize(
+    ("metric", "layer"),
+    [
+        ("act_norm/layer.5", ("act_norm", "layer.5")),
+        ("holter/act_norm/h.0", ("holter/act_norm", "h.0")),
+        ("holter/act_norm", None),  # Holter's namespace is no family
+        ("grad_norm", None),
+    ],
+)
+def test_one_layer_s_series_names_its_family_then_its_layer(metric, layer):
+    assert layer_of(metric) == layer
+    assert is_per_layer(metric) is (layer is not None)
+
+
+@pytest.mark.parametrize(
+    ("metric", "index"),
+    [
+        ("act_norm/layer.11", ("act_norm/layer*", 11)),
+        ("model.layers.3.mlp/grad_norm", ("model.layers*.mlp/grad_norm", 3)),
+        ("transformer.h.7/act_norm", ("transformer.h*/act_norm", 7)),
+        ("loss", None),
+    ],
+)
+def test_a_numbered_layer_of_a_stack_gives_its_family_and_number(metric, index):
+    assert layer_index(metric) == index
+
+
+def test_a_metric_is_served_with_its_numbered_layer():
+    from holter_server.schemas.runs import MetricPublic
+    from holter_server.store.models import MetricRow
+
+    def served(name: str) -> dict | None:
+        row = MetricRow(run_id="r", metric_id=1, name=name, count=1, first_step=0, last_step=0, last_value=1.0)
+        return MetricPublic.from_row(row).model_dump(mode="json")["layer"]
+
+    assert served("act_norm/layer.11") == {"family": "act_norm/layer*", "index": 11}
+    assert served("loss") is None
