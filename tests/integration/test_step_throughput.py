@@ -79,7 +79,9 @@ def test_a_loader_stall_shows_in_the_whole_step_throughput_and_mfu_has_its_own_c
     median = steady[len(steady) // 2]
     for stalled in STALLS:
         assert whole[stalled] < 0.5 * median, (stalled, whole[stalled], median)
-        assert compute[stalled] > 0.3 * sorted(compute.values())[STEPS // 2]
+        # compute-only leaves the 2 s wait out: it stays far above the whole step's figure (its own
+        # step may be slower than the others, the client's sender thread waking beside it)
+        assert compute[stalled] > 10 * whole[stalled], (stalled, compute[stalled], whole[stalled])
     mfu, compute_mfu = (points(server.url, run.id, f"holter/throughput/{m}") for m in ("mfu", "compute_mfu"))
     assert all(mfu[s] < compute_mfu[s] for s in STALLS)
     metrics = {m["name"]: m for m in httpx.get(f"{server.url}/api/v1/runs/{run.id}", timeout=30).json()["metrics"]}
