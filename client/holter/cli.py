@@ -26,6 +26,8 @@ import holter
 from holter import __version__
 
 SERVER_EXTRA_HINT = "this command needs the service: pip install 'holter[server]'"
+# The oldest Python the service runs on (holter_server.MIN_PYTHON; the client runs on 3.9+).
+SERVICE_PYTHON = (3, 11)
 # The entry-point group where the service's package lists its subcommands (each a `run(args) -> int`).
 SERVICE_COMMANDS_GROUP = "holter.commands"
 # The service's subcommands that send a run through this client: it passes itself in (`client=`),
@@ -467,6 +469,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         command = service_command(args.command)
     except LookupError:
+        if sys.version_info < SERVICE_PYTHON:  # installing the extra would not help here
+            print(
+                f"holter {args.command}: the Holter service needs Python {'.'.join(map(str, SERVICE_PYTHON))} or "
+                f"newer; this is {sys.version.split()[0]}. The client works here: point it at a service running "
+                "elsewhere (HOLTER_URL).",
+                file=sys.stderr,
+            )
+            return 2
         print(f"holter {args.command}: {SERVER_EXTRA_HINT} (no such command installed)", file=sys.stderr)
         return 2
     except ImportError as exc:

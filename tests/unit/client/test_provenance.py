@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import subprocess
 import sys
@@ -61,7 +62,8 @@ def test_the_environment_names_python_the_host_and_the_packages_that_shape_train
 
     found = provenance.environment()
     assert found["python"] == ".".join(map(str, sys.version_info[:3])) and found["hostname"] == socket.gethostname()
-    assert "numpy" in found["packages"]
+    if importlib.util.find_spec("numpy") is not None:  # (the Python 3.9 run has none installed)
+        assert "numpy" in found["packages"]
     if "torch" in sys.modules:
         assert found["torch"] == sys.modules["torch"].__version__
 
