@@ -89,6 +89,21 @@ class KindProfile:
     spike_early: bool = True
 
 
+_THROUGHPUT = KindProfile(
+    name="throughput",
+    drift_min_rel=0.08,
+    drift_critical_rel=0.4,
+    direction=-1,
+    spike_min_rel=0.08,
+    spike_warn_points=None,
+    rise_factor=None,
+    shift_min_rel=0.15,
+    frozen_min_points=None,
+    sawtooth_severity=Level.INFO,
+    sawtooth_min_rel=0.05,
+    sawtooth_max_chance=0.01,
+)
+
 KINDS: dict[str, KindProfile] = {
     "loss": KindProfile(
         name="loss",
@@ -156,35 +171,9 @@ KINDS: dict[str, KindProfile] = {
         abs_tolerance=0.05,
         abs_floor=1e-3,
     ),
-    "throughput": KindProfile(
-        name="throughput",
-        drift_min_rel=0.08,
-        drift_critical_rel=0.4,
-        direction=-1,
-        spike_min_rel=0.08,
-        spike_warn_points=None,
-        rise_factor=None,
-        shift_min_rel=0.15,
-        frozen_min_points=None,
-        sawtooth_severity=Level.INFO,
-        sawtooth_min_rel=0.05,
-        sawtooth_max_chance=0.01,
-    ),
-    # model FLOPs utilisation: a throughput measured as a share of the device's peak
-    "mfu": KindProfile(
-        name="mfu",
-        drift_min_rel=0.08,
-        drift_critical_rel=0.4,
-        direction=-1,
-        spike_min_rel=0.08,
-        spike_warn_points=None,
-        rise_factor=None,
-        shift_min_rel=0.15,
-        frozen_min_points=None,
-        sawtooth_severity=Level.INFO,
-        sawtooth_min_rel=0.05,
-        sawtooth_max_chance=0.01,
-    ),
+    "throughput": _THROUGHPUT,
+    # model FLOPs utilisation: a throughput measured as a share of the device's peak, judged as one
+    "mfu": replace(_THROUGHPUT, name="mfu"),
     "step_time": KindProfile(
         name="step_time",
         drift_min_rel=0.08,
