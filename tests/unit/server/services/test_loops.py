@@ -13,6 +13,7 @@ from holter_server.services.loops import AlertDispatcher, BackgroundWork, Detect
 from holter_server.store import alerts as alerts_store
 from holter_server.store.database import background_lock_path, make_engine, make_session_factory, upgrade
 from holter_server.store.runs import now
+from sqlalchemy.orm import Session
 
 from tests.waiting import wait_until
 
@@ -153,6 +154,30 @@ def test_an_idle_dispatcher_polls_less_and_less_often_and_at_once_again_after_wo
     assert dispatcher.pause_after(done=0, took=0.01) == 0.25
 
 
+def queue_one_delivery(session: Session) -> None:
+    """Add a channel (committed) and queue one alert to it, leaving that uncommitted."""
+    channel = alerts_store.add_channel(
+        session=session,
+        name="c",
+        kind="webhook",
+        project=None,
+        target="http://127.0.0.1:1/",
+        signing_secret=None,
+    )
+    session.commit()
+    alerts_store.queue_delivery(
+        session=session,
+        channel_id=channel.id,
+        rule_id=None,
+        run_id=None,
+        event_id=None,
+        purpose="alert",
+        idempotency_key="k1",
+        alert={},
+        not_before=now(),
+    )
+
+
 def test_a_delivery_queued_in_the_process_wakes_a_sleeping_dispatcher(tmp_path: Path) -> None:
     dispatcher = CountingDispatcher(tmp_path, interval=60.0, idle_interval=60.0)
     dispatcher.start()
@@ -161,26 +186,7 @@ def test_a_delivery_queued_in_the_process_wakes_a_sleeping_dispatcher(tmp_path: 
         time.sleep(0.2)
         assert dispatcher.rounds == 1  # asleep: nothing to send, next look in a minute
         with dispatcher.factory() as session:
-            channel = alerts_store.add_channel(
-                session=session,
-                name="c",
-                kind="webhook",
-                project=None,
-                target="http://127.0.0.1:1/",
-                signing_secret=None,
-            )
-            session.commit()
-            alerts_store.queue_delivery(
-                session=session,
-                channel_id=channel.id,
-                rule_id=None,
-                run_id=None,
-                event_id=None,
-                purpose="alert",
-                idempotency_key="k1",
-                alert={},
-                not_before=now(),
-            )
+            queue_one_delivery(session)
             time.sleep(0.2)
             assert dispatcher.rounds == 1  # not before the commit: it would not see the row
             session.commit()
@@ -195,26 +201,7 @@ def test_a_rolled_back_delivery_wakes_no_dispatcher(tmp_path: Path) -> None:
     try:
         assert wait_until(lambda: dispatcher.rounds == 1, timeout=5, interval=0.01)
         with dispatcher.factory() as session:
-            channel = alerts_store.add_channel(
-                session=session,
-                name="c",
-                kind="webhook",
-                project=None,
-                target="http://127.0.0.1:1/",
-                signing_secret=None,
-            )
-            session.commit()
-            alerts_store.queue_delivery(
-                session=session,
-                channel_id=channel.id,
-                rule_id=None,
-                run_id=None,
-                event_id=None,
-                purpose="alert",
-                idempotency_key="k1",
-                alert={},
-                not_before=now(),
-            )
+            queue_one_delivery(session)
             session.rollback()
             session.commit()  # a later transaction that queued nothing
         time.sleep(0.3)
