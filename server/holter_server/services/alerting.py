@@ -79,6 +79,13 @@ def event_course(*, session: Session, run_id: str, event: EventRow) -> Course | 
     )
 
 
+def course_of_event(*, session: Session, run_id: str, event_id: int) -> Course | None:
+    """The course of the run's event of that id (`event_course`), for its picture; None when the
+    run has no such event or it is not an event of a metric with points."""
+    event = events_store.get_event(session=session, run_id=run_id, event_id=event_id)
+    return event_course(session=session, run_id=run_id, event=event) if event is not None else None
+
+
 def rule_spec(rule: AlertRuleRow, channel_project: str | None = None) -> RuleSpec:
     """What a rule filters on. A channel of a project hears only that project, whatever its rule
     says (a rule without a project on project A's channel must not receive project B's alerts)."""
