@@ -402,20 +402,16 @@ def drift_focus(
     curves: Sequence[Sequence[float]],
     drifts: Sequence[Mapping[str, Any]],
     *,
-    context: float = 0.25,
     margin: float = 0.1,
 ) -> tuple[tuple[int, int], tuple[float, float]] | None:
-    """The x range around every drift (plus `context` of its span, and at least 5% of the run, either
-    side, within the data) and
-    the y range of the curves there (plus `margin`), or None without drifts or finite values."""
-    if not drifts or not steps:
+    """The x range the service serves with the drifts (`zoom` on each, the one window every page
+    opens an event, a note or a drift on; several drifts: from the first window's start to the
+    last one's end) and the y range of the curves there (plus `margin`), or None without a drift
+    window or finite values there."""
+    windows = [d["zoom"] for d in drifts if d.get("zoom")]
+    if not windows or not steps:
         return None
-    start = min(int(d["start_step"]) for d in drifts)
-    end = max(int(d["end_step"]) for d in drifts)
-    pad = max(
-        1, int((end - start) * context), int((steps[-1] - steps[0]) * 0.05)
-    )  # a short drift still gets some context
-    x0, x1 = max(steps[0], start - pad), min(steps[-1], end + pad)
+    x0, x1 = min(int(w["start"]) for w in windows), max(int(w["end"]) for w in windows)
     x = np.asarray(steps)
     inside = (x >= x0) & (x <= x1)
     ys = np.concatenate(

@@ -28,13 +28,11 @@ from holter_server.vocabulary.severities import rank
 from holter_server.vocabulary.zoom import zoom_window
 
 COURSE_POINTS = 240  # points of an event's picture (min and max per bucket: a spike is never lost)
-LEAD_POINTS = 60  # the level before an event: at least this many of the metric's points before it starts
-TAIL_POINTS = 10  # and a few after it ends (or up to the last point, for an event still going on)
 
 
 @dataclass(frozen=True)
 class Course:
-    """An event's whole course on its metric, with the level before it: what its pictures draw."""
+    """An event's course on its metric, with the level before it: what its pictures draw."""
 
     steps: list[int]
     values: list[float]
@@ -43,10 +41,18 @@ class Course:
     level: float | None  # the metric's level before the event (median of the points before it)
 
 
+def picture_window(start: int, end: int | None, first_step: int, last_step: int) -> tuple[int, int]:
+    """The steps an event's picture shows: the window every page opens the event on (`zoom_window`:
+    the run page's Zoom button, the chat link, the post-mortem), within the metric's points."""
+    window = zoom_window(start, end)
+    assert window is not None  # an event with a start step has a window
+    return max(first_step, window[0]), min(last_step, window[1])
+
+
 def event_course(*, session: Session, run_id: str, event: EventRow) -> Course | None:
-    """The event's metric from well before the event starts to just after it ends (to its last
-    point while it goes on), downsampled without losing an extreme: a divergence from 2 to 10
-    shows the 2 it left, not 60 points around its start. None for an event of no metric."""
+    """The event's metric over the steps its link opens on (`picture_window`): the whole stretch
+    with as much again before and after it as the run page shows, so a divergence from 2 to 10
+    shows the 2 it left; downsampled without losing an extreme. None for an event of no metric."""
     if event.metric is None or event.start_step is None:
         return None
     metric = runs_store.get_metric(session=session, run_id=run_id, name=event.metric)
@@ -54,16 +60,9 @@ def event_course(*, session: Session, run_id: str, event: EventRow) -> Course | 
         return None
     start = event.start_step
     end = event.end_step if event.end_step is not None else start
-    steps_per_point = max(1.0, (metric.last_step - metric.first_step + 1) / max(metric.count, 1))
-    lead = max(2 * (end - start), math.ceil(LEAD_POINTS * steps_per_point))
-    tail = max((end - start) // 4, math.ceil(TAIL_POINTS * steps_per_point))
+    first, last = picture_window(start, end, metric.first_step, metric.last_step)
     read = reads.read_series(
-        session=session,
-        metric=metric,
-        start=max(metric.first_step, start - lead),
-        end=min(metric.last_step, end + tail),
-        max_points=COURSE_POINTS,
-        plain_cap=COURSE_POINTS,
+        session=session, metric=metric, start=first, end=last, max_points=COURSE_POINTS, plain_cap=COURSE_POINTS
     )
     values = [float(v) for v in read.values]
     if not values:
@@ -78,6 +77,13 @@ def event_course(*, session: Session, run_id: str, event: EventRow) -> Course | 
         end_index=ends[-1] if ends else None,
         level=before[len(before) // 2] if before else None,
     )
+
+
+def course_of_event(*, session: Session, run_id: str, event_id: int) -> Course | None:
+    """The course of the run's event of that id (`event_course`), for its picture; None when the
+    run has no such event or it is not an event of a metric with points."""
+    event = events_store.get_event(session=session, run_id=run_id, event_id=event_id)
+    return event_course(session=session, run_id=run_id, event=event) if event is not None else None
 
 
 def rule_spec(rule: AlertRuleRow, channel_project: str | None = None) -> RuleSpec:

@@ -1,6 +1,7 @@
 """Zooming on a stretch of steps: the one rule for every place that opens a chart around an
-event, a drift or a note (the chat message's link, the run page's Zoom button and chart clicks,
-the post-mortem's timeline, notes and drifts), so an alert and a click land on the same range.
+event, a drift or a note (the chat message's link and its picture, the run page's Zoom button and
+chart clicks, the post-mortem's timeline, notes and drifts, the compare chart's opening view), so
+an alert, its picture and a click land on the same range.
 
 The API carries each window (`zoom` on events, annotations and drifts; `schemas/zoom.py`): the
 dashboard opens the range the service gives, it does not pad on its own.

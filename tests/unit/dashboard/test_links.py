@@ -1,6 +1,6 @@
-"""An event opens on the same steps wherever it is clicked: the chat message's link, the run
-page's Zoom button and chart clicks, and the post-mortem's timeline all use the window the
-service serves with it (`zoom`, from `vocabulary/zoom.py`)."""
+"""An event opens on the same steps wherever it is clicked: the chat message's link and its
+picture, the run page's Zoom button and chart clicks, the post-mortem's timeline and the compare
+chart's first view all use the window the service serves with it (`zoom`, from `vocabulary/zoom.py`)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,11 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from holter_charts.compare import reference_figure
 from holter_dashboard.links import zoom_href, zoom_range
 from holter_server.schemas.events import EventPublic
-from holter_server.services.alerting import dashboard_link
+from holter_server.schemas.postmortem import DriftPublic
+from holter_server.services.alerting import dashboard_link, picture_window
 
 NOW = datetime(2026, 11, 23, tzinfo=timezone.utc)
 
@@ -62,3 +64,30 @@ def test_a_run_level_event_opens_the_whole_run() -> None:
     event = served(None, None, metric=None)
     assert zoom_range(event) is None and zoom_href("r1", event) == "/runs/r1"
     assert "start=" not in dashboard_link("http://holter.example", "r1", None, None, None)
+
+
+@pytest.mark.parametrize("start, end", [(800, 810), (1000, 2000), (2500, 4000), (5, 5)])
+def test_every_former_rule_now_opens_the_same_window(start: int, end: int) -> None:
+    # the alert's picture had its own lead and tail, the compare chart its own share of the
+    # drift and of the run: each now shows the served window (the picture within the metric's points)
+    run_page = zoom_range(served(start, end))
+    assert run_page is not None
+    chat = parse_qs(urlsplit(dashboard_link("http://holter.example", "r1", "loss", start, end)).query)
+    assert (int(chat["start"][0]), int(chat["end"][0])) == run_page
+    assert picture_window(start, end, 0, 100_000) == run_page
+    assert picture_window(start, end, start, end) == (start, end)  # a metric with no points around it
+    drift = DriftPublic(start_step=start, end_step=end, mean_gap=0.1, direction="above", points=3)
+    steps = list(range(0, 6000, 5))
+    comparison = {
+        "run_id": "r1",
+        "reference_id": "r0",
+        "metric": "loss",
+        "steps": steps,
+        "values": [1.0 + (0.2 if start <= s <= end else 0.0) for s in steps],
+        "reference": [1.0] * len(steps),
+        "low": [0.95] * len(steps),
+        "high": [1.05] * len(steps),
+        "drifts": [drift.model_dump(mode="json")],
+    }
+    compare_view = reference_figure(comparison)["layout"]["xaxis"]["range"]
+    assert tuple(compare_view) == run_page

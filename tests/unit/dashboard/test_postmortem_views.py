@@ -130,11 +130,21 @@ def test_the_figure_opens_on_the_drift_with_the_y_axis_fitted_there() -> None:
         "reference": reference,
         "low": [r - 0.03 for r in reference],
         "high": [r + 0.03 for r in reference],
-        "drifts": [{"start_step": 2000, "end_step": 3950, "mean_gap": 0.12, "direction": "above", "points": 40}],
+        "drifts": [
+            # as the service serves it: with the window every page opens it on (half its span either side)
+            {
+                "start_step": 2000,
+                "end_step": 3950,
+                "mean_gap": 0.12,
+                "direction": "above",
+                "points": 40,
+                "zoom": {"start": 1025, "end": 4925},
+            }
+        ],
     }
     layout = reference_figure(comparison)["layout"]
-    assert layout["xaxis"]["range"] == [1513, 3950]
+    assert layout["xaxis"]["range"] == [1025, 4925]  # the served window, as the run page opens the drift
     y0, y1 = layout["yaxis"]["range"]
-    assert 1.9 < y0 < 2.1 and 2.6 < y1 < 2.8  # 2..2.7 there, not 2..10: the 0.12 gap is visible
+    assert 1.8 < y0 < 1.9 and 3.5 < y1 < 3.6  # 2..3.4 there, not 2..10: the 0.12 gap is visible
     without = reference_figure({**comparison, "drifts": []})["layout"]
     assert "range" not in without["yaxis"] and "range" not in without["xaxis"]

@@ -19,18 +19,16 @@ from holter_server.schemas.alerts import (
     RulePublic,
     RuleUpdate,
 )
-from holter_server.services.alerting import add_default_rules, event_course
+from holter_server.services import channels as channels_service
+from holter_server.services.alerting import course_of_event
+from holter_server.services.channels import StoredChannel
 from holter_server.services.dispatch import DeliveryError, send_test
-from holter_server.store import alerts as alerts_store
-from holter_server.store import events as events_store
-from holter_server.store import runs as runs_store
-from holter_server.store.models import ChannelRow
 
 router = APIRouter(tags=["alerts"])
 
 
-def _require_channel(session: SessionDep, channel_id: RowId) -> ChannelRow:
-    channel = alerts_store.get_channel(session=session, channel_id=channel_id)
+def _require_channel(session: SessionDep, channel_id: RowId) -> StoredChannel:
+    channel = channels_service.find_channel(session=session, channel_id=channel_id)
     if channel is None:
         raise HTTPException(status_code=404, detail=f"unknown channel {channel_id}")
     return channel
@@ -51,29 +49,28 @@ def add_channel(
         TargetGuard(allow_private=settings.allow_private_webhooks).check_channel(body.kind, body.target)
     except TargetRefused as exc:
         raise HTTPException(status_code=422, detail=str(exc)) from exc
-    channel = alerts_store.add_channel(
+    channel = channels_service.add_channel(
         session=session,
         name=body.name,
         kind=body.kind,
         project=body.project,
         target=body.target,
         signing_secret=body.signing_secret,
+        default_rules=body.default_rules,
     )
-    if body.default_rules:
-        add_default_rules(session=session, channel_id=channel.id, project=body.project)
     session.commit()
     return ChannelPublic.from_row(channel)
 
 
 @router.get("/channels", response_model=list[ChannelPublic], summary="Channels (secrets masked)")
 def list_channels(session: SessionDep, principal: PrincipalDep, project: str | None = None) -> list[ChannelPublic]:
-    rows = alerts_store.list_channels(session=session, project=project or principal.project)
+    rows = channels_service.channels(session=session, project=project or principal.project)
     return [ChannelPublic.from_row(row) for row in rows if principal.sees(row.project)]
 
 
 @router.delete("/channels/{channel_id}", status_code=204, summary="Remove a channel and its rules")
 def delete_channel(session: SessionDep, channel_id: RowId) -> Response:
-    alerts_store.delete_channel(session=session, channel=_require_channel(session, channel_id))
+    channels_service.delete_channel(session=session, channel=_require_channel(session, channel_id))
     session.commit()
     return Response(status_code=204)
 
@@ -108,7 +105,7 @@ def add_rule(session: SessionDep, principal: PrincipalDep, body: RuleCreate) -> 
             detail=f"channel {channel.id} is project {channel.project!r}'s: its rules see only that project, "
             f"not {body.project!r}",
         )
-    rule = alerts_store.add_rule(
+    rule = channels_service.add_rule(
         session=session, channel_id=body.channel_id, fields=body.model_dump(exclude={"channel_id"})
     )
     session.commit()
@@ -117,30 +114,30 @@ def add_rule(session: SessionDep, principal: PrincipalDep, body: RuleCreate) -> 
 
 @router.get("/rules", response_model=list[RulePublic], summary="Alert rules")
 def list_rules(session: SessionDep, principal: PrincipalDep, channel_id: RowId | None = None) -> list[RulePublic]:
-    visible = {c.id for c in alerts_store.list_channels(session=session) if principal.sees(c.project)}
+    visible = channels_service.channel_ids_seen_by(session=session, principal=principal)
     return [
         RulePublic.from_row(row)
-        for row in alerts_store.list_rules(session=session, channel_id=channel_id)
+        for row in channels_service.rules(session=session, channel_id=channel_id)
         if row.channel_id in visible
     ]
 
 
 @router.patch("/rules/{rule_id}", response_model=RulePublic, summary="Enable or disable a rule")
 def update_rule(session: SessionDep, rule_id: RowId, body: RuleUpdate) -> RulePublic:
-    rule = alerts_store.get_rule(session=session, rule_id=rule_id)
+    rule = channels_service.find_rule(session=session, rule_id=rule_id)
     if rule is None:
         raise HTTPException(status_code=404, detail=f"unknown rule {rule_id}")
-    alerts_store.set_rule_enabled(session=session, rule=rule, enabled=body.enabled)
+    channels_service.set_rule_enabled(session=session, rule=rule, enabled=body.enabled)
     session.commit()
     return RulePublic.from_row(rule)
 
 
 @router.delete("/rules/{rule_id}", status_code=204, summary="Remove a rule")
 def delete_rule(session: SessionDep, rule_id: RowId) -> Response:
-    rule = alerts_store.get_rule(session=session, rule_id=rule_id)
+    rule = channels_service.find_rule(session=session, rule_id=rule_id)
     if rule is None:
         raise HTTPException(status_code=404, detail=f"unknown rule {rule_id}")
-    alerts_store.delete_rule(session=session, rule=rule)
+    channels_service.delete_rule(session=session, rule=rule)
     session.commit()
     return Response(status_code=204)
 
@@ -156,8 +153,8 @@ def list_deliveries(
     run_id: str | None = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> list[DeliveryPublic]:
-    visible = {c.id for c in alerts_store.list_channels(session=session) if principal.sees(c.project)}
-    rows = alerts_store.list_deliveries(
+    visible = channels_service.channel_ids_seen_by(session=session, principal=principal)
+    rows = channels_service.deliveries(
         session=session, channel_id=channel_id, status=status, run_id=run_id, limit=limit, project=principal.project
     )
     return [DeliveryPublic.from_row(row) for row in rows if row.channel_id in visible]
@@ -165,10 +162,10 @@ def list_deliveries(
 
 @router.post("/deliveries/{delivery_id}/retry", response_model=DeliveryPublic, summary="Queue a failed delivery again")
 def retry_delivery(session: SessionDep, delivery_id: RowId) -> DeliveryPublic:
-    delivery = alerts_store.get_delivery(session=session, delivery_id=delivery_id)
+    delivery = channels_service.find_delivery(session=session, delivery_id=delivery_id)
     if delivery is None:
         raise HTTPException(status_code=404, detail=f"unknown delivery {delivery_id}")
-    delivery = alerts_store.retry_delivery(session=session, delivery=delivery)
+    delivery = channels_service.retry_delivery(session=session, delivery=delivery)
     session.commit()
     return DeliveryPublic.from_row(delivery)
 
@@ -181,11 +178,7 @@ def retry_delivery(session: SessionDep, delivery_id: RowId) -> DeliveryPublic:
 )
 def event_sparkline(session: SessionDep, run_id: str, event_id: RowId) -> Response:
     require_run(session, run_id)
-    event = events_store.get_event(session=session, run_id=run_id, event_id=event_id)
-    metric = (
-        runs_store.get_metric(session=session, run_id=run_id, name=event.metric) if event and event.metric else None
-    )
-    course = event_course(session=session, run_id=run_id, event=event) if event is not None and metric else None
+    course = course_of_event(session=session, run_id=run_id, event_id=event_id)
     if course is None:
         raise HTTPException(status_code=404, detail=f"run {run_id!r} has no metric event {event_id}")
     picture = png_sparkline(course.values, mark_index=course.start_index, mark_end=course.end_index, level=course.level)

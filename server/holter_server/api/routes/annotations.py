@@ -9,10 +9,9 @@ from fastapi import APIRouter, HTTPException, Query, Response
 from holter_server.api.deps import PrincipalDep, RowId, SessionDep
 from holter_server.api.routes.runs import require_run
 from holter_server.schemas.annotations import AnnotationCreate, AnnotationPublic, AnnotationsPublic, AnnotationUpdate
+from holter_server.services import annotations as notes
+from holter_server.services.annotations import StoredNote, UnknownEventError
 from holter_server.services.auth import OPEN, Principal
-from holter_server.store import annotations as annotations_store
-from holter_server.store import events as events_store
-from holter_server.store.models import AnnotationRow
 
 router = APIRouter(prefix="/runs/{run_id}/annotations", tags=["annotations"])
 
@@ -22,7 +21,7 @@ def list_annotations(
     session: SessionDep, run_id: str, metric: str | None = None, event_id: RowId | None = None
 ) -> AnnotationsPublic:
     require_run(session, run_id)
-    rows = annotations_store.list_annotations(session=session, run_id=run_id, metric=metric, event_id=event_id)
+    rows = notes.notes_of_run(session=session, run_id=run_id, metric=metric, event_id=event_id)
     return AnnotationsPublic(data=[AnnotationPublic.from_row(row) for row in rows], count=len(rows))
 
 
@@ -31,28 +30,26 @@ def add_annotation(
     session: SessionDep, principal: PrincipalDep, run_id: str, body: AnnotationCreate
 ) -> AnnotationPublic:
     require_run(session, run_id)
-    if (
-        body.event_id is not None
-        and events_store.get_event(session=session, run_id=run_id, event_id=body.event_id) is None
-    ):
-        raise HTTPException(status_code=404, detail=f"run {run_id!r} has no event {body.event_id}")
-    row = annotations_store.add_annotation(
-        session=session,
-        run_id=run_id,
-        key_id=principal.key_id,
-        author=principal.name,  # signed by the key, not by what the body claims
-        **body.model_dump(exclude={"author"}),
-    )
+    try:
+        row = notes.add_note(
+            session=session,
+            run_id=run_id,
+            key_id=principal.key_id,
+            author=principal.name,  # signed by the key, not by what the body claims
+            **body.model_dump(exclude={"author"}),
+        )
+    except UnknownEventError as exc:
+        raise HTTPException(status_code=404, detail=str(exc)) from exc
     session.commit()
     return AnnotationPublic.from_row(row)
 
 
-def _own_annotation(session: SessionDep, principal: Principal, run_id: str, annotation_id: RowId) -> AnnotationRow:
+def _own_annotation(session: SessionDep, principal: Principal, run_id: str, annotation_id: RowId) -> StoredNote:
     """The note, when the caller may change it. With auth on, the key that wrote it may (or an
     admin): a name anyone can send is no proof. With auth off there are no keys, only the one
     machine's person ("local"), who may change every note."""
     require_run(session, run_id)
-    row = annotations_store.get_annotation(session=session, run_id=run_id, annotation_id=annotation_id)
+    row = notes.find_note(session=session, run_id=run_id, note_id=annotation_id)
     if row is None:
         raise HTTPException(status_code=404, detail=f"run {run_id!r} has no annotation {annotation_id}")
     allowed = (
@@ -70,10 +67,8 @@ def _own_annotation(session: SessionDep, principal: Principal, run_id: str, anno
 def edit_annotation(
     session: SessionDep, principal: PrincipalDep, run_id: str, annotation_id: RowId, body: AnnotationUpdate
 ) -> AnnotationPublic:
-    row = annotations_store.edit_annotation(
-        session=session,
-        annotation=_own_annotation(session, principal, run_id, annotation_id),
-        text=body.text,
+    row = notes.edit_note(
+        session=session, note=_own_annotation(session, principal, run_id, annotation_id), text=body.text
     )
     session.commit()
     return AnnotationPublic.from_row(row)
@@ -87,8 +82,6 @@ def delete_annotation(
     annotation_id: RowId,
     author: Annotated[str | None, Query(description="ignored (kept for older clients): the key decides")] = None,
 ) -> Response:
-    annotations_store.delete_annotation(
-        session=session, annotation=_own_annotation(session, principal, run_id, annotation_id)
-    )
+    notes.delete_note(session=session, note=_own_annotation(session, principal, run_id, annotation_id))
     session.commit()
     return Response(status_code=204)

@@ -22,14 +22,14 @@ from holter_server.schemas.compare import (
 from holter_server.services import compare as compare_service
 from holter_server.services import projects as projects_service
 from holter_server.services import repeats as repeats_service
-from holter_server.store.models import RunRow
+from holter_server.services.runs import StoredRun
 
 router = APIRouter(tags=["compare"])
 
 ARM_HELP = "run:<run id> for the run alone, group:<run id> for the run's seed group"
 
 
-def _arm(session: SessionDep, principal: PrincipalDep, name: str, text: str) -> tuple[str, RunRow]:
+def _arm(session: SessionDep, principal: PrincipalDep, name: str, text: str) -> tuple[str, StoredRun]:
     kind, sep, run_id = text.partition(":")
     if not sep or kind not in compare_service.ARM_KINDS or not run_id:
         raise HTTPException(status_code=422, detail=f"{name}={text!r}: an arm is {ARM_HELP}")

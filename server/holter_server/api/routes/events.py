@@ -12,10 +12,9 @@ from holter_server.schemas import MAX_BIGINT
 from holter_server.schemas.events import EventDecision, EventDismissal, EventPublic, EventsPublic
 from holter_server.schemas.incidents import IncidentPublic, IncidentsPublic
 from holter_server.schemas.vocabulary import EventStatusName, SeverityName
+from holter_server.services import events as events_service
+from holter_server.services.events import StoredEvent
 from holter_server.services.incidents import run_incidents
-from holter_server.store import events as events_store
-from holter_server.store.events import EventFilter
-from holter_server.store.models import EventRow
 
 router = APIRouter(tags=["events"])
 Limit = Annotated[int, Query(ge=1, le=1000)]
@@ -34,8 +33,16 @@ def run_events(
     offset: Offset = 0,
 ) -> EventsPublic:
     require_run(session, run_id)
-    where = EventFilter(run_id=run_id, metric=metric, kind=kind, severity=severity, status=status)
-    rows, count = events_store.list_events(session=session, where=where, limit=limit, offset=offset)
+    rows, count = events_service.events_of_run(
+        session=session,
+        run_id=run_id,
+        metric=metric,
+        kind=kind,
+        severity=severity,
+        status=status,
+        limit=limit,
+        offset=offset,
+    )
     return EventsPublic(data=[EventPublic.from_row(row) for row in rows], count=count)
 
 
@@ -70,16 +77,22 @@ def all_events(
     limit: Limit = 100,
     offset: Offset = 0,
 ) -> EventsPublic:
-    where = EventFilter(
-        run_id=run_id, project=project or principal.project, kind=kind, severity=severity, status=status
+    rows, count = events_service.events_across_runs(
+        session=session,
+        project=project or principal.project,
+        run_id=run_id,
+        kind=kind,
+        severity=severity,
+        status=status,
+        limit=limit,
+        offset=offset,
     )
-    rows, count = events_store.list_events(session=session, where=where, limit=limit, offset=offset)
     return EventsPublic(data=[EventPublic.from_row(row) for row in rows], count=count)
 
 
-def _require_event(session: SessionDep, run_id: str, event_id: RowId) -> EventRow:
+def _require_event(session: SessionDep, run_id: str, event_id: RowId) -> StoredEvent:
     require_run(session, run_id)
-    event = events_store.get_event(session=session, run_id=run_id, event_id=event_id)
+    event = events_service.find_event(session=session, run_id=run_id, event_id=event_id)
     if event is None:
         raise HTTPException(status_code=404, detail=f"run {run_id!r} has no event {event_id}")
     return event
@@ -93,10 +106,9 @@ def _require_event(session: SessionDep, run_id: str, event_id: RowId) -> EventRo
 def acknowledge(
     session: SessionDep, principal: PrincipalDep, run_id: str, event_id: RowId, body: EventDecision
 ) -> EventPublic:
-    event = events_store.set_event_status(
+    event = events_service.acknowledge(
         session=session,
         event=_require_event(session, run_id, event_id),
-        status="acknowledged",
         by=principal.name,  # signed by the key, not by what the body claims
         reason=body.reason,
     )
@@ -113,14 +125,8 @@ def dismiss(
     session: SessionDep, principal: PrincipalDep, run_id: str, event_id: RowId, body: EventDismissal
 ) -> EventPublic:
     event = _require_event(session, run_id, event_id)
-    if body.mute:
-        if event.metric is None:
-            raise HTTPException(status_code=422, detail="run-level events have no metric to mute")
-        events_store.add_mute(
-            session=session, run_id=run_id, metric=event.metric, kind=event.kind, by=principal.name, reason=body.reason
-        )
-    event = events_store.set_event_status(
-        session=session, event=event, status="dismissed", by=principal.name, reason=body.reason
-    )
+    if body.mute and event.metric is None:
+        raise HTTPException(status_code=422, detail="run-level events have no metric to mute")
+    event = events_service.dismiss(session=session, event=event, by=principal.name, reason=body.reason, mute=body.mute)
     session.commit()
     return EventPublic.from_row(event)

@@ -23,11 +23,9 @@ from holter_server.schemas.postmortem import (
     ReferenceSet,
 )
 from holter_server.schemas.runs import RunPublic
-from holter_server.services import kinds, levers, postmortem, reference_drift
-from holter_server.store import annotations as annotations_store
-from holter_server.store import events as events_store
-from holter_server.store import references as references_store
-from holter_server.store import runs as runs_store
+from holter_server.services import annotations as notes
+from holter_server.services import kinds, levers, postmortem, reference_drift, references
+from holter_server.services import runs as runs_service
 
 router = APIRouter(tags=["post-mortem"])
 
@@ -72,9 +70,7 @@ def set_reference(session: SessionDep, principal: PrincipalDep, project: str, bo
     run = require_run(session, body.run_id)
     if run.project != project:
         raise HTTPException(status_code=422, detail=f"run {run.id!r} is not in project {project!r}")
-    row = references_store.set_reference(
-        session=session, project=project, tag=body.tag or "", run_id=run.id, by=principal.name
-    )
+    row = references.set_reference(session=session, project=project, tag=body.tag, run=run, by=principal.name)
     session.commit()
     return ReferencePublic(
         project=row.project, tag=row.tag or None, run_id=row.run_id, set_by=row.set_by, created_at=row.created_at
@@ -87,13 +83,13 @@ def set_reference(session: SessionDep, principal: PrincipalDep, project: str, bo
 def list_references(session: SessionDep, project: str) -> list[ReferencePublic]:
     return [
         ReferencePublic(project=r.project, tag=r.tag or None, run_id=r.run_id, set_by=r.set_by, created_at=r.created_at)
-        for r in references_store.list_references(session=session, project=project)
+        for r in references.references_of_project(session=session, project=project)
     ]
 
 
 @router.delete("/projects/{project}/reference", status_code=204, summary="Remove the project's (or a tag's) reference")
 def remove_reference(session: SessionDep, project: str, tag: str | None = None) -> Response:
-    if not references_store.remove_reference(session=session, project=project, tag=tag or ""):
+    if not references.remove_reference(session=session, project=project, tag=tag):
         raise HTTPException(
             status_code=404, detail=f"project {project!r} has no reference{f' for tag {tag!r}' if tag else ''}"
         )
@@ -108,7 +104,7 @@ def compare_run(
     session: SessionDep, settings: SettingsDep, run_id: str, metric: str, reference: str | None = None
 ) -> ComparisonPublic:
     run = require_run(session, run_id)
-    reference_id = reference or references_store.reference_for(session=session, run=run)
+    reference_id = reference or references.reference_of_run(session=session, run=run)
     if reference_id is None:
         raise HTTPException(status_code=404, detail=f"run {run_id!r} has no reference run; set one or pass ?reference=")
     require_run(session, reference_id)
@@ -158,11 +154,11 @@ def compare_run(
 def read_postmortem(session: SessionDep, settings: SettingsDep, run_id: str) -> PostMortemPublic:
     run = require_run(session, run_id)
     events = postmortem.timeline(session=session, run_id=run_id)
-    health = events_store.health_of_runs(session=session, run_ids=[run_id])[run_id]
+    health = runs_service.health_of_runs(session=session, run_ids=[run_id])[run_id]
     return PostMortemPublic(
         run=RunPublic.from_row(
             run,
-            list(runs_store.list_metrics(session=session, run_id=run_id)),
+            runs_service.metrics_of_run(session=session, run_id=run_id),
             health=health,
             understood=kinds.understood_metrics(session=session, run=run),
         ),
@@ -170,9 +166,7 @@ def read_postmortem(session: SessionDep, settings: SettingsDep, run_id: str) -> 
             session=session, run=run, events=events, max_group_points=settings.max_group_points
         ),
         timeline=[EventPublic.from_row(e) for e in events],
-        annotations=[
-            AnnotationPublic.from_row(a) for a in annotations_store.list_annotations(session=session, run_id=run_id)
-        ],
+        annotations=[AnnotationPublic.from_row(a) for a in notes.notes_of_run(session=session, run_id=run_id)],
     )
 
 

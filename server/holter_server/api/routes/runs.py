@@ -28,17 +28,16 @@ from holter_server.schemas.runs import (
 )
 from holter_server.schemas.vocabulary import MetricName, RunStatusName
 from holter_server.services import kinds, lifecycle, retention, run_table
+from holter_server.services import runs as runs_service
 from holter_server.services.run_analysis import AnalysisTooLargeError, UnknownMetricError, analyze_run
-from holter_server.store import events as events_store
-from holter_server.store import runs as runs_store
-from holter_server.store.models import RunRow
+from holter_server.services.runs import StoredRun
 
 router = APIRouter(prefix="/runs", tags=["runs"])
 
 
-def require_run(session: SessionDep, run_id: str) -> RunRow:
+def require_run(session: SessionDep, run_id: str) -> StoredRun:
     """The run, or a 404 that names it."""
-    run = runs_store.get_run(session=session, run_id=run_id)
+    run = runs_service.find_run(session=session, run_id=run_id)
     if run is None:
         raise HTTPException(status_code=404, detail=unknown("run", run_id))
     return run
@@ -60,13 +59,13 @@ def create_run(session: SessionDep, settings: SettingsDep, principal: PrincipalD
     taken = HTTPException(
         status_code=409, detail=f"run id {run_id!r} is already taken by another project; choose another id"
     )
-    existing = runs_store.get_run(session=session, run_id=run_id)
+    existing = runs_service.find_run(session=session, run_id=run_id)
     if existing is not None and existing.project != body.project:
         raise taken
     if existing is not None and body.definitions():
         kinds.hold_for_declaring(session=session, run_id=run_id)  # before the run's row (see there)
     try:
-        run, resumed = runs_store.create_or_resume_run(
+        run, resumed = runs_service.create_or_resume_run(
             session=session,
             run_id=run_id,
             project=body.project,
@@ -76,15 +75,15 @@ def create_run(session: SessionDep, settings: SettingsDep, principal: PrincipalD
             max_config_bytes=settings.max_config_bytes,
             max_tags=MAX_TAGS,
         )
-    except runs_store.RunIdTakenError:
+    except runs_service.RunIdTakenError:
         raise taken from None
-    except runs_store.MergeTooLargeError as exc:
+    except runs_service.MergeTooLargeError as exc:
         raise HTTPException(status_code=413 if exc.what == "config" else 422, detail=str(exc)) from exc
     if body.provenance is not None:
-        runs_store.set_provenance(session=session, run=run, provenance=body.provenance.model_dump(exclude_unset=True))
+        runs_service.set_provenance(session=session, run=run, provenance=body.provenance.model_dump(exclude_unset=True))
     kinds.declare(session=session, run=run, definitions=body.definitions())
     if body.notes is not None:
-        runs_store.update_run(session=session, run=run, tags=None, notes=body.notes)
+        runs_service.update_run(session=session, run=run, tags=None, notes=body.notes)
     session.commit()
     return RunCreated(**RunPublic.from_row(run).model_dump(), resumed=resumed)
 
@@ -110,7 +109,7 @@ def list_runs(
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     offset: Annotated[int, Query(ge=0, le=MAX_BIGINT)] = 0,
 ) -> RunsPublic:
-    rows, count = runs_store.list_runs(
+    rows, count = runs_service.list_runs(
         session=session,
         project=project or principal.project,
         status=status,
@@ -119,7 +118,7 @@ def list_runs(
         limit=limit,
         offset=offset,
     )
-    health = events_store.health_of_runs(session=session, run_ids=[row.id for row in rows])
+    health = runs_service.health_of_runs(session=session, run_ids=[row.id for row in rows])
     page = [RunPublic.from_row(row, health=health[row.id]) for row in rows]
     if metric or sparkline_kind:
         columns, sparklines = run_table.table_columns(
@@ -130,7 +129,7 @@ def list_runs(
             run.sparkline = SparklinePublic(**sparklines[run.id]) if run.id in sparklines else None  # type: ignore[arg-type]
     metric_names = None
     if names:
-        listed = runs_store.metric_names_of_runs(session=session, run_ids=[row.id for row in rows])
+        listed = runs_service.metric_names_of_runs(session=session, run_ids=[row.id for row in rows])
         metric_names = sorted({name for names_ in listed.values() for name in names_})
     return RunsPublic(data=page, count=count, metric_names=metric_names)
 
@@ -138,10 +137,10 @@ def list_runs(
 @router.get("/{run_id}", response_model=RunPublic, summary="One run with its config, status, health and metric series")
 def read_run(session: SessionDep, run_id: str) -> RunPublic:
     run = require_run(session, run_id)
-    health = events_store.health_of_runs(session=session, run_ids=[run_id])[run_id]
+    health = runs_service.health_of_runs(session=session, run_ids=[run_id])[run_id]
     return RunPublic.from_row(
         run,
-        list(runs_store.list_metrics(session=session, run_id=run_id)),
+        runs_service.metrics_of_run(session=session, run_id=run_id),
         health=health,
         understood=kinds.understood_metrics(session=session, run=run),
     )
@@ -154,7 +153,7 @@ def read_run(session: SessionDep, run_id: str) -> RunPublic:
 )
 def update_metric(session: SessionDep, run_id: str, metric: str, body: MetricUpdate) -> MetricPublic:
     run = require_run(session, run_id)
-    row = runs_store.get_metric(session=session, run_id=run_id, name=metric)
+    row = runs_service.find_metric(session=session, run_id=run_id, name=metric)
     if row is None:
         raise HTTPException(status_code=404, detail=f"run {run_id!r} has no metric {metric!r}")
     kinds.declare(session=session, run=run, definitions={metric: body.declared()})
@@ -165,7 +164,7 @@ def update_metric(session: SessionDep, run_id: str, metric: str, body: MetricUpd
 
 @router.patch("/{run_id}", response_model=RunPublic, summary="Change a run's tags or notes")
 def update_run(session: SessionDep, run_id: str, body: RunUpdate) -> RunPublic:
-    run = runs_store.update_run(session=session, run=require_run(session, run_id), tags=body.tags, notes=body.notes)
+    run = runs_service.update_run(session=session, run=require_run(session, run_id), tags=body.tags, notes=body.notes)
     session.commit()
     return RunPublic.from_row(run)
 

@@ -14,8 +14,7 @@ from holter_server.schemas import MAX_BIGINT
 from holter_server.schemas.runs import MetricPublic
 from holter_server.schemas.series import FamilyMatrixPublic, MetricsPublic, SeriesManyPublic
 from holter_server.services import export, reads
-from holter_server.store import points as points_store
-from holter_server.store import runs as runs_store
+from holter_server.services import runs as runs_service
 
 router = APIRouter(tags=["series"])
 
@@ -51,7 +50,7 @@ def read_many(
         )
     found, missing = [], []
     for run_id in dict.fromkeys(run):
-        rows = points_store.get_metrics(session=session, run_id=run_id, names=metric)
+        rows = runs_service.metrics_named(session=session, run_id=run_id, names=metric)
         for name in dict.fromkeys(metric):
             if name in rows:
                 found.append(rows[name])
@@ -148,13 +147,13 @@ def export_points(
     if format == "parquet" and not export.parquet_available():
         raise HTTPException(status_code=501, detail=f"this service cannot write Parquet: {export.PARQUET_EXTRA_HINT}")
     if metric:
-        rows = points_store.get_metrics(session=session, run_id=run_id, names=metric)
+        rows = runs_service.metrics_named(session=session, run_id=run_id, names=metric)
         unknown = [name for name in metric if name not in rows]
         if unknown:
             raise HTTPException(status_code=404, detail=f"run {run_id!r} has no metric {unknown[0]!r}")
         chosen = [rows[name] for name in dict.fromkeys(metric)]
     else:
-        chosen = list(runs_store.list_metrics(session=session, run_id=run_id))
+        chosen = runs_service.metrics_of_run(session=session, run_id=run_id)
     series = [(row.name, row.metric_id, row.count or 0) for row in chosen]
     session.close()  # the stream opens its own session per chunk
     stream = export.csv_stream if format == "csv" else export.parquet_stream

@@ -1,0 +1,121 @@
+"""Runs as the API reads and changes them: find one, create or resume it, list a page of them
+with their health and metric names, change its tags, notes and provenance, read its metrics.
+
+The routes call these rather than the store (the import contract `routes reach the store through
+a service`); the rows they return are what the schemas are built from (`RunPublic.from_row`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from holter_server.store import events as events_store
+from holter_server.store import points as points_store
+from holter_server.store import runs as runs_store
+from holter_server.store.models import MetricRow, RunRow
+from holter_server.store.runs import MergeTooLargeError, RunIdTakenError
+
+# The run and the metric series as the services hand them to the API: the store's rows, until
+# the schemas are built from domain objects (issue 34).
+StoredRun = RunRow
+StoredMetric = MetricRow
+
+__all__ = [
+    "MergeTooLargeError",
+    "RunIdTakenError",
+    "StoredMetric",
+    "StoredRun",
+    "create_or_resume_run",
+    "find_metric",
+    "find_run",
+    "health_of_runs",
+    "list_runs",
+    "metric_names_of_runs",
+    "metrics_named",
+    "metrics_of_run",
+    "set_provenance",
+    "update_run",
+]
+
+
+def find_run(*, session: Session, run_id: str) -> RunRow | None:
+    """The run, or None when there is none of that id."""
+    return runs_store.get_run(session=session, run_id=run_id)
+
+
+def create_or_resume_run(
+    *,
+    session: Session,
+    run_id: str,
+    project: str,
+    name: str | None,
+    config: dict[str, Any],
+    tags: list[str],
+    max_config_bytes: int | None,
+    max_tags: int | None,
+) -> tuple[RunRow, bool]:
+    """A new run, or the run of that id resumed with the config and tags merged (`resumed` True);
+    `RunIdTakenError` when another project has the id, `MergeTooLargeError` past a limit."""
+    return runs_store.create_or_resume_run(
+        session=session,
+        run_id=run_id,
+        project=project,
+        name=name,
+        config=config,
+        tags=tags,
+        max_config_bytes=max_config_bytes,
+        max_tags=max_tags,
+    )
+
+
+def set_provenance(*, session: Session, run: RunRow, provenance: dict[str, Any]) -> None:
+    """Record where the run came from (git commit, host, command, ...)."""
+    runs_store.set_provenance(session=session, run=run, provenance=provenance)
+
+
+def update_run(*, session: Session, run: RunRow, tags: list[str] | None, notes: str | None) -> RunRow:
+    """Change the run's tags or notes (None: left as they are)."""
+    return runs_store.update_run(session=session, run=run, tags=tags, notes=notes)
+
+
+def list_runs(
+    *,
+    session: Session,
+    project: str | None,
+    status: str | None,
+    tag: str | None,
+    archived: str,
+    limit: int,
+    offset: int,
+) -> tuple[Sequence[RunRow], int]:
+    """A page of runs, newest first, and how many match the filters in all."""
+    return runs_store.list_runs(
+        session=session, project=project, status=status, tag=tag, archived=archived, limit=limit, offset=offset
+    )
+
+
+def health_of_runs(*, session: Session, run_ids: Sequence[str]) -> dict[str, tuple[str, int]]:
+    """Each run's health (its worst open event's level) and how many events are open."""
+    return events_store.health_of_runs(session=session, run_ids=run_ids)
+
+
+def metric_names_of_runs(*, session: Session, run_ids: Sequence[str]) -> dict[str, list[str]]:
+    """The names of each run's metric series (runs without any are left out)."""
+    return runs_store.metric_names_of_runs(session=session, run_ids=run_ids)
+
+
+def metrics_of_run(*, session: Session, run_id: str) -> list[MetricRow]:
+    """The run's metric series with their summaries, by name."""
+    return list(runs_store.list_metrics(session=session, run_id=run_id))
+
+
+def find_metric(*, session: Session, run_id: str, name: str) -> MetricRow | None:
+    """One metric series of the run, or None when it has none of that name."""
+    return runs_store.get_metric(session=session, run_id=run_id, name=name)
+
+
+def metrics_named(*, session: Session, run_id: str, names: Iterable[str]) -> dict[str, MetricRow]:
+    """The run's metric series of these names (name → series); names it lacks are left out."""
+    return points_store.get_metrics(session=session, run_id=run_id, names=names)
