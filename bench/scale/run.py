@@ -46,7 +46,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from bench.ingest.run import ADMIN_URL
-from bench.load.run import CpuMeter, Holter
+from bench.load.run import TICK, CpuMeter, Holter
 from tests.load import percentile
 
 
@@ -58,6 +58,7 @@ class Repeat:
     latencies: list[float]
     service_cpu: float
     database_cpu: float
+    server_cpu: float | None
     stored: int
 
     @property
@@ -164,6 +165,67 @@ def backends(admin_urls: list[str], database: str) -> Callable[[], list[int]]:
     return pids
 
 
+def _postmaster(admin_url: str) -> int | None:
+    """The pid of the postmaster behind `admin_url`, if that server runs on this machine."""
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        (backend,) = admin.execute("SELECT pg_backend_pid()").fetchone() or (0,)
+    try:
+        with open(f"/proc/{backend}/stat") as stat:
+            return int(stat.read().rsplit(")", 1)[1].split()[1])  # the backend's parent
+    except (OSError, IndexError, ValueError):
+        return None  # another machine's server: its CPU cannot be read from here
+
+
+def _stat(pid: int) -> list[str]:
+    with open(f"/proc/{pid}/stat") as stat:
+        return stat.read().rsplit(")", 1)[1].split()
+
+
+def servers(admin_urls: list[str]) -> Callable[[], float | None]:
+    """CPU-seconds so far of every process of these database servers, ended ones included.
+
+    A backend's CPU goes to its postmaster's children's time (cutime + cstime) when it ends, so
+    the postmaster's own and children's time plus its live children's time counts every backend,
+    the short-lived ones Citus opens between nodes too, and every background process. Exact for
+    servers that serve nothing but this bench; None where a server is not on this machine."""
+    postmasters = [_postmaster(url) for url in admin_urls]
+
+    def total() -> float | None:
+        if None in postmasters:
+            return None
+        ticks = 0
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                fields = _stat(int(entry.name))
+            except (OSError, IndexError):
+                continue
+            if int(fields[1]) in postmasters:  # a backend or background process: utime + stime
+                ticks += int(fields[11]) + int(fields[12])
+        for pid in postmasters:
+            fields = _stat(pid or 0)  # the postmaster itself and its ended children
+            ticks += int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])
+        return ticks / TICK
+
+    return total
+
+
+class ServerMeter:
+    """CPU-seconds of whole database servers (`servers`) between `start()` and `stop()`."""
+
+    def __init__(self, total: Callable[[], float | None]) -> None:
+        self.total = total
+        self.before: float | None = None
+
+    def start(self) -> None:
+        self.before = self.total()
+
+    def stop(self) -> float | None:
+        after = self.total()
+        return None if after is None or self.before is None else after - self.before
+
+
 async def _sender(
     service: Holter,
     client: httpx.AsyncClient,
@@ -183,7 +245,7 @@ async def _sender(
 
 
 async def _closed_loop(
-    service: Holter, senders: int, metrics: int, steps: int, seconds: float, meters: list[CpuMeter]
+    service: Holter, senders: int, metrics: int, steps: int, seconds: float, meters: list[CpuMeter | ServerMeter]
 ) -> tuple[list[str], int, list[float], float]:
     names = [f"metric_{i:02d}" for i in range(metrics)]
     limits = httpx.Limits(max_connections=senders + 4, max_keepalive_connections=senders + 4)
@@ -200,10 +262,17 @@ async def _closed_loop(
         return run_ids, sum(sent), latencies, time.monotonic() - started
 
 
-def measure(service: Holter, database_pids: Callable[[], list[int]], args: argparse.Namespace) -> Repeat:
+def measure(
+    service: Holter,
+    database_pids: Callable[[], list[int]],
+    server_cpu: Callable[[], float | None],
+    args: argparse.Namespace,
+) -> Repeat:
     service_meter, database_meter = CpuMeter(service.pids), CpuMeter(database_pids)
+    server_meter = ServerMeter(server_cpu)
+    meters: list[CpuMeter | ServerMeter] = [service_meter, database_meter, server_meter]
     run_ids, points, latencies, elapsed = asyncio.run(
-        _closed_loop(service, args.senders, args.metrics, args.steps, args.seconds, [service_meter, database_meter])
+        _closed_loop(service, args.senders, args.metrics, args.steps, args.seconds, meters)
     )
     return Repeat(
         seconds=elapsed,
@@ -212,6 +281,7 @@ def measure(service: Holter, database_pids: Callable[[], list[int]], args: argpa
         latencies=latencies,
         service_cpu=service_meter.stop(),
         database_cpu=database_meter.stop(),
+        server_cpu=server_meter.stop(),
         stored=service.stored(run_ids),
     )
 
@@ -253,7 +323,8 @@ def main() -> None:
         flush=True,
     )
     print(
-        f"{'store':<9}{'procs':>6}{'points/s':>10}{'p50 ms':>8}{'p95 ms':>8}{'svc CPU-s':>10}{'db CPU-s':>9}  stored",
+        f"{'store':<9}{'procs':>6}{'points/s':>10}{'p50 ms':>8}{'p95 ms':>8}{'svc CPU-s':>10}{'db CPU-s':>9}"
+        f"{'srv CPU-s':>10}  stored",
         flush=True,
     )
     summary: list[str] = []
@@ -273,9 +344,10 @@ def main() -> None:
                     try:
                         service.start(args.start_deadline)
                         pids = backends(admin_urls, make_url(database_url).database or "")
+                        server_cpu = servers(admin_urls)
                         repeats = []
                         for _ in range(args.repeats):
-                            repeat = measure(service, pids, args)
+                            repeat = measure(service, pids, server_cpu, args)
                             repeats.append(repeat)
                             exact = (
                                 "exact"
@@ -287,6 +359,7 @@ def main() -> None:
                                 f"{percentile(repeat.latencies, 0.5) * 1000:>8.0f}"
                                 f"{percentile(repeat.latencies, 0.95) * 1000:>8.0f}"
                                 f"{repeat.service_cpu:>10.1f}{repeat.database_cpu:>9.1f}"
+                                f"{'-' if repeat.server_cpu is None else format(repeat.server_cpu, '.1f'):>10}"
                                 f"  {exact}",
                                 flush=True,
                             )
@@ -297,6 +370,12 @@ def main() -> None:
                     f"p95 ms {spread([percentile(r.latencies, 0.95) * 1000 for r in repeats], '.0f')}, "
                     f"CPU-s per 100k points (service + database) "
                     f"{spread([(r.service_cpu + r.database_cpu) / r.points * 1e5 for r in repeats], '.1f')}"
+                    + (
+                        ""
+                        if any(r.server_cpu is None for r in repeats)
+                        else ", with the whole database servers' CPU instead "
+                        f"{spread([(r.service_cpu + (r.server_cpu or 0.0)) / r.points * 1e5 for r in repeats], '.1f')}"
+                    )
                 )
     print("\nmedian (min-max) over the repeats:")
     for line in summary:

@@ -24,8 +24,12 @@ import holter
 import httpx
 import pytest
 from holter.demo.synthetic import SyntheticRun
+from holter_server.store.backends.postgres import PostgresBackend
+from holter_server.store.database import make_engine
 from holter_server.store.distribution import BY_RUN, REFERENCE
+from sqlalchemy import text
 from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session
 
 from tests.integration.test_reference_runs import stream
 from tests.receivers import Receiver
@@ -274,6 +278,37 @@ def test_ingest_and_reads(citus_server: ServerProcess, api: httpx.Client, projec
     assert {m["name"] for m in detail["metrics"]} == {"loss", "grad_norm"} and detail["config"] == {"lr": 3e-4}
     run.finish()
     assert api.get(f"/runs/{run.id}").json()["status"] == "finished"
+
+
+def test_two_runs_ingest_without_waiting_on_each_other(
+    citus_server: ServerProcess, project: str, spool_dir: Path
+) -> None:
+    """A batch's metric-summary UPDATE names its run, so Citus sends it to that run's shard alone:
+    one run's ingest transaction, still open, never holds up another run's. (Sent to every shard,
+    as it was while its subquery named the run through `metrics.run_id`, it locked every shard,
+    and every run's ingest waited on every other's.)"""
+    runs = []
+    for name in ("first", "second"):
+        run = holter.init(project=project, name=name, url=citus_server.url)
+        run.log({"loss": 1.0}, step=0)
+        run.flush()
+        runs.append(run.id)
+    with _connect(citus_server.database_url) as db:
+        metric = {
+            run_id: db.execute("SELECT metric_id FROM metrics WHERE run_id = %s", (run_id,)).fetchone()[0]
+            for run_id in runs
+        }
+    engine = make_engine(citus_server.database_url.replace("postgresql://", "postgresql+psycopg://", 1))
+    backend = PostgresBackend()
+    try:
+        with Session(engine) as held, Session(engine) as other:
+            backend.update_metric_summaries(held, runs[0], [(metric[runs[0]], 0, 0, 0)])  # its transaction stays open
+            other.execute(text("SET LOCAL lock_timeout = '10s'"))  # the old statement waited here until it ended
+            backend.update_metric_summaries(other, runs[1], [(metric[runs[1]], 0, 0, 0)])
+            other.rollback()
+            held.rollback()
+    finally:
+        engine.dispose()
 
 
 def test_live_detection_names_planted_problems_once_each(

@@ -85,7 +85,10 @@ class PostgresBackend:
         return _insert_copy(session, run_id, by_id)
 
     def update_metric_summaries(self, session: Session, run_id: str, rows: list[SummaryRow]) -> None:
-        # all the batch's metrics in one UPDATE, their figures as arrays (no bound on parameters)
+        # all the batch's metrics in one UPDATE, their figures as arrays (no bound on parameters).
+        # The subquery names the run as a constant too: on Citus a subquery correlated by
+        # `p.run_id = metrics.run_id` makes the UPDATE a task on every shard, and such multi-shard
+        # updates lock every shard in turn, so every run's ingest waited on every other's.
         ids, counts, firsts, lasts = (list(column) for column in zip(*rows))
         with _cursor(session) as cursor:
             cursor.execute(
@@ -94,12 +97,18 @@ class PostgresBackend:
                 " first_step = CASE WHEN metrics.first_step IS NULL OR metrics.first_step > v.first_step THEN "
                 "v.first_step ELSE metrics.first_step END,"
                 f" last_step = {_NEW_LAST},"
-                " last_value = (SELECT p.value FROM points p WHERE p.run_id = metrics.run_id AND p.metric_id = "
+                " last_value = (SELECT p.value FROM points p WHERE p.run_id = %(run)s AND p.metric_id = "
                 f"metrics.metric_id AND p.step = {_NEW_LAST})"
-                " FROM unnest(%s::int[], %s::bigint[], %s::bigint[], %s::bigint[]) AS v(metric_id, stored, "
-                "first_step, last_step)"
-                " WHERE metrics.run_id = %s AND metrics.metric_id = v.metric_id",
-                (*map(array_text, (ids, counts, firsts, lasts)), run_id),
+                " FROM unnest(%(ids)s::int[], %(counts)s::bigint[], %(firsts)s::bigint[], %(lasts)s::bigint[])"
+                " AS v(metric_id, stored, first_step, last_step)"
+                " WHERE metrics.run_id = %(run)s AND metrics.metric_id = v.metric_id",
+                {
+                    "ids": array_text(ids),
+                    "counts": array_text(counts),
+                    "firsts": array_text(firsts),
+                    "lasts": array_text(lasts),
+                    "run": run_id,
+                },
             )
 
     def read_points_from(
