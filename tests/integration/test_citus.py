@@ -416,7 +416,8 @@ def test_annotations_are_saved_edited_and_deleted(api: httpx.Client, project: st
     assert edited.status_code == 200, edited.text
     assert api.delete(f"/runs/{run_id}/annotations/{comment.json()['id']}", params={"author": "bo"}).status_code == 204
     notes = api.get(f"/runs/{run_id}/annotations").json()["data"]
-    assert [(n["author"], n["text"]) for n in notes] == [("ana", "warm-up ends at 200")]
+    # auth off: notes are signed by the machine's one person, whatever name the body gives
+    assert [(n["author"], n["text"]) for n in notes] == [("local", "warm-up ends at 200")]
 
 
 def test_a_reference_is_set_and_a_drifting_run_is_flagged(
