@@ -437,7 +437,9 @@ def test_waiting_metrics_are_moved_back_in_the_queue_only_when_the_pass_goes_on(
 
     def log(start: int, stop: int) -> None:
         steps = list(range(start, stop))
-        metrics = {name: {"steps": steps, "values": [2.0 + i - 0.001 * s for s in steps]} for i, name in enumerate(names)}
+        metrics = {
+            name: {"steps": steps, "values": [2.0 + i - 0.001 * s for s in steps]} for i, name in enumerate(names)
+        }
         with factory() as session:
             ingest_batch(session=session, run_id="r", batch=read_batch({"metrics": metrics}), max_metrics=100)
             session.commit()

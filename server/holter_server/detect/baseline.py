@@ -360,9 +360,7 @@ class BlockBaseline:
                 print_quantum[i] = quantum(decimals(previous))
                 floor = float(noise_floor(base[i], print_quantum[i], self.abs_floor))
                 # from point-to-point differences: the steep early fall of a loss is a trend, not noise
-                spread = (
-                    DIFF_TO_SIGMA * float(np.median(np.abs(np.diff(previous)))) if pos >= EARLY_MAD_POINTS else 0.0
-                )
+                spread = DIFF_TO_SIGMA * float(np.median(np.abs(np.diff(previous)))) if pos >= EARLY_MAD_POINTS else 0.0
                 scale[i] = max(spread, floor)
             return
         counts = [decimals_of(v) for v in prefix]  # `decimals` value by value: of the prefix's, a prefix
@@ -376,7 +374,7 @@ class BlockBaseline:
             middle = _median_of(prefix[max(pos - BLOCK, 0) : pos])
             finest = max(counts[:pos])
             q = float(10.0**-finest) if finest >= 0 else 0.0
-            floor = max(max(RELATIVE_NOISE_FLOOR * abs(middle), QUANTUM_SHARE * q), abs_floor)
+            floor = max(RELATIVE_NOISE_FLOOR * abs(middle), QUANTUM_SHARE * q, abs_floor)
             spread = DIFF_TO_SIGMA * _median_of(gaps[: pos - 1]) if pos >= EARLY_MAD_POINTS else 0.0
             base[i], print_quantum[i] = middle, q
             scale[i] = max(spread, floor)
