@@ -26,7 +26,7 @@ for part in ("server", "client", "."):
 
 from holter_server.schemas.points import read_batch
 from holter_server.services import detection
-from holter_server.services.detection import detect_pending
+from holter_server.services.detection import LiveDetectors, detect_pending
 from holter_server.services.ingest import ingest_batch
 from holter_server.store import runs as runs_store
 from holter_server.store.database import make_engine, make_session_factory, upgrade
@@ -103,6 +103,7 @@ def main() -> None:
         _patch()
         ingest_s = detect_s = ingest_cpu = detect_cpu = 0.0
         passes = 0
+        live = LiveDetectors()  # the worker's detectors, kept between passes
         for round_ in range(args.rounds):
             steps = list(range(round_ * 10, round_ * 10 + 10))
             started, started_cpu = time.perf_counter(), time.process_time()
@@ -132,7 +133,7 @@ def main() -> None:
             # points wait (unless remarkable: a NaN, an outlier, a jump); rounds here come much
             # faster than once a second, so the wait is played by the round number
             detection.WAIT_S = 0.0 if round_ % args.read_every == 0 else float("inf")
-            detect_pending(session_factory=factory)
+            detect_pending(session_factory=factory, live=live)
             passes += 1
             detect_s += time.perf_counter() - started
             detect_cpu += time.process_time() - started_cpu

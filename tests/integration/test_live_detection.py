@@ -413,3 +413,66 @@ def test_quiet_points_wait_for_a_later_read_and_an_outlier_is_read_at_once(
         assert not live_detectors and not live_detectors.findings_at
     finally:
         engine.dispose()
+
+
+def test_waiting_metrics_are_moved_back_in_the_queue_only_when_the_pass_goes_on(
+    empty_store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pass in several groups moves the metrics whose points wait back in the queue (each is
+    claimed once in it); a group that took every metric with new points ends the pass and
+    leaves their progress rows as they were: no write per waiting metric per pass, and their
+    detected_step still behind the points that wait."""
+    from holter_server.schemas.points import read_batch
+    from holter_server.services import detection
+    from holter_server.services.ingest import ingest_batch
+    from holter_server.store import runs as runs_store
+    from holter_server.store.database import make_engine, make_session_factory, upgrade
+    from holter_server.store.models import DetectorStateRow
+
+    upgrade(empty_store_url)
+    engine = make_engine(empty_store_url)
+    factory = make_session_factory(engine)
+    live_detectors = detection.LiveDetectors()
+    names = ["loss", "eval_loss", "accuracy"]
+
+    def log(start: int, stop: int) -> None:
+        steps = list(range(start, stop))
+        metrics = {
+            name: {"steps": steps, "values": [2.0 + i - 0.001 * s for s in steps]} for i, name in enumerate(names)
+        }
+        with factory() as session:
+            ingest_batch(session=session, run_id="r", batch=read_batch({"metrics": metrics}), max_metrics=100)
+            session.commit()
+
+    def rows() -> dict[int, tuple[int, object]]:
+        with factory() as session:
+            return {
+                row.metric_id: (row.detected_step, row.updated_at)
+                for row in session.scalars(select(DetectorStateRow).where(DetectorStateRow.run_id == "r"))
+            }
+
+    try:
+        with factory() as session:
+            runs_store.create_or_resume_run(session=session, run_id="r", project="p", name=None, config={}, tags=[])
+            session.commit()
+        log(0, 400)
+        assert detection.detect_pending(session_factory=factory, live=live_detectors) == 3
+        monkeypatch.setattr(detection, "WAIT_S", 600.0)  # however slow this machine: their points wait
+        read = rows()
+        assert {step for step, _ in read.values()} == {399}
+
+        log(400, 410)
+        # groups of one: each metric claimed once in the pass; those of the groups the pass went on
+        # after are moved back in the queue, behind the last
+        assert detection.detect_pending(session_factory=factory, live=live_detectors, per_transaction=1) == 3
+        moved = rows()
+        assert {step for step, _ in moved.values()} == {399}
+        assert sorted(moved[m][1] > read[m][1] for m in read) == [False, True, True]
+
+        log(410, 420)
+        # one group takes them all: the pass ends with it, and nothing is written for them
+        assert detection.detect_pending(session_factory=factory, live=live_detectors, per_transaction=10) == 3
+        assert rows() == moved
+        assert all(len(live_detectors[("r", m)].waiting[0]) == 20 for m in read)
+    finally:
+        engine.dispose()

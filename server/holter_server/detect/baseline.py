@@ -57,6 +57,9 @@ _LEVEL_OFFSETS = np.arange(LEVEL_POINTS)
 # points per call cost a few dozen numpy calls on 8-element arrays otherwise, and their overhead
 # is the whole cost. Larger batches are cheaper vectorised.
 SCALAR_MAX_BLOCKS = 16
+# A new series' first points (`rolling_level`'s first few, the baseline's early ones) take plain
+# Python too on `_plain` values: each is a median of a handful (tests turn it off to compare).
+SCALAR_FIRST_POINTS = True
 # The scalar path declines values this large: a sum of two could overflow, and an inf - inf
 # NaN orders differently in Python's sorted() than in numpy's partition.
 SCALAR_MAX_ABS = 1e300
@@ -68,7 +71,9 @@ def rolling_level(values: np.ndarray, new_from: int, first_index: int) -> np.nda
     out = np.empty(len(values) - new_from)
     full_from = max(new_from, width - 1 - first_index)
     for pos in range(new_from, min(full_from, len(values))):
-        out[pos - new_from] = np.median(values[: pos + 1])
+        # a series' first few points: numpy's median costs more to call than to compute here
+        first = values[: pos + 1].tolist()
+        out[pos - new_from] = _median_of(first) if SCALAR_FIRST_POINTS and _plain(first) else np.median(first)
     if full_from < len(values):
         count = len(values) - full_from
         if count <= SMALL_LEVEL_BATCH:
@@ -315,18 +320,8 @@ class BlockBaseline:
         print_quantum = block_q[per_point_block]
         scale = np.maximum(MAD_TO_SIGMA * block_mad[per_point_block], noise_floor(base, print_quantum, self.abs_floor))
         early = np.isnan(base)
-        for i in np.flatnonzero(early):
-            pos = new_from + int(i)
-            if pos == 0:
-                scale[i] = self.abs_floor
-                continue
-            previous = values[:pos]
-            base[i] = np.median(previous[-BLOCK:])
-            print_quantum[i] = quantum(decimals(previous))
-            floor = float(noise_floor(base[i], print_quantum[i], self.abs_floor))
-            # from point-to-point differences: the steep early fall of a loss is a trend, not noise
-            spread = DIFF_TO_SIGMA * float(np.median(np.abs(np.diff(previous)))) if pos >= EARLY_MAD_POINTS else 0.0
-            scale[i] = max(spread, floor)
+        if early.any():
+            self._fill_early(values, new_from, np.flatnonzero(early), base, scale, print_quantum)
 
         keep = KEEP_BLOCKS
         self.medians = [float(v) for v in meds[-keep:]] if len(meds) else []
@@ -336,6 +331,53 @@ class BlockBaseline:
         self.completed = done_before + n_new_blocks
         self.new_blocks = (done_before, new_meds, new_mads)
         return base, scale, early, print_quantum
+
+    def _fill_early(
+        self,
+        values: np.ndarray,
+        new_from: int,
+        rows: np.ndarray,
+        base: np.ndarray,
+        scale: np.ndarray,
+        print_quantum: np.ndarray,
+    ) -> None:
+        """Base, scale and print quantum of the early points `rows` (see `update`), in place: from
+        the points before each one. A new metric's first two calls are mostly these 16 points, so
+        on `_plain` values they are computed in plain Python, each value's decimals counted once and
+        their maximum taken over the prefix (the same numbers: `_median_of` is numpy's median on such
+        values, `decimals_of` its `decimals`, the floor the same IEEE operations); otherwise point
+        by point with numpy."""
+        last = new_from + int(rows[-1])  # every early point reads only points before it
+        prefix = values[:last].tolist()
+        if not (SCALAR_FIRST_POINTS and _plain(prefix)):
+            for i in rows:
+                pos = new_from + int(i)
+                if pos == 0:
+                    scale[i] = self.abs_floor
+                    continue
+                previous = values[:pos]
+                base[i] = np.median(previous[-BLOCK:])
+                print_quantum[i] = quantum(decimals(previous))
+                floor = float(noise_floor(base[i], print_quantum[i], self.abs_floor))
+                # from point-to-point differences: the steep early fall of a loss is a trend, not noise
+                spread = DIFF_TO_SIGMA * float(np.median(np.abs(np.diff(previous)))) if pos >= EARLY_MAD_POINTS else 0.0
+                scale[i] = max(spread, floor)
+            return
+        counts = [decimals_of(v) for v in prefix]  # `decimals` value by value: of the prefix's, a prefix
+        gaps = [abs(b - a) for a, b in zip(prefix, prefix[1:])]
+        abs_floor = float(self.abs_floor)
+        for i in rows:
+            pos = new_from + int(i)
+            if pos == 0:
+                scale[i] = self.abs_floor
+                continue
+            middle = _median_of(prefix[max(pos - BLOCK, 0) : pos])
+            finest = max(counts[:pos])
+            q = float(10.0**-finest) if finest >= 0 else 0.0
+            floor = max(RELATIVE_NOISE_FLOOR * abs(middle), QUANTUM_SHARE * q, abs_floor)
+            spread = DIFF_TO_SIGMA * _median_of(gaps[: pos - 1]) if pos >= EARLY_MAD_POINTS else 0.0
+            base[i], print_quantum[i] = middle, q
+            scale[i] = max(spread, floor)
 
     def _update_few(
         self, values: np.ndarray, new_from: int, first_index: int

@@ -74,7 +74,7 @@ def record_event(
 
 def detection_limits(session_factory: sessionmaker[Session]) -> tuple[int, int]:
     """Metrics per pass of `detect_pending` and per transaction, by store (see there)."""
-    return (1_000, 250) if writers_run_side_by_side(session_factory) else (50, 8)
+    return (1_000, 1_000) if writers_run_side_by_side(session_factory) else (50, 8)
 
 
 def detect_pending(
@@ -89,8 +89,11 @@ def detect_pending(
 
     Metrics are claimed a group at a time, each group in its own transaction. On SQLite a
     transaction holds the one write lock, so groups are small there and ingest never waits
-    behind a long pass; on Postgres ingest and detection touch different rows, and a group
-    spans many runs, so each run's findings are refreshed once per pass, not once per metric.
+    behind a long pass; on Postgres ingest and detection touch different rows, and one group
+    is the whole pass, across runs, so each run's findings are refreshed once per pass, not
+    once per metric, and a pass that claimed every metric with new points ends there: the
+    metrics whose points wait are then not moved back in the queue (a row update each, every
+    pass), as only a later group of the same pass or a backlog needs (`_detect_some`).
     """
     default_limit, default_per_transaction = detection_limits(session_factory)
     limit = limit if limit is not None else default_limit
@@ -100,10 +103,12 @@ def detect_pending(
     with session_scope(session_factory) as session:  # its own short transaction: ingest updates these rows too
         due = detection_queue.settle_detected_runs(session=session)  # (a run due from now on is read next pass)
     while done < limit:
-        claimed = _detect_some(session_factory, live, min(per_transaction, limit - done), not_since=started, due=due)
-        if not claimed:
-            break
+        claimed, more = _detect_some(
+            session_factory, live, min(per_transaction, limit - done), not_since=started, due=due
+        )
         done += claimed
+        if not more:
+            break
     return done + save_quiet_states(session_factory, live)
 
 
@@ -250,24 +255,34 @@ def _detect_some(
     limit: int,
     not_since: datetime,
     due: Sequence[str],
-) -> int:
+) -> tuple[int, bool]:
+    """Claim up to `limit` metrics with new points and read them, in one transaction; returns
+    how many, and whether more were waiting to be claimed (then the pass goes on)."""
     kept: dict[tuple[str, int], _Live] = {}
     work: list[detection_queue.DetectionWork] = []
     try:
         with session_scope(session_factory) as session:
+            # one more than asked for says whether this group leaves any behind (its run is held
+            # with the others until the commit, and read by the next group or pass)
             work = detection_queue.claim_detection_work(
-                session=session, limit=limit, not_since=not_since, among_runs=due
+                session=session, limit=limit + 1, not_since=not_since, among_runs=due
             )
+            more = len(work) > limit
+            work = work[:limit]
             if not work:
-                return 0
-            _detect_claimed(session, work, live_detectors, kept)
+                return 0, False
+            # Metrics whose points wait are moved back in the queue, so that the pass's next
+            # group, and the next pass of a backlog, take others first. A group that took every
+            # metric with new points ends its pass: the next pass claims them all again anyway,
+            # and the order they wait in is the memory of this process (`_Live.waiting`).
+            _detect_claimed(session, work, live_detectors, kept, move_waiting_back=more)
     except BaseException:
         for item in work:
             live_detectors.pop((item.run_id, item.metric_id), None)
         raise
     for key, live in kept.items():  # only once committed: what the database now says
         live_detectors.keep(key, live)
-    return len(work)
+    return len(work), more
 
 
 def _detect_claimed(
@@ -275,6 +290,7 @@ def _detect_claimed(
     work: list[detection_queue.DetectionWork],
     live_detectors: LiveDetectors,
     kept: dict[tuple[str, int], _Live],
+    move_waiting_back: bool,
 ) -> None:
     runs = runs_store.get_runs(session=session, run_ids={item.run_id for item in work})
     rules = alerting.enabled_rules(session=session)
@@ -409,7 +425,7 @@ def _detect_claimed(
         fed_at = moment if new.steps else (at_hand[key].fed_at if key in at_hand else moment)
         with_state = events_changed or not steps or saved_at is None or moment - saved_at >= SAVE_EVERY_S
         if waits and not with_state:
-            waited_keys.append(key)  # moves it back in the queue, in one statement for all such
+            waited_keys.append(key)  # its progress stays behind its points, unsaved
         elif with_state or fed_step != item.detected_step:
             saved.append(
                 detection_queue.DetectionProgress(
@@ -434,7 +450,8 @@ def _detect_claimed(
                 waiting=(steps, values) if waits else ([], []),
             )
     detection_queue.save_detection_states(session=session, progress=saved)
-    detection_queue.mark_detection_read(session=session, keys=waited_keys)
+    if move_waiting_back:
+        detection_queue.mark_detection_read(session=session, keys=waited_keys)  # one statement for all
     at_hand_by_run: dict[str, dict[str, Detector]] = {}
     for item in (plan.item for plan in plans):
         live = kept.get((item.run_id, item.metric_id))

@@ -12,7 +12,7 @@ from holter_server.detect import IncrementalDetector
 from holter_server.detect import baseline as baseline_module
 from holter_server.detect import level_shift as level_shift_module
 from holter_server.detect import runs as runs_module
-from holter_server.detect.baseline import MAX_DECIMALS, BlockBaseline, decimals, decimals_of
+from holter_server.detect.baseline import MAX_DECIMALS, BlockBaseline, decimals, decimals_of, rolling_level
 from holter_server.detect.runs import true_segments
 
 TAIL = 1024
@@ -21,6 +21,7 @@ TAIL = 1024
 def vectorised_only(monkeypatch):
     """Turn every scalar path off: what the detector computed before they existed."""
     monkeypatch.setattr(baseline_module, "SCALAR_MAX_BLOCKS", -1)
+    monkeypatch.setattr(baseline_module, "SCALAR_FIRST_POINTS", False)
     monkeypatch.setattr(level_shift_module, "SCALAR_MAX_BLOCKS", -1)
     monkeypatch.setattr(runs_module, "SMALL_MASK", -1)
 
@@ -106,6 +107,35 @@ def test_scalar_baseline_path_gives_the_same_bits_as_the_vectorised_one(name, se
     assert len(fast) == len(slow)
     for call, (a, b) in enumerate(zip(fast, slow)):
         assert a == b, f"call {call} differs"
+
+
+# a new series read as it arrives: a point or a few at a time, or a second's worth (10 steps)
+FIRST_SIZES = [[1] * 20, [1, 2, 3, 4, 5, 6], [3, 3, 3, 3, 3, 3], [10, 10, 10], [7, 9, 17], [16, 1], [40]]
+
+
+@pytest.mark.parametrize("sizes", FIRST_SIZES, ids=lambda sizes: "-".join(map(str, sizes)))
+@pytest.mark.parametrize("name", list(awkward_series(0)))
+def test_a_new_series_first_points_give_the_same_bits_in_plain_python(name, sizes, monkeypatch):
+    """The early points (before two blocks of history) and the first levels, however the first
+    points are batched, on every awkward series (its start and a stretch from its middle)."""
+    series = awkward_series(4)[name]
+    for values in (series[:60], series[700:760]):
+        fast = feed_baseline(values, sizes)
+        fast_levels = [rolling_level(values[: n + 1], n, 0).tobytes() for n in range(8)]
+        with monkeypatch.context() as off:
+            vectorised_only(off)
+            slow = feed_baseline(values, sizes)
+            slow_levels = [rolling_level(values[: n + 1], n, 0).tobytes() for n in range(8)]
+        assert fast == slow
+        assert fast_levels == slow_levels
+
+
+def test_the_plain_first_points_path_is_taken(monkeypatch):
+    """Guards the test above: the early points of a plain series do not reach numpy's median."""
+    calls = []
+    monkeypatch.setattr(baseline_module.np, "median", lambda *a, **k: calls.append(1) or np.nan)
+    feed_baseline(awkward_series(0)["many_decimals"][:40], [10, 10, 10, 10])
+    assert not calls
 
 
 def test_the_scalar_path_is_taken_for_small_batches(monkeypatch):
