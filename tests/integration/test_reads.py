@@ -14,7 +14,7 @@ from holter_server.settings import Settings
 from holter_server.store import runs as runs_store
 from holter_server.store.database import make_engine, make_session_factory
 from holter_server.store.models import MetricRow, RollupRow
-from holter_server.store.rollup_buckets import levels_of
+from holter_server.store.rollup_buckets import LEVELS, levels_of
 from holter_server.store.rollups import read_point_ranges, read_rollup_pieces
 from sqlalchemy import func, select
 
@@ -361,4 +361,24 @@ def test_a_first_batch_at_a_huge_step_then_late_and_resent_ones_read_exactly(
     send(api, run_id, "loss", late[:600], values[:600])  # partly re-sent: rebuilt from the points
     assert send(api, run_id, "loss", huge[:100], values[len(late) : len(late) + 100])["stored"] == 0
     assert_rollups_match_points(store_sessions, run_id, "loss")
+    assert_reads_exact_at_every_width(api, run_id, steps, values)
+
+
+def test_bucket_0_rows_left_above_the_finest_level_by_an_older_version_are_never_read(
+    api: httpx.Client, run_id: str, store_sessions
+) -> None:
+    rng = np.random.default_rng(13)
+    steps = np.unique(rng.integers(0, 400_000, 6_000))
+    values = rng.normal(size=len(steps))
+    send(api, run_id, "loss", steps[:4_000], values[:4_000])
+    with store_sessions() as session:  # what main wrote (bucket 0 at every level), gone stale: wrong on purpose
+        metric_id = session.query(MetricRow.metric_id).filter_by(run_id=run_id, name="loss").scalar()
+        stale = dict(count=1, finite_sum=1e12, min_value=-1e12, min_step=1, max_value=1e12, max_step=1)
+        stale |= dict(first_step=1, first_value=1e12, last_step=1, last_value=1e12)
+        stale |= dict(nan_count=7, posinf_count=7, neginf_count=7)
+        session.add_all(
+            RollupRow(run_id=run_id, metric_id=metric_id, level=level, bucket=0, **stale) for level in LEVELS[1:]
+        )
+        session.commit()
+    send(api, run_id, "loss", steps[3_000:], values[3_000:])  # partly re-sent: rebuilt from the points
     assert_reads_exact_at_every_width(api, run_id, steps, values)

@@ -2,8 +2,8 @@
 
 Bucket `b` of level `L` holds steps `b * 2**L` to `(b + 1) * 2**L - 1`. The levels are `LEVELS`
 (every fourth power of two from 64 steps), so a read at any bucket width finds a level at most
-16 times finer than it needs and merges at most 16 rows per output bucket; narrower buckets are
-read from the points. Starting at 64 steps keeps the rows ingest writes near 1.7% of the points
+16 times finer than it needs and merges at most 16 rows per output bucket (the one holding step
+0: at most 15 per level, see below); narrower buckets are read from the points. Starting at 64 steps keeps the rows ingest writes near 1.7% of the points
 it stores.
 
 Bucket 0 is stored at the finest level only (`is_stored`). At a coarser level it would hold
@@ -12,7 +12,10 @@ steps 0 to 2**L - 1, which the level below already holds as its buckets 0 to 15 
 takes a range's ragged edges. That bucket was most of what ingest wrote: a run of fewer than
 16,384 steps has nothing else at levels 14 to 42, so a small batch of it wrote ten rows per
 metric, and now writes one or two (a point at step s is in a stored bucket of level L > 6 only
-when s >= 2**L: four rows per metric up to 2**22 steps).
+when s >= 2**L: four rows per metric up to 2**22 steps). A database written before keeps its old
+bucket-0 rows above the finest level, no longer brought up to date: nothing reads them (a read's
+cover never names them, a rebuild reads only the buckets under a stored one), so reads are the
+same with or without them, and `DELETE FROM rollups WHERE level > 6 AND bucket = 0` frees them.
 
 Numbers in, summaries out: no database here (store/rollups.py stores and reads them).
 """
