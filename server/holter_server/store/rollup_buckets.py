@@ -3,8 +3,8 @@
 Bucket `b` of level `L` holds steps `b * 2**L` to `(b + 1) * 2**L - 1`. The levels are `LEVELS`
 (every fourth power of two from 64 steps), so a read at any bucket width finds a level at most
 16 times finer than it needs and merges at most 16 rows per output bucket (the one holding step
-0: at most 15 per level, see below); narrower buckets are read from the points. Starting at 64 steps keeps the rows ingest writes near 1.7% of the points
-it stores.
+0: at most 15 per level, see below); narrower buckets are read from the points. Starting at 64
+steps keeps the rows ingest writes near 1.7% of the points it stores.
 
 Bucket 0 is stored at the finest level only (`is_stored`). At a coarser level it would hold
 steps 0 to 2**L - 1, which the level below already holds as its buckets 0 to 15 (its own bucket
