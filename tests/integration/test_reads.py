@@ -14,7 +14,7 @@ from holter_server.settings import Settings
 from holter_server.store import runs as runs_store
 from holter_server.store.database import make_engine, make_session_factory
 from holter_server.store.models import MetricRow, RollupRow
-from holter_server.store.rollup_buckets import levels_of
+from holter_server.store.rollup_buckets import LEVELS, levels_of
 from holter_server.store.rollups import read_point_ranges, read_rollup_pieces
 from sqlalchemy import func, select
 
@@ -311,3 +311,74 @@ def test_a_deleted_run_leaves_no_rollups_behind(api: httpx.Client, run_id: str, 
         runs_store.delete_run(session=session, run_id=run_id)
         session.commit()
         assert session.scalar(select(func.count()).select_from(RollupRow).where(RollupRow.run_id == run_id)) == 0
+
+
+def assert_reads_exact_at_every_width(api: httpx.Client, run_id: str, steps: np.ndarray, values: np.ndarray) -> None:
+    """Downsampled reads of the whole series and of windows, at bucket widths from below the
+    finest rollup level to above the coarsest one holding anything, say what the points say."""
+    order = np.argsort(steps)
+    steps, values = steps[order], values[order]
+    windows = [(None, None), (int(steps[1]), int(steps[-2])), (int(steps[len(steps) // 3]), int(steps[-1]))]
+    for start, end in windows:
+        for max_points in (4, 16, 100, 400, 2_000):
+            params = {"max_points": max_points} | ({} if start is None else {"start": start, "end": end})
+            body = read(api, run_id, "loss", **params)
+            if body.get("downsampled"):
+                assert_buckets_exact(body, steps, values)
+                assert body["points_in_range"] == len(steps[(steps >= body["start"]) & (steps <= body["end"])]), params
+
+
+def test_a_run_growing_across_every_level_reads_exactly_at_every_width(
+    api: httpx.Client, run_id: str, store_sessions
+) -> None:
+    rng = np.random.default_rng(11)
+    # Dense at first, then sparser: its last step passes 2**6, 2**10, 2**14, 2**18 and 2**22 in turn.
+    steps = np.unique(
+        np.r_[np.arange(0, 2_000), rng.integers(2_000, 70_000, 3_000), rng.integers(70_000, 5_000_000, 3_000)]
+    )
+    values = rng.normal(size=len(steps))
+    values[rng.integers(0, len(steps), 30)] = rng.choice([1e6, -1e6, math.nan, math.inf, -math.inf], 30)
+    edges = [0, 10, 70, 1_100, 1_990, 2_300, 5_000, len(steps) - 1_000, len(steps)]
+    for lo, hi in zip(edges, edges[1:]):
+        send(api, run_id, "loss", steps[lo:hi], values[lo:hi])
+        assert_rollups_match_points(store_sessions, run_id, "loss")
+        assert_reads_exact_at_every_width(api, run_id, steps[:hi], values[:hi])
+
+
+def test_a_first_batch_at_a_huge_step_then_late_and_resent_ones_read_exactly(
+    api: httpx.Client, run_id: str, store_sessions
+) -> None:
+    rng = np.random.default_rng(12)
+    late = np.arange(0, 3_000, 3)
+    huge = 10**9 + np.arange(5_000)
+    steps = np.r_[late, huge]
+    values = rng.normal(size=len(steps))
+    values[[7, 1_500, 4_000]] = [1e6, -1e6, math.nan]
+    send(api, run_id, "loss", huge, values[len(late) :])
+    assert_rollups_match_points(store_sessions, run_id, "loss")
+    assert_reads_exact_at_every_width(api, run_id, huge, values[len(late) :])
+    send(api, run_id, "loss", late[500:], values[500 : len(late)])  # late: out of order
+    send(api, run_id, "loss", late[:600], values[:600])  # partly re-sent: rebuilt from the points
+    assert send(api, run_id, "loss", huge[:100], values[len(late) : len(late) + 100])["stored"] == 0
+    assert_rollups_match_points(store_sessions, run_id, "loss")
+    assert_reads_exact_at_every_width(api, run_id, steps, values)
+
+
+def test_bucket_0_rows_left_above_the_finest_level_by_an_older_version_are_never_read(
+    api: httpx.Client, run_id: str, store_sessions
+) -> None:
+    rng = np.random.default_rng(13)
+    steps = np.unique(rng.integers(0, 400_000, 6_000))
+    values = rng.normal(size=len(steps))
+    send(api, run_id, "loss", steps[:4_000], values[:4_000])
+    with store_sessions() as session:  # what main wrote (bucket 0 at every level), gone stale: wrong on purpose
+        metric_id = session.query(MetricRow.metric_id).filter_by(run_id=run_id, name="loss").scalar()
+        stale = dict(count=1, finite_sum=1e12, min_value=-1e12, min_step=1, max_value=1e12, max_step=1)
+        stale |= dict(first_step=1, first_value=1e12, last_step=1, last_value=1e12)
+        stale |= dict(nan_count=7, posinf_count=7, neginf_count=7)
+        session.add_all(
+            RollupRow(run_id=run_id, metric_id=metric_id, level=level, bucket=0, **stale) for level in LEVELS[1:]
+        )
+        session.commit()
+    send(api, run_id, "loss", steps[3_000:], values[3_000:])  # partly re-sent: rebuilt from the points
+    assert_reads_exact_at_every_width(api, run_id, steps, values)

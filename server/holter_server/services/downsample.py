@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from holter_server.store.rollup_buckets import LEVELS, NO_STEP, Buckets
+from holter_server.store.rollup_buckets import LEVELS, NO_STEP, Buckets, first_stored_bucket
 
 Piece = tuple[int, int, int]  # (rollup level, first bucket, last bucket)
 StepRange = tuple[int, int]  # (first step, last step), inclusive
@@ -32,7 +32,9 @@ def cover(*, start: int, end: int, shift: int) -> tuple[list[Piece], list[StepRa
     first, and the leftover step ranges (narrower than the finest level) to read as points.
 
     The middle comes from the coarsest usable level; each ragged edge from finer levels, at
-    most 15 buckets per level, down to fewer than 64 single points per edge.
+    most 15 buckets per level, down to fewer than 64 single points per edge. Bucket 0 of a
+    level above the finest is not stored (`rollup_buckets.first_stored_bucket`): steps below 2**level
+    are an edge too, read from the levels below it, at most 15 buckets each.
     """
     usable = [level for level in reversed(LEVELS) if level <= shift]
     pieces: list[Piece] = []
@@ -47,7 +49,7 @@ def cover(*, start: int, end: int, shift: int) -> tuple[list[Piece], list[StepRa
             continue
         level = usable[index]
         width = 1 << level
-        lo = -(-first // width)
+        lo = max(-(-first // width), first_stored_bucket(level))
         hi = (last + 1) // width - 1
         if lo > hi:
             pending.append((first, last, index + 1))

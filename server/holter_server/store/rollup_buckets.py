@@ -1,10 +1,21 @@
 """Rollup buckets: the pure arithmetic of per-metric summaries of power-of-two step buckets.
 
-Bucket `b` of level `L` holds steps `b * 2**L` to `(b + 1) * 2**L - 1`. The stored levels are
-`LEVELS` (every fourth power of two from 64 steps), so a read at any bucket width finds a level
-at most 16 times finer than it needs and merges at most 16 rows per output bucket; narrower
-buckets are read from the points. Starting at 64 steps keeps the rows ingest writes near 1.7%
-of the points it stores.
+Bucket `b` of level `L` holds steps `b * 2**L` to `(b + 1) * 2**L - 1`. The levels are `LEVELS`
+(every fourth power of two from 64 steps), so a read at any bucket width finds a level at most
+16 times finer than it needs and merges at most 16 rows per output bucket (the one holding step
+0: at most 15 per level, see below); narrower buckets are read from the points. Starting at 64
+steps keeps the rows ingest writes near 1.7% of the points it stores.
+
+Bucket 0 is stored at the finest level only (`is_stored`). At a coarser level it would hold
+steps 0 to 2**L - 1, which the level below already holds as its buckets 0 to 15 (its own bucket
+0 again split the same way): a read takes them from there, at most 15 rows per level, as it
+takes a range's ragged edges. That bucket was most of what ingest wrote: a run of fewer than
+16,384 steps has nothing else at levels 14 to 42, so a small batch of it wrote ten rows per
+metric, and now writes one or two (a point at step s is in a stored bucket of level L > 6 only
+when s >= 2**L: four rows per metric up to 2**22 steps). A database written before keeps its old
+bucket-0 rows above the finest level, no longer brought up to date: nothing reads them (a read's
+cover never names them, a rebuild reads only the buckets under a stored one), so reads are the
+same with or without them, and `DELETE FROM rollups WHERE level > 6 AND bucket = 0` frees them.
 
 Numbers in, summaries out: no database here (store/rollups.py stores and reads them).
 """
@@ -18,6 +29,17 @@ import numpy as np
 
 LEVELS = tuple(range(6, 43, 4))
 NO_STEP = -1  # stands for "no such step" (a bucket without finite values has no extremes)
+
+
+def first_stored_bucket(level: int) -> int:
+    """The first bucket of `level` the store keeps: 0 at the finest level, 1 above it (see the
+    module's docstring)."""
+    return 0 if level == LEVELS[0] else 1
+
+
+def is_stored(level: int, bucket: np.ndarray) -> np.ndarray:
+    """Which of these buckets of `level` the store keeps."""
+    return bucket >= first_stored_bucket(level)
 
 
 @dataclass(frozen=True)
@@ -153,7 +175,8 @@ def _extreme(
 
 
 def levels_of(steps: np.ndarray, values: np.ndarray) -> list[tuple[int, Buckets]]:
-    """The summaries of points (steps ascending, distinct) at every stored level."""
+    """The summaries of points (steps ascending, distinct) at every level, the buckets the store
+    keeps (`is_stored`) and no others."""
     finest = bucket_points(steps, values, LEVELS[0])
     out = [(LEVELS[0], finest)]
     for previous, level in zip(LEVELS, LEVELS[1:]):
@@ -162,4 +185,4 @@ def levels_of(steps: np.ndarray, values: np.ndarray) -> list[tuple[int, Buckets]
             out.append((level, replace(finer, bucket=finer.bucket >> (level - previous))))
         else:
             out.append((level, merge_buckets(finer, level - previous)))
-    return out
+    return [(level, buckets.take(is_stored(level, buckets.bucket))) for level, buckets in out]

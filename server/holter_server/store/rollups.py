@@ -27,6 +27,7 @@ from holter_server.store.rollup_buckets import (
     Buckets,
     bucket_points,
     empty_buckets,
+    is_stored,
     merge_buckets,
     merge_groups,
     summarise_points,
@@ -80,9 +81,11 @@ _KEY = ("run_id", "metric_id", "level", "bucket")
 def add_to_rollups(*, session: Session, run_id: str, new_points: dict[int, tuple[np.ndarray, np.ndarray]]) -> None:
     """Add points that were all new to the store (metric id → steps ascending and distinct, values).
 
+    Only the buckets the store keeps are written (`rollup_buckets.is_stored`: not bucket 0 above
+    the finest level), one or two per metric for a small batch of a run under 16,384 steps.
     Every metric of the batch is summarised at every level together, as numpy columns with the
     metric beside each bucket, and the lot goes to the store in one statement: a small batch
-    touches one bucket per metric and level, and summarising metric by metric cost more than
+    touches one bucket per metric and stored level, and summarising metric by metric cost more than
     storing the points.
     """
     ids = sorted(metric_id for metric_id, (steps, _values) in new_points.items() if len(steps))
@@ -97,8 +100,15 @@ def add_to_rollups(*, session: Session, run_id: str, new_points: dict[int, tuple
     level_owners = owners[starts]
     parts = [_columns(level_owners, LEVELS[0], level_buckets)]
     for previous, level in zip(LEVELS, LEVELS[1:]):
+        # Bucket 0 of a coarser level is not stored, and its steps lie in bucket 0 of every
+        # level above too: dropped here, they are gone for good, and the loop ends with them.
+        kept = is_stored(level, level_buckets.bucket >> (level - previous))
+        if not kept.all():
+            level_buckets, level_owners = level_buckets.take(kept), level_owners[kept]
+        if not len(level_owners):
+            break
         coarser = level_buckets.bucket >> (level - previous)
-        if len(level_buckets) == len(ids):  # one bucket per metric (a small batch): nothing to merge
+        if not np.any(level_owners[1:] == level_owners[:-1]):  # one bucket per metric (a small batch): no merging
             level_buckets = replace(level_buckets, bucket=coarser)
         else:
             starts = np.flatnonzero(
@@ -111,8 +121,9 @@ def add_to_rollups(*, session: Session, run_id: str, new_points: dict[int, tuple
 
 
 def rebuild_rollups(*, session: Session, run_id: str, touched: dict[int, np.ndarray]) -> None:
-    """Rebuild, from the stored points, every bucket holding one of the given steps (metric id →
-    steps): the finest level from the points, each coarser level from the one below it."""
+    """Rebuild, from the stored points, every stored bucket holding one of the given steps (metric
+    id → steps): the finest level from the points, each coarser level from the one below it
+    (whose buckets under a stored one, 16 and up, are all stored)."""
     for metric_id, steps in sorted(touched.items()):
         buckets_at = np.unique(np.asarray(steps, dtype=np.int64) >> LEVELS[0])
         point_steps, point_values = read_points_in_buckets(
@@ -122,6 +133,9 @@ def rebuild_rollups(*, session: Session, run_id: str, touched: dict[int, np.ndar
         _upsert(session, run_id, _columns(np.full(len(rebuilt), metric_id), LEVELS[0], rebuilt), _REPLACE)
         for finer, level in zip(LEVELS, LEVELS[1:]):
             buckets_at = np.unique(buckets_at >> (level - finer))
+            buckets_at = buckets_at[is_stored(level, buckets_at)]
+            if not len(buckets_at):
+                break
             parts = read_rollups_in_buckets(
                 session=session,
                 run_id=run_id,

@@ -7,7 +7,15 @@ import math
 
 import numpy as np
 import pytest
-from holter_server.store.rollup_buckets import NO_STEP, bucket_points, concat_buckets, levels_of, merge_buckets
+from holter_server.store.rollup_buckets import (
+    LEVELS,
+    NO_STEP,
+    bucket_points,
+    concat_buckets,
+    first_stored_bucket,
+    levels_of,
+    merge_buckets,
+)
 
 
 def noisy_series(seed: int, n: int = 5000) -> tuple[np.ndarray, np.ndarray]:
@@ -98,11 +106,22 @@ def test_merging_fine_buckets_gives_the_coarse_ones_exactly() -> None:
     np.testing.assert_allclose(merged.finite_sum, direct.finite_sum, atol=1e-9)
 
 
-def test_every_level_summarises_the_same_points() -> None:
+def test_every_level_summarises_the_points_of_its_stored_buckets() -> None:
     steps, values = noisy_series(seed=5)
     for level, buckets in levels_of(steps, values):
-        assert buckets.count.sum() == len(steps)
-        assert np.nanmax(buckets.max_value) == values[np.isfinite(values)].max(), level
+        inside = steps >= first_stored_bucket(level) << level
+        assert buckets.count.sum() == inside.sum()
+        if not inside.any():
+            continue
+        assert np.nanmax(buckets.max_value) == values[inside & np.isfinite(values)].max(), level
+
+
+def test_bucket_0_is_stored_at_the_finest_level_only() -> None:
+    steps = np.arange(0, 40_000, 7)
+    stored = dict(levels_of(steps, np.ones(len(steps))))
+    assert stored[LEVELS[0]].bucket[0] == 0
+    assert all(0 not in buckets.bucket.tolist() for level, buckets in stored.items() if level != LEVELS[0])
+    assert [level for level, buckets in stored.items() if len(buckets)] == [6, 10, 14]  # 40,000 < 2**18
 
 
 def test_summaries_of_disjoint_ranges_merge_into_one_bucket() -> None:
