@@ -11,8 +11,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-
 from holter_server.connections import MAX_HEADER_BYTES
+
 from tests.conftest import new_run_id
 from tests.servers import ServerProcess
 from tests.waiting import wait_until

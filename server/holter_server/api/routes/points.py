@@ -98,9 +98,7 @@ async def ingest(app: FastAPI, run_id: str, raw: bytes | bytearray, content_type
             "one run may have (HOLTER_MAX_METRICS_PER_RUN)",
         )
     # The database work blocks; run it off the event loop as FastAPI runs a sync route.
-    return await run_in_threadpool(
-        _store_batch, app.state.session_factory, run_id, batch, settings.max_metrics_per_run
-    )
+    return await run_in_threadpool(_store_batch, app.state.session_factory, run_id, batch, settings.max_metrics_per_run)
 
 
 _STORED = TypeAdapter(PointsStored)
