@@ -2,6 +2,10 @@
 client may take to send its request headers (slowloris), so half-open sockets cannot take the
 service's file descriptors. Bodies have their own timeout in the gate (`api/gate.py`).
 
+Requests are parsed by httptools (llhttp, in C), not h11: a small batch's request cost about a
+tenth of the API's CPU in h11's pure-Python parsing and framing. llhttp has no bound on a header
+block of its own, so the protocol below counts one.
+
 Behind a reverse proxy the proxy should bound these too: see docs/deployment.md.
 """
 
@@ -10,24 +14,34 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-MAX_HEADER_BYTES = 64 * 1024  # h11's limit on a request's header block (uvicorn's default is 16 KiB)
+MAX_HEADER_BYTES = 64 * 1024  # the most a request line and its headers may hold (uvicorn's h11 default is 16 KiB)
 BACKLOG = 512
+# uvicorn's own answer to a request it cannot parse
+INVALID_REQUEST = "Invalid HTTP request received."
 
 
-def guarded_protocol(header_timeout: float) -> type[H11Protocol]:
-    """uvicorn's h11 protocol that closes a connection whose request headers are not complete
-    `header_timeout` seconds after its first byte (or after it opened, for the first request).
+class HeadersTooLargeError(ValueError):
+    """A request line and headers past `MAX_HEADER_BYTES` (raised inside the parser: a 400)."""
+
+
+def guarded_protocol(header_timeout: float) -> type[HttpToolsProtocol]:
+    """uvicorn's httptools protocol that closes a connection whose request headers are not
+    complete `header_timeout` seconds after its first byte (or after it opened, for the first
+    request), and answers 400 and closes one whose request line and headers pass `MAX_HEADER_BYTES`.
 
     uvicorn has no such timeout: its keep-alive timer is cancelled by any byte received, so a
     client trickling one header byte at a time holds its socket for ever.
     """
 
-    class GuardedH11Protocol(H11Protocol):
+    class GuardedHttpToolsProtocol(HttpToolsProtocol):
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
             self._header_deadline: asyncio.TimerHandle | None = None
+            self._in_headers = False  # between a request's first byte and the end of its headers
+            self._header_bytes = 0  # the request line and header fields parsed so far
+            self._unparsed_bytes = 0  # bytes received while the headers were still incomplete
             self._arm()
 
         def _arm(self) -> None:
@@ -43,6 +57,34 @@ def guarded_protocol(header_timeout: float) -> type[H11Protocol]:
             if self._header_deadline is None and (self.cycle is None or self.cycle.response_complete):
                 self._arm()
             super().data_received(data)
+            # a field still incomplete is buffered by the parser: count what arrived while it is
+            if self._in_headers and not self.transport.is_closing():
+                self._unparsed_bytes += len(data)
+                if self._unparsed_bytes > MAX_HEADER_BYTES:
+                    self.send_400_response(INVALID_REQUEST)
+
+        def on_message_begin(self) -> None:
+            super().on_message_begin()
+            self._in_headers = True
+            self._header_bytes = self._unparsed_bytes = 0
+
+        def on_url(self, url: bytes) -> None:
+            self._count(len(url))
+            super().on_url(url)
+
+        def on_header(self, name: bytes, value: bytes) -> None:
+            self._count(len(name) + len(value) + 4)  # ": " and CRLF
+            super().on_header(name, value)
+
+        def on_headers_complete(self) -> None:
+            self._in_headers = False
+            super().on_headers_complete()
+
+        def _count(self, size: int) -> None:
+            self._header_bytes += size
+            if self._header_bytes > MAX_HEADER_BYTES:
+                # httptools turns it into a parser error, which uvicorn answers 400 and closes
+                raise HeadersTooLargeError(f"request headers over {MAX_HEADER_BYTES:,} bytes")
 
         def connection_lost(self, exc: Exception | None) -> None:
             if self._header_deadline is not None:
@@ -50,14 +92,13 @@ def guarded_protocol(header_timeout: float) -> type[H11Protocol]:
                 self._header_deadline = None
             super().connection_lost(exc)
 
-    return GuardedH11Protocol
+    return GuardedHttpToolsProtocol
 
 
 def uvicorn_options(*, header_timeout: float, max_connections: int) -> dict[str, Any]:
     """The uvicorn.run options that bound connections."""
     return {
         "http": guarded_protocol(header_timeout),
-        "h11_max_incomplete_event_size": MAX_HEADER_BYTES,
         "limit_concurrency": max_connections,
         "backlog": BACKLOG,
         # Clients send every second on a kept-alive connection; a short keep-alive makes the server

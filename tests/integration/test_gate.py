@@ -11,6 +11,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from holter_server.connections import MAX_HEADER_BYTES
 
 from tests.conftest import new_run_id
 from tests.servers import ServerProcess
@@ -116,6 +117,31 @@ def test_a_connection_that_never_finishes_its_headers_is_closed(open_server: Ser
             except OSError:
                 closed = True
         assert closed and time.monotonic() - started < 4
+
+
+def _answer_to(port: int, raw: bytes) -> bytes:
+    """What the service answers to `raw` sent on a fresh connection, until it closes or answers."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(raw)
+        answer = b""
+        while b"\r\n\r\n" not in answer and (chunk := sock.recv(4096)):
+            answer += chunk
+        return answer
+
+
+@pytest.mark.parametrize("shape", ["one field", "many fields", "never ends"])
+def test_a_header_block_over_the_limit_is_answered_400_and_closed(open_server: ServerProcess, shape: str) -> None:
+    start = b"GET /api/v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+    over = MAX_HEADER_BYTES + 1024
+    blocks = {
+        "one field": start + b"X-Pad: " + b"a" * over + b"\r\n\r\n",
+        "many fields": start + b"".join(b"X-%d: %s\r\n" % (i, b"b" * 1000) for i in range(over // 1000)) + b"\r\n",
+        "never ends": start + b"X-Pad: " + b"a" * over,  # no end of the field: the parser holds it
+    }
+    assert _answer_to(open_server.port, blocks[shape]).startswith(b"HTTP/1.1 400")
+    # a block just under the limit is served
+    under = start + b"X-Pad: " + b"a" * (MAX_HEADER_BYTES - len(start) - 64) + b"\r\n\r\n"
+    assert _answer_to(open_server.port, under).startswith(b"HTTP/1.1 200")
 
 
 def test_an_idle_connection_that_sends_nothing_is_closed(open_server: ServerProcess) -> None:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Awaitable, Callable
 from urllib.parse import parse_qsl, urlsplit
 
 import anyio
@@ -65,10 +66,19 @@ class Refused(Exception):
         self.status, self.detail, self.headers = status, detail, headers or {}
 
 
+# A route the gate answers itself once it has admitted the request and read its body: the app,
+# the scope (the body under `BODY_STATE`, the principal in its state), receive, send, and the
+# path's parameters.
+DirectRoute = Callable[[FastAPI, Scope, Receive, Send, dict[str, str]], Awaitable[None]]
+
+
 class Gate:
-    def __init__(self, app: ASGIApp, *, holter_app: FastAPI) -> None:
+    def __init__(
+        self, app: ASGIApp, *, holter_app: FastAPI, direct: dict[tuple[str, str], DirectRoute] | None = None
+    ) -> None:
         self.app = app
         self.holter_app = holter_app
+        self.direct = direct or {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -94,7 +104,12 @@ class Gate:
                 )
             has_body = (declared.isdigit() and int(declared) > 0) or "chunked" in headers.get("transfer-encoding", "")
             named = named_ids(route, path_params, query)
-            principal = await run_in_threadpool(self._admit, route, named, path_params, query, headers, has_body)
+            if self.holter_app.state.auth_mode.known() is False:
+                # auth off (the loopback default): admission reads no database, so it runs here,
+                # not in a thread of its own (a hand-off each way per request)
+                principal = self._admit_open(route, headers, has_body)
+            else:
+                principal = await run_in_threadpool(self._admit, route, named, path_params, query, headers, has_body)
             body = (
                 await read_body(receive, limit, idle=settings.body_timeout, total=settings.body_total_timeout)
                 if has_body
@@ -107,6 +122,12 @@ class Gate:
             return
         scope.setdefault("state", {})["principal"] = principal
         scope[BODY_STATE] = body
+        direct = self.direct.get((route.method, route.path))
+        if direct is not None:
+            # the ingest route, answered here without the layers below (routing, dependencies,
+            # the dashboard's middleware), as its route answers (api/routes/points.py)
+            await direct(self.holter_app, scope, _replay(body, receive), send, path_params)
+            return
         await self.app(scope, _replay(body, receive), send)
 
     # --- not the API ----------------------------------------------------------------------
@@ -139,6 +160,11 @@ class Gate:
             return self.holter_app.state.auth_mode.enabled(session)
         finally:
             session.close()
+
+    def _admit_open(self, route: RouteAccess, headers: dict[str, str], has_body: bool) -> Principal:
+        """`_admit` when auth is known to be off: only this machine may call, and it is admitted."""
+        self._same_machine_only(route, headers, has_body)
+        return OPEN
 
     def _admit(
         self,

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 import numpy as np
-from fastapi import APIRouter, HTTPException, Query, Request, Response
+from fastapi import APIRouter, FastAPI, HTTPException, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
+from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
+from starlette.types import Receive, Scope, Send
 
+from holter_server.api.bad_input import refuse_unstorable_text
 from holter_server.api.deps import SessionDep, SettingsDep
 from holter_server.api.gate import BODY_STATE, unknown
 from holter_server.api.routes.runs import require_run
@@ -61,10 +64,18 @@ def _gated_body(request: Request) -> bytearray:
         },
     },
 )
-async def add_points(request: Request, run_id: str, settings: SettingsDep) -> PointsStored:
-    raw = _gated_body(request)
+async def add_points(request: Request, run_id: str) -> PointsStored:
+    # Requests the gate admitted are answered by `serve_batch` (below) without coming here; this
+    # is the same answer through FastAPI, for the OpenAPI document and any app without the gate.
+    return await ingest(request.app, run_id, _gated_body(request), request.headers.get("content-type"))
+
+
+async def ingest(app: FastAPI, run_id: str, raw: bytes | bytearray, content_type: str | None) -> PointsStored:
+    """Decode, check and store one batch: `HTTPException` or `RequestValidationError` for a
+    batch refused, each with the answer the route gives."""
+    settings: Settings = app.state.settings
     try:
-        body = decode_body(raw, request.headers.get("content-type"), max_values=values_allowed(settings))
+        body = decode_body(raw, content_type, max_values=values_allowed(settings))
         batch = read_batch(body)
     except TooManyValuesError as exc:
         raise HTTPException(
@@ -87,7 +98,38 @@ async def add_points(request: Request, run_id: str, settings: SettingsDep) -> Po
             "one run may have (HOLTER_MAX_METRICS_PER_RUN)",
         )
     # The database work blocks; run it off the event loop as FastAPI runs a sync route.
-    return await run_in_threadpool(_store_batch, request, run_id, batch, settings.max_metrics_per_run)
+    return await run_in_threadpool(_store_batch, app.state.session_factory, run_id, batch, settings.max_metrics_per_run)
+
+
+_STORED = TypeAdapter(PointsStored)
+
+
+async def serve_batch(app: FastAPI, scope: Scope, receive: Receive, send: Send, path_params: dict[str, str]) -> None:
+    """The ingest route as the gate serves it (api/gate.py), once it has admitted the request and
+    read its body: what FastAPI would do for `add_points`, without its routing, dependencies and
+    the middleware below the gate, which cost a small batch about as much CPU as decoding it.
+
+    Every answer is the route's: the path and query's text checked first (api/bad_input.py), a
+    refusal answered by the app's own exception handlers, the stored counts serialized as FastAPI
+    serializes the response model; anything else propagates to the server's 500 as before."""
+    scope["path_params"] = path_params
+    request = Request(scope, receive)
+    try:
+        await refuse_unstorable_text(request)
+        stored = await ingest(app, path_params["run_id"], scope[BODY_STATE], request.headers.get("content-type"))
+        response = Response(_STORED.dump_json(stored, by_alias=True), media_type="application/json")
+    except (HTTPException, RequestValidationError) as exc:
+        response = await _handler_for(app, exc)(request, exc)
+    await response(scope, receive, send)
+
+
+def _handler_for(app: FastAPI, exc: Exception) -> Callable[[Request, Any], Awaitable[Response]]:
+    # as Starlette's ExceptionMiddleware looks one up: the nearest class the app has a handler for
+    for kind in type(exc).__mro__:
+        handler = app.exception_handlers.get(kind)
+        if handler is not None:
+            return handler  # type: ignore[no-any-return]
+    raise exc
 
 
 def values_allowed(settings: Settings) -> int:
@@ -96,8 +138,10 @@ def values_allowed(settings: Settings) -> int:
     return 4 * settings.max_points_per_batch + 8 * settings.max_metrics_per_run + 64
 
 
-def _store_batch(request: Request, run_id: str, batch: ReadBatch, max_metrics: int) -> PointsStored:
-    with request.app.state.session_factory() as session:
+def _store_batch(
+    session_factory: sessionmaker[Session], run_id: str, batch: ReadBatch, max_metrics: int
+) -> PointsStored:
+    with session_factory() as session:
         try:
             result = ingest_batch(session=session, run_id=run_id, batch=batch, max_metrics=max_metrics)
         except UnknownRunError:
