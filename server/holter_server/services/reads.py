@@ -21,7 +21,7 @@ from holter_server.store import points as points_store
 from holter_server.store import rollups as rollups_store
 from holter_server.store import runs as runs_store
 from holter_server.store.models import MetricRow
-from holter_server.store.rollup_buckets import Buckets, bucket_points, concat_buckets, merge_buckets
+from holter_server.store.rollup_buckets import NO_STEP, Buckets, bucket_points, concat_buckets, merge_buckets
 
 FamilyStat = Literal["min", "max", "mean", "first", "last"]
 
@@ -220,6 +220,11 @@ def _family_stat(buckets: Buckets, stat: FamilyStat) -> np.ndarray:
         return finite_mean(buckets)
     values = buckets.first_value if stat == "first" else buckets.last_value
     return np.where(np.isfinite(values), values, np.nan)
+
+
+def has_finite(buckets: Buckets) -> np.ndarray:
+    """Whether each bucket holds a finite value (one without has no extremes)."""
+    return buckets.min_step != NO_STEP
 
 
 def finite_mean(buckets: Buckets) -> np.ndarray:

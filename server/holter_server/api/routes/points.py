@@ -20,12 +20,10 @@ from holter_server.api.routes.runs import require_run
 from holter_server.nonfinite import json_safe_column
 from holter_server.schemas import MAX_BIGINT
 from holter_server.schemas.points import PointsStored, ReadBatch, SeriesPointsPublic, read_batch
-from holter_server.services import reads
+from holter_server.services import reads, runs
 from holter_server.services.ingest import UnknownRunError, ingest_batch
 from holter_server.services.reads import SeriesRead
 from holter_server.settings import Settings
-from holter_server.store import runs as runs_store
-from holter_server.store.rollup_buckets import NO_STEP
 from holter_server.wire import BodyError, TooManyValuesError, decode_body, encode_json, encode_msgpack, is_msgpack
 
 router = APIRouter(prefix="/runs/{run_id}", tags=["points"])
@@ -192,7 +190,7 @@ def read_points(
     ] = False,
 ) -> Response:
     require_run(session, run_id)
-    row = runs_store.get_metric(session=session, run_id=run_id, name=metric)
+    row = runs.find_metric(session=session, run_id=run_id, name=metric)
     if row is None:
         raise HTTPException(status_code=404, detail=f"run {run_id!r} has no metric {metric!r}")
     cap = min(limit or settings.max_points_per_read, settings.max_points_per_read)
@@ -220,7 +218,7 @@ def series_body(read: SeriesRead) -> dict[str, Any]:
     }
     buckets = read.buckets
     if buckets is not None:
-        has_finite = buckets.min_step != NO_STEP
+        has_finite = reads.has_finite(buckets)
         body["buckets"] = {
             "start": (buckets.bucket * read.bucket_width).tolist(),
             "count": buckets.count.tolist(),
