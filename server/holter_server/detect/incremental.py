@@ -10,6 +10,7 @@ state is bounded (the last `TAIL_POINTS` points plus a few counters) and JSON-se
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -293,13 +294,26 @@ def _named_first(rises: list[Event], drifts: list[Event]) -> list[Event]:
     return kept
 
 
+# A rise "came back" only if its last point above the minimum was back near where it set off: at
+# most this many times the minimum, or this share of the way from the minimum up to the peak.
+# (A loss that exploded widens its own noise band until the rise detector stops counting it
+# "above"; it ended there at 28-52x its minimum, and that is no recovery.)
+CAME_BACK_FACTOR = 3.0
+CAME_BACK_SHARE = 0.25
+
+
 def _came_back_soon(rise: Event) -> bool:
-    """Whether a rise over the minimum ended (came back below) within `MAX_SPIKE_STEPS` of its first step."""
-    return (
-        rise.details.get("cause") == "rise"
-        and rise.details.get("ongoing") is False
-        and rise.end_step - rise.start_step <= MAX_SPIKE_STEPS
-    )
+    """Whether a rise over the minimum ended within `MAX_SPIKE_STEPS` of its first step, back
+    near the level it set off from."""
+    d = rise.details
+    if not (
+        d.get("cause") == "rise" and d.get("ongoing") is False and rise.end_step - rise.start_step <= MAX_SPIKE_STEPS
+    ):
+        return False
+    minimum, peak, last = d.get("minimum"), d.get("peak"), d.get("last_value")
+    if not all(isinstance(v, float) and math.isfinite(v) for v in (minimum, peak, last)) or minimum <= 0:
+        return True  # nothing to measure the way back by: as before
+    return last <= CAME_BACK_FACTOR * minimum or last - minimum <= CAME_BACK_SHARE * (peak - minimum)
 
 
 def _recovered_spike(rise: Event) -> Event:
