@@ -34,7 +34,8 @@ def test_the_worker_dies_with_a_killed_server(tmp_path: Path) -> None:
             time.sleep(0.2)
     finally:
         server.kill()
-    deadline = time.monotonic() + 10
+    # polled: the worker runs niced, and on a loaded machine it noticed its parent gone after 10 s
+    deadline = time.monotonic() + 30
     while workers_of(server):
         assert time.monotonic() < deadline, "the worker outlived its server"
         time.sleep(0.2)
