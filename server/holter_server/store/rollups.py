@@ -102,12 +102,12 @@ def add_to_rollups(*, session: Session, run_id: str, new_points: dict[int, tuple
     for previous, level in zip(LEVELS, LEVELS[1:]):
         # Bucket 0 of a coarser level is not stored, and its steps lie in bucket 0 of every
         # level above too: dropped here, they are gone for good, and the loop ends with them.
-        kept = is_stored(level, level_buckets.bucket >> (level - previous))
+        coarser = level_buckets.bucket >> (level - previous)
+        kept = is_stored(level, coarser)
         if not kept.all():
-            level_buckets, level_owners = level_buckets.take(kept), level_owners[kept]
+            level_buckets, level_owners, coarser = level_buckets.take(kept), level_owners[kept], coarser[kept]
         if not len(level_owners):
             break
-        coarser = level_buckets.bucket >> (level - previous)
         if not np.any(level_owners[1:] == level_owners[:-1]):  # one bucket per metric (a small batch): no merging
             level_buckets = replace(level_buckets, bucket=coarser)
         else:
