@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import timedelta
 from importlib.metadata import entry_points
 from typing import Any
 
@@ -12,7 +11,6 @@ from fastapi import APIRouter, Depends, FastAPI
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi_offline import FastAPIOffline
-from sqlalchemy.orm import Session, sessionmaker
 
 from holter_server import __version__
 from holter_server.alerts import image_links
@@ -36,14 +34,7 @@ from holter_server.api.routes import (
 )
 from holter_server.schemas.points import PointsBatch
 from holter_server.services.auth import AuthMode
-from holter_server.services.loops import (
-    AlertDispatcher,
-    BackgroundWork,
-    DetectionLoop,
-    LoopService,
-    ReferenceDriftLoop,
-    StallWatch,
-)
+from holter_server.services.loops import BackgroundWork, background_loops
 from holter_server.settings import Settings
 from holter_server.store.database import background_lock_path, make_engine, make_session_factory, upgrade
 
@@ -130,28 +121,6 @@ def _mount_dashboard(app: FastAPI) -> None:
             return
         mount(app)
         return
-
-
-def background_loops(settings: Settings, session_factory: sessionmaker[Session]) -> list[LoopService]:
-    """The loops this process runs: the stall watch, the alert dispatcher, reference drift on
-    finished runs, and live detection (unless disabled)."""
-    loops: list[LoopService] = [
-        StallWatch(session_factory, timedelta(seconds=settings.stall_after), settings.stall_check_interval),
-        AlertDispatcher(
-            session_factory,
-            base_url=settings.base_url(),
-            timeout=settings.alert_timeout,
-            give_up_after=timedelta(seconds=settings.alert_give_up_after),
-            allow_private=settings.allow_private_webhooks,
-            image_ttl=settings.image_link_ttl,
-        ),
-        ReferenceDriftLoop(session_factory),
-    ]
-    if settings.detection_enabled:
-        loops.append(
-            DetectionLoop(session_factory, settings.detection_interval, cpu_share=settings.detection_cpu_share)
-        )
-    return loops
 
 
 def _openapi_with_batch_schema(app: FastAPI) -> dict[str, Any]:

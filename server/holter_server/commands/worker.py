@@ -11,8 +11,7 @@ import signal
 import time
 from pathlib import Path
 
-from holter_server.app import background_loops
-from holter_server.services.loops import BackgroundWork
+from holter_server.services.loops import BackgroundWork, background_loops
 from holter_server.settings import Settings
 from holter_server.store.database import background_lock_path, make_engine, make_session_factory, upgrade
 

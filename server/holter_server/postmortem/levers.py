@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 MIN_RUNS = 3
 ALPHA = 0.05
@@ -143,6 +142,8 @@ def _permutation_p(xs: Sequence[float], ys: Sequence[float], seed: int = 0) -> f
     exact over every pairing for up to EXACT_RUNS runs, PERMUTATIONS sampled pairings beyond."""
     fixed = np.asarray(xs, dtype=float)
     n_resamples = math.factorial(len(ys)) if len(ys) <= EXACT_RUNS else PERMUTATIONS
+    from scipy import stats  # here, not at the top: a second to import, which the worker never needs
+
     result = stats.permutation_test(
         (np.asarray(ys, dtype=float),),  # one sample: its order against the fixed xs is what varies
         lambda shuffled, axis: _abs_pearson(fixed, shuffled),
@@ -336,6 +337,8 @@ def _numeric_feature(
     xs, ys = [float(v) for v, _ in pairs], [y for _, y in pairs]
     if len(set(xs)) < MIN_RUNS or len(set(ys)) < 2:
         return None
+    from scipy import stats  # here, not at the top: a second to import, which the worker never needs
+
     r = float(stats.pearsonr(xs, ys).statistic)
     if abs(r) < MIN_CORRELATION:
         return None

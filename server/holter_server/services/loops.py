@@ -23,6 +23,7 @@ from holter_server.services.detection import LiveDetectors, detect_pending, dete
 from holter_server.services.dispatch import dispatch_due
 from holter_server.services.lifecycle import mark_stalled
 from holter_server.services.reference_drift import record_due_drifts
+from holter_server.settings import Settings
 from holter_server.store import alerts as alerts_store
 from holter_server.store.database import session_scope
 
@@ -297,3 +298,25 @@ class ReferenceDriftLoop(LoopService):
 
     def pause_after(self, done: int, took: float) -> float:
         return self.interval if not done else 0.0  # runs still due: go on
+
+
+def background_loops(settings: Settings, session_factory: sessionmaker[Session]) -> list[LoopService]:
+    """The loops this process runs: the stall watch, the alert dispatcher, reference drift on
+    finished runs, and live detection (unless disabled)."""
+    loops: list[LoopService] = [
+        StallWatch(session_factory, timedelta(seconds=settings.stall_after), settings.stall_check_interval),
+        AlertDispatcher(
+            session_factory,
+            base_url=settings.base_url(),
+            timeout=settings.alert_timeout,
+            give_up_after=timedelta(seconds=settings.alert_give_up_after),
+            allow_private=settings.allow_private_webhooks,
+            image_ttl=settings.image_link_ttl,
+        ),
+        ReferenceDriftLoop(session_factory),
+    ]
+    if settings.detection_enabled:
+        loops.append(
+            DetectionLoop(session_factory, settings.detection_interval, cpu_share=settings.detection_cpu_share)
+        )
+    return loops
