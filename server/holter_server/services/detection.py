@@ -32,7 +32,7 @@ from holter_server.detect.outline import Outline, SeriesOutline
 from holter_server.detect.triage import can_wait
 from holter_server.services import alerting
 from holter_server.services.attribution import TWIN_KIND, attribute_twin_spikes, explain_period
-from holter_server.services.kinds import run_metric_kinds, understood_metrics_of_runs
+from holter_server.services.kinds import metric_kinds_of, understood_metrics_named, understood_metrics_of_runs
 from holter_server.store import detection_queue
 from holter_server.store import events as events_store
 from holter_server.store import points as points_store
@@ -546,8 +546,13 @@ def snapshots(*, session: Session, run_id: str, detectors: dict[str, Detector] |
     `detectors` when there is one, else from the saved live state; `detectors` given and None
     for a metric: no outline)."""
     run = runs_store.get_run(session=session, run_id=run_id)
-    run_kinds = run_metric_kinds(session=session, run=run)
     metrics = runs_store.list_metrics(session=session, run_id=run_id)
+    # the names just read, understood as live detection understands them (cached): not read again
+    run_kinds = (
+        metric_kinds_of(understood_metrics_named(names=[m.name for m in metrics], run=run), run)
+        if run is not None
+        else MetricKinds()
+    )
     kinds = {m.name: run_kinds[m.name] for m in metrics}
     outlined = {m.metric_id: m.name for m in metrics if kinds[m.name] in OUTLINED_KINDS}
     states = {}
