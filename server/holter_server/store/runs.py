@@ -222,6 +222,16 @@ def list_metrics(*, session: Session, run_id: str) -> Sequence[MetricRow]:
     return session.scalars(select(MetricRow).where(MetricRow.run_id == run_id).order_by(MetricRow.name)).all()
 
 
+def list_metrics_of_runs(*, session: Session, run_ids: Sequence[str]) -> dict[str, list[MetricRow]]:
+    """`list_metrics` of many runs in one query (every run given is in the answer)."""
+    out: dict[str, list[MetricRow]] = {run_id: [] for run_id in run_ids}
+    if run_ids:
+        query = select(MetricRow).where(MetricRow.run_id.in_(list(run_ids)))
+        for row in session.scalars(query.order_by(MetricRow.run_id, MetricRow.name)):
+            out[row.run_id].append(row)
+    return out
+
+
 def metric_names(*, session: Session, run_id: str) -> list[str]:
     """The names of the run's metric series."""
     return list(session.scalars(select(MetricRow.name).where(MetricRow.run_id == run_id)))
