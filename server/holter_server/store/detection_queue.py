@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, Row, Select, and_, bindparam, func, literal, select, tuple_, update
+from sqlalchemy import BigInteger, BindParameter, Select, and_, bindparam, func, literal, select, tuple_, update
 from sqlalchemy.orm import Session
 
 from holter_server.store import claims
@@ -184,7 +184,7 @@ def _pending_statement(*, runs_only: bool, skipping: bool, since: bool) -> Selec
     just the run of each row, for choosing the runs to claim.
     """
     turn = func.row_number().over(partition_by=_STATES.c.run_id, order_by=_STATES.c.updated_at).label("turn")
-    runs = bindparam("runs", expanding=True)
+    runs: BindParameter[Any] = bindparam("runs", expanding=True)
     query = (
         select(
             _STATES.c.run_id,
@@ -237,8 +237,8 @@ def _pending_rows(
     skip_runs: Sequence[str] = (),
     not_since: datetime | None = None,
     runs_only: bool = False,
-) -> Sequence[Row[Any]]:
-    """The rows of `_pending_statement` (of the shape these arguments need)."""
+) -> Sequence[Any]:
+    """The rows of `_pending_statement` (of the shape these arguments need), as plain tuples."""
     statement = _PENDING[(runs_only, bool(skip_runs), not_since is not None)]
     params: dict[str, Any] = {"runs": list(runs), "limit": limit}
     if skip_runs:
