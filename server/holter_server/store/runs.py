@@ -237,13 +237,18 @@ def metric_names(*, session: Session, run_id: str) -> list[str]:
     return list(session.scalars(select(MetricRow.name).where(MetricRow.run_id == run_id)))
 
 
+# Built once on the table and read as plain rows: live detection reads every name of the runs it
+# works on in every pass (a row per metric), where the ORM's handling of each row cost most.
+_METRIC_NAMES_OF_RUNS = select(MetricRow.__table__.c.run_id, MetricRow.__table__.c.name).where(
+    MetricRow.__table__.c.run_id.in_(bindparam("runs", expanding=True))
+)
+
+
 def metric_names_of_runs(*, session: Session, run_ids: Sequence[str]) -> dict[str, list[str]]:
     """The names of each run's metric series (run id → names; runs without any are left out)."""
     out: dict[str, list[str]] = {}
     if run_ids:
-        for run_id, name in session.execute(
-            select(MetricRow.run_id, MetricRow.name).where(MetricRow.run_id.in_(list(run_ids)))
-        ):
+        for run_id, name in session.connection().execute(_METRIC_NAMES_OF_RUNS, {"runs": list(run_ids)}):
             out.setdefault(run_id, []).append(name)
     return out
 
