@@ -383,9 +383,11 @@ class BlockBaseline:
         self, values: np.ndarray, new_from: int, first_index: int
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
         """`update` for a batch that completes few blocks, block by block in plain Python; None
-        (and nothing changed) where it does not apply: early points, many blocks, or values
-        `_plain` rejects. Every number is the one the vectorised path computes, by the same IEEE
-        operations in the same order (a test feeds both the same series and compares bits)."""
+        (and nothing changed) where it does not apply: many blocks, or values `_plain` rejects
+        (a new series' early points are filled by `_fill_early`, as `update` fills them: its
+        first calls were mostly numpy's overhead on empty windows). Every number is the one the
+        vectorised path computes, by the same IEEE operations in the same order (a test feeds
+        both the same series and compares bits)."""
         start = first_index + new_from
         stop = first_index + len(values)
         first_block = start // BLOCK
@@ -394,7 +396,7 @@ class BlockBaseline:
         n_new = stop // BLOCK - done_before
         offset = done_before - len(self.medians)  # block number of medians[0]
         # the oldest block read: the history of the block before the first one completed here
-        if first_block < MIN_HISTORY_BLOCKS or not 0 <= n_new <= SCALAR_MAX_BLOCKS:
+        if not 0 <= n_new <= SCALAR_MAX_BLOCKS:
             return None
         if offset > max(done_before - 1 - HISTORY_BLOCKS, 0):
             return None
@@ -456,6 +458,9 @@ class BlockBaseline:
             blocks.append(self.cached[1])
         else:
             for b in range(first_block, last_block + 1):
+                if b < MIN_HISTORY_BLOCKS:  # no block statistics yet: its points are early
+                    blocks.append((math.nan, math.nan, 0.0))
+                    continue
                 later = b - 1 - done_before
                 seen = restart_after[min(later, n_new - 1)] if later >= 0 else self.restart
                 lo_block = min(max(seen, 0), b - 1) if seen > b - HISTORY_BLOCKS else max(b - HISTORY_BLOCKS, 0)
@@ -479,7 +484,11 @@ class BlockBaseline:
         self.restart = restart
         self.completed = done_before + n_new
         self.new_blocks = (done_before, np.array(meds[len(meds) - n_new :]), np.array(mads[len(mads) - n_new :]))
-        return np.array(bases), np.array(scales), np.zeros(len(bases), dtype=bool), np.array(quanta)
+        base, scale, print_quantum = np.array(bases), np.array(scales), np.array(quanta)
+        early = np.isnan(base)
+        if early.any():  # a new series' first blocks: as `update` fills them
+            self._fill_early(values, new_from, np.flatnonzero(early), base, scale, print_quantum)
+        return base, scale, early, print_quantum
 
     def last_level(self) -> tuple[float, float] | None:
         """The base and noise scale of the last block the last update described (what a point

@@ -226,8 +226,9 @@ class IncrementalDetector:
             "last_step": self.last_step,
             "late_points": self.late_points,
             "finite_seen": self.finite_seen,
-            "tail_steps": [int(s) for s in self.tail_steps],
-            "tail_values": [float(v) for v in self.tail_values],
+            # (numpy's tolist: the same Python ints and floats, without a call per point)
+            "tail_steps": self.tail_steps.astype(np.int64, copy=False).tolist(),
+            "tail_values": self.tail_values.astype(float, copy=False).tolist(),
             "baseline": self.baseline.state(),
             "ceiling": self.ceiling.state() if self.ceiling else None,
             "nonfinite": self.nonfinite.state(),

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -32,13 +32,13 @@ from holter_server.detect.outline import Outline, SeriesOutline
 from holter_server.detect.triage import can_wait
 from holter_server.services import alerting
 from holter_server.services.attribution import TWIN_KIND, attribute_twin_spikes, explain_period
-from holter_server.services.kinds import run_metric_kinds, understood_metrics_of_runs
+from holter_server.services.kinds import metric_kinds_of, understood_metrics_named, understood_metrics_of_runs
 from holter_server.store import detection_queue
 from holter_server.store import events as events_store
 from holter_server.store import points as points_store
 from holter_server.store import runs as runs_store
 from holter_server.store.database import session_scope, writers_run_side_by_side
-from holter_server.store.models import AlertRuleRow, EventRow, RunRow
+from holter_server.store.models import AlertRuleRow, EventRow, MetricRow, RunRow
 from holter_server.vocabulary import event_keys
 from holter_server.vocabulary.event_keys import KeyPrefix
 from holter_server.vocabulary.kinds import MetricKinds
@@ -178,14 +178,12 @@ def save_quiet_states(session_factory: sessionmaker[Session], live_detectors: Li
         detection_queue.save_detection_states(session=session, progress=saved)
         runs = {p.run_id for p in saved}
         muted = events_store.muted_kinds_of_runs(session=session, run_ids=sorted(runs))
-        for run_id in sorted(runs):
-            # the run's findings as of its last points, not as of some seconds before
-            detectors = {
-                live.detector.metric: live.detector
-                for key, live in due.items()
-                if key[0] == run_id and live.detector is not None
-            }
-            refresh_findings(session=session, run_id=run_id, muted=muted[run_id], detectors=detectors)
+        # the runs' findings as of their last points, not as of some seconds before
+        detectors: dict[str, dict[str, Detector]] = {run_id: {} for run_id in runs}
+        for key, live in due.items():
+            if key[0] in runs and live.detector is not None:
+                detectors[key[0]][live.detector.metric] = live.detector
+        refresh_findings_of_runs(session=session, run_ids=sorted(runs), muted=muted, detectors=detectors)
     for p in saved:  # saved and quiet: nothing to keep in memory for it (its run may be over)
         live_detectors.pop((p.run_id, p.metric_id), None)
     live_detectors.prune()
@@ -457,15 +455,11 @@ def _detect_claimed(
         live = kept.get((item.run_id, item.metric_id))
         if live is not None and live.detector is not None:
             at_hand_by_run.setdefault(item.run_id, {})[item.metric] = live.detector
-    for run_id in sorted(touched | {run_id for run_id in fed_runs if live_detectors.findings_due(run_id, moment)}):
+    refreshed = sorted(touched | {run_id for run_id in fed_runs if live_detectors.findings_due(run_id, moment)})
+    for run_id in refreshed:
         live_detectors.findings_at[run_id] = moment
-        # outlines from the detectors at hand: their saved states may be a few seconds behind
-        refresh_findings(
-            session=session,
-            run_id=run_id,
-            muted=muted_by_run.get(run_id, set()),
-            detectors=at_hand_by_run.get(run_id, {}),
-        )
+    # outlines from the detectors at hand: their saved states may be a few seconds behind
+    refresh_findings_of_runs(session=session, run_ids=refreshed, muted=muted_by_run, detectors=at_hand_by_run)
     # reads the configs of the project's runs: once per change of a run's spikes, not per pass
     for run_id in sorted(spikes_moved):
         attribute_twin_spikes(session=session, run_id=run_id)
@@ -546,8 +540,24 @@ def snapshots(*, session: Session, run_id: str, detectors: dict[str, Detector] |
     `detectors` when there is one, else from the saved live state; `detectors` given and None
     for a metric: no outline)."""
     run = runs_store.get_run(session=session, run_id=run_id)
-    run_kinds = run_metric_kinds(session=session, run=run)
     metrics = runs_store.list_metrics(session=session, run_id=run_id)
+    return _snapshots(session, run_id, run, metrics, detectors)
+
+
+def _snapshots(
+    session: Session,
+    run_id: str,
+    run: RunRow | None,
+    metrics: Sequence[MetricRow],
+    detectors: dict[str, Detector] | None,
+) -> list[SeriesSnapshot]:
+    """`snapshots` of the run's metrics already read (by name)."""
+    # the names just read, understood as live detection understands them (cached): not read again
+    run_kinds = (
+        metric_kinds_of(understood_metrics_named(names=[m.name for m in metrics], run=run), run)
+        if run is not None
+        else MetricKinds()
+    )
     kinds = {m.name: run_kinds[m.name] for m in metrics}
     outlined = {m.metric_id: m.name for m in metrics if kinds[m.name] in OUTLINED_KINDS}
     states = {}
@@ -582,10 +592,53 @@ def refresh_findings(
     """Recompute the run's cross-signal findings from its stored events and keep them current,
     and attach tripwire reports to the divergences found since they arrived (`detectors`: live
     detectors of some of its metrics, whose outlines are newer than the saved ones)."""
-    rows = events_store.run_events_for_findings(session=session, run_id=run_id)
+    refresh_findings_of_runs(
+        session=session,
+        run_ids=[run_id],
+        muted={run_id: muted},
+        detectors={run_id: detectors} if detectors is not None else {},
+    )
+
+
+def refresh_findings_of_runs(
+    *,
+    session: Session,
+    run_ids: Sequence[str],
+    muted: Mapping[str, set[tuple[str, str]]],
+    detectors: Mapping[str, dict[str, Detector]],
+) -> None:
+    """`refresh_findings` of many runs (`muted` and `detectors` by run), their events, metrics and
+    standing findings read in one query each: a pass refreshes the findings of many runs at once.
+    (A run's refresh writes only its own events, so reading every run's first reads the same.)"""
+    rows_by_run = events_store.runs_events_for_findings(session=session, run_ids=run_ids)
+    metrics_by_run = runs_store.list_metrics_of_runs(session=session, run_ids=run_ids)
+    runs = {run_id: runs_store.get_run(session=session, run_id=run_id) for run_id in run_ids}  # (at hand: no read)
+    standing = events_store.finding_keys_of_runs(session=session, run_ids=run_ids)
+    for run_id in run_ids:
+        _refresh_findings(
+            session,
+            run_id,
+            runs.get(run_id),
+            rows_by_run[run_id],
+            metrics_by_run[run_id],
+            standing[run_id],
+            muted.get(run_id, set()),
+            detectors.get(run_id),
+        )
+
+
+def _refresh_findings(
+    session: Session,
+    run_id: str,
+    run: RunRow | None,
+    rows: Sequence[EventRow],
+    metrics: Sequence[MetricRow],
+    standing: set[str],
+    muted: set[tuple[str, str]],
+    detectors: dict[str, Detector] | None,
+) -> None:
     events = [row_to_event(row) for row in rows]
-    series = snapshots(session=session, run_id=run_id, detectors=detectors)
-    run = runs_store.get_run(session=session, run_id=run_id)
+    series = _snapshots(session, run_id, run, metrics, detectors)
     kinds = MetricKinds(
         {s.metric: s.kind for s in series if s.kind is not None}, run.metric_definitions if run else None
     )
@@ -600,7 +653,8 @@ def refresh_findings(
             muted=(finding.metric, finding.kind) in muted,
             keep_start=finding.kind in event_keys.CURRENT_STATE_FINDINGS,
         )
-    stale = events_store.finding_keys(session=session, run_id=run_id) - found.keys()
+    # (read before this run's findings were recorded: those are all in `found`)
+    stale = standing - found.keys()
     events_store.withdraw_events(session=session, run_id=run_id, event_keys=stale)
     for row in rows:
         if row.kind == NONFINITE_ORIGIN and row.event_key.startswith(KeyPrefix.TRIPWIRE):

@@ -5,7 +5,7 @@ again from its first point."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -48,6 +48,11 @@ def understood_metrics_of_runs(*, session: Session, runs: Mapping[str, RunRow]) 
         )
         for run_id, run in runs.items()
     }
+
+
+def understood_metrics_named(*, names: Collection[str], run: RunRow) -> dict[str, Understanding]:
+    """`understood_metrics` of the run, its metrics' names already read (shared: not to be changed)."""
+    return _understood(tuple(sorted(names)), json.dumps(run.metric_definitions or {}, sort_keys=True))
 
 
 @lru_cache(maxsize=1024)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, Select, and_, bindparam, func, literal, select, tuple_, update
+from sqlalchemy import BigInteger, BindParameter, Select, and_, bindparam, func, literal, select, tuple_, update
 from sqlalchemy.orm import Session
 
 from holter_server.store import claims
@@ -56,6 +56,7 @@ NEVER_READ = datetime(1970, 1, 1, tzinfo=UTC)  # the progress time of a metric d
 # how few rows a comparison of two columns keeps (it guessed a third, and joined every metric).
 _RUNS = RunRow.__table__
 _STATES = DetectorStateRow.__table__
+_METRICS = MetricRow.__table__
 _DUE = _RUNS.c.stored_batches > _RUNS.c.detected_batches
 # The most due runs one statement names; past it (only when that many runs have unread points at
 # once) each pass takes a random share, so none waits for ever.
@@ -144,25 +145,25 @@ def claim_detection_work(
     )
     held_elsewhere: list[str] = []
     for _ in range(3):  # a few tries past runs other processes hold, then what is left waits a pass
-        candidates = session.execute(
-            _pending_work(limit=limit, runs=due, skip_runs=held_elsewhere, not_since=not_since)
-        ).all()
-        wanted = list(dict.fromkeys(row.run_id for row in candidates))
+        candidates = _pending_rows(
+            session, limit=limit, runs=due, skip_runs=held_elsewhere, not_since=not_since, runs_only=True
+        )
+        wanted = list(dict.fromkeys(run_id for (run_id,) in candidates))
         held = claims.claim_runs(session=session, task=claims.Task.DETECTION, run_ids=wanted)
         if held:
-            rows = session.execute(_pending_work(limit=limit, runs=held, not_since=not_since)).all()
+            rows = _pending_rows(session, limit=limit, runs=held, not_since=not_since)
             # the saved states (tens of kB each) are read only where the caller has no detector at hand
             return [
                 DetectionWork(
-                    run_id=row.run_id,
-                    metric_id=row.metric_id,
-                    metric=row.name,
-                    detected_step=row.detected_step,
+                    run_id=run_id,
+                    metric_id=metric_id,
+                    metric=name,
+                    detected_step=detected_step,
                     state=None,
-                    detector_version=row.detector_version,
-                    last_step=row.last_step,
+                    detector_version=version,
+                    last_step=last_step,
                 )
-                for row in rows
+                for run_id, metric_id, detected_step, version, name, last_step in rows
             ]
         if len(wanted) == 0:
             return []
@@ -170,40 +171,81 @@ def claim_detection_work(
     return []
 
 
-def _pending_work(
-    *, limit: int, runs: Sequence[str], skip_runs: Sequence[str] = (), not_since: datetime | None = None
-) -> Select[Any]:
+def _pending_statement(*, runs_only: bool, skipping: bool, since: bool) -> Select[Any]:
     """Metrics with points detection has not read, in round-robin order over runs: each run's
     longest-waiting metric first, then each run's second, ... (ordering by waiting time alone let
-    one run with thousands of new metrics hold every other run's live detection back for minutes)."""
-    turn = (
-        func.row_number().over(partition_by=DetectorStateRow.run_id, order_by=DetectorStateRow.updated_at).label("turn")
-    )
+    one run with thousands of new metrics hold every other run's live detection back for minutes).
+
+    Built once per shape (`_PENDING`) on the tables, not the ORM classes, and read as plain
+    rows: a pass runs it twice over every metric with new points, and building the statement and
+    the ORM's handling of its rows cost more than Postgres's work on it. Parameters: `runs`
+    (the runs to look at), `limit`, and `skip` (runs to leave out) and `since` (leave out
+    metrics whose progress was saved at or after it) in the shapes that have them. `runs_only`:
+    just the run of each row, for choosing the runs to claim.
+    """
+    turn = func.row_number().over(partition_by=_STATES.c.run_id, order_by=_STATES.c.updated_at).label("turn")
+    runs: BindParameter[Any] = bindparam("runs", expanding=True)
     query = (
         select(
-            DetectorStateRow.run_id,
-            DetectorStateRow.metric_id,
-            DetectorStateRow.detected_step,
-            DetectorStateRow.detector_version,
-            DetectorStateRow.updated_at,
-            MetricRow.name,
-            MetricRow.last_step,
+            _STATES.c.run_id,
+            _STATES.c.metric_id,
+            _STATES.c.detected_step,
+            _STATES.c.detector_version,
+            _STATES.c.updated_at,
+            _METRICS.c.name,
+            _METRICS.c.last_step,
             turn,
         )
-        .join(
-            MetricRow,
-            and_(MetricRow.run_id == DetectorStateRow.run_id, MetricRow.metric_id == DetectorStateRow.metric_id),
-        )
-        .where(MetricRow.last_step > DetectorStateRow.detected_step)
+        .join(_METRICS, and_(_METRICS.c.run_id == _STATES.c.run_id, _METRICS.c.metric_id == _STATES.c.metric_id))
+        .where(_METRICS.c.last_step > _STATES.c.detected_step)
+        # the runs named on both tables: the planner then reads each by its key, not every metric
+        .where(_STATES.c.run_id.in_(runs), _METRICS.c.run_id.in_(runs))
     )
-    # the runs named on both tables: the planner then reads each by its key, not every metric
-    query = query.where(DetectorStateRow.run_id.in_(list(runs)), MetricRow.run_id.in_(list(runs)))
-    if skip_runs:
-        query = query.where(DetectorStateRow.run_id.not_in(list(skip_runs)))
-    if not_since is not None:
-        query = query.where(DetectorStateRow.updated_at < not_since)
+    if skipping:
+        query = query.where(_STATES.c.run_id.not_in(bindparam("skip", expanding=True)))
+    if since:
+        query = query.where(_STATES.c.updated_at < bindparam("since", type_=_STATES.c.updated_at.type))
     ranked = query.subquery()
-    return select(ranked).order_by(ranked.c.turn, ranked.c.updated_at).limit(limit)
+    columns = (
+        [ranked.c.run_id]
+        if runs_only
+        else [
+            ranked.c.run_id,
+            ranked.c.metric_id,
+            ranked.c.detected_step,
+            ranked.c.detector_version,
+            ranked.c.name,
+            ranked.c.last_step,
+        ]
+    )
+    return select(*columns).order_by(ranked.c.turn, ranked.c.updated_at).limit(bindparam("limit"))
+
+
+_PENDING = {
+    (runs_only, skipping, since): _pending_statement(runs_only=runs_only, skipping=skipping, since=since)
+    for runs_only in (False, True)
+    for skipping in (False, True)
+    for since in (False, True)
+}
+
+
+def _pending_rows(
+    session: Session,
+    *,
+    limit: int,
+    runs: Sequence[str],
+    skip_runs: Sequence[str] = (),
+    not_since: datetime | None = None,
+    runs_only: bool = False,
+) -> Sequence[Any]:
+    """The rows of `_pending_statement` (of the shape these arguments need), as plain tuples."""
+    statement = _PENDING[(runs_only, bool(skip_runs), not_since is not None)]
+    params: dict[str, Any] = {"runs": list(runs), "limit": limit}
+    if skip_runs:
+        params["skip"] = list(skip_runs)
+    if not_since is not None:
+        params["since"] = not_since
+    return session.connection().execute(statement, params).all()
 
 
 def lock_detection_rows(*, session: Session, keys: Sequence[tuple[str, int]]) -> dict[tuple[str, int], int]:

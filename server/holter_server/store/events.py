@@ -303,22 +303,40 @@ def standing_events(*, session: Session, run_id: str, limit: int) -> Sequence[Ev
 
 def run_events_for_findings(*, session: Session, run_id: str) -> Sequence[EventRow]:
     """The run's per-metric detector events (not findings, not lifecycle), for cross-signal rules."""
-    return session.scalars(
-        select(EventRow).where(EventRow.run_id == run_id, EventRow.status != "withdrawn", *_CLASSIFIER_EVENTS)
-    ).all()
+    return runs_events_for_findings(session=session, run_ids=[run_id])[run_id]
+
+
+def runs_events_for_findings(*, session: Session, run_ids: Sequence[str]) -> dict[str, list[EventRow]]:
+    """`run_events_for_findings` of many runs in one query (every run given is in the answer), each
+    run's in the order they were stored."""
+    out: dict[str, list[EventRow]] = {run_id: [] for run_id in run_ids}
+    if run_ids:
+        query = select(EventRow).where(
+            EventRow.run_id.in_(list(run_ids)), EventRow.status != "withdrawn", *_CLASSIFIER_EVENTS
+        )
+        for row in session.scalars(query.order_by(EventRow.id)):
+            out[row.run_id].append(row)
+    return out
 
 
 def finding_keys(*, session: Session, run_id: str) -> set[str]:
     """Keys of the cross-signal findings currently standing on a run."""
-    return set(
-        session.scalars(
-            select(EventRow.event_key).where(
-                EventRow.run_id == run_id,
+    return finding_keys_of_runs(session=session, run_ids=[run_id])[run_id]
+
+
+def finding_keys_of_runs(*, session: Session, run_ids: Sequence[str]) -> dict[str, set[str]]:
+    """`finding_keys` of many runs in one query (every run given is in the answer)."""
+    out: dict[str, set[str]] = {run_id: set() for run_id in run_ids}
+    if run_ids:
+        for run_id, key in session.execute(
+            select(EventRow.run_id, EventRow.event_key).where(
+                EventRow.run_id.in_(list(run_ids)),
                 EventRow.event_key.like(KeyPrefix.FINDING.like()),
                 EventRow.status != "withdrawn",
             )
-        )
-    )
+        ):
+            out[run_id].add(key)
+    return out
 
 
 def record_status_event(*, session: Session, run_id: str, event: Event) -> EventRow:

@@ -222,18 +222,33 @@ def list_metrics(*, session: Session, run_id: str) -> Sequence[MetricRow]:
     return session.scalars(select(MetricRow).where(MetricRow.run_id == run_id).order_by(MetricRow.name)).all()
 
 
+def list_metrics_of_runs(*, session: Session, run_ids: Sequence[str]) -> dict[str, list[MetricRow]]:
+    """`list_metrics` of many runs in one query (every run given is in the answer)."""
+    out: dict[str, list[MetricRow]] = {run_id: [] for run_id in run_ids}
+    if run_ids:
+        query = select(MetricRow).where(MetricRow.run_id.in_(list(run_ids)))
+        for row in session.scalars(query.order_by(MetricRow.run_id, MetricRow.name)):
+            out[row.run_id].append(row)
+    return out
+
+
 def metric_names(*, session: Session, run_id: str) -> list[str]:
     """The names of the run's metric series."""
     return list(session.scalars(select(MetricRow.name).where(MetricRow.run_id == run_id)))
+
+
+# Built once on the table and read as plain rows: live detection reads every name of the runs it
+# works on in every pass (a row per metric), where the ORM's handling of each row cost most.
+_METRIC_NAMES_OF_RUNS = select(MetricRow.__table__.c.run_id, MetricRow.__table__.c.name).where(
+    MetricRow.__table__.c.run_id.in_(bindparam("runs", expanding=True))
+)
 
 
 def metric_names_of_runs(*, session: Session, run_ids: Sequence[str]) -> dict[str, list[str]]:
     """The names of each run's metric series (run id → names; runs without any are left out)."""
     out: dict[str, list[str]] = {}
     if run_ids:
-        for run_id, name in session.execute(
-            select(MetricRow.run_id, MetricRow.name).where(MetricRow.run_id.in_(list(run_ids)))
-        ):
+        for run_id, name in session.connection().execute(_METRIC_NAMES_OF_RUNS, {"runs": list(run_ids)}):
             out.setdefault(run_id, []).append(name)
     return out
 

@@ -149,7 +149,7 @@ def test_the_scalar_path_is_taken_for_small_batches(monkeypatch):
         return result
 
     monkeypatch.setattr(BlockBaseline, "_update_few", spy)
-    feed_baseline(awkward_series(0)["many_decimals"], [100] + [10] * 50)
+    feed_baseline(awkward_series(0)["many_decimals"], [200] + [10] * 50)  # 25 blocks at first: vectorised
     assert not taken[0] and all(taken[1:])
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
+from holter_server.detect import triage
 from holter_server.detect.classify import new_detector
 from holter_server.detect.incremental import IncrementalDetector
 from holter_server.detect.triage import can_wait
@@ -68,3 +70,32 @@ def test_waiting_changes_no_event_only_when_it_is_found() -> None:
     waiting.add(held, values[held])
     assert waited > 50 and ("plateau", 700) in {(e.kind, e.start_step) for e in every_second.events}
     assert [e.to_dict() for e in waiting.events] == [e.to_dict() for e in every_second.events]
+
+
+def test_small_batches_get_the_same_answer_in_plain_floats_as_in_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A handful of points is checked one float at a time (`PLAIN_POINTS`); the answer is numpy's,
+    near the band's edges, on trends, with NaN, infinities and extreme values."""
+    rng = np.random.default_rng(11)
+    detectors = [quiet_loss(), IncrementalDetector("tokens_per_second")]
+    detectors[1].add(np.arange(400), 1000.0 + 5.0 * np.arange(400))
+    huge = IncrementalDetector("train/loss")
+    huge.add(np.arange(400), 1e300 * (1.0 + rng.normal(0, 0.02, 400)))
+    detectors.append(huge)
+    cases = []
+    for detector in detectors:
+        base, scale = detector.baseline.last_level() or (0.0, 1.0)
+        last = float(detector.tail_values[-1])
+        for _ in range(300):
+            n = int(rng.integers(1, 12))
+            steps = list(range(400, 400 + n))
+            around = (
+                base if rng.random() < 0.5 else last + (last - float(detector.tail_values[-2])) * np.arange(1, n + 1)
+            )
+            values = list(np.asarray(around + rng.normal(0, 3.0 * scale, n) * rng.choice([0.5, 0.99, 1.0, 1.01, 2.0])))
+            if rng.random() < 0.05:
+                values[int(rng.integers(0, n))] = float(rng.choice([math.nan, math.inf, -math.inf, 1e308, -1e308]))
+            cases.append((detector, steps, values))
+    plain = [can_wait(detector, steps, values) for detector, steps, values in cases]
+    monkeypatch.setattr(triage, "PLAIN_POINTS", 0)
+    arrays = [can_wait(detector, steps, values) for detector, steps, values in cases]
+    assert plain == arrays and 100 < sum(plain) < len(plain) - 100
