@@ -138,6 +138,10 @@ def add_points(
     `known_ids`: metric ids the caller just read in this transaction (`run_and_metric_ids`).
     `then`: more writes of the same transaction, whose answers nobody reads (an UPDATE): run
     after the summaries, in their round trip when the batch goes the usual way on Postgres.
+
+    A small batch on Postgres goes in one round trip with its rollups, summaries and `then`,
+    all written as if every point were new (the usual batch; `insert_points_then`), and the
+    metrics of which some points were already stored are corrected after (`_correct_assumed`).
     The caller records the run's activity (`runs.record_activity`, as ingest does): that makes the
     run due for live detection.
     """
@@ -145,8 +149,29 @@ def add_points(
         session=session, run_id=run_id, names=columns.keys(), max_metrics=max_metrics, known=known_ids
     )
     by_id = {ids[name]: column for name, column in columns.items() if name in ids and len(column[0])}
-    stored, conflicts = backend_for(session).insert_points(session, run_id, by_id)
-    _update_rollups_and_summaries(session, run_id, by_id, stored, then)
+    distinct: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    backend = backend_for(session)
+
+    def as_if_all_new() -> None:
+        # what the batch does to the rollups and summaries when every distinct step of it is new
+        # (the usual batch), sent with the INSERT; corrected below for the metrics where it was not
+        distinct.update((metric_id, _distinct_points(column)) for metric_id, column in by_id.items())
+        if distinct:
+            rollups_store.lock_metrics(session=session, run_id=run_id, metric_ids=list(distinct))
+            rollups_store.add_to_rollups(session=session, run_id=run_id, new_points=distinct)
+        _update_metric_summaries(
+            session, run_id, by_id, {metric_id: len(steps) for metric_id, (steps, _values) in distinct.items()}
+        )
+        if then is not None:
+            then()
+
+    done = backend.insert_points_then(session, run_id, by_id, as_if_all_new) if by_id else None
+    if done is None:
+        stored, conflicts = backend.insert_points(session, run_id, by_id)
+        _update_rollups_and_summaries(session, run_id, by_id, stored, then)
+    else:
+        stored, conflicts = done
+        _correct_assumed(session, run_id, distinct, stored)
     received = sum(len(column[0]) for column in by_id.values())
     names = {metric_id: name for name, metric_id in ids.items()}
     return StoredCount(
@@ -157,6 +182,37 @@ def add_points(
     )
 
 
+def _distinct_points(column: Column) -> tuple[np.ndarray, np.ndarray]:
+    """A column's points as both stores keep them when all are new: by step, the first of a
+    step sent twice kept (both insert in batch order)."""
+    step_array = np.asarray(column[0], dtype=np.int64)
+    order = np.argsort(step_array, kind="stable")
+    step_array = step_array[order]
+    first = np.r_[True, step_array[1:] != step_array[:-1]]
+    return step_array[first], np.asarray(column[1], dtype=np.float64)[order][first]
+
+
+def _correct_assumed(
+    session: Session, run_id: str, distinct: dict[int, tuple[np.ndarray, np.ndarray]], stored: dict[int, int]
+) -> None:
+    """After a batch's rollups and summaries were written as if all its points were new: for
+    each metric of which fewer were (a retry that raced the original, an overlapping replay),
+    the buckets its steps touched are rebuilt from the store at every level (which replaces what
+    was added), and its count takes back the points not stored. The rollup locks taken for the
+    additions are still held, so the rebuild is ordered against other writers as ever."""
+    wrong = {
+        metric_id: steps for metric_id, (steps, _values) in distinct.items() if stored.get(metric_id, 0) != len(steps)
+    }
+    if not wrong:
+        return
+    rollups_store.rebuild_rollups(session=session, run_id=run_id, touched=wrong)
+    rows = [
+        (metric_id, stored.get(metric_id, 0) - len(steps), int(steps[0]), int(steps[-1]))
+        for metric_id, steps in wrong.items()
+    ]
+    backend_for(session).update_metric_summaries(session, run_id, rows)
+
+
 def _update_rollups_and_summaries(
     session: Session, run_id: str, by_id: dict[int, Column], stored: dict[int, int], then: Callable[[], None] | None
 ) -> None:
@@ -165,18 +221,15 @@ def _update_rollups_and_summaries(
     # summary adds to the rollups. When none was, nothing changed. Otherwise which values won is
     # unknown here, and the touched buckets are rebuilt from the store.
     new_points, touched = {}, {}
-    for metric_id, (steps, values, _times) in by_id.items():
+    for metric_id, column in by_id.items():
         count = stored.get(metric_id, 0)
         if not count:
             continue
-        step_array = np.asarray(steps, dtype=np.int64)
-        order = np.argsort(step_array, kind="stable")
-        step_array = step_array[order]
-        first = np.r_[True, step_array[1:] != step_array[:-1]]
-        if count == int(first.sum()):
-            new_points[metric_id] = (step_array[first], np.asarray(values, dtype=np.float64)[order][first])
+        steps, values = _distinct_points(column)
+        if count == len(steps):
+            new_points[metric_id] = (steps, values)
         else:
-            touched[metric_id] = step_array[first]
+            touched[metric_id] = steps
     if touched:
         rollups_store.lock_metrics(session=session, run_id=run_id, metric_ids=[*new_points, *touched])
         rollups_store.add_to_rollups(session=session, run_id=run_id, new_points=new_points)

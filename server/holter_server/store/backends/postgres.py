@@ -10,7 +10,7 @@ columns come back as binary COPY, decoded by numpy without a Python object per v
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from itertools import repeat
@@ -83,6 +83,15 @@ class PostgresBackend:
         if sum(len(column[0]) for column in by_id.values()) <= SMALL_BATCH_POINTS:
             return _insert_small(session, run_id, by_id)
         return _insert_copy(session, run_id, by_id)
+
+    def insert_points_then(
+        self, session: Session, run_id: str, by_id: dict[int, Column], then: Callable[[], None]
+    ) -> tuple[dict[int, int], dict[int, Conflict]] | None:
+        # a small batch: its INSERT and `then` in one pipeline (one round trip where there were
+        # two); a large one goes by COPY, which a pipeline cannot hold
+        if sum(len(column[0]) for column in by_id.values()) > SMALL_BATCH_POINTS:
+            return None
+        return _insert_small(session, run_id, by_id, then)
 
     def update_metric_summaries(self, session: Session, run_id: str, rows: list[SummaryRow]) -> None:
         # all the batch's metrics in one UPDATE, their figures as arrays (no bound on parameters).
@@ -266,11 +275,12 @@ def decode_binary_copy(data: bytes, kinds: str) -> list[np.ndarray]:
 
 
 def _insert_small(
-    session: Session, run_id: str, by_id: dict[int, Column]
+    session: Session, run_id: str, by_id: dict[int, Column], then: Callable[[], None] | None = None
 ) -> tuple[dict[int, int], dict[int, Conflict]]:
     """One `INSERT ... SELECT FROM unnest(arrays) ON CONFLICT DO NOTHING` that answers how many
     points of each metric were new (the first of a step sent twice wins, as with COPY); only
-    when some were not, a second statement finds the steps sent again with another value."""
+    when some were not, a second statement finds the steps sent again with another value.
+    `then`: writes sent in the same pipeline as the INSERT, run after it by the server."""
     ids: list[int] = []
     steps: list[int] = []
     values: list[float] = []
@@ -286,15 +296,23 @@ def _insert_small(
         binary_array(np.asarray(values, dtype=float), "float8"),
         array_text(times, "float8"),
     )
-    with _cursor(session) as cursor:
-        cursor.execute(
-            "WITH inserted AS ("
-            " INSERT INTO points (run_id, metric_id, step, value, wall_time)"
-            " SELECT %s, i.* FROM unnest(%s::int[], %s::bigint[], %s::float8[], %s::float8[]) AS i"
-            " ON CONFLICT DO NOTHING RETURNING metric_id)"
-            " SELECT metric_id, count(*) FROM inserted GROUP BY metric_id",
-            (run_id, *arrays),
-        )
+    insert = (
+        "WITH inserted AS ("
+        " INSERT INTO points (run_id, metric_id, step, value, wall_time)"
+        " SELECT %s, i.* FROM unnest(%s::int[], %s::bigint[], %s::float8[], %s::float8[]) AS i"
+        " ON CONFLICT DO NOTHING RETURNING metric_id)"
+        " SELECT metric_id, count(*) FROM inserted GROUP BY metric_id"
+    )
+    raw = _raw(session)
+    with raw.cursor() as cursor:
+        if then is None:
+            cursor.execute(insert, (run_id, *arrays))
+        else:
+            # the cursor keeps the INSERT's answer while `then`'s statements go out on their own
+            # cursors; all of it is sent, run in order and answered at the pipeline's end
+            with raw.pipeline():
+                cursor.execute(insert, (run_id, *arrays))
+                then()
         stored: dict[int, int] = dict(cursor.fetchall())
         if all(stored.get(metric_id, 0) == len(column[0]) for metric_id, column in by_id.items()):
             return stored, {}
