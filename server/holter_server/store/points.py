@@ -160,7 +160,11 @@ def add_points(
             rollups_store.lock_metrics(session=session, run_id=run_id, metric_ids=list(distinct))
             rollups_store.add_to_rollups(session=session, run_id=run_id, new_points=distinct)
         _update_metric_summaries(
-            session, run_id, by_id, {metric_id: len(steps) for metric_id, (steps, _values) in distinct.items()}
+            session,
+            run_id,
+            by_id,
+            {metric_id: len(steps) for metric_id, (steps, _values) in distinct.items()},
+            [float(distinct[metric_id][1][-1]) for metric_id in by_id],
         )
         if then is not None:
             then()
@@ -249,7 +253,13 @@ def _update_rollups_and_summaries(
             then()
 
 
-def _update_metric_summaries(session: Session, run_id: str, by_id: dict[int, Column], stored: dict[int, int]) -> None:
+def _update_metric_summaries(
+    session: Session,
+    run_id: str,
+    by_id: dict[int, Column],
+    stored: dict[int, int],
+    last_values: Sequence[float] | None = None,
+) -> None:
     """Bring every touched metric's count, first and last step and latest value up to date, in
     one statement for all of them where the database allows it (a statement per metric was most
     of a small batch's cost)."""
@@ -259,7 +269,7 @@ def _update_metric_summaries(session: Session, run_id: str, by_id: dict[int, Col
         (metric_id, stored.get(metric_id, 0), min(column[0]), max(column[0])) for metric_id, column in by_id.items()
     ]
     if rows:
-        backend_for(session).update_metric_summaries(session, run_id, rows)
+        backend_for(session).update_metric_summaries(session, run_id, rows, last_values)
 
 
 def read_points(

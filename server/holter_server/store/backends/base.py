@@ -67,8 +67,12 @@ class Backend(Protocol):
         writes in turn). `then` runs before the new counts are known, so it must write what is
         right when every point was new and leave what it wrote correctable when not."""
 
-    def update_metric_summaries(self, session: Session, run_id: str, rows: list[SummaryRow]) -> None:
-        """Bring the metrics' count, first and last step and latest value up to date."""
+    def update_metric_summaries(
+        self, session: Session, run_id: str, rows: list[SummaryRow], last_values: Sequence[float] | None = None
+    ) -> None:
+        """Bring the metrics' count, first and last step and latest value up to date.
+        `last_values`: per row, the value stored at its last step, when the caller knows it (every
+        point of the batch was new); else the store reads it from the points."""
 
     def read_points_from(
         self, session: Session, starts: Sequence[tuple[str, int, int]], limit_each: int

@@ -93,12 +93,37 @@ class PostgresBackend:
             return None
         return _insert_small(session, run_id, by_id, then)
 
-    def update_metric_summaries(self, session: Session, run_id: str, rows: list[SummaryRow]) -> None:
+    def update_metric_summaries(
+        self, session: Session, run_id: str, rows: list[SummaryRow], last_values: Sequence[float] | None = None
+    ) -> None:
         # all the batch's metrics in one UPDATE, their figures as arrays (no bound on parameters).
         # The subquery names the run as a constant too: on Citus a subquery correlated by
         # `p.run_id = metrics.run_id` makes the UPDATE a task on every shard, and such multi-shard
         # updates lock every shard in turn, so every run's ingest waited on every other's.
+        # Given the values at the last steps (every point new), no subquery: an index probe into
+        # the points per metric saved.
         ids, counts, firsts, lasts = (list(column) for column in zip(*rows))
+        params: dict[str, Any] = {
+            "ids": array_text(ids),
+            "counts": array_text(counts),
+            "firsts": array_text(firsts),
+            "lasts": array_text(lasts),
+            "run": run_id,
+        }
+        if last_values is None:
+            last_value = (
+                "(SELECT p.value FROM points p WHERE p.run_id = %(run)s AND p.metric_id = "
+                f"metrics.metric_id AND p.step = {_NEW_LAST})"
+            )
+            values, columns = "", ""
+        else:
+            # a step sent again keeps its stored value: the batch's only when its step is later
+            last_value = (
+                "CASE WHEN metrics.last_step IS NULL OR metrics.last_step < v.last_step THEN v.last_value"
+                " ELSE metrics.last_value END"
+            )
+            values, columns = ", %(values)s::float8[]", ", last_value"
+            params["values"] = binary_array(np.asarray(last_values, dtype=np.float64), "float8")
         with _cursor(session) as cursor:
             cursor.execute(
                 "UPDATE metrics SET"
@@ -106,18 +131,11 @@ class PostgresBackend:
                 " first_step = CASE WHEN metrics.first_step IS NULL OR metrics.first_step > v.first_step THEN "
                 "v.first_step ELSE metrics.first_step END,"
                 f" last_step = {_NEW_LAST},"
-                " last_value = (SELECT p.value FROM points p WHERE p.run_id = %(run)s AND p.metric_id = "
-                f"metrics.metric_id AND p.step = {_NEW_LAST})"
-                " FROM unnest(%(ids)s::int[], %(counts)s::bigint[], %(firsts)s::bigint[], %(lasts)s::bigint[])"
-                " AS v(metric_id, stored, first_step, last_step)"
+                f" last_value = {last_value}"
+                f" FROM unnest(%(ids)s::int[], %(counts)s::bigint[], %(firsts)s::bigint[], %(lasts)s::bigint[]{values})"
+                f" AS v(metric_id, stored, first_step, last_step{columns})"
                 " WHERE metrics.run_id = %(run)s AND metrics.metric_id = v.metric_id",
-                {
-                    "ids": array_text(ids),
-                    "counts": array_text(counts),
-                    "firsts": array_text(firsts),
-                    "lasts": array_text(lasts),
-                    "run": run_id,
-                },
+                params,
             )
 
     def read_points_from(

@@ -77,7 +77,10 @@ class SqliteBackend:
     ) -> tuple[dict[int, int], dict[int, Conflict]] | None:
         return None  # no round trips to save: the database is in this process
 
-    def update_metric_summaries(self, session: Session, run_id: str, rows: list[SummaryRow]) -> None:
+    def update_metric_summaries(
+        self, session: Session, run_id: str, rows: list[SummaryRow], last_values: Sequence[float] | None = None
+    ) -> None:
+        # the latest value read from the points: SQLite stores NaN as NULL, which the batch's value would not say
         for lo in range(0, len(rows), _UPDATE_CHUNK):
             _update_summary_rows(session, run_id, rows[lo : lo + _UPDATE_CHUNK])
 
