@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -155,10 +156,13 @@ def add_points(
     def as_if_all_new() -> None:
         # what the batch does to the rollups and summaries when every distinct step of it is new
         # (the usual batch), sent with the INSERT; corrected below for the metrics where it was not
-        distinct.update((metric_id, _distinct_points(column)) for metric_id, column in by_id.items())
-        if distinct:
-            rollups_store.lock_metrics(session=session, run_id=run_id, metric_ids=list(distinct))
-            rollups_store.add_to_rollups(session=session, run_id=run_id, new_points=distinct)
+        owners, steps, values = _distinct_columns(by_id)
+        starts = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]])
+        ends = np.r_[starts[1:], len(owners)]
+        for metric_id, start, end in zip(owners[starts].tolist(), starts.tolist(), ends.tolist()):
+            distinct[metric_id] = (steps[start:end], values[start:end])
+        rollups_store.lock_metrics(session=session, run_id=run_id, metric_ids=list(distinct))
+        rollups_store.add_columns_to_rollups(session=session, run_id=run_id, owners=owners, steps=steps, values=values)
         _update_metric_summaries(
             session,
             run_id,
@@ -194,6 +198,24 @@ def _distinct_points(column: Column) -> tuple[np.ndarray, np.ndarray]:
     step_array = step_array[order]
     first = np.r_[True, step_array[1:] != step_array[:-1]]
     return step_array[first], np.asarray(column[1], dtype=np.float64)[order][first]
+
+
+def _distinct_columns(by_id: dict[int, Column]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The batch's points (every column non-empty) as both stores keep them when all are new:
+    metric ids, steps and values in (metric id, step) order, the first of a step sent twice kept
+    (both insert in batch order, and the sort is stable). All metrics at once: a small batch's
+    twenty columns sorted one by one cost more in numpy's calls than in sorting."""
+    lengths = [len(column[0]) for column in by_id.values()]
+    total = sum(lengths)
+    owners = np.repeat(np.fromiter(by_id, dtype=np.int64, count=len(by_id)), lengths)
+    steps = np.fromiter(chain.from_iterable(column[0] for column in by_id.values()), dtype=np.int64, count=total)
+    values = np.fromiter(chain.from_iterable(column[1] for column in by_id.values()), dtype=np.float64, count=total)
+    order = np.lexsort((steps, owners))
+    owners, steps, values = owners[order], steps[order], values[order]
+    first = np.r_[True, (steps[1:] != steps[:-1]) | (owners[1:] != owners[:-1])]
+    if first.all():
+        return owners, steps, values
+    return owners[first], steps[first], values[first]
 
 
 def _correct_assumed(
