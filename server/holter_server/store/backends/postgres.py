@@ -312,7 +312,8 @@ def _insert_small(
         binary_array(np.asarray(ids), "int4"),
         binary_array(np.asarray(steps), "int8"),
         binary_array(np.asarray(values, dtype=float), "float8"),
-        array_text(times, "float8"),
+        # the client's wall times are usually all there: binary, no `repr` of each
+        array_text(times, "float8") if None in times else binary_array(np.asarray(times, dtype=float), "float8"),
     )
     insert = (
         "WITH inserted AS ("
