@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -138,6 +139,10 @@ def add_points(
     `known_ids`: metric ids the caller just read in this transaction (`run_and_metric_ids`).
     `then`: more writes of the same transaction, whose answers nobody reads (an UPDATE): run
     after the summaries, in their round trip when the batch goes the usual way on Postgres.
+
+    A small batch on Postgres goes in one round trip with its rollups, summaries and `then`,
+    all written as if every point were new (the usual batch; `insert_points_then`), and the
+    metrics of which some points were already stored are corrected after (`_correct_assumed`).
     The caller records the run's activity (`runs.record_activity`, as ingest does): that makes the
     run due for live detection.
     """
@@ -145,8 +150,36 @@ def add_points(
         session=session, run_id=run_id, names=columns.keys(), max_metrics=max_metrics, known=known_ids
     )
     by_id = {ids[name]: column for name, column in columns.items() if name in ids and len(column[0])}
-    stored, conflicts = backend_for(session).insert_points(session, run_id, by_id)
-    _update_rollups_and_summaries(session, run_id, by_id, stored, then)
+    distinct: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    backend = backend_for(session)
+
+    def as_if_all_new() -> None:
+        # what the batch does to the rollups and summaries when every distinct step of it is new
+        # (the usual batch), sent with the INSERT; corrected below for the metrics where it was not
+        owners, steps, values = _distinct_columns(by_id)
+        starts = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]])
+        ends = np.r_[starts[1:], len(owners)]
+        for metric_id, start, end in zip(owners[starts].tolist(), starts.tolist(), ends.tolist()):
+            distinct[metric_id] = (steps[start:end], values[start:end])
+        rollups_store.lock_metrics(session=session, run_id=run_id, metric_ids=list(distinct))
+        rollups_store.add_columns_to_rollups(session=session, run_id=run_id, owners=owners, steps=steps, values=values)
+        _update_metric_summaries(
+            session,
+            run_id,
+            by_id,
+            {metric_id: len(steps) for metric_id, (steps, _values) in distinct.items()},
+            [float(distinct[metric_id][1][-1]) for metric_id in by_id],
+        )
+        if then is not None:
+            then()
+
+    done = backend.insert_points_then(session, run_id, by_id, as_if_all_new) if by_id else None
+    if done is None:
+        stored, conflicts = backend.insert_points(session, run_id, by_id)
+        _update_rollups_and_summaries(session, run_id, by_id, stored, then)
+    else:
+        stored, conflicts = done
+        _correct_assumed(session, run_id, distinct, stored)
     received = sum(len(column[0]) for column in by_id.values())
     names = {metric_id: name for name, metric_id in ids.items()}
     return StoredCount(
@@ -157,6 +190,55 @@ def add_points(
     )
 
 
+def _distinct_points(column: Column) -> tuple[np.ndarray, np.ndarray]:
+    """A column's points as both stores keep them when all are new: by step, the first of a
+    step sent twice kept (both insert in batch order)."""
+    step_array = np.asarray(column[0], dtype=np.int64)
+    order = np.argsort(step_array, kind="stable")
+    step_array = step_array[order]
+    first = np.r_[True, step_array[1:] != step_array[:-1]]
+    return step_array[first], np.asarray(column[1], dtype=np.float64)[order][first]
+
+
+def _distinct_columns(by_id: dict[int, Column]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The batch's points (every column non-empty) as both stores keep them when all are new:
+    metric ids, steps and values in (metric id, step) order, the first of a step sent twice kept
+    (both insert in batch order, and the sort is stable). All metrics at once: a small batch's
+    twenty columns sorted one by one cost more in numpy's calls than in sorting."""
+    lengths = [len(column[0]) for column in by_id.values()]
+    total = sum(lengths)
+    owners = np.repeat(np.fromiter(by_id, dtype=np.int64, count=len(by_id)), lengths)
+    steps = np.fromiter(chain.from_iterable(column[0] for column in by_id.values()), dtype=np.int64, count=total)
+    values = np.fromiter(chain.from_iterable(column[1] for column in by_id.values()), dtype=np.float64, count=total)
+    order = np.lexsort((steps, owners))
+    owners, steps, values = owners[order], steps[order], values[order]
+    first = np.r_[True, (steps[1:] != steps[:-1]) | (owners[1:] != owners[:-1])]
+    if first.all():
+        return owners, steps, values
+    return owners[first], steps[first], values[first]
+
+
+def _correct_assumed(
+    session: Session, run_id: str, distinct: dict[int, tuple[np.ndarray, np.ndarray]], stored: dict[int, int]
+) -> None:
+    """After a batch's rollups and summaries were written as if all its points were new: for
+    each metric of which fewer were (a retry that raced the original, an overlapping replay),
+    the buckets its steps touched are rebuilt from the store at every level (which replaces what
+    was added), and its count takes back the points not stored. The rollup locks taken for the
+    additions are still held, so the rebuild is ordered against other writers as ever."""
+    wrong = {
+        metric_id: steps for metric_id, (steps, _values) in distinct.items() if stored.get(metric_id, 0) != len(steps)
+    }
+    if not wrong:
+        return
+    rollups_store.rebuild_rollups(session=session, run_id=run_id, touched=wrong)
+    rows = [
+        (metric_id, stored.get(metric_id, 0) - len(steps), int(steps[0]), int(steps[-1]))
+        for metric_id, steps in wrong.items()
+    ]
+    backend_for(session).update_metric_summaries(session, run_id, rows)
+
+
 def _update_rollups_and_summaries(
     session: Session, run_id: str, by_id: dict[int, Column], stored: dict[int, int], then: Callable[[], None] | None
 ) -> None:
@@ -165,18 +247,15 @@ def _update_rollups_and_summaries(
     # summary adds to the rollups. When none was, nothing changed. Otherwise which values won is
     # unknown here, and the touched buckets are rebuilt from the store.
     new_points, touched = {}, {}
-    for metric_id, (steps, values, _times) in by_id.items():
+    for metric_id, column in by_id.items():
         count = stored.get(metric_id, 0)
         if not count:
             continue
-        step_array = np.asarray(steps, dtype=np.int64)
-        order = np.argsort(step_array, kind="stable")
-        step_array = step_array[order]
-        first = np.r_[True, step_array[1:] != step_array[:-1]]
-        if count == int(first.sum()):
-            new_points[metric_id] = (step_array[first], np.asarray(values, dtype=np.float64)[order][first])
+        steps, values = _distinct_points(column)
+        if count == len(steps):
+            new_points[metric_id] = (steps, values)
         else:
-            touched[metric_id] = step_array[first]
+            touched[metric_id] = steps
     if touched:
         rollups_store.lock_metrics(session=session, run_id=run_id, metric_ids=[*new_points, *touched])
         rollups_store.add_to_rollups(session=session, run_id=run_id, new_points=new_points)
@@ -196,7 +275,13 @@ def _update_rollups_and_summaries(
             then()
 
 
-def _update_metric_summaries(session: Session, run_id: str, by_id: dict[int, Column], stored: dict[int, int]) -> None:
+def _update_metric_summaries(
+    session: Session,
+    run_id: str,
+    by_id: dict[int, Column],
+    stored: dict[int, int],
+    last_values: Sequence[float] | None = None,
+) -> None:
     """Bring every touched metric's count, first and last step and latest value up to date, in
     one statement for all of them where the database allows it (a statement per metric was most
     of a small batch's cost)."""
@@ -206,7 +291,7 @@ def _update_metric_summaries(session: Session, run_id: str, by_id: dict[int, Col
         (metric_id, stored.get(metric_id, 0), min(column[0]), max(column[0])) for metric_id, column in by_id.items()
     ]
     if rows:
-        backend_for(session).update_metric_summaries(session, run_id, rows)
+        backend_for(session).update_metric_summaries(session, run_id, rows, last_values)
 
 
 def read_points(

@@ -94,6 +94,14 @@ def add_to_rollups(*, session: Session, run_id: str, new_points: dict[int, tuple
     steps = np.concatenate([np.asarray(new_points[metric_id][0], dtype=np.int64) for metric_id in ids])
     values = np.concatenate([np.asarray(new_points[metric_id][1], dtype=np.float64) for metric_id in ids])
     owners = np.repeat(np.asarray(ids, dtype=np.int64), [len(new_points[metric_id][0]) for metric_id in ids])
+    add_columns_to_rollups(session=session, run_id=run_id, owners=owners, steps=steps, values=values)
+
+
+def add_columns_to_rollups(
+    *, session: Session, run_id: str, owners: np.ndarray, steps: np.ndarray, values: np.ndarray
+) -> None:
+    """`add_to_rollups` of points given as three columns (metric id, step, value: int64, int64,
+    float64), in (metric id, step) order, no (metric id, step) twice, at least one point."""
     buckets = steps >> LEVELS[0]
     starts = np.flatnonzero(np.r_[True, (buckets[1:] != buckets[:-1]) | (owners[1:] != owners[:-1])])
     level_buckets = summarise_points(steps, values, buckets, starts)

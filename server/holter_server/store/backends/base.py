@@ -8,7 +8,7 @@ The store picks the backend of a session with `backend_for(session)`; nothing ou
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
@@ -58,8 +58,21 @@ class Backend(Protocol):
         """Store the points not stored yet (first of a step wins); per metric, how many were new,
         and the metrics whose incoming value differs from the stored one at some step."""
 
-    def update_metric_summaries(self, session: Session, run_id: str, rows: list[SummaryRow]) -> None:
-        """Bring the metrics' count, first and last step and latest value up to date."""
+    def insert_points_then(
+        self, session: Session, run_id: str, by_id: dict[int, Column], then: Callable[[], None]
+    ) -> tuple[dict[int, int], dict[int, Conflict]] | None:
+        """`insert_points`, with `then`'s writes (statements nobody reads back from) sent in the
+        same round trip, run by the database after the insert and before the answer is read;
+        None when the backend has no such way (then nothing was done: the caller inserts and
+        writes in turn). `then` runs before the new counts are known, so it must write what is
+        right when every point was new and leave what it wrote correctable when not."""
+
+    def update_metric_summaries(
+        self, session: Session, run_id: str, rows: list[SummaryRow], last_values: Sequence[float] | None = None
+    ) -> None:
+        """Bring the metrics' count, first and last step and latest value up to date.
+        `last_values`: per row, the value stored at its last step, when the caller knows it (every
+        point of the batch was new); else the store reads it from the points."""
 
     def read_points_from(
         self, session: Session, starts: Sequence[tuple[str, int, int]], limit_each: int

@@ -10,7 +10,7 @@ columns come back as binary COPY, decoded by numpy without a Python object per v
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from itertools import repeat
@@ -84,12 +84,46 @@ class PostgresBackend:
             return _insert_small(session, run_id, by_id)
         return _insert_copy(session, run_id, by_id)
 
-    def update_metric_summaries(self, session: Session, run_id: str, rows: list[SummaryRow]) -> None:
+    def insert_points_then(
+        self, session: Session, run_id: str, by_id: dict[int, Column], then: Callable[[], None]
+    ) -> tuple[dict[int, int], dict[int, Conflict]] | None:
+        # a small batch: its INSERT and `then` in one pipeline (one round trip where there were
+        # two); a large one goes by COPY, which a pipeline cannot hold
+        if sum(len(column[0]) for column in by_id.values()) > SMALL_BATCH_POINTS:
+            return None
+        return _insert_small(session, run_id, by_id, then)
+
+    def update_metric_summaries(
+        self, session: Session, run_id: str, rows: list[SummaryRow], last_values: Sequence[float] | None = None
+    ) -> None:
         # all the batch's metrics in one UPDATE, their figures as arrays (no bound on parameters).
         # The subquery names the run as a constant too: on Citus a subquery correlated by
         # `p.run_id = metrics.run_id` makes the UPDATE a task on every shard, and such multi-shard
         # updates lock every shard in turn, so every run's ingest waited on every other's.
+        # Given the values at the last steps (every point new), no subquery: an index probe into
+        # the points per metric saved.
         ids, counts, firsts, lasts = (list(column) for column in zip(*rows))
+        params: dict[str, Any] = {
+            "ids": array_text(ids),
+            "counts": array_text(counts),
+            "firsts": array_text(firsts),
+            "lasts": array_text(lasts),
+            "run": run_id,
+        }
+        if last_values is None:
+            last_value = (
+                "(SELECT p.value FROM points p WHERE p.run_id = %(run)s AND p.metric_id = "
+                f"metrics.metric_id AND p.step = {_NEW_LAST})"
+            )
+            values, columns = "", ""
+        else:
+            # a step sent again keeps its stored value: the batch's only when its step is later
+            last_value = (
+                "CASE WHEN metrics.last_step IS NULL OR metrics.last_step < v.last_step THEN v.last_value"
+                " ELSE metrics.last_value END"
+            )
+            values, columns = ", %(values)s::float8[]", ", last_value"
+            params["values"] = binary_array(np.asarray(last_values, dtype=np.float64), "float8")
         with _cursor(session) as cursor:
             cursor.execute(
                 "UPDATE metrics SET"
@@ -97,18 +131,11 @@ class PostgresBackend:
                 " first_step = CASE WHEN metrics.first_step IS NULL OR metrics.first_step > v.first_step THEN "
                 "v.first_step ELSE metrics.first_step END,"
                 f" last_step = {_NEW_LAST},"
-                " last_value = (SELECT p.value FROM points p WHERE p.run_id = %(run)s AND p.metric_id = "
-                f"metrics.metric_id AND p.step = {_NEW_LAST})"
-                " FROM unnest(%(ids)s::int[], %(counts)s::bigint[], %(firsts)s::bigint[], %(lasts)s::bigint[])"
-                " AS v(metric_id, stored, first_step, last_step)"
+                f" last_value = {last_value}"
+                f" FROM unnest(%(ids)s::int[], %(counts)s::bigint[], %(firsts)s::bigint[], %(lasts)s::bigint[]{values})"
+                f" AS v(metric_id, stored, first_step, last_step{columns})"
                 " WHERE metrics.run_id = %(run)s AND metrics.metric_id = v.metric_id",
-                {
-                    "ids": array_text(ids),
-                    "counts": array_text(counts),
-                    "firsts": array_text(firsts),
-                    "lasts": array_text(lasts),
-                    "run": run_id,
-                },
+                params,
             )
 
     def read_points_from(
@@ -266,11 +293,12 @@ def decode_binary_copy(data: bytes, kinds: str) -> list[np.ndarray]:
 
 
 def _insert_small(
-    session: Session, run_id: str, by_id: dict[int, Column]
+    session: Session, run_id: str, by_id: dict[int, Column], then: Callable[[], None] | None = None
 ) -> tuple[dict[int, int], dict[int, Conflict]]:
     """One `INSERT ... SELECT FROM unnest(arrays) ON CONFLICT DO NOTHING` that answers how many
     points of each metric were new (the first of a step sent twice wins, as with COPY); only
-    when some were not, a second statement finds the steps sent again with another value."""
+    when some were not, a second statement finds the steps sent again with another value.
+    `then`: writes sent in the same pipeline as the INSERT, run after it by the server."""
     ids: list[int] = []
     steps: list[int] = []
     values: list[float] = []
@@ -284,17 +312,26 @@ def _insert_small(
         binary_array(np.asarray(ids), "int4"),
         binary_array(np.asarray(steps), "int8"),
         binary_array(np.asarray(values, dtype=float), "float8"),
-        array_text(times, "float8"),
+        # the client's wall times are usually all there: binary, no `repr` of each
+        array_text(times, "float8") if None in times else binary_array(np.asarray(times, dtype=float), "float8"),
     )
-    with _cursor(session) as cursor:
-        cursor.execute(
-            "WITH inserted AS ("
-            " INSERT INTO points (run_id, metric_id, step, value, wall_time)"
-            " SELECT %s, i.* FROM unnest(%s::int[], %s::bigint[], %s::float8[], %s::float8[]) AS i"
-            " ON CONFLICT DO NOTHING RETURNING metric_id)"
-            " SELECT metric_id, count(*) FROM inserted GROUP BY metric_id",
-            (run_id, *arrays),
-        )
+    insert = (
+        "WITH inserted AS ("
+        " INSERT INTO points (run_id, metric_id, step, value, wall_time)"
+        " SELECT %s, i.* FROM unnest(%s::int[], %s::bigint[], %s::float8[], %s::float8[]) AS i"
+        " ON CONFLICT DO NOTHING RETURNING metric_id)"
+        " SELECT metric_id, count(*) FROM inserted GROUP BY metric_id"
+    )
+    raw = _raw(session)
+    with raw.cursor() as cursor:
+        if then is None:
+            cursor.execute(insert, (run_id, *arrays))
+        else:
+            # the cursor keeps the INSERT's answer while `then`'s statements go out on their own
+            # cursors; all of it is sent, run in order and answered at the pipeline's end
+            with raw.pipeline():
+                cursor.execute(insert, (run_id, *arrays))
+                then()
         stored: dict[int, int] = dict(cursor.fetchall())
         if all(stored.get(metric_id, 0) == len(column[0]) for metric_id, column in by_id.items()):
             return stored, {}

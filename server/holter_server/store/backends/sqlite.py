@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime
 from itertools import repeat
@@ -72,7 +72,15 @@ class SqliteBackend:
                     conflicts[metric_id] = conflict
         return stored, conflicts
 
-    def update_metric_summaries(self, session: Session, run_id: str, rows: list[SummaryRow]) -> None:
+    def insert_points_then(
+        self, session: Session, run_id: str, by_id: dict[int, Column], then: Callable[[], None]
+    ) -> tuple[dict[int, int], dict[int, Conflict]] | None:
+        return None  # no round trips to save: the database is in this process
+
+    def update_metric_summaries(
+        self, session: Session, run_id: str, rows: list[SummaryRow], last_values: Sequence[float] | None = None
+    ) -> None:
+        # the latest value read from the points: SQLite stores NaN as NULL, which the batch's value would not say
         for lo in range(0, len(rows), _UPDATE_CHUNK):
             _update_summary_rows(session, run_id, rows[lo : lo + _UPDATE_CHUNK])
 
