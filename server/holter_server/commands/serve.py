@@ -12,7 +12,7 @@ import threading
 import uvicorn
 
 from holter_server.app import create_app
-from holter_server.commands.worker import StopSignals, die_with_parent, parent_alive
+from holter_server.commands.worker import StopSignals, die_with_parent, parent_alive, quiet_collector
 from holter_server.connections import uvicorn_options
 from holter_server.services.auth import AuthMode
 from holter_server.settings import Settings
@@ -152,8 +152,10 @@ def run(args: argparse.Namespace) -> int:
             die_with_parent()
             if not parent_alive(args.parent_pid):
                 return 0
+        app = create_app(settings)
+        quiet_collector()  # as the worker does: what building the app made lives as long as the process
         uvicorn.run(
-            create_app(settings),
+            app,
             fd=socket_fd,
             log_level=args.log_level,
             access_log=False,
@@ -184,8 +186,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         if workers > 1:
             return ApiProcesses(args, settings, workers).run()
+        app = create_app(settings)
+        quiet_collector()  # as the worker does: what building the app made lives as long as the process
         uvicorn.run(
-            create_app(settings),
+            app,
             host=settings.host,
             port=settings.port,
             log_level=args.log_level,
