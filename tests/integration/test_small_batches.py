@@ -151,3 +151,21 @@ def test_a_usual_small_batch_on_postgres_sends_every_statement_but_the_commit_in
     assert (outside, len(pipelines)) == ([], 2)
     for name in metrics:
         assert_rollups_match_points(sessions, run_id, name)
+
+
+def test_a_resent_batch_of_the_largest_doubles_is_a_duplicate_not_an_overflow(
+    sessions: sessionmaker[Session],
+) -> None:
+    """Written as if new, a re-sent 1.7e308 doubles its buckets' finite sums past the largest
+    double before the correction takes them back: Postgres refused that addition (value out of
+    range: overflow), and the batch was a 500 (found by test_ingest_properties)."""
+    run_id = _run(sessions)
+    huge = np.array([1.7e308, -1.7e308, 1.7e308, 5.0])
+    steps = np.arange(4)
+    first = _send(sessions, run_id, {"loss": (steps, huge)})
+    again = _send(sessions, run_id, {"loss": (steps, huge)})
+    assert (first.stored, again.stored, again.duplicates) == (4, 0, 4)
+    later = _send(sessions, run_id, {"loss": (steps + 4, huge)})  # new points into the same buckets
+    assert later.stored == 4
+    assert_rollups_match_points(sessions, run_id, "loss")
+    _assert_summary_is_the_points(sessions, run_id, "loss")

@@ -57,9 +57,11 @@ _NEW_MAX = (
     " OR (excluded.max_value = rollups.max_value AND excluded.max_step < rollups.max_step))"
 )
 # Merging a batch's summary into a stored one; the SET expressions see the stored row as it was.
+# `{{finite_sum}}` is the backend's sum of the two finite sums: past the largest double it is
+# infinite, as numpy's own sum of a batch is (Postgres refuses such an addition unless told).
 _MERGE = f"""
     count = rollups.count + excluded.count,
-    finite_sum = rollups.finite_sum + excluded.finite_sum,
+    finite_sum = {{finite_sum}},
     min_value = CASE WHEN {_NEW_MIN} THEN excluded.min_value ELSE rollups.min_value END,
     min_step = CASE WHEN {_NEW_MIN} THEN excluded.min_step ELSE rollups.min_step END,
     max_value = CASE WHEN {_NEW_MAX} THEN excluded.max_value ELSE rollups.max_value END,

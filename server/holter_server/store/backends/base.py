@@ -115,5 +115,5 @@ class RollupUpsert:
 
     names: str  # the column list
     key: str  # the conflict key's columns
-    on_conflict: str  # the SET clause
+    on_conflict: str  # the SET clause; `{finite_sum}` in it: the backend's sum of two finite sums
     types: tuple[str, ...]  # the Postgres type of each column after the run id

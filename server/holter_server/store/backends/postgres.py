@@ -49,6 +49,17 @@ def _cursor(session: Session) -> psycopg.Cursor:
     return _raw(session).cursor()
 
 
+# Two finite sums of a rollup bucket added. Postgres refuses a float8 addition whose result is
+# past the largest double ("value out of range: overflow": a bucket of points near 1.8e308, or
+# a small batch re-sent, written as new and corrected after); such a sum is infinite instead, as
+# numpy's sum of one batch is. The halves never overflow; NaN (inf + -inf) stays NaN.
+_FINITE_SUM_MERGE = (
+    "CASE WHEN abs(rollups.finite_sum / 2 + excluded.finite_sum / 2) >= 8.988465674311579e307"
+    " THEN sign(rollups.finite_sum / 2 + excluded.finite_sum / 2) * 'Infinity'::float8"
+    " ELSE rollups.finite_sum + excluded.finite_sum END"
+)
+
+
 class PostgresBackend:
     """The Postgres way of the store's bulk statements."""
 
@@ -214,7 +225,8 @@ class PostgresBackend:
             # Rows in key order, so concurrent writers lock shared rows in the same order.
             cursor.execute(
                 f"INSERT INTO rollups ({statement.names}) SELECT %s, r.* FROM unnest({arrays}) AS r ORDER BY 1, 2, 3, 4"
-                f" ON CONFLICT ({statement.key}) DO UPDATE SET {statement.on_conflict}",
+                f" ON CONFLICT ({statement.key}) DO UPDATE SET "
+                + statement.on_conflict.format(finite_sum=_FINITE_SUM_MERGE),
                 (
                     run_id,
                     *(

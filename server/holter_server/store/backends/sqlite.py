@@ -109,7 +109,8 @@ class SqliteBackend:
         rows = [(run_id, *row) for row in zip(*lists)]
         _raw(session).executemany(
             f"INSERT INTO rollups ({statement.names}) VALUES ({marks}) ON CONFLICT ({statement.key}) DO UPDATE SET "
-            f"{statement.on_conflict}",
+            # SQLite's REAL addition overflows to infinity by itself, as numpy's does
+            + statement.on_conflict.format(finite_sum="rollups.finite_sum + excluded.finite_sum"),
             [rows[index] for index in order.tolist()],
         )
 
