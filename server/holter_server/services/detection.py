@@ -586,20 +586,6 @@ def _saved_outline(state: dict[str, Any], metric: str, kind: str) -> SeriesOutli
     return Outline.from_state(state["outline"]).snapshot(metric, kind)
 
 
-def refresh_findings(
-    *, session: Session, run_id: str, muted: set[tuple[str, str]], detectors: dict[str, Detector] | None = None
-) -> None:
-    """Recompute the run's cross-signal findings from its stored events and keep them current,
-    and attach tripwire reports to the divergences found since they arrived (`detectors`: live
-    detectors of some of its metrics, whose outlines are newer than the saved ones)."""
-    refresh_findings_of_runs(
-        session=session,
-        run_ids=[run_id],
-        muted={run_id: muted},
-        detectors={run_id: detectors} if detectors is not None else {},
-    )
-
-
 def refresh_findings_of_runs(
     *,
     session: Session,
@@ -607,9 +593,12 @@ def refresh_findings_of_runs(
     muted: Mapping[str, set[tuple[str, str]]],
     detectors: Mapping[str, dict[str, Detector]],
 ) -> None:
-    """`refresh_findings` of many runs (`muted` and `detectors` by run), their events, metrics and
-    standing findings read in one query each: a pass refreshes the findings of many runs at once.
-    (A run's refresh writes only its own events, so reading every run's first reads the same.)"""
+    """Recompute the runs' cross-signal findings from their stored events and keep them current,
+    and attach tripwire reports to the divergences found since they arrived (`muted` by run;
+    `detectors` by run: live detectors of some of its metrics, whose outlines are newer than the
+    saved ones). The runs' events, metrics and standing findings are read in one query each: a
+    pass refreshes the findings of many runs at once. (A run's refresh writes only its own events,
+    so reading every run's first reads the same.)"""
     rows_by_run = events_store.runs_events_for_findings(session=session, run_ids=run_ids)
     metrics_by_run = runs_store.list_metrics_of_runs(session=session, run_ids=run_ids)
     runs = {run_id: runs_store.get_run(session=session, run_id=run_id) for run_id in run_ids}  # (at hand: no read)

@@ -4,7 +4,7 @@ A non-finite report (`POST /runs/{id}/nonfinite`) becomes one `first_nonfinite` 
 keyed by that step: the client resends it after a fault or from its spool, and the service keeps
 the first one it stored. The event is attached to the divergence it explains as soon as that
 divergence is known: here when it already is, otherwise by the live detection's refresh of the
-run's findings (`services.detection.refresh_findings`).
+run's findings (`services.detection.refresh_findings_of_runs`).
 """
 
 from __future__ import annotations

@@ -319,13 +319,9 @@ def runs_events_for_findings(*, session: Session, run_ids: Sequence[str]) -> dic
     return out
 
 
-def finding_keys(*, session: Session, run_id: str) -> set[str]:
-    """Keys of the cross-signal findings currently standing on a run."""
-    return finding_keys_of_runs(session=session, run_ids=[run_id])[run_id]
-
-
 def finding_keys_of_runs(*, session: Session, run_ids: Sequence[str]) -> dict[str, set[str]]:
-    """`finding_keys` of many runs in one query (every run given is in the answer)."""
+    """Keys of the cross-signal findings currently standing on each run, in one query (every run
+    given is in the answer)."""
     out: dict[str, set[str]] = {run_id: set() for run_id in run_ids}
     if run_ids:
         for run_id, key in session.execute(

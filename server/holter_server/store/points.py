@@ -157,10 +157,7 @@ def add_points(
         # what the batch does to the rollups and summaries when every distinct step of it is new
         # (the usual batch), sent with the INSERT; corrected below for the metrics where it was not
         owners, steps, values = _distinct_columns(by_id)
-        starts = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]])
-        ends = np.r_[starts[1:], len(owners)]
-        for metric_id, start, end in zip(owners[starts].tolist(), starts.tolist(), ends.tolist()):
-            distinct[metric_id] = (steps[start:end], values[start:end])
+        distinct.update(_by_metric(owners, steps, values))
         rollups_store.lock_metrics(session=session, run_id=run_id, metric_ids=list(distinct))
         rollups_store.add_columns_to_rollups(session=session, run_id=run_id, owners=owners, steps=steps, values=values)
         _update_metric_summaries(
@@ -190,16 +187,6 @@ def add_points(
     )
 
 
-def _distinct_points(column: Column) -> tuple[np.ndarray, np.ndarray]:
-    """A column's points as both stores keep them when all are new: by step, the first of a
-    step sent twice kept (both insert in batch order)."""
-    step_array = np.asarray(column[0], dtype=np.int64)
-    order = np.argsort(step_array, kind="stable")
-    step_array = step_array[order]
-    first = np.r_[True, step_array[1:] != step_array[:-1]]
-    return step_array[first], np.asarray(column[1], dtype=np.float64)[order][first]
-
-
 def _distinct_columns(by_id: dict[int, Column]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The batch's points (every column non-empty) as both stores keep them when all are new:
     metric ids, steps and values in (metric id, step) order, the first of a step sent twice kept
@@ -216,6 +203,16 @@ def _distinct_columns(by_id: dict[int, Column]) -> tuple[np.ndarray, np.ndarray,
     if first.all():
         return owners, steps, values
     return owners[first], steps[first], values[first]
+
+
+def _by_metric(owners: np.ndarray, steps: np.ndarray, values: np.ndarray) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """`_distinct_columns`' points by metric id: each metric's steps and values (views)."""
+    starts = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]])
+    ends = np.r_[starts[1:], len(owners)]
+    return {
+        metric_id: (steps[start:end], values[start:end])
+        for metric_id, start, end in zip(owners[starts].tolist(), starts.tolist(), ends.tolist())
+    }
 
 
 def _correct_assumed(
@@ -247,11 +244,11 @@ def _update_rollups_and_summaries(
     # summary adds to the rollups. When none was, nothing changed. Otherwise which values won is
     # unknown here, and the touched buckets are rebuilt from the store.
     new_points, touched = {}, {}
-    for metric_id, column in by_id.items():
+    distinct = _by_metric(*_distinct_columns(by_id)) if by_id else {}
+    for metric_id, (steps, values) in distinct.items():
         count = stored.get(metric_id, 0)
         if not count:
             continue
-        steps, values = _distinct_points(column)
         if count == len(steps):
             new_points[metric_id] = (steps, values)
         else:
