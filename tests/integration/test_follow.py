@@ -180,8 +180,11 @@ def test_a_megatron_log_is_followed_live_its_blow_up_alerted_and_its_crash_marke
     assert run["status"] == "crashed" and run["config"]["format"] == "textlog"
     assert counts(run)["lm loss"] == 260 and counts(run)["lm loss validation"] == 5
     assert counts(run)["iteration-time"] == 260 and counts(run)["grad-norm"] == 260
-    found = [e for e in events(follow_server, run["id"]) if e["kind"] == "divergence" and e["metric"] == "lm loss"]
-    assert found and found[0]["start_step"] >= 140, found
+    # detection runs beside ingest, so the divergence may be named a moment after the run ends
+    found = wait_until(
+        lambda: [e for e in events(follow_server, run["id"]) if e["kind"] == "divergence" and e["metric"] == "lm loss"]
+    )
+    assert found[0]["start_step"] >= 140, found
     wait_until(lambda: alerted(receiver, "divergence") and alerted(receiver, "run_crashed"))
     (divergence,) = [a for a in alerted(receiver, "divergence") if a["metric"] == "lm loss"]
     assert divergence["run_id"] == run["id"] and divergence["project"] == project

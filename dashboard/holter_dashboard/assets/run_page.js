@@ -1,4 +1,4 @@
-// The run page in the browser: the gate in front of its refresh, the zoom, and the URL.
+// The run page in the browser: the gate in front of its refresh, the zoom, the URL and the delete dialog.
 window.dash_clientside = Object.assign({}, window.dash_clientside, {
     holter: {
         // The tick asks for a refresh only when none is on its way: a refresh slower than the
@@ -10,6 +10,13 @@ window.dash_clientside = Object.assign({}, window.dash_clientside, {
             if (since && Date.now() - since < 20000) return noUpdate;
             window._holterRefreshSince = Date.now();
             return n;
+        },
+        // The delete button opens its dialog and the dialog's cancel closes it. A button
+        // reports its first n_clicks as it mounts: only a click opens the dialog.
+        ask_before_deleting: function (opened, _cancel) {
+            const triggered = window.dash_clientside.callback_context.triggered_id;
+            if (triggered === "run-delete") return opened ? true : window.dash_clientside.no_update;
+            return false;
         },
         refreshed: function (_done) {
             window._holterRefreshSince = 0;

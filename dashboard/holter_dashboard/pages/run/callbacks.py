@@ -406,17 +406,14 @@ def register(app: Dash, api: HolterAPI) -> None:
             return message(exc.message, ok=False)
         return message("Saved.")
 
-    @app.callback(
+    # in the browser: asking before a delete needs no answer from a busy service
+    app.clientside_callback(
+        ClientsideFunction(namespace="holter", function_name="ask_before_deleting"),
         Output("run-delete-dialog", "opened"),
         Input("run-delete", "n_clicks"),
         Input("run-delete-cancel", "n_clicks"),
         prevent_initial_call=True,
     )
-    def ask_before_deleting(opened: int | None, _cancel: int | None) -> Any:
-        # a button reports its first n_clicks as it mounts: only a click opens the dialog
-        if ctx.triggered_id == "run-delete":
-            return True if opened else no_update
-        return False
 
     @app.callback(
         Output("run-delete-message", "children"),
