@@ -56,7 +56,8 @@ def pytest_runs(args: list[str]) -> list[list[str]]:
     cores = os.cpu_count() or 2
     workers = os.environ.get("HOLTER_TEST_WORKERS") or str(cores if fast else 2 * cores)
     # whole files to a worker: a module's fixtures (servers, stores) are then made once, not per worker
-    parallel = ["-n", workers, "--dist", "loadfile", "-m", f"{selection} and not serial" if selection else "not serial"]
+    # and the longest first (tests/conftest.py orders them), not xdist's files with most tests first
+    parallel = ["-n", workers, "--dist", "loadfile", "--no-loadscope-reorder", "-m", f"{selection} and not serial" if selection else "not serial"]
     runs = [[*parallel, *args]]
     if not fast and _may_hold_serial_tests(args):
         runs.append(["-n", "0", "-m", f"{selection} and serial" if selection else "serial", *args])

@@ -17,6 +17,7 @@ SQLite file copied per test, a Postgres database made with `CREATE DATABASE ... 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -67,6 +68,54 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             spawns[path] = _TESTS / "ui" in path.parents or bool(_SPAWNS.search(path.read_text()))
         if spawns[path]:
             item.add_marker(pytest.mark.process)
+    items[:] = _longest_first(items, spawns)
+
+
+# The modules longest first, so that pytest-xdist (which hands out whole files, `--dist loadfile
+# --no-loadscope-reorder`) starts a fuzzing run or a training early instead of leaving it to the
+# end while the other workers idle. DURATIONS holds each module's seconds from a recorded run
+# (`python3 dev.py test --record-durations`); a module it lacks is guessed from its tests.
+DURATIONS = _TESTS / "durations.json"
+_GUESS_PER_TEST = {True: 5.0, False: 0.1}  # seconds per test of a module that spawns processes, or not
+
+
+def _longest_first(items: list[pytest.Item], spawns: dict[Path, bool]) -> list[pytest.Item]:
+    recorded = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
+    modules: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        modules.setdefault(item.nodeid.split("::")[0], []).append(item)
+
+    def seconds(module: str) -> float:
+        tests = modules[module]
+        return recorded.get(module, _GUESS_PER_TEST[spawns.get(Path(tests[0].path), False)] * len(tests))
+
+    return [item for module in sorted(modules, key=seconds, reverse=True) for item in modules[module]]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--record-durations",
+        action="store_true",
+        help=f"write each module's seconds (setup, call and teardown of its tests) to {DURATIONS.name}",
+    )
+
+
+_recorded: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    # on the controller this sees every worker's reports
+    module = report.nodeid.split("::")[0]
+    _recorded[module] = _recorded.get(module, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if not session.config.getoption("--record-durations") or hasattr(session.config, "workerinput"):
+        return
+    # a run of some modules updates theirs and keeps the others'
+    durations = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
+    durations.update({module: round(seconds, 1) for module, seconds in _recorded.items()})
+    DURATIONS.write_text(json.dumps(dict(sorted(durations.items())), indent=1) + "\n")
 
 
 def _postgres_database(name: str) -> str:

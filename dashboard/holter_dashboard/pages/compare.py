@@ -12,7 +12,7 @@ import asyncio
 from typing import Any
 
 import dash_mantine_components as dmc
-from dash import Dash, Input, Output, State, ctx, dcc, html, no_update
+from dash import Dash, Input, Output, State, dcc, html, no_update
 from holter_charts.compare import compare_figure, seed_band_figure
 from holter_charts.series import Series, View
 
@@ -138,6 +138,7 @@ def layout(
             ),
             dcc.Loading(html.Div(id="cmp-body"), type="dot", delay_show=400),
             dcc.Interval(id="cmp-tick", interval=5000),
+            dcc.Store(id="cmp-redraw"),
             html.Div(id="cmp-url-sink", hidden=True),
         ]
     )
@@ -179,7 +180,7 @@ def register(app: Dash, api: HolterAPI) -> None:
         Input("cmp-smooth", "value"),
         Input("cmp-arm-a", "value"),
         Input("cmp-arm-b", "value"),
-        Input("cmp-tick", "n_intervals"),
+        Input("cmp-redraw", "data"),
     )
     async def draw(
         chosen: list[str] | None,
@@ -188,15 +189,13 @@ def register(app: Dash, api: HolterAPI) -> None:
         smoothing: float | None,
         arm_a: str | None,
         arm_b: str | None,
-        _n: int | None,
+        _redraw: int | None,
     ) -> Any:
         if not chosen:
             return empty_state("Pick runs to compare", "Tick two or more runs on the runs page, or choose them above.")
         if not metrics:
             return empty_state("These runs have no metric in common yet")
         arms = (arm_a or "run", arm_b or "run")
-        if ctx.triggered_id == "cmp-tick" and not await still_logging(api, chosen, grouped="group" in arms):
-            return no_update  # nothing can have changed: the page is not drawn (and hidden) again
         names = await run_names(api, chosen)
         sections = await asyncio.gather(
             *(
@@ -205,6 +204,24 @@ def register(app: Dash, api: HolterAPI) -> None:
             )
         )
         return [part for section in sections for part in section]
+
+    @app.callback(
+        Output("cmp-redraw", "data"),
+        Input("cmp-tick", "n_intervals"),
+        State("cmp-runs", "value"),
+        State("cmp-arm-a", "value"),
+        State("cmp-arm-b", "value"),
+        prevent_initial_call=True,
+    )
+    async def redraw_while_logging(
+        n: int | None, chosen: list[str] | None, arm_a: str | None, arm_b: str | None
+    ) -> Any:
+        # Decided outside the loading veil around the body: a finished comparison is neither
+        # recomputed nor hidden under the veil while a busy service answers the check.
+        grouped = "group" in (arm_a, arm_b)
+        if not chosen or not await still_logging(api, chosen, grouped=grouped):
+            return no_update
+        return n
 
     app.clientside_callback(
         """
