@@ -57,7 +57,8 @@ def pytest_runs(args: list[str]) -> list[list[str]]:
     workers = os.environ.get("HOLTER_TEST_WORKERS") or str(cores if fast else 2 * cores)
     # whole files to a worker: a module's fixtures (servers, stores) are then made once, not per worker
     # and the longest first (tests/conftest.py orders them), not xdist's files with most tests first
-    parallel = ["-n", workers, "--dist", "loadfile", "--no-loadscope-reorder", "-m", f"{selection} and not serial" if selection else "not serial"]
+    marker = f"{selection} and not serial" if selection else "not serial"
+    parallel = ["-n", workers, "--dist", "loadfile", "--no-loadscope-reorder", "-m", marker]
     runs = [[*parallel, *args]]
     if not fast and _may_hold_serial_tests(args):
         runs.append(["-n", "0", "-m", f"{selection} and serial" if selection else "serial", *args])
