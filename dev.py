@@ -60,20 +60,28 @@ def pytest_runs(args: list[str]) -> list[list[str]]:
     marker = f"{selection} and not serial" if selection else "not serial"
     parallel = ["-n", workers, "--dist", "loadfile", "--no-loadscope-reorder", "-m", marker]
     runs = [[*parallel, *args]]
-    if not fast and _may_hold_serial_tests(args):
-        runs.append(["-n", "0", "-m", f"{selection} and serial" if selection else "serial", *args])
+    serial = _serial_run_paths(args)
+    if not fast and serial is not None:
+        runs.append(["-n", "0", "-m", f"{selection} and serial" if selection else "serial", *serial])
     return runs
 
 
-def _may_hold_serial_tests(args: list[str]) -> bool:
-    """Whether the paths among ARGS (all the tests when none) take in a module marked `serial`:
-    the serial run is skipped, and its collection with it, when they cannot."""
-    paths = [ROOT / a.split("::")[0] for a in args if not a.startswith("-")]
-    paths = [path for path in paths if path.exists()] or [ROOT / "tests"]
-    for module in (ROOT / "tests").rglob("test_*.py"):
-        if "mark.serial" in module.read_text() and any(p == module or p in module.parents for p in paths):
-            return True
-    return False
+def _serial_run_paths(args: list[str]) -> list[str] | None:
+    """ARGS for the run of the `serial` tests, None when the paths among them (all the tests when
+    none) take in no module marked `serial`. Folders give way to the modules in them that hold
+    serial tests, so that the serial run collects those few, not the whole tree again."""
+    given = [a for a in args if not a.startswith("-") and (ROOT / a.split("::")[0]).exists()]
+    paths = [ROOT / a.split("::")[0] for a in given] or [ROOT / "tests"]
+    modules = [
+        module
+        for module in sorted((ROOT / "tests").rglob("test_*.py"))
+        if "mark.serial" in module.read_text() and any(p == module or p in module.parents for p in paths)
+    ]
+    if not modules:
+        return None
+    if any(not (ROOT / a).is_dir() for a in given):
+        return args  # files or tests named: run them as named
+    return [*(a for a in args if a not in given), *(str(m.relative_to(ROOT)) for m in modules)]
 
 
 def _marker_expression(args: list[str]) -> tuple[str | None, list[str]]:
