@@ -92,3 +92,40 @@ def test_a_second_server_on_a_port_in_use_fails_at_once(two_process_server: Serv
     )
     assert finished.returncode != 0
     assert "Address already in use" in finished.stderr
+
+
+def test_a_run_deleted_and_recreated_under_its_id_keeps_every_point_under_its_own_metric(
+    two_process_server: ServerProcess,
+) -> None:
+    # Both processes remember the run's metric ids (loss 1, lr 2) from its first batches; the run
+    # is deleted and re-created with its metrics declared the other way round (lr 1, loss 2):
+    # whichever process gets the batches after, each point lands under its own metric.
+    run_id = new_run_id()
+
+    def send(steps: range, order: tuple[str, ...] = ("loss", "lr")) -> dict:
+        values = {"loss": [float(s) for s in steps], "lr": [1000.0 + s for s in steps]}
+        body = {"metrics": {name: {"steps": list(steps), "values": values[name]} for name in order}}
+        with httpx.Client(
+            base_url=f"{two_process_server.url}/api/v1", timeout=30, headers={"Connection": "close"}
+        ) as client:
+            answer = client.post(f"/runs/{run_id}/points", json=body)
+        answer.raise_for_status()
+        return answer.json()
+
+    with two_process_server.api() as api:
+        api.post("/runs", json={"id": run_id, "project": "workers"}).raise_for_status()
+        send(range(0, 10))
+        with ThreadPoolExecutor(4) as pool:
+            list(pool.map(lambda lo: send(range(lo, lo + 10)), range(10, 200, 10)))
+        api.delete(f"/runs/{run_id}").raise_for_status()
+        api.post("/runs", json={"id": run_id, "project": "workers"}).raise_for_status()
+        send(range(1000, 1010), order=("lr", "loss"))
+        with ThreadPoolExecutor(4) as pool:
+            answers = list(pool.map(lambda lo: send(range(lo, lo + 10)), range(1010, 1200, 10)))
+        assert sum(a["stored"] for a in answers) == 19 * 20
+        for name, offset in (("loss", 0.0), ("lr", 1000.0)):
+            read = api.get(f"/runs/{run_id}/metrics/{name}/points").json()
+            assert read["steps"] == list(range(1000, 1200))
+            assert read["values"] == [offset + s for s in range(1000, 1200)]
+        metrics = {m["name"]: m["count"] for m in api.get(f"/runs/{run_id}").json()["metrics"]}
+        assert metrics == {"loss": 200, "lr": 200}

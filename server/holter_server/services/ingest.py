@@ -17,20 +17,49 @@ class UnknownRunError(LookupError):
     """The batch names a run the service does not know."""
 
 
-def ingest_batch(*, session: Session, run_id: str, batch: ReadBatch, max_metrics: int) -> PointsStored:
+# The metric ids of the runs this process wrote to lately (each API process its own).
+KNOWN_METRIC_IDS = points_store.KnownMetricIds()
+
+
+def ingest_batch(
+    *,
+    session: Session,
+    run_id: str,
+    batch: ReadBatch,
+    max_metrics: int,
+    known: points_store.KnownMetricIds = KNOWN_METRIC_IDS,
+) -> PointsStored:
     """Store a batch exactly once and record the run's progress (all of it, or none of it).
 
     Metrics the batch would add beyond the run's `max_metrics` are refused one by one (in the
     batch's order), like the metrics refused while reading it; the rest is stored.
+    `known`: the metric ids this process remembers (the usual batch of a run it wrote to
+    lately goes without reading them; `KnownMetricIds`).
     """
-    status, known_ids = points_store.run_and_metric_ids(session=session, run_id=run_id, names=batch.metrics.keys())
-    if status is None:
-        raise UnknownRunError(run_id)
     step_time = dict(zip(batch.step_times.steps, batch.step_times.times)) if batch.step_times else {}
     columns = {}
     for name, series in batch.metrics.items():
         times = series.times if series.times is not None else [step_time.get(step) for step in series.steps]
         columns[name] = (series.steps, series.values, times)
+    remembered = None if batch.kinds or session.in_transaction() else known.get(run_id)
+    if remembered is not None and all(name in remembered[1] for name in columns):
+        quick = points_store.add_points_as_known(
+            session=session, run_id=run_id, columns=columns, created_at=remembered[0], ids=remembered[1]
+        )
+        if quick is not None:
+            return _stored(batch, quick, max_metrics)
+        if session.in_transaction():
+            # it wrote, and the ids proved stale or the run stalled or gone: the usual way, in a
+            # new transaction (this one wrote as if the ids were right); else it sent nothing
+            # (a large batch, a database with no such way)
+            session.rollback()
+            known.forget(run_id)
+    found = points_store.run_and_metric_ids(session=session, run_id=run_id, names=batch.metrics.keys())
+    status, known_ids = found.status, found.ids
+    if status is None:
+        raise UnknownRunError(run_id)
+    if found.created_at is not None and known_ids:
+        known.remember(run_id, found.created_at, known_ids)
     then: Callable[[], None] | None = None
     if status != "stalled" and not batch.kinds and all(name in known_ids for name in columns):
         # the usual batch (no new metric, so none refused for room): the run's activity is written
@@ -60,6 +89,10 @@ def ingest_batch(*, session: Session, run_id: str, batch: ReadBatch, max_metrics
         lifecycle.record_activity(
             session=session, run_id=run_id, last_step=max(last_steps) if last_steps else None, status=status
         )
+    return _stored(batch, result, max_metrics)
+
+
+def _stored(batch: ReadBatch, result: points_store.StoredCount, max_metrics: int) -> PointsStored:
     refused = [
         *batch.refused,
         *(

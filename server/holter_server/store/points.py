@@ -10,8 +10,11 @@ transaction brings the metric's rollups (store/rollups.py) up to date with what 
 from __future__ import annotations
 
 import math
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from itertools import chain
 from typing import Any
 
@@ -24,7 +27,7 @@ from holter_server.store.backends import backend_for
 from holter_server.store.backends.base import Column, Conflict
 from holter_server.store.models import MetricRow, PointRow, RunRow
 
-__all__ = ["Column", "Conflict", "SeriesSlice", "StoredCount"]
+__all__ = ["Column", "Conflict", "KnownMetricIds", "RunMetricIds", "SeriesSlice", "StoredCount"]
 
 # Steps per `IN (...)` lookup: well under SQLite's bound on bound parameters.
 _LOOKUP_CHUNK = 5_000
@@ -67,15 +70,75 @@ class RunPointsSlice:
     wall_times: list[float | None]
 
 
-def run_and_metric_ids(*, session: Session, run_id: str, names: Iterable[str]) -> tuple[str | None, dict[str, int]]:
-    """The run's status (None: no such run) and the ids of those of `names` it already has: on
+@dataclass(frozen=True)
+class RunMetricIds:
+    """A run as a batch found it: its status (None: no such run), its creation moment (which
+    tells the run from one deleted before it under the same id) and metric ids by name."""
+
+    status: str | None
+    created_at: datetime | None
+    ids: dict[str, int]
+
+
+def run_and_metric_ids(*, session: Session, run_id: str, names: Iterable[str]) -> RunMetricIds:
+    """The run's status and creation moment and the ids of those of `names` it already has: on
     Postgres one query, sent with the transaction's BEGIN."""
     wanted = list(dict.fromkeys(names))
     found = backend_for(session).run_status_and_metric_ids(session, run_id, wanted)
     if found is not None:
-        return found
-    status = session.execute(select(RunRow.status).where(RunRow.id == run_id)).scalar_one_or_none()
-    return status, (_existing_metric_ids(session=session, run_id=run_id, names=wanted) if status is not None else {})
+        return RunMetricIds(*found)
+    row = session.execute(select(RunRow.status, RunRow.created_at).where(RunRow.id == run_id)).one_or_none()
+    if row is None:
+        return RunMetricIds(None, None, {})
+    return RunMetricIds(row[0], row[1], _existing_metric_ids(session=session, run_id=run_id, names=wanted))
+
+
+class KnownMetricIds:
+    """The metric ids of recently written runs, by name, as this process last read them, so that
+    the usual small batch need not read them again before its writes (a round trip and a
+    statement of every batch). Only a hint: a batch written with them checks, in its own round
+    trip, that the run is still the one they were read from (`add_points_as_known`), and other
+    processes' deletes and re-creations are seen that way, not told. A metric's id never
+    changes while its run lives (ids are only added; a run's metrics go only with the run).
+    Bounded by names held; the least recently written runs go first. Thread-safe (the API
+    serves requests on a thread pool)."""
+
+    def __init__(self, max_names: int = 200_000) -> None:
+        self._max_names = max_names
+        self._names = 0
+        self._runs: OrderedDict[str, tuple[datetime, dict[str, int]]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, run_id: str) -> tuple[datetime, dict[str, int]] | None:
+        """The run's creation moment and metric ids as last remembered, if any."""
+        with self._lock:
+            known = self._runs.get(run_id)
+            if known is not None:
+                self._runs.move_to_end(run_id)
+            return known
+
+    def remember(self, run_id: str, created_at: datetime, ids: dict[str, int]) -> None:
+        """Add ids read from the run (created at `created_at`) in a transaction."""
+        if len(ids) > self._max_names:
+            return
+        with self._lock:
+            known = self._runs.pop(run_id, None)
+            if known is not None:
+                self._names -= len(known[1])
+                if known[0] == created_at:
+                    ids = {**known[1], **ids}
+            self._runs[run_id] = (created_at, ids)
+            self._names += len(ids)
+            while self._names > self._max_names:
+                _run, (_created, gone) = self._runs.popitem(last=False)
+                self._names -= len(gone)
+
+    def forget(self, run_id: str) -> None:
+        """Drop what is remembered of the run (its ids proved stale)."""
+        with self._lock:
+            known = self._runs.pop(run_id, None)
+            if known is not None:
+                self._names -= len(known[1])
 
 
 def metric_ids(
@@ -154,19 +217,7 @@ def add_points(
     backend = backend_for(session)
 
     def as_if_all_new() -> None:
-        # what the batch does to the rollups and summaries when every distinct step of it is new
-        # (the usual batch), sent with the INSERT; corrected below for the metrics where it was not
-        owners, steps, values = _distinct_columns(by_id)
-        distinct.update(_by_metric(owners, steps, values))
-        rollups_store.lock_metrics(session=session, run_id=run_id, metric_ids=list(distinct))
-        rollups_store.add_columns_to_rollups(session=session, run_id=run_id, owners=owners, steps=steps, values=values)
-        _update_metric_summaries(
-            session,
-            run_id,
-            by_id,
-            {metric_id: len(steps) for metric_id, (steps, _values) in distinct.items()},
-            [float(distinct[metric_id][1][-1]) for metric_id in by_id],
-        )
+        _write_as_if_all_new(session, run_id, by_id, distinct)
         if then is not None:
             then()
 
@@ -184,6 +235,63 @@ def add_points(
         stored=sum(stored.values()),
         conflicts={names[metric_id]: conflict for metric_id, conflict in conflicts.items()},
         over_limit=over_limit,
+    )
+
+
+def add_points_as_known(
+    *, session: Session, run_id: str, columns: dict[str, Column], created_at: datetime, ids: dict[str, int]
+) -> StoredCount | None:
+    """`add_points` for the usual small batch of a live run whose metrics are all known to this
+    process (`KnownMetricIds`: `ids` by name, read from the run created at `created_at`), with
+    the run's activity recorded, in one round trip and without reading the ids first.
+
+    None when the batch could not go this way: nothing was written (this database has no such
+    way, or the batch is large), or the ids proved not to be the run's (deleted, re-created
+    under its id) or the run was stalled or gone, and then what was written is wrong: the caller
+    rolls the transaction back and goes the usual way. The session's transaction must begin here."""
+    by_id = {ids[name]: column for name, column in columns.items() if len(column[0])}
+    if not by_id:
+        return None
+    last_step = max(max(column[0]) for column in by_id.values())
+    distinct: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    done = backend_for(session).insert_known_points_then(
+        session,
+        run_id,
+        by_id,
+        lambda: _write_as_if_all_new(session, run_id, by_id, distinct),
+        last_step,
+        datetime.now(UTC),
+    )
+    if done is None or done.run is None:
+        return None
+    status, created = done.run
+    if created != created_at or status == "stalled":  # a stalled run is resumed (an event) the usual way
+        return None
+    _correct_assumed(session, run_id, distinct, done.stored)
+    names = {metric_id: name for name, metric_id in ids.items() if metric_id in by_id}
+    return StoredCount(
+        received=sum(len(column[0]) for column in by_id.values()),
+        stored=sum(done.stored.values()),
+        conflicts={names[metric_id]: conflict for metric_id, conflict in done.conflicts.items()},
+    )
+
+
+def _write_as_if_all_new(
+    session: Session, run_id: str, by_id: dict[int, Column], distinct: dict[int, tuple[np.ndarray, np.ndarray]]
+) -> None:
+    # what the batch does to the rollups and summaries when every distinct step of it is new
+    # (the usual batch), sent with the INSERT; corrected after (`_correct_assumed`) for the
+    # metrics where it was not. Fills `distinct` (the batch's distinct points by metric id).
+    owners, steps, values = _distinct_columns(by_id)
+    distinct.update(_by_metric(owners, steps, values))
+    rollups_store.lock_metrics(session=session, run_id=run_id, metric_ids=list(distinct))
+    rollups_store.add_columns_to_rollups(session=session, run_id=run_id, owners=owners, steps=steps, values=values)
+    _update_metric_summaries(
+        session,
+        run_id,
+        by_id,
+        {metric_id: len(steps) for metric_id, (steps, _values) in distinct.items()},
+        [float(distinct[metric_id][1][-1]) for metric_id in by_id],
     )
 
 

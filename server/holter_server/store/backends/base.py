@@ -37,6 +37,17 @@ class Conflict:
     steps: list[int]  # the first few, in step order
 
 
+@dataclass(frozen=True)
+class KnownInsert:
+    """A batch inserted under remembered metric ids: per metric, how many points were new, the
+    conflicts, and the run's (status, creation moment) after its activity was recorded; `run`
+    None when the run's row was not there or the ids were refused (a foreign key: no such metric)."""
+
+    stored: dict[int, int]
+    conflicts: dict[int, Conflict]
+    run: tuple[str, datetime] | None
+
+
 class Backend(Protocol):
     """The statements one database does its own way. Every method runs inside the session's
     transaction; none commits."""
@@ -45,9 +56,9 @@ class Backend(Protocol):
 
     def run_status_and_metric_ids(
         self, session: Session, run_id: str, names: list[str]
-    ) -> tuple[str | None, dict[str, int]] | None:
-        """The run's status and the ids of those of `names` it has, in one round trip; None when
-        the backend has no faster way than the store's portable queries."""
+    ) -> tuple[str | None, datetime | None, dict[str, int]] | None:
+        """The run's status and creation moment and the ids of those of `names` it has, in one
+        round trip; None when the backend has no faster way than the store's portable queries."""
 
     def lock_metric_allocation(self, session: Session, run_id: str) -> None:
         """Hold the run's metric-id allocation lock until the transaction ends."""
@@ -66,6 +77,21 @@ class Backend(Protocol):
         None when the backend has no such way (then nothing was done: the caller inserts and
         writes in turn). `then` runs before the new counts are known, so it must write what is
         right when every point was new and leave what it wrote correctable when not."""
+
+    def insert_known_points_then(
+        self,
+        session: Session,
+        run_id: str,
+        by_id: dict[int, Column],
+        then: Callable[[], None],
+        last_step: int,
+        moment: datetime,
+    ) -> KnownInsert | None:
+        """`insert_points_then` with metric ids the caller remembers rather than read in this
+        transaction, and the run's activity (a batch with points up to `last_step` arrived at
+        `moment`) recorded in the same round trip, answering the run's status and creation moment
+        as they are now, so that the caller can tell whether the ids were still the run's; None
+        when the backend has no such way (then nothing was done)."""
 
     def update_metric_summaries(
         self, session: Session, run_id: str, rows: list[SummaryRow], last_values: Sequence[float] | None = None

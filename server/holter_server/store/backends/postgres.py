@@ -25,6 +25,7 @@ from holter_server.store.backends.base import (
     CONFLICT_STEPS_SHOWN,
     Column,
     Conflict,
+    KnownInsert,
     PointColumns,
     RollupUpsert,
     SummaryRow,
@@ -49,6 +50,15 @@ def _cursor(session: Session) -> psycopg.Cursor:
     return _raw(session).cursor()
 
 
+# runs.record_activity's UPDATE for a batch with points (a step, so one more stored batch), and
+# the run's status and creation moment after it.
+_ACTIVITY_RETURNING = (
+    "UPDATE runs SET heartbeat_at = %(moment)s, updated_at = %(moment)s,"
+    " last_step = CASE WHEN last_step IS NULL OR last_step < %(step)s THEN %(step)s ELSE last_step END,"
+    " stored_batches = stored_batches + 1"
+    " WHERE id = %(run)s RETURNING status, created_at"
+)
+
 # Two finite sums of a rollup bucket added. Postgres refuses a float8 addition whose result is
 # past the largest double ("value out of range: overflow": a bucket of points near 1.8e308, or
 # a small batch re-sent, written as new and corrected after); such a sum is infinite instead, as
@@ -67,20 +77,20 @@ class PostgresBackend:
 
     def run_status_and_metric_ids(
         self, session: Session, run_id: str, names: list[str]
-    ) -> tuple[str | None, dict[str, int]] | None:
+    ) -> tuple[str | None, datetime | None, dict[str, int]] | None:
         # sent with the transaction's BEGIN: one round trip
         raw = _raw(session)
         with raw.pipeline(), raw.cursor() as cursor:
             cursor.execute(
-                "SELECT r.status, m.name, m.metric_id FROM runs r LEFT JOIN metrics m ON m.run_id = r.id AND m.name = "
-                "ANY(%s)"
+                "SELECT r.status, r.created_at, m.name, m.metric_id FROM runs r"
+                " LEFT JOIN metrics m ON m.run_id = r.id AND m.name = ANY(%s)"
                 " WHERE r.id = %s",
                 (names, run_id),
             )
             rows = cursor.fetchall()
         if not rows:
-            return None, {}
-        return rows[0][0], {name: metric_id for _status, name, metric_id in rows if name is not None}
+            return None, None, {}
+        return rows[0][0], rows[0][1], {name: metric_id for _status, _created, name, metric_id in rows if name}
 
     def lock_metric_allocation(self, session: Session, run_id: str) -> None:
         # an advisory lock keyed (run, 0), taken before any rollup lock (run, slot >= 1), so the
@@ -103,6 +113,40 @@ class PostgresBackend:
         if sum(len(column[0]) for column in by_id.values()) > SMALL_BATCH_POINTS:
             return None
         return _insert_small(session, run_id, by_id, then)
+
+    def insert_known_points_then(
+        self,
+        session: Session,
+        run_id: str,
+        by_id: dict[int, Column],
+        then: Callable[[], None],
+        last_step: int,
+        moment: datetime,
+    ) -> KnownInsert | None:
+        # the usual small batch without the lookup of its run and metric ids before it (a round
+        # trip and a statement): the run's activity, last in the pipeline, answers whether the
+        # run is still the one the ids were read from
+        if sum(len(column[0]) for column in by_id.values()) > SMALL_BATCH_POINTS:
+            return None
+        raw = _raw(session)
+        activity: list[psycopg.Cursor] = []
+
+        def then_and_activity() -> None:
+            then()
+            cursor = raw.cursor()
+            # what runs.record_activity writes for a batch with points, and what the run is now
+            cursor.execute(_ACTIVITY_RETURNING, {"run": run_id, "moment": moment, "step": last_step})
+            activity.append(cursor)
+
+        try:
+            stored, conflicts = _insert_small(session, run_id, by_id, then_and_activity)
+        except psycopg.errors.ForeignKeyViolation:
+            # a remembered id the run has not (deleted, or re-created without that metric yet):
+            # the transaction is void, the caller rolls it back
+            return KnownInsert(stored={}, conflicts={}, run=None)
+        with activity[0] as cursor:
+            row = cursor.fetchone()
+        return KnownInsert(stored=stored, conflicts=conflicts, run=(row[0], row[1]) if row else None)
 
     def update_metric_summaries(
         self, session: Session, run_id: str, rows: list[SummaryRow], last_values: Sequence[float] | None = None

@@ -23,6 +23,7 @@ from holter_server.store.backends.base import (
     CONFLICT_STEPS_SHOWN,
     Column,
     Conflict,
+    KnownInsert,
     PointColumns,
     RollupUpsert,
     SummaryRow,
@@ -47,7 +48,7 @@ class SqliteBackend:
 
     def run_status_and_metric_ids(
         self, session: Session, run_id: str, names: list[str]
-    ) -> tuple[str | None, dict[str, int]] | None:
+    ) -> tuple[str | None, datetime | None, dict[str, int]] | None:
         return None
 
     def lock_metric_allocation(self, session: Session, run_id: str) -> None:
@@ -76,6 +77,17 @@ class SqliteBackend:
         self, session: Session, run_id: str, by_id: dict[int, Column], then: Callable[[], None]
     ) -> tuple[dict[int, int], dict[int, Conflict]] | None:
         return None  # no round trips to save: the database is in this process
+
+    def insert_known_points_then(
+        self,
+        session: Session,
+        run_id: str,
+        by_id: dict[int, Column],
+        then: Callable[[], None],
+        last_step: int,
+        moment: datetime,
+    ) -> KnownInsert | None:
+        return None  # the lookup it would save is no round trip here
 
     def update_metric_summaries(
         self, session: Session, run_id: str, rows: list[SummaryRow], last_values: Sequence[float] | None = None
