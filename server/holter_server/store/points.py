@@ -14,7 +14,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from itertools import chain
 from typing import Any
 
@@ -23,6 +23,7 @@ from sqlalchemy import func, insert, select, tuple_
 from sqlalchemy.orm import Session
 
 from holter_server.store import rollups as rollups_store
+from holter_server.store import runs as runs_store
 from holter_server.store.backends import backend_for
 from holter_server.store.backends.base import Column, Conflict
 from holter_server.store.models import MetricRow, PointRow, RunRow
@@ -259,8 +260,8 @@ def add_points_as_known(
         run_id,
         by_id,
         lambda: _write_as_if_all_new(session, run_id, by_id, distinct),
-        last_step,
-        datetime.now(UTC),
+        runs_store.ACTIVITY_RETURNING_RUN,
+        runs_store.activity_params(run_id=run_id, last_step=last_step),
     )
     if done is None or done.run is None:
         return None

@@ -328,10 +328,19 @@ _ACTIVITY = (
     )
 )
 
+# The same UPDATE answering the run's status and creation moment after it: a batch written under
+# metric ids remembered from an earlier read asks it whether the run is still the one they came from.
+ACTIVITY_RETURNING_RUN = _ACTIVITY.returning(RunRow.__table__.c.status, RunRow.__table__.c.created_at)
+
+
+def activity_params(*, run_id: str, last_step: int | None) -> dict[str, Any]:
+    """The parameters of the activity UPDATE (`record_activity`, `ACTIVITY_RETURNING_RUN`), now."""
+    return {"run_id": run_id, "moment": now(), "last_step": last_step}
+
 
 def record_activity(*, session: Session, run_id: str, last_step: int | None) -> None:
     """Note that the run is alive (a batch or a heartbeat arrived) and how far it got."""
-    params = {"run_id": run_id, "moment": now(), "last_step": last_step}
+    params = activity_params(run_id=run_id, last_step=last_step)
     if session.new or session.dirty or session.deleted or identity_key(RunRow, run_id) in session.identity_map:
         # the ORM has writes to flush first (session.execute does), or the run's object to keep current
         session.execute(_ACTIVITY, params)

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 import numpy as np
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
+from sqlalchemy.sql.dml import UpdateBase
 
 # One metric's share of a batch: parallel lists of steps, values and wall times (or None).
 Column = tuple[Sequence[int], Sequence[float], Sequence[float | None]]
@@ -84,13 +85,13 @@ class Backend(Protocol):
         run_id: str,
         by_id: dict[int, Column],
         then: Callable[[], None],
-        last_step: int,
-        moment: datetime,
+        activity: UpdateBase,
+        params: dict[str, Any],
     ) -> KnownInsert | None:
         """`insert_points_then` with metric ids the caller remembers rather than read in this
-        transaction, and the run's activity (a batch with points up to `last_step` arrived at
-        `moment`) recorded in the same round trip, answering the run's status and creation moment
-        as they are now, so that the caller can tell whether the ids were still the run's; None
+        transaction, and the run's activity recorded in the same round trip (`activity` with
+        `params`: the store's activity UPDATE, answering the run's status and creation moment as
+        they are now), so that the caller can tell whether the ids were still the run's; None
         when the backend has no such way (then nothing was done)."""
 
     def update_metric_summaries(

@@ -9,6 +9,7 @@ columns come back as binary COPY, decoded by numpy without a Python object per v
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -19,7 +20,9 @@ from typing import Any
 import numpy as np
 import psycopg
 from sqlalchemy.dialects import postgresql
+from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Session
+from sqlalchemy.sql.dml import UpdateBase
 
 from holter_server.store.backends.base import (
     CONFLICT_STEPS_SHOWN,
@@ -50,14 +53,13 @@ def _cursor(session: Session) -> psycopg.Cursor:
     return _raw(session).cursor()
 
 
-# runs.record_activity's UPDATE for a batch with points (a step, so one more stored batch), and
-# the run's status and creation moment after it.
-_ACTIVITY_RETURNING = (
-    "UPDATE runs SET heartbeat_at = %(moment)s, updated_at = %(moment)s,"
-    " last_step = CASE WHEN last_step IS NULL OR last_step < %(step)s THEN %(step)s ELSE last_step END,"
-    " stored_batches = stored_batches + 1"
-    " WHERE id = %(run)s RETURNING status, created_at"
-)
+@functools.cache
+def _psycopg_text(statement: UpdateBase, dialect: Dialect) -> tuple[str, dict[str, Any]]:
+    """A SQLAlchemy statement as the text psycopg takes (`%(name)s` parameters) and the values of
+    its literal parameters, for a statement sent on a raw cursor in a pipeline."""
+    compiled = statement.compile(dialect=dialect)
+    return str(compiled), dict(compiled.params)
+
 
 # Two finite sums of a rollup bucket added. Postgres refuses a float8 addition whose result is
 # past the largest double ("value out of range: overflow": a bucket of points near 1.8e308, or
@@ -120,8 +122,8 @@ class PostgresBackend:
         run_id: str,
         by_id: dict[int, Column],
         then: Callable[[], None],
-        last_step: int,
-        moment: datetime,
+        activity: UpdateBase,
+        params: dict[str, Any],
     ) -> KnownInsert | None:
         # the usual small batch without the lookup of its run and metric ids before it (a round
         # trip and a statement): the run's activity, last in the pipeline, answers whether the
@@ -129,14 +131,16 @@ class PostgresBackend:
         if sum(len(column[0]) for column in by_id.values()) > SMALL_BATCH_POINTS:
             return None
         raw = _raw(session)
-        activity: list[psycopg.Cursor] = []
+        # the store's statement as psycopg's text (compiled once), sent on a cursor of its own so
+        # that its answer is read after the pipeline, not awaited inside it
+        text, literals = _psycopg_text(activity, session.get_bind().dialect)
+        answered: list[psycopg.Cursor] = []
 
         def then_and_activity() -> None:
             then()
             cursor = raw.cursor()
-            # what runs.record_activity writes for a batch with points, and what the run is now
-            cursor.execute(_ACTIVITY_RETURNING, {"run": run_id, "moment": moment, "step": last_step})
-            activity.append(cursor)
+            cursor.execute(text, {**literals, **params})
+            answered.append(cursor)
 
         try:
             stored, conflicts = _insert_small(session, run_id, by_id, then_and_activity)
@@ -144,7 +148,7 @@ class PostgresBackend:
             # a remembered id the run has not (deleted, or re-created without that metric yet):
             # the transaction is void, the caller rolls it back
             return KnownInsert(stored={}, conflicts={}, run=None)
-        with activity[0] as cursor:
+        with answered[0] as cursor:
             row = cursor.fetchone()
         return KnownInsert(stored=stored, conflicts=conflicts, run=(row[0], row[1]) if row else None)
 

@@ -18,6 +18,7 @@ import numpy as np
 from sqlalchemy import text
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.orm import Session
+from sqlalchemy.sql.dml import UpdateBase
 
 from holter_server.store.backends.base import (
     CONFLICT_STEPS_SHOWN,
@@ -84,8 +85,8 @@ class SqliteBackend:
         run_id: str,
         by_id: dict[int, Column],
         then: Callable[[], None],
-        last_step: int,
-        moment: datetime,
+        activity: UpdateBase,
+        params: dict[str, Any],
     ) -> KnownInsert | None:
         return None  # the lookup it would save is no round trip here
 
