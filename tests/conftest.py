@@ -25,6 +25,7 @@ import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -136,6 +137,17 @@ def empty_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[
         yield migrated_sqlite(tmp_path / "empty.db")
     else:
         yield from _fresh_postgres_database()
+
+
+@pytest.fixture
+def sessions(empty_store_url: str) -> Iterator[Any]:
+    """A session factory (`sessionmaker`) on `empty_store_url`, for tests that call the store and
+    services in this process; its engine is disposed after the test."""
+    from holter_server.store.database import make_engine, make_session_factory
+
+    engine = make_engine(empty_store_url)
+    yield make_session_factory(engine)
+    engine.dispose()
 
 
 @pytest.fixture(params=STORES)

@@ -8,7 +8,6 @@ for good, or the run stalled. Each test's two caches stand for two API processes
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,7 +16,7 @@ import pytest
 from holter_server.schemas.points import read_batch
 from holter_server.services.ingest import UnknownRunError, ingest_batch
 from holter_server.store import runs as runs_store
-from holter_server.store.database import make_engine, make_session_factory, session_scope, upgrade
+from holter_server.store.database import session_scope
 from holter_server.store.models import EventRow, MetricRow, PointRow, RunRow
 from holter_server.store.points import KnownMetricIds
 from sqlalchemy import select
@@ -27,14 +26,6 @@ from tests.conftest import new_run_id
 from tests.integration.test_reads import assert_rollups_match_points
 
 _LOOKUP = "FROM runs r LEFT JOIN metrics m"
-
-
-@pytest.fixture
-def sessions(empty_store_url: str) -> Iterator[sessionmaker[Session]]:
-    upgrade(empty_store_url)
-    engine = make_engine(empty_store_url)
-    yield make_session_factory(engine)
-    engine.dispose()
 
 
 def _create(sessions: sessionmaker[Session], run_id: str) -> None:

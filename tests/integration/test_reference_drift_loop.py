@@ -13,7 +13,7 @@ from holter_server.store import events as events_store
 from holter_server.store import points as points_store
 from holter_server.store import references as references_store
 from holter_server.store import runs as runs_store
-from holter_server.store.database import make_engine, make_session_factory, session_scope, upgrade
+from holter_server.store.database import session_scope
 from holter_server.store.events import EventFilter
 from sqlalchemy import event
 
@@ -40,65 +40,55 @@ def _log(session, run_id: str, eval_gap: float, seed: int) -> None:  # type: ign
     )
 
 
-def _drift_events(factory, run_id: str) -> list:  # type: ignore[no-untyped-def]
-    with session_scope(factory) as session:
+def _drift_events(sessions, run_id: str) -> list:  # type: ignore[no-untyped-def]
+    with session_scope(sessions) as session:
         rows, _ = events_store.list_events(session=session, where=EventFilter(run_id=run_id), limit=100, offset=0)
         return [(row.metric, row.start_step) for row in rows if row.kind == "reference_drift"]
 
 
-@pytest.fixture
-def factory(empty_store_url: str):  # type: ignore[no-untyped-def]
-    upgrade(empty_store_url)
-    engine = make_engine(empty_store_url)
-    try:
-        yield make_session_factory(engine)
-    finally:
-        engine.dispose()
-
-
-def test_finish_reads_no_points_and_the_loop_records_the_drift_after(factory) -> None:  # type: ignore[no-untyped-def]
-    with session_scope(factory) as session:
+def test_finish_reads_no_points_and_the_loop_records_the_drift_after(sessions) -> None:  # type: ignore[no-untyped-def]
+    with session_scope(sessions) as session:
         _log(session, "reference", eval_gap=0.0, seed=1)
         runs_store.finish_run(
             session=session, run=runs_store.get_run(session=session, run_id="reference"), status="finished"
         )
         references_store.set_reference(session=session, project="p", tag="", run_id="reference", by=None)
         _log(session, "drifting", eval_gap=0.12, seed=2)
-    ReferenceDriftLoop(factory).run_once()  # the reference's own finish: nothing to compare it with
+    ReferenceDriftLoop(sessions).run_once()  # the reference's own finish: nothing to compare it with
 
     statements: list[str] = []
-    engine = factory.kw["bind"]
+    engine = sessions.kw["bind"]
 
     def listen(_conn: object, _cursor: object, statement: str, *_: object) -> None:
         statements.append(statement)
 
     event.listen(engine, "before_cursor_execute", listen)
     try:
-        with session_scope(factory) as session:
+        with session_scope(sessions) as session:
             lifecycle.finish(
                 session=session, run=runs_store.get_run(session=session, run_id="drifting"), status="finished"
             )
     finally:
         event.remove(engine, "before_cursor_execute", listen)
     assert not [s for s in statements if "FROM points" in s or "FROM rollups" in s], statements
-    assert _drift_events(factory, "drifting") == []
+    assert _drift_events(sessions, "drifting") == []
 
-    assert ReferenceDriftLoop(factory).run_once() == 1
-    ((metric, start),) = _drift_events(factory, "drifting")
+    assert ReferenceDriftLoop(sessions).run_once() == 1
+    ((metric, start),) = _drift_events(sessions, "drifting")
     assert metric == "eval_loss" and 1950 <= start <= 2100
-    assert ReferenceDriftLoop(factory).run_once() == 0  # done once, not again
+    assert ReferenceDriftLoop(sessions).run_once() == 0  # done once, not again
 
 
-def test_a_run_claimed_by_one_worker_is_skipped_by_another(factory, empty_store_url: str) -> None:  # type: ignore[no-untyped-def]
+def test_a_run_claimed_by_one_worker_is_skipped_by_another(sessions, empty_store_url: str) -> None:  # type: ignore[no-untyped-def]
     if not empty_store_url.startswith("postgresql"):
         pytest.skip("SQLite has one writer at a time: there is no second worker to skip")
-    with session_scope(factory) as session:
+    with session_scope(sessions) as session:
         for run_id in ("a", "b"):
             _log(session, run_id, eval_gap=0.0, seed=3)
             runs_store.finish_run(
                 session=session, run=runs_store.get_run(session=session, run_id=run_id), status="finished"
             )
-    with session_scope(factory) as first, session_scope(factory) as second:
+    with session_scope(sessions) as first, session_scope(sessions) as second:
         mine = [run.id for run in runs_store.claim_drift_due(session=first, limit=1)]
         theirs = [run.id for run in runs_store.claim_drift_due(session=second, limit=5)]
     assert len(mine) == 1 and theirs == [other for other in ("a", "b") if other not in mine]

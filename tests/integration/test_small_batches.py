@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -17,7 +16,7 @@ import pytest
 from holter_server.schemas.points import read_batch
 from holter_server.services.ingest import ingest_batch
 from holter_server.store import runs as runs_store
-from holter_server.store.database import make_engine, make_session_factory, session_scope
+from holter_server.store.database import session_scope
 from holter_server.store.models import MetricRow, PointRow
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
@@ -27,16 +26,6 @@ from tests.integration.test_reads import assert_rollups_match_points
 
 # steps spread over every stored level up to 2**18 (levels 6, 10, 14 and 18 hold buckets >= 1)
 STEPS = np.arange(0, 300_000, 97)
-
-
-@pytest.fixture
-def sessions(empty_store_url: str) -> Iterator[sessionmaker[Session]]:
-    from holter_server.store.database import upgrade
-
-    upgrade(empty_store_url)
-    engine = make_engine(empty_store_url)
-    yield make_session_factory(engine)
-    engine.dispose()
 
 
 def _run(sessions: sessionmaker[Session]) -> str:
