@@ -28,6 +28,14 @@ from tests.integration.test_reads import assert_rollups_match_points
 _LOOKUP = "FROM runs r LEFT JOIN metrics m"
 
 
+def _progress(sessions: sessionmaker[Session], run_id: str) -> tuple[str, int | None, int]:
+    """The run's status, last step and stored batches, as its activity recorded them."""
+    with sessions() as session:
+        run = session.get(RunRow, run_id)
+        assert run is not None
+        return run.status, run.last_step, run.stored_batches
+
+
 def _create(sessions: sessionmaker[Session], run_id: str) -> None:
     with session_scope(sessions) as session:
         runs_store.create_or_resume_run(session=session, run_id=run_id, project="p", name=None, config={}, tags=[])
@@ -144,10 +152,7 @@ def test_a_run_recreated_without_the_remembered_metrics_gets_them_anew(sessions:
     assert (result.received, result.stored) == (20, 20)
     assert _stored(sessions, run_id) == _expected(("loss", range(20, 30), 0.0), ("acc", range(20, 30), 1000.0))
     _assert_summaries(sessions, run_id)
-    with sessions() as session:
-        run = session.get(RunRow, run_id)
-        assert run is not None
-        assert (run.last_step, run.stored_batches) == (29, 1)
+    assert _progress(sessions, run_id) == ("running", 29, 1)
 
 
 def test_a_deleted_run_is_unknown_to_a_process_that_remembers_its_ids(sessions: sessionmaker[Session]) -> None:
@@ -174,10 +179,8 @@ def test_a_stalled_run_resumes_on_a_remembered_batch(sessions: sessionmaker[Sess
         assert run is not None
         runs_store.set_status(session=session, run=run, status="stalled")
     _send(sessions, known, run_id, {"loss": (range(20, 30), 0.0)})
+    assert _progress(sessions, run_id) == ("running", 29, 3)
     with sessions() as session:
-        run = session.get(RunRow, run_id)
-        assert run is not None
-        assert (run.status, run.last_step, run.stored_batches) == ("running", 29, 3)
         kinds = session.scalars(select(EventRow.kind).where(EventRow.run_id == run_id)).all()
         assert "run_resumed" in kinds
     assert _stored(sessions, run_id) == _expected(("loss", range(0, 30), 0.0))
@@ -211,10 +214,7 @@ def test_a_known_runs_usual_batch_on_postgres_reads_no_ids_first(
     assert lookups == [1, 1, 0, 0, 0]
     assert _stored(sessions, run_id) == _expected(("loss", range(0, 50), 0.0), ("acc", range(0, 50), 1000.0))
     _assert_summaries(sessions, run_id)
-    with sessions() as session:
-        run = session.get(RunRow, run_id)
-        assert run is not None
-        assert (run.last_step, run.stored_batches) == (49, 5)
+    assert _progress(sessions, run_id) == ("running", 49, 5)
 
 
 def test_remembered_ids_stay_within_their_bound() -> None:
