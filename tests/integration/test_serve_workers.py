@@ -33,6 +33,15 @@ def _answering_process(url: str) -> int:
     return httpx.get(f"{url}/api/v1/health", timeout=10, headers={"Connection": "close"}).json()["process"]
 
 
+def _post_points(server: ServerProcess, run_id: str, body: dict) -> dict:
+    """POST a batch on a connection of its own (closed after), so that batches sent together go
+    to either of the server's processes; its answer."""
+    with httpx.Client(base_url=f"{server.url}/api/v1", timeout=30, headers={"Connection": "close"}) as client:
+        answer = client.post(f"/runs/{run_id}/points", json=body)
+    answer.raise_for_status()
+    return answer.json()
+
+
 def test_both_processes_answer_on_the_one_port(two_process_server: ServerProcess) -> None:
     with ThreadPoolExecutor(8) as pool:
         answered = set(pool.map(lambda _: _answering_process(two_process_server.url), range(200)))
@@ -53,12 +62,7 @@ def test_batches_through_both_processes_are_stored_once(two_process_server: Serv
             }
         }
         # every batch twice, on separate connections, so the copies race through both processes
-        with httpx.Client(
-            base_url=f"{two_process_server.url}/api/v1", timeout=30, headers={"Connection": "close"}
-        ) as client:
-            answer = client.post(f"/runs/{run_id}/points", json=body)
-        answer.raise_for_status()
-        return answer.json()
+        return _post_points(two_process_server, run_id, body)
 
     with ThreadPoolExecutor(8) as pool:
         answers = list(pool.map(send, [index for index in range(BATCHES) for _ in range(2)]))
@@ -105,12 +109,7 @@ def test_a_run_deleted_and_recreated_under_its_id_keeps_every_point_under_its_ow
     def send(steps: range, order: tuple[str, ...] = ("loss", "lr")) -> dict:
         values = {"loss": [float(s) for s in steps], "lr": [1000.0 + s for s in steps]}
         body = {"metrics": {name: {"steps": list(steps), "values": values[name]} for name in order}}
-        with httpx.Client(
-            base_url=f"{two_process_server.url}/api/v1", timeout=30, headers={"Connection": "close"}
-        ) as client:
-            answer = client.post(f"/runs/{run_id}/points", json=body)
-        answer.raise_for_status()
-        return answer.json()
+        return _post_points(two_process_server, run_id, body)
 
     with two_process_server.api() as api:
         api.post("/runs", json={"id": run_id, "project": "workers"}).raise_for_status()
