@@ -53,6 +53,11 @@ def _cursor(session: Session) -> psycopg.Cursor:
     return _raw(session).cursor()
 
 
+def _small(by_id: dict[int, Column]) -> bool:
+    """Whether a batch goes by one INSERT in a pipeline (else by COPY, which a pipeline cannot hold)."""
+    return sum(len(column[0]) for column in by_id.values()) <= SMALL_BATCH_POINTS
+
+
 @functools.cache
 def _psycopg_text(statement: UpdateBase, dialect: Dialect) -> tuple[str, dict[str, Any]]:
     """A SQLAlchemy statement as the text psycopg takes (`%(name)s` parameters) and the values of
@@ -103,7 +108,7 @@ class PostgresBackend:
     def insert_points(
         self, session: Session, run_id: str, by_id: dict[int, Column]
     ) -> tuple[dict[int, int], dict[int, Conflict]]:
-        if sum(len(column[0]) for column in by_id.values()) <= SMALL_BATCH_POINTS:
+        if _small(by_id):
             return _insert_small(session, run_id, by_id)
         return _insert_copy(session, run_id, by_id)
 
@@ -112,7 +117,7 @@ class PostgresBackend:
     ) -> tuple[dict[int, int], dict[int, Conflict]] | None:
         # a small batch: its INSERT and `then` in one pipeline (one round trip where there were
         # two); a large one goes by COPY, which a pipeline cannot hold
-        if sum(len(column[0]) for column in by_id.values()) > SMALL_BATCH_POINTS:
+        if not _small(by_id):
             return None
         return _insert_small(session, run_id, by_id, then)
 
@@ -128,7 +133,7 @@ class PostgresBackend:
         # the usual small batch without the lookup of its run and metric ids before it (a round
         # trip and a statement): the run's activity, last in the pipeline, answers whether the
         # run is still the one the ids were read from
-        if sum(len(column[0]) for column in by_id.values()) > SMALL_BATCH_POINTS:
+        if not _small(by_id):
             return None
         raw = _raw(session)
         # the store's statement as psycopg's text (compiled once), sent on a cursor of its own so
