@@ -60,8 +60,8 @@ def pytest_runs(args: list[str]) -> list[list[str]]:
     marker = f"{selection} and not serial" if selection else "not serial"
     parallel = ["-n", workers, "--dist", "loadfile", "--no-loadscope-reorder", "-m", marker]
     runs = [[*parallel, *args]]
-    serial = _serial_run_paths(args)
-    if not fast and serial is not None:
+    serial = None if fast else _serial_run_paths(args)
+    if serial is not None:
         runs.append(["-n", "0", "-m", f"{selection} and serial" if selection else "serial", *serial])
     return runs
 
