@@ -29,15 +29,20 @@ def events_of(api: httpx.Client, run_id: str, **params: str) -> list[dict]:
 
 
 def settled(api: httpx.Client, run_id: str, expected: frozenset[tuple[str, str]]) -> list[dict]:
-    """The run's events once the planted ones are in and nothing changed over two detection passes."""
+    """The run's events once the planted ones are in and nothing changed for STEADY_S, which spans
+    at least two of the shared server's detection passes (tests/conftest.py `server`)."""
     wait_until(lambda: expected <= {(e["kind"], e["metric"]) for e in events_of(api, run_id)}, timeout=60)
-    previous = None
+    previous, steady_since = None, time.monotonic()
     while True:
         current = sorted((e["id"], e["updated_at"], e["status"]) for e in events_of(api, run_id, status="open"))
-        if current == previous:
+        if current != previous:
+            previous, steady_since = current, time.monotonic()
+        elif time.monotonic() - steady_since >= STEADY_S:
             return events_of(api, run_id)
-        previous = current
-        time.sleep(1.5)
+        time.sleep(0.15)
+
+
+STEADY_S = 0.6
 
 
 def metrics_of(api: httpx.Client, run_id: str) -> dict[str, dict]:
