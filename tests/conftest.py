@@ -261,17 +261,11 @@ def server(store_url: str) -> Iterator[InProcessServer]:
     """The service over each store, shared by the tests of a session: in this process (uvicorn in
     a thread, the dashboard mounted), since these tests never kill or restart it.
 
-    Its batch limit is lowered to 200,000 points so the 413 test need not send millions, and an
-    idle detection pass comes every 0.2 s (not 0.5), so that tests waiting for detection to settle
-    wait less.
+    Its batch limit is lowered to 200,000 points so the 413 test need not send millions.
     """
-    settings = {"max_points_per_batch": 200_000, "detection_interval": DETECTION_INTERVAL_S}
-    process = InProcessServer(store_url, settings=settings, dashboard=True).start()
+    process = InProcessServer(store_url, settings={"max_points_per_batch": 200_000}, dashboard=True).start()
     yield process
     process.stop()
-
-
-DETECTION_INTERVAL_S = 0.2  # the shared server's: see `server`
 
 
 # The bootstrap admin token of the auth-on servers (`secured`).

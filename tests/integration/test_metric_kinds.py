@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import holter
@@ -18,8 +19,17 @@ from holter_server import vocabulary
 
 from tests.conftest import new_run_id
 from tests.frameworks import SCENARIOS, Scenario, write_file
-from tests.servers import ServerProcess
+from tests.servers import InProcessServer, ServerProcess
 from tests.waiting import wait_until
+
+
+@pytest.fixture(scope="module")
+def server(store_url: str) -> Iterator[InProcessServer]:
+    """The service over the session's store, with an idle detection pass every 0.2 s, not 0.5:
+    this module mostly waits for detection to settle on a finished run."""
+    process = InProcessServer(store_url, settings={"detection_interval": 0.2}).start()
+    yield process
+    process.stop()
 
 
 def events_of(api: httpx.Client, run_id: str, **params: str) -> list[dict]:
@@ -30,7 +40,7 @@ def events_of(api: httpx.Client, run_id: str, **params: str) -> list[dict]:
 
 def settled(api: httpx.Client, run_id: str, expected: frozenset[tuple[str, str]]) -> list[dict]:
     """The run's events once the planted ones are in and nothing changed for STEADY_S, which spans
-    at least two of the shared server's detection passes (tests/conftest.py `server`)."""
+    at least two of the module's server's detection passes."""
     wait_until(lambda: expected <= {(e["kind"], e["metric"]) for e in events_of(api, run_id)}, timeout=60)
     previous, steady_since = None, time.monotonic()
     while True:
