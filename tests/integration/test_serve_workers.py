@@ -77,7 +77,12 @@ def test_batches_through_both_processes_are_stored_once(two_process_server: Serv
     assert metrics == {"loss": BATCHES * STEPS_PER_BATCH, "lr": BATCHES * STEPS_PER_BATCH}
 
 
-def test_a_second_server_on_a_port_in_use_fails_at_once(two_process_server: ServerProcess, tmp_path: Path) -> None:
+def test_a_second_server_on_a_port_in_use_fails_at_once(
+    two_process_server: ServerProcess, store_url: str, tmp_path: Path
+) -> None:
+    if not store_url.startswith("sqlite"):
+        # the second server fails at its port, on a store of its own: the first's store is no part of it
+        pytest.skip("once is enough: the same port, the same second server, on either store")
     command = [
         sys.executable,
         "-m",
