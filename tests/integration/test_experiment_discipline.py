@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -54,15 +55,36 @@ def git(folder: Path, *args: str) -> str:
     return subprocess.run(command, capture_output=True, check=True, text=True).stdout.strip()
 
 
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
+@dataclass(frozen=True)
+class Trained:
+    """The repo's script run four times in one project: `first`, `again` as it is, `jittered` with
+    the planted nondeterminism, and `edited` after a local edit of the script."""
+
+    repo: Path
+    first: str
+    again: str
+    jittered: str
+    edited: str
+
+
+@pytest.fixture(scope="module")
+def trained(server: ServerProcess, tmp_path_factory: pytest.TempPathFactory) -> Trained:
+    """The four runs, trained once per store for the module's tests: each is a process that imports
+    torch (seconds of CPU), and the provenance test reads the first of them."""
+    tmp_path = tmp_path_factory.mktemp("discipline")
     folder = tmp_path / "job"
     folder.mkdir()
     git(folder, "init", "-q", "-b", "main")
     (folder / "train.py").write_text(SCRIPT)
     git(folder, "add", "train.py")
     git(folder, "commit", "-q", "-m", "the training script")
-    return folder
+    project = f"disc-{uuid.uuid4().hex[:6]}"
+    first = train(folder, server, project, tmp_path)
+    again = train(folder, server, project, tmp_path)
+    jittered = train(folder, server, project, tmp_path, JITTER="1")
+    (folder / "train.py").write_text(SCRIPT.replace("lr=0.05)\ndata", "lr=0.06)\ndata"))  # a local edit: other code
+    edited = train(folder, server, project, tmp_path)
+    return Trained(folder, first, again, jittered, edited)
 
 
 def train(repo: Path, server: ServerProcess, project: str, tmp_path: Path, **env: str) -> str:
@@ -71,6 +93,8 @@ def train(repo: Path, server: ServerProcess, project: str, tmp_path: Path, **env
         "PROJECT": project,
         "URL": server.url,
         "HOLTER_SPOOL_DIR": str(tmp_path / f"spool-{uuid.uuid4().hex[:6]}"),
+        # one thread: a model this small gains nothing from more, whose idle ones spin on a busy machine
+        "OMP_NUM_THREADS": "1",
         **env,
     }
     done = subprocess.run(
@@ -85,13 +109,11 @@ def train(repo: Path, server: ServerProcess, project: str, tmp_path: Path, **env
     return done.stdout.strip().splitlines()[-1]
 
 
-def test_a_run_records_its_code_its_environment_and_its_preflight(
-    repo: Path, server: ServerProcess, api: httpx.Client, tmp_path: Path
-) -> None:
-    run_id = train(repo, server, f"disc-{uuid.uuid4().hex[:6]}", tmp_path)
-    run = api.get(f"/runs/{run_id}").json()
+def test_a_run_records_its_code_its_environment_and_its_preflight(trained: Trained, api: httpx.Client) -> None:
+    run = api.get(f"/runs/{trained.first}").json()
     code, environment = run["provenance"]["code"], run["provenance"]["environment"]
-    assert code["commit"] == git(repo, "rev-parse", "HEAD") and code["branch"] == "main" and code["dirty"] is False
+    assert code["commit"] == git(trained.repo, "rev-parse", "HEAD") and code["branch"] == "main"
+    assert code["dirty"] is False  # the first run ran the committed script, before the edit
     assert code["script"].endswith("train.py") and len(code["script_hash"]) == 64
     assert environment["python"] == ".".join(map(str, sys.version_info[:3])) and environment["torch"]
     assert "torch" in environment["packages"] and environment["hostname"]
@@ -102,16 +124,10 @@ def test_a_run_records_its_code_its_environment_and_its_preflight(
 
 
 def test_repeats_are_deterministic_until_an_unseeded_generator_and_other_code_is_set_apart(
-    repo: Path, server: ServerProcess, api: httpx.Client, tmp_path: Path
+    trained: Trained, api: httpx.Client
 ) -> None:
-    project = f"disc-{uuid.uuid4().hex[:6]}"
-    first = train(repo, server, project, tmp_path)
-    again = train(repo, server, project, tmp_path)
-    jittered = train(repo, server, project, tmp_path, JITTER="1")
-    (repo / "train.py").write_text(SCRIPT.replace("lr=0.05)\ndata", "lr=0.06)\ndata"))  # a local edit: other code
-    edited = train(repo, server, project, tmp_path)
-
-    found = api.get(f"/runs/{first}/repeats").json()
+    again, jittered, edited = trained.again, trained.jittered, trained.edited
+    found = api.get(f"/runs/{trained.first}/repeats").json()
     by_run = {r["run_id"]: r for r in found["repeats"]}
     assert set(by_run) == {again, jittered, edited}
     assert by_run[again]["identical"] and by_run[again]["same_code"] is True

@@ -28,23 +28,27 @@ def two_process_server(store_url: str, tmp_path_factory: pytest.TempPathFactory)
     server.stop()
 
 
-def _answering_process(url: str) -> int:
-    # a new connection each time: the two processes take turns at the shared socket's queue
-    return httpx.get(f"{url}/api/v1/health", timeout=10, headers={"Connection": "close"}).json()["process"]
+def _closing_client(server: ServerProcess) -> httpx.Client:
+    """A client whose every request goes on a new connection (closed after its answer), so that
+    requests sent together go to either of the server's processes, which take turns at the shared
+    socket's queue. One client for all of them: a client each costs tens of ms of CPU to build."""
+    return httpx.Client(base_url=f"{server.url}/api/v1", timeout=30, headers={"Connection": "close"})
 
 
-def _post_points(server: ServerProcess, run_id: str, body: dict) -> dict:
-    """POST a batch on a connection of its own (closed after), so that batches sent together go
-    to either of the server's processes; its answer."""
-    with httpx.Client(base_url=f"{server.url}/api/v1", timeout=30, headers={"Connection": "close"}) as client:
-        answer = client.post(f"/runs/{run_id}/points", json=body)
+def _post_points(client: httpx.Client, run_id: str, body: dict) -> dict:
+    """POST a batch through a `_closing_client`; its answer."""
+    answer = client.post(f"/runs/{run_id}/points", json=body)
     answer.raise_for_status()
     return answer.json()
 
 
 def test_both_processes_answer_on_the_one_port(two_process_server: ServerProcess) -> None:
-    with ThreadPoolExecutor(8) as pool:
-        answered = set(pool.map(lambda _: _answering_process(two_process_server.url), range(200)))
+    answered: set[int] = set()
+    with _closing_client(two_process_server) as client, ThreadPoolExecutor(8) as pool:
+        for _ in range(25):  # up to 200 requests, 8 at once, until both processes have answered
+            answered |= set(pool.map(lambda _: client.get("/health").json()["process"], range(8)))
+            if len(answered) == 2:
+                break
     assert len(answered) == 2
 
 
@@ -62,9 +66,9 @@ def test_batches_through_both_processes_are_stored_once(two_process_server: Serv
             }
         }
         # every batch twice, on separate connections, so the copies race through both processes
-        return _post_points(two_process_server, run_id, body)
+        return _post_points(client, run_id, body)
 
-    with ThreadPoolExecutor(8) as pool:
+    with _closing_client(two_process_server) as client, ThreadPoolExecutor(8) as pool:
         answers = list(pool.map(send, [index for index in range(BATCHES) for _ in range(2)]))
     assert sum(a["stored"] for a in answers) == BATCHES * STEPS_PER_BATCH * 2
     assert sum(a["duplicates"] for a in answers) == BATCHES * STEPS_PER_BATCH * 2
@@ -73,7 +77,12 @@ def test_batches_through_both_processes_are_stored_once(two_process_server: Serv
     assert metrics == {"loss": BATCHES * STEPS_PER_BATCH, "lr": BATCHES * STEPS_PER_BATCH}
 
 
-def test_a_second_server_on_a_port_in_use_fails_at_once(two_process_server: ServerProcess, tmp_path: Path) -> None:
+def test_a_second_server_on_a_port_in_use_fails_at_once(
+    two_process_server: ServerProcess, store_url: str, tmp_path: Path
+) -> None:
+    if not store_url.startswith("sqlite"):
+        # the second server fails at its port, on a store of its own: the first's store is no part of it
+        pytest.skip("once is enough: the same port, the same second server, on either store")
     command = [
         sys.executable,
         "-m",
@@ -109,9 +118,9 @@ def test_a_run_deleted_and_recreated_under_its_id_keeps_every_point_under_its_ow
     def send(steps: range, order: tuple[str, ...] = ("loss", "lr")) -> dict:
         values = {"loss": [float(s) for s in steps], "lr": [1000.0 + s for s in steps]}
         body = {"metrics": {name: {"steps": list(steps), "values": values[name]} for name in order}}
-        return _post_points(two_process_server, run_id, body)
+        return _post_points(client, run_id, body)
 
-    with two_process_server.api() as api:
+    with two_process_server.api() as api, _closing_client(two_process_server) as client:
         api.post("/runs", json={"id": run_id, "project": "workers"}).raise_for_status()
         send(range(0, 10))
         with ThreadPoolExecutor(4) as pool:
