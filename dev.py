@@ -102,11 +102,14 @@ def _marker_expression(args: list[str]) -> tuple[str | None, list[str]]:
 
 def test_environment() -> dict[str, str]:
     """The environment of the test runs: this one, with bytecode caches on and the project's
-    modules compiled. The suite starts some hundreds of Python processes (servers, their workers,
-    the CLI, trainers), each importing the service; under PYTHONDONTWRITEBYTECODE (set on some
-    machines) each would compile it again from source, and pytest would rewrite every test
-    module again in each worker instead of reading its cache."""
+    modules compiled, and one OpenMP thread per process. The suite starts some hundreds of Python
+    processes (servers, their workers, the CLI, trainers), each importing the service; under
+    PYTHONDONTWRITEBYTECODE (set on some machines) each would compile it again from source, and
+    pytest would rewrite every test module again in each worker instead of reading its cache."""
     environment = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    # The trainings the tests run are tiny, and several run at once beside servers and browsers:
+    # torch's thread per core would only wait on one another (unless the caller chose a number).
+    environment.setdefault("OMP_NUM_THREADS", "1")
     packages = [
         str(ROOT / folder)
         for folder in ("client", "server", "dashboard", "charts", "readers", "migrations")
