@@ -1,4 +1,4 @@
-"""Browser tests: a real `holter serve` with the dashboard, driven by headless Debian Chromium.
+"""Browser tests: the real service with the dashboard, driven by headless Debian Chromium.
 
 They use Playwright's Python API with the system browser (/usr/bin/chromium, from Debian's
 `chromium` package; Playwright never downloads one here). Without that browser, or without the
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import migrated_sqlite
-from tests.servers import ServerProcess
+from tests.servers import InProcessServer, ServerProcess
 
 CHROMIUM = os.environ.get("HOLTER_TEST_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
@@ -50,8 +50,20 @@ def chromium() -> Iterator[object]:
 
 
 @pytest.fixture(scope="module")
-def ui_server(chromium: object, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    """A fresh `holter serve` (dashboard included) on an empty SQLite file, per test module."""
+def ui_server(chromium: object, tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessServer]:
+    """A fresh service (dashboard included) on an empty SQLite file, per test module, in this
+    process (uvicorn and the background loops in threads): the pages never kill, restart or look
+    at the server's process, and it starts in a fraction of the seconds a `holter serve` and its
+    worker cost. Playwright's loop runs in the test's thread, the server's in its own."""
+    server = InProcessServer(migrated_sqlite(tmp_path_factory.mktemp("ui") / "holter.db"), dashboard=True).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def ui_process(chromium: object, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """A `holter serve` child process (dashboard included) on an empty SQLite file, for a module
+    whose server must be a process of its own (its CPU apart from the test's)."""
     root = tmp_path_factory.mktemp("ui")
     process = ServerProcess(
         migrated_sqlite(root / "holter.db"), log_path=root / "server.log", env={"HOLTER_SPOOL_DIR": str(root / "spool")}
@@ -73,6 +85,6 @@ def browser_tab(chromium, base_url: str) -> Iterator[object]:  # type: ignore[no
 
 
 @pytest.fixture
-def page(chromium, ui_server: ServerProcess) -> Iterator[object]:  # type: ignore[no-untyped-def]
+def page(chromium, ui_server: InProcessServer | ServerProcess) -> Iterator[object]:  # type: ignore[no-untyped-def]
     """A browser tab on the module's server."""
     yield from browser_tab(chromium, ui_server.url)

@@ -12,24 +12,21 @@ import holter
 import httpx
 import pytest
 
+from tests.conftest import migrated_sqlite
 from tests.receivers import Receiver
-from tests.servers import ServerProcess
+from tests.servers import InProcessServer
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def ui_server(chromium: object, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+def ui_server(chromium: object, tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessServer]:
     """As conftest's, but an undeliverable alert is marked failed after 4 s instead of a day."""
-    root = tmp_path_factory.mktemp("ui-alerts")
-    process = ServerProcess(
-        f"sqlite:///{root / 'holter.db'}",
-        log_path=root / "server.log",
-        env={"HOLTER_SPOOL_DIR": str(root / "spool"), "HOLTER_ALERT_GIVE_UP_AFTER": "4"},
-    ).start()
-    yield process
-    process.stop()
+    database = migrated_sqlite(tmp_path_factory.mktemp("ui-alerts") / "holter.db")
+    server = InProcessServer(database, settings={"alert_give_up_after": 4}, dashboard=True).start()
+    yield server
+    server.stop()
 
 
 @pytest.fixture
@@ -40,7 +37,7 @@ def receiver() -> Iterator[Receiver]:
 
 
 @pytest.fixture
-def api(ui_server: ServerProcess) -> Iterator[httpx.Client]:
+def api(ui_server: InProcessServer) -> Iterator[httpx.Client]:
     with ui_server.api() as client:
         yield client
 
@@ -101,7 +98,7 @@ def test_a_rule_is_added_disabled_and_deleted(page, api: httpx.Client, receiver:
 
 
 def test_a_failed_delivery_shows_its_error_and_can_be_retried(
-    page, api: httpx.Client, ui_server: ServerProcess, tmp_path: Path
+    page, api: httpx.Client, ui_server: InProcessServer, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]
     project = f"ui-alerts-{uuid.uuid4().hex[:6]}"
     down = Receiver()  # not started: the port refuses connections

@@ -11,14 +11,14 @@ import uuid
 import numpy as np
 import pytest
 
-from tests.servers import ServerProcess
+from tests.servers import InProcessServer
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def two_runs(ui_server: ServerProcess) -> tuple[str, str]:
+def two_runs(ui_server: InProcessServer) -> tuple[str, str]:
     """A reference run and a twin whose loss runs 0.5 higher from step 200 to 299."""
     ids = (f"ref{uuid.uuid4().hex[:8]}", f"twin{uuid.uuid4().hex[:8]}")
     steps = list(range(600))
@@ -56,7 +56,7 @@ def test_without_runs_the_page_says_how_to_choose_them(page) -> None:  # type: i
 
 
 def test_a_run_leaving_the_reference_band_is_shaded_where_it_does(
-    page, two_runs: tuple[str, str], ui_server: ServerProcess
+    page, two_runs: tuple[str, str], ui_server: InProcessServer
 ) -> None:  # type: ignore[no-untyped-def]
     ref, twin = two_runs
     page.goto(f"/compare?runs={ref},{twin}&metric=loss&ref={ref}")
@@ -94,7 +94,9 @@ def test_the_runs_page_filters_by_tag_and_config_and_compares_the_ticked_runs(pa
     wait_until(lambda: (c := compare_chart(page)) and {ref, twin} <= set(c["names"]))
 
 
-def test_two_seed_groups_are_drawn_as_bands_with_the_services_verdict(page, ui_server: ServerProcess, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_two_seed_groups_are_drawn_as_bands_with_the_services_verdict(
+    page, ui_server: InProcessServer, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
     from tests.seed_runs import OFFSETS, post_run
 
     project = f"ui-seeds-{uuid.uuid4().hex[:6]}"
@@ -122,7 +124,7 @@ def test_two_seed_groups_are_drawn_as_bands_with_the_services_verdict(page, ui_s
 
 
 def test_several_metrics_at_once_with_run_names_in_the_legends_and_terms_explained(
-    page, ui_server: ServerProcess
+    page, ui_server: InProcessServer
 ) -> None:  # type: ignore[no-untyped-def]
     ids = [f"named{uuid.uuid4().hex[:8]}" for _ in range(2)]
     steps = list(range(300))
@@ -168,7 +170,7 @@ def eight_seed_offsets() -> list[float]:
 
 
 @pytest.fixture(scope="module")
-def ablations(ui_server: ServerProcess) -> dict[str, tuple[str, str]]:
+def ablations(ui_server: InProcessServer) -> dict[str, tuple[str, str]]:
     """Arms of one project, each named by its first run: an 8-seed baseline and an 8-seed arm 0.077
     lower (inside the seeds' range) that ran other seeds; a 3-seed baseline, an arm 0.001 lower (not
     detectable at 3 seeds), and an arm whose change did nothing (bit-identical values, seed for seed)."""

@@ -10,14 +10,14 @@ import httpx
 import pytest
 from holter.demo.synthetic import SyntheticRun
 
-from tests.servers import ServerProcess
+from tests.servers import InProcessServer, ServerProcess
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def spiky_run(ui_server: ServerProcess) -> str:
+def spiky_run(ui_server: InProcessServer) -> str:
     """A finished run with a planted gradient-norm and loss spike, once the live detector named it."""
     synthetic = SyntheticRun(600, seed=7)
     run = holter.init(
@@ -129,7 +129,7 @@ def test_a_note_persists_after_reload(page, spiky_run: str) -> None:  # type: ig
     ).first.wait_for()  # drawn on the charts
 
 
-def test_a_logged_point_appears_live_without_reload(page, ui_server: ServerProcess) -> None:  # type: ignore[no-untyped-def]
+def test_a_logged_point_appears_live_without_reload(page, ui_server: InProcessServer) -> None:  # type: ignore[no-untyped-def]
     run = holter.init(project="ui", name="live", id=f"ui{uuid.uuid4().hex[:10]}", url=ui_server.url)
     for step in range(50):
         run.log({"loss": 3.0 - step * 0.01}, step=step)
@@ -152,7 +152,7 @@ LONG_RUN_START = 1.7e9  # the long run's step 0, in seconds since the epoch; one
 
 
 @pytest.fixture(scope="module")
-def long_run(ui_server: ServerProcess) -> str:
+def long_run(ui_server: InProcessServer) -> str:
     """A finished run of 6,000 steps (more than a chart draws), one step a second from LONG_RUN_START."""
     run_id = f"ui{uuid.uuid4().hex[:10]}"
     steps = list(range(6000))
@@ -281,7 +281,7 @@ def test_a_run_page_opened_first_after_start_gets_its_title_without_errors(chrom
         server.stop()
 
 
-def test_the_charts_use_the_shipped_bundle_never_the_full_one(page, spiky_run: str, ui_server: ServerProcess) -> None:  # type: ignore[no-untyped-def]
+def test_the_charts_use_the_shipped_bundle_never_the_full_one(page, spiky_run: str, ui_server: InProcessServer) -> None:  # type: ignore[no-untyped-def]
     page.goto(f"/runs/{spiky_run}")
     page.locator(".chart-card .js-plotly-plot").first.wait_for()
     wait_until(lambda: len(plotted_x(page, "loss")) > 100)
@@ -301,7 +301,7 @@ def test_the_charts_use_the_shipped_bundle_never_the_full_one(page, spiky_run: s
     assert "content-encoding" not in api.headers  # the API's answers are left as they are
 
 
-def test_deleting_a_run_asks_first_then_goes_back_to_the_runs(page, ui_server: ServerProcess) -> None:  # type: ignore[no-untyped-def]
+def test_deleting_a_run_asks_first_then_goes_back_to_the_runs(page, ui_server: InProcessServer) -> None:  # type: ignore[no-untyped-def]
     run = holter.init(project="ui", name="mistake", id=f"ui{uuid.uuid4().hex[:10]}", url=ui_server.url)
     run.log({"loss": 1.0}, step=0)
     run.finish()
@@ -322,7 +322,7 @@ def test_deleting_a_run_asks_first_then_goes_back_to_the_runs(page, ui_server: S
     assert page.locator("#run-charts").count() == 0  # no controls on a run that is not there
 
 
-def test_archiving_a_run_takes_it_off_the_runs_page(page, ui_server: ServerProcess) -> None:  # type: ignore[no-untyped-def]
+def test_archiving_a_run_takes_it_off_the_runs_page(page, ui_server: InProcessServer) -> None:  # type: ignore[no-untyped-def]
     run = holter.init(project="ui-archive", name="old", id=f"ui{uuid.uuid4().hex[:10]}", url=ui_server.url)
     run.log({"loss": 1.0}, step=0)
     run.finish()

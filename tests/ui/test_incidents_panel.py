@@ -7,7 +7,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.servers import ServerProcess
+from tests.servers import InProcessServer
 from tests.waiting import wait_until
 
 pytest.importorskip("torch")
@@ -17,7 +17,7 @@ from tests.integration.test_incidents import train_with_a_nan
 
 
 @pytest.fixture(scope="module")
-def nan_run(ui_server: ServerProcess) -> str:
+def nan_run(ui_server: InProcessServer) -> str:
     run_id = train_with_a_nan(ui_server.url)
 
     def settled() -> bool:

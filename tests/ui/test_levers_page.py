@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from tests.integration.test_live_detection import settled_events
-from tests.servers import ServerProcess
+from tests.servers import InProcessServer
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow
@@ -37,7 +37,7 @@ def stream_runs(url: str, project: str, periods: dict[int, int]) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def planted(ui_server: ServerProcess) -> str:
+def planted(ui_server: InProcessServer) -> str:
     project = f"levers-{uuid.uuid4().hex[:6]}"
     stream_runs(ui_server.url, project, {8: 16, 16: 32, 32: 64, 64: 128})
 
@@ -50,7 +50,7 @@ def planted(ui_server: ServerProcess) -> str:
 
 
 @pytest.fixture(scope="module")
-def leverless(ui_server: ServerProcess) -> list[str]:
+def leverless(ui_server: InProcessServer) -> list[str]:
     ids = stream_runs(ui_server.url, f"levers-{uuid.uuid4().hex[:6]}", {8: 40, 16: 40, 32: 40})
     for run_id in ids:
         settled_events(ui_server.url, run_id)

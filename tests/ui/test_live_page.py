@@ -31,6 +31,13 @@ SPIKE_AT = 600  # a loss spike, so that the finished run has events to show
 
 
 @pytest.fixture(scope="module")
+def ui_server(ui_process: ServerProcess) -> ServerProcess:
+    """`holter serve` in a process of its own: the service's CPU must compete with the hogs and
+    the browser as a deployed one does, not share the test's process and its GIL."""
+    return ui_process
+
+
+@pytest.fixture(scope="module")
 def busy_machine() -> Iterator[None]:
     """One process spinning per core, for as long as the module's tests run."""
     hogs = [

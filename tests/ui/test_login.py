@@ -12,7 +12,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.servers import ServerProcess
+from tests.conftest import migrated_sqlite
+from tests.servers import InProcessServer, ServerProcess
 from tests.ui.conftest import browser_tab
 
 login = pytest.importorskip("holter_dashboard.login")
@@ -58,19 +59,18 @@ def test_next_is_a_local_path_or_the_runs_page(value: str | None, expected: str)
 
 
 @pytest.fixture(scope="module")
-def secure_server(chromium: object, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    root = tmp_path_factory.mktemp("ui-login")
-    process = ServerProcess(
-        f"sqlite:///{root / 'holter.db'}",
-        log_path=root / "server.log",
-        env={"HOLTER_SPOOL_DIR": str(root / "spool"), "HOLTER_AUTH": "on", "HOLTER_ADMIN_TOKEN": ADMIN_TOKEN},
-    ).start()
-    yield process
-    process.stop()
+def secure_server(chromium: object, tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessServer]:
+    """The service with auth on, in this process (uvicorn in a thread): `remote_dashboard` is the
+    module's one `holter serve` process, since its dashboard reads its API's address at start."""
+    database = migrated_sqlite(tmp_path_factory.mktemp("ui-login") / "holter.db")
+    settings = {"auth": "on", "admin_token": ADMIN_TOKEN}
+    server = InProcessServer(database, settings=settings, dashboard=True).start()
+    yield server
+    server.stop()
 
 
 @pytest.fixture(scope="module")
-def keys(secure_server: ServerProcess) -> dict[str, str]:
+def keys(secure_server: InProcessServer) -> dict[str, str]:
     """Keys made through the API with the admin token: ingest and read for the project, read for another."""
     made = {}
     with secure_server.api(key=ADMIN_TOKEN) as api:
@@ -86,7 +86,7 @@ def keys(secure_server: ServerProcess) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def guarded_run(secure_server: ServerProcess, keys: dict[str, str]) -> str:
+def guarded_run(secure_server: InProcessServer, keys: dict[str, str]) -> str:
     """A finished run, logged by the real client with the ingest key."""
     import holter
 
@@ -107,7 +107,7 @@ def guarded_run(secure_server: ServerProcess, keys: dict[str, str]) -> str:
 
 
 @pytest.fixture
-def tab(chromium, secure_server: ServerProcess) -> Iterator[object]:  # type: ignore[no-untyped-def]
+def tab(chromium, secure_server: InProcessServer) -> Iterator[object]:  # type: ignore[no-untyped-def]
     """A fresh browser (no cookies) on the auth-on server."""
     yield from browser_tab(chromium, secure_server.url)
 
@@ -122,7 +122,7 @@ def on_login_page(page) -> bool:  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.slow
-def test_the_dashboard_leads_to_the_sign_in_page(tab, secure_server: ServerProcess) -> None:  # type: ignore[no-untyped-def]
+def test_the_dashboard_leads_to_the_sign_in_page(tab, secure_server: InProcessServer) -> None:  # type: ignore[no-untyped-def]
     tab.goto("/")
     tab.wait_for_url("**/login")
     assert on_login_page(tab)
@@ -215,7 +215,7 @@ def test_with_auth_off_no_sign_in_is_asked(page) -> None:  # type: ignore[no-unt
     ids=["fetch-metadata", "origin", "opaque-origin"],
 )
 def test_a_sign_in_posted_from_another_site_is_refused(
-    secure_server: ServerProcess, keys: dict[str, str], headers: dict
+    secure_server: InProcessServer, keys: dict[str, str], headers: dict
 ) -> None:
     answer = httpx.post(
         f"{secure_server.url}/login", data={"key": keys["read"], "next": "/"}, headers=headers, timeout=10
@@ -226,7 +226,7 @@ def test_a_sign_in_posted_from_another_site_is_refused(
 
 @pytest.mark.parametrize("headers", [{"sec-fetch-site": "same-origin"}, {}], ids=["same-origin", "no-browser"])
 def test_a_sign_in_from_this_site_or_a_script_sets_the_cookie(
-    secure_server: ServerProcess, keys: dict[str, str], headers: dict
+    secure_server: InProcessServer, keys: dict[str, str], headers: dict
 ) -> None:
     origin = {"origin": secure_server.url} if headers else {}
     answer = httpx.post(
@@ -239,7 +239,9 @@ def test_a_sign_in_from_this_site_or_a_script_sets_the_cookie(
 
 
 @pytest.fixture(scope="module")
-def remote_dashboard(secure_server: ServerProcess, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+def remote_dashboard(
+    secure_server: InProcessServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ServerProcess]:
     """A second service, auth off and with no runs of its own, whose dashboard reads `secure_server`
     (auth on): who may sign in is the remote service's answer, never this one's database."""
     root = tmp_path_factory.mktemp("ui-remote")

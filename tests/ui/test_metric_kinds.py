@@ -11,14 +11,14 @@ import holter
 import httpx
 import pytest
 
-from tests.servers import ServerProcess
+from tests.servers import InProcessServer
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def probe_run(ui_server: ServerProcess) -> str:
+def probe_run(ui_server: InProcessServer) -> str:
     """A finished run with a recognised loss, a verl mismatch and a custom metric that goes NaN."""
     run = holter.init(project="ui", name="kinds", id=f"ui{uuid.uuid4().hex[:10]}", url=ui_server.url)
     for step in range(300):
@@ -35,7 +35,7 @@ def probe_run(ui_server: ServerProcess) -> str:
     return run.id
 
 
-def events(server: ServerProcess, run_id: str) -> list[dict]:
+def events(server: InProcessServer, run_id: str) -> list[dict]:
     return httpx.get(f"{server.url}/api/v1/runs/{run_id}/events", timeout=10).json()["data"]
 
 
@@ -57,7 +57,7 @@ def test_the_run_page_says_how_each_metric_was_understood(page, probe_run: str) 
 
 
 def test_choosing_a_kind_on_the_run_page_has_the_metric_analysed_again(
-    page, probe_run: str, ui_server: ServerProcess
+    page, probe_run: str, ui_server: InProcessServer
 ) -> None:  # type: ignore[no-untyped-def]
     assert [(e["metric"], e["severity"]) for e in events(ui_server, probe_run)] == [("my_probe", "info")]
     page.goto(f"/runs/{probe_run}")

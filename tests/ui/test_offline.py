@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 import holter
 import pytest
 
-from tests.servers import ServerProcess
+from tests.servers import InProcessServer
 
 pytestmark = pytest.mark.slow
 
@@ -31,7 +31,7 @@ def is_loopback(url: str) -> bool:
 
 
 @pytest.fixture(scope="module")
-def finished_run(ui_server: ServerProcess) -> str:
+def finished_run(ui_server: InProcessServer) -> str:
     run = holter.init(project="offline", name="offline", id=f"off{uuid.uuid4().hex[:10]}", url=ui_server.url)
     for step in range(200):
         run.log({"loss": 3.0 - step * 0.01, "grad_norm": 1.0 + (step % 5) * 0.1}, step=step)

@@ -12,14 +12,14 @@ from holter.demo.synthetic import SyntheticRun
 
 from tests.integration.test_live_detection import settled_events
 from tests.integration.test_reference_runs import stream
-from tests.servers import ServerProcess
+from tests.servers import InProcessServer
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def reviewed_run(ui_server: ServerProcess) -> str:
+def reviewed_run(ui_server: InProcessServer) -> str:
     """A finished run with the demo's planted problems, once detection has named them."""
     synthetic = SyntheticRun(1200, seed=11)
     run = holter.init(
@@ -65,7 +65,7 @@ def test_the_report_downloads_as_a_self_contained_html_file(page, reviewed_run: 
     assert text.lower().startswith("<!doctype html>") and "Plotly.newPlot" in text and "planted" in text
 
 
-def test_a_drifting_run_is_drawn_against_the_reference_band(page, ui_server: ServerProcess) -> None:  # type: ignore[no-untyped-def]
+def test_a_drifting_run_is_drawn_against_the_reference_band(page, ui_server: InProcessServer) -> None:  # type: ignore[no-untyped-def]
     project = f"ui-ref-{uuid.uuid4().hex[:6]}"
     reference = stream(ui_server, project, eval_gap=0.0, seed=1, name="baseline").id
     drifting = stream(ui_server, project, eval_gap=0.12, seed=2, name="drifting").id

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.servers import ServerProcess
+from tests.servers import InProcessServer
 from tests.waiting import wait_until
 
 pytest.importorskip("torch")
@@ -73,7 +73,7 @@ def git(folder: Path, *args: str) -> str:
     return subprocess.run(command, capture_output=True, check=True, text=True).stdout.strip()
 
 
-def train(repo: Path, server: ServerProcess, project: str, name: str, width: int, spool: Path) -> str:
+def train(repo: Path, server: InProcessServer, project: str, name: str, width: int, spool: Path) -> str:
     environment = {
         **os.environ,
         "PROJECT": project,
@@ -95,7 +95,7 @@ def train(repo: Path, server: ServerProcess, project: str, name: str, width: int
 
 
 @pytest.fixture(scope="module")
-def trained(ui_server: ServerProcess, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+def trained(ui_server: InProcessServer, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """Three runs of one project from a repository with a local edit: the run, its repeat (same
     config, seeds and code) and its twin (same data order, twice the width); and the commit."""
     root = tmp_path_factory.mktemp("job")
@@ -191,7 +191,7 @@ def test_mfu_has_a_chart_of_its_own_and_the_step_s_own_work_is_dashed_beside_the
     assert "wait for data" in throughput["legend"]
 
 
-def test_an_mfu_logged_in_percent_is_read_as_one(page, ui_server: ServerProcess) -> None:  # type: ignore[no-untyped-def]
+def test_an_mfu_logged_in_percent_is_read_as_one(page, ui_server: InProcessServer) -> None:  # type: ignore[no-untyped-def]
     # torchtitan's name (pytorch/torchtitan components/metrics.py): 100 * flops per token * tokens/s / peak
     run_id = f"titan{uuid.uuid4().hex[:8]}"
     with ui_server.api() as api:

@@ -8,14 +8,14 @@ import uuid
 
 import pytest
 
-from tests.servers import ServerProcess
+from tests.servers import InProcessServer
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def three_runs(ui_server: ServerProcess) -> dict[str, str]:
+def three_runs(ui_server: InProcessServer) -> dict[str, str]:
     """Three finished runs of one project whose losses end at 1.0, 0.5 and 2.0, with configs."""
     project = f"table{uuid.uuid4().hex[:6]}"
     ids = {}

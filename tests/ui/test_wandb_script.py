@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.test_wandb_drop_in import run_id_of, run_script, script_importing
-from tests.servers import ServerProcess
+from tests.servers import InProcessServer
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow
@@ -22,7 +22,7 @@ def trace_names(page) -> set[str]:  # type: ignore[no-untyped-def]
     )
 
 
-def test_everything_a_wandb_script_logs_is_on_its_run_page(page, ui_server: ServerProcess, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_everything_a_wandb_script_logs_is_on_its_run_page(page, ui_server: InProcessServer, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     done = run_script(
         script_importing("import holter as wandb", tmp_path),
         {"HOLTER_URL": ui_server.url, "HOLTER_SPOOL_DIR": str(tmp_path / "spool")},
