@@ -54,7 +54,11 @@ def ui_server(chromium: object, tmp_path_factory: pytest.TempPathFactory) -> Ite
     """A fresh service (dashboard included) on an empty SQLite file, per test module, in this
     process (uvicorn and the background loops in threads): the pages never kill, restart or look
     at the server's process, and it starts in a fraction of the seconds a `holter serve` and its
-    worker cost. Playwright's loop runs in the test's thread, the server's in its own."""
+    worker cost. Playwright's loop runs in the test's thread, the server's in its own.
+
+    Dash keeps one page registry per process: the pages (whose layouts read the API) of the
+    dashboard mounted last serve every app in the process. A module's tests therefore open pages
+    of the one dashboard it mounted last (the session's shared `server` reads no page)."""
     server = InProcessServer(migrated_sqlite(tmp_path_factory.mktemp("ui") / "holter.db"), dashboard=True).start()
     yield server
     server.stop()
