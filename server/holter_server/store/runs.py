@@ -56,7 +56,10 @@ def projects_of_runs(*, session: Session, run_ids: Sequence[str]) -> dict[str, s
     for start in range(0, len(run_ids), 500):
         chunk = list(run_ids[start : start + 500])
         found.update(
-            dict(session.execute(select(RunRow.id, RunRow.project).where(RunRow.id.in_(chunk))).tuples().all())
+            {
+                run_id: project
+                for run_id, project in session.execute(select(RunRow.id, RunRow.project).where(RunRow.id.in_(chunk)))
+            }
         )
     return found
 
@@ -196,7 +199,7 @@ def run_config_sizes(
     else:
         query = _filtered(query, project=project, status=None, tag=tag)
     query = query.order_by(RunRow.created_at.desc(), RunRow.id).limit(limit)
-    return {run_id: int(size or 0) for run_id, size in session.execute(query).tuples().all()}
+    return {run_id: int(size or 0) for run_id, size in session.execute(query).all()}
 
 
 def list_runs(
