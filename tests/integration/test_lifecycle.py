@@ -22,6 +22,8 @@ def quick_stall_server(store_url: str, tmp_path_factory: pytest.TempPathFactory)
     server.stop()
 
 
+# slow: seconds of waiting on the stall clock, out of the fast tier
+@pytest.mark.slow
 def test_a_silent_run_stalls_and_resumes_when_points_return(quick_stall_server: InProcessServer) -> None:
     api = quick_stall_server.api(timeout=5)
     run_id = new_run_id()
@@ -36,6 +38,8 @@ def test_a_silent_run_stalls_and_resumes_when_points_return(quick_stall_server: 
     assert "resumed after" in resumed["summary"]
 
 
+# slow: seconds of waiting on the stall clock, out of the fast tier
+@pytest.mark.slow
 def test_heartbeats_keep_a_quiet_run_from_stalling(quick_stall_server: InProcessServer) -> None:
     api = quick_stall_server.api(timeout=5)
     run_id = new_run_id()
@@ -46,6 +50,8 @@ def test_heartbeats_keep_a_quiet_run_from_stalling(quick_stall_server: InProcess
     assert api.get(f"/runs/{run_id}").json()["status"] == "running"
 
 
+# slow: seconds of waiting on the stall clock, out of the fast tier
+@pytest.mark.slow
 def test_finished_runs_never_stall(quick_stall_server: InProcessServer) -> None:
     api = quick_stall_server.api(timeout=5)
     run_id = new_run_id()
