@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 
 from tests.conftest import new_run_id, own_store
-from tests.servers import ServerProcess
+from tests.servers import InProcessServer
 
 
 def run_with_metrics(api: httpx.Client, count: int, points: int = 3) -> str:
@@ -37,7 +37,7 @@ def test_the_metrics_to_analyse_can_be_named(api: httpx.Client) -> None:
 
 
 def test_a_run_with_more_points_than_the_cap_is_refused(store_url: str, tmp_path: Path) -> None:
-    server = ServerProcess(own_store(store_url, tmp_path), env={"HOLTER_MAX_ANALYZE_POINTS": "5000"}).start()
+    server = InProcessServer(own_store(store_url, tmp_path), settings={"max_analyze_points": 5000}).start()
     try:
         with server.api() as api:
             run_id = run_with_metrics(api, 2, points=3_000)

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from tests.conftest import new_run_id
-from tests.servers import ServerProcess, free_port
+from tests.servers import InProcessServer, free_port
 
 
 def metric_counts(url: str, run_id: str) -> dict[str, int]:
@@ -36,7 +36,7 @@ def run_script(code: str, env: dict[str, str]) -> subprocess.CompletedProcess[st
     )
 
 
-def test_logged_points_are_stored_and_readable(server: ServerProcess, spool_dir: Path) -> None:
+def test_logged_points_are_stored_and_readable(server: InProcessServer, spool_dir: Path) -> None:
     run = holter.init(project="client", name="e2e", config={"lr": 0.1}, url=server.url)
     for step in range(500):
         run.log({"loss": 1.0 / (step + 1), "grad_norm": float(step)}, step=step)
@@ -52,7 +52,7 @@ def test_logged_points_are_stored_and_readable(server: ServerProcess, spool_dir:
     assert metric_counts(server.url, run.id) == {"loss": 502, "grad_norm": 501}
 
 
-def test_steps_default_to_one_past_the_last(server: ServerProcess, spool_dir: Path) -> None:
+def test_steps_default_to_one_past_the_last(server: InProcessServer, spool_dir: Path) -> None:
     run = holter.init(project="client", url=server.url)
     run.log({"a": 1.0})
     run.log({"a": 2.0})
@@ -62,14 +62,14 @@ def test_steps_default_to_one_past_the_last(server: ServerProcess, spool_dir: Pa
     assert httpx.get(f"{server.url}/api/v1/runs/{run.id}/metrics/a/points").json()["steps"] == [0, 1, 10, 11]
 
 
-def test_context_manager_marks_the_run_crashed_on_an_exception(server: ServerProcess, spool_dir: Path) -> None:
+def test_context_manager_marks_the_run_crashed_on_an_exception(server: InProcessServer, spool_dir: Path) -> None:
     with pytest.raises(RuntimeError), holter.init(project="client", url=server.url) as run:
         run.log({"loss": 1.0}, step=0)
         raise RuntimeError("boom")
     assert httpx.get(f"{server.url}/api/v1/runs/{run.id}").json()["status"] == "crashed"
 
 
-def test_uncaught_exception_marks_the_run_crashed(server: ServerProcess, spool_dir: Path) -> None:
+def test_uncaught_exception_marks_the_run_crashed(server: InProcessServer, spool_dir: Path) -> None:
     run_id = new_run_id()
     result = run_script(
         f"""
@@ -85,7 +85,7 @@ def test_uncaught_exception_marks_the_run_crashed(server: ServerProcess, spool_d
     assert run["status"] == "crashed" and run["last_step"] == 0
 
 
-def test_interpreter_exit_flushes_and_finishes(server: ServerProcess, spool_dir: Path) -> None:
+def test_interpreter_exit_flushes_and_finishes(server: InProcessServer, spool_dir: Path) -> None:
     run_id = new_run_id()
     result = run_script(
         f"""
@@ -101,7 +101,7 @@ def test_interpreter_exit_flushes_and_finishes(server: ServerProcess, spool_dir:
     assert httpx.get(f"{server.url}/api/v1/runs/{run_id}").json()["status"] == "finished"
 
 
-def test_init_with_the_same_id_resumes_and_continues_the_steps(server: ServerProcess, spool_dir: Path) -> None:
+def test_init_with_the_same_id_resumes_and_continues_the_steps(server: InProcessServer, spool_dir: Path) -> None:
     run_id = new_run_id()
     first = holter.init(project="client", id=run_id, url=server.url)
     first.log({"loss": 1.0})
@@ -130,13 +130,13 @@ def test_log_does_not_wait_while_the_service_is_away_and_spools_to_disk(spool_di
     run.finish(timeout=0.5)
 
 
-def test_spooled_batches_reach_the_service_when_it_returns(store_url: str, spool_dir: Path, tmp_path: Path) -> None:
-    port = free_port()
-    run = holter.init(project="client", url=f"http://127.0.0.1:{port}", connect_timeout=0.5)
+def test_spooled_batches_reach_the_service_when_it_returns(store_url: str, spool_dir: Path) -> None:
+    server = InProcessServer(store_url)  # not started yet: nothing answers at its address
+    run = holter.init(project="client", url=server.url, connect_timeout=0.5)
     for step in range(3000):
         run.log({"loss": float(step), "lr": 0.1}, step=step)
     assert run.flush(timeout=30)
-    server = ServerProcess(store_url, port=port, log_path=tmp_path / "server.log").start()
+    server.start()
     try:
         for step in range(3000, 4000):
             run.log({"loss": float(step), "lr": 0.1}, step=step)
@@ -149,8 +149,8 @@ def test_spooled_batches_reach_the_service_when_it_returns(store_url: str, spool
         server.stop()
 
 
-def test_a_later_process_replays_what_an_earlier_one_spooled(store_url: str, spool_dir: Path, tmp_path: Path) -> None:
-    port = free_port()
+def test_a_later_process_replays_what_an_earlier_one_spooled(store_url: str, spool_dir: Path) -> None:
+    server = InProcessServer(store_url)  # not started yet: nothing answers at its address
     run_id = new_run_id()
     result = run_script(
         f"""
@@ -160,11 +160,11 @@ def test_a_later_process_replays_what_an_earlier_one_spooled(store_url: str, spo
             run.log({{"loss": float(step)}}, step=step)
         run.finish("crashed", timeout=1)
         """,
-        {"HOLTER_URL": f"http://127.0.0.1:{port}", "HOLTER_SPOOL_DIR": str(spool_dir)},
+        {"HOLTER_URL": server.url, "HOLTER_SPOOL_DIR": str(spool_dir)},
     )
     assert result.returncode == 0, result.stderr
     assert list((spool_dir / run_id).glob("*.json"))
-    server = ServerProcess(store_url, port=port, log_path=tmp_path / "server.log").start()
+    server.start()
     try:
         run = holter.init(project="client", id=run_id, url=server.url)
         run.log({"loss": 2000.0}, step=2000)
@@ -176,7 +176,7 @@ def test_a_later_process_replays_what_an_earlier_one_spooled(store_url: str, spo
         server.stop()
 
 
-def test_a_run_the_service_forgot_is_registered_again(server: ServerProcess, spool_dir: Path, store_url: str) -> None:
+def test_a_run_the_service_forgot_is_registered_again(server: InProcessServer, spool_dir: Path, store_url: str) -> None:
     run = holter.init(project="client", url=server.url)
     run.log({"loss": 1.0}, step=0)
     assert run.flush()

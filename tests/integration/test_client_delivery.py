@@ -24,7 +24,7 @@ import httpx
 import pytest
 
 from tests.conftest import new_run_id
-from tests.servers import ServerProcess, free_port
+from tests.servers import InProcessServer, free_port
 
 
 def metric_counts(url: str, run_id: str) -> dict[str, int]:
@@ -32,7 +32,7 @@ def metric_counts(url: str, run_id: str) -> dict[str, int]:
 
 
 def test_a_refused_metric_is_reported_once_and_the_others_are_stored(
-    server: ServerProcess, spool_dir: Path, capsys: pytest.CaptureFixture[str]
+    server: InProcessServer, spool_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     run = holter.init(project="delivery", url=server.url, flush_interval=0.05)
     for step in range(200):
@@ -50,7 +50,7 @@ def test_a_refused_metric_is_reported_once_and_the_others_are_stored(
 
 
 def test_a_step_logged_again_with_another_value_is_reported_once(
-    server: ServerProcess, spool_dir: Path, capsys: pytest.CaptureFixture[str]
+    server: InProcessServer, spool_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     run = holter.init(project="delivery", url=server.url)
     run.log({"loss": 1.0}, step=5)
@@ -66,7 +66,7 @@ def test_a_step_logged_again_with_another_value_is_reported_once(
 
 
 def test_every_point_of_a_batch_refused_whole_counts_as_refused(
-    server: ServerProcess, spool_dir: Path, capsys: pytest.CaptureFixture[str]
+    server: InProcessServer, spool_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # a batch naming more metrics than one run may have (HOLTER_MAX_METRICS_PER_RUN, 10,000) is a
     # 422 for the whole batch: none of its points is stored, and finish() says so
@@ -149,12 +149,12 @@ def test_a_spool_that_cannot_be_written_loses_nothing(
     store_url: str, tmp_path: Path, unwritable_spool: tuple[Path, object]
 ) -> None:
     spool, before = unwritable_spool
-    port, run_id = free_port(), new_run_id()
-    child = start_child(run_id, f"http://127.0.0.1:{port}", spool, 120, before)
+    server, run_id = InProcessServer(store_url), new_run_id()  # the server not started yet: nothing answers there
+    child = start_child(run_id, server.url, spool, 120, before)
     held = json.loads(child.stdout.readline())
     # everything logged while the service was away is in the child's memory, none of it durable
     assert held["not_durable"] == 2 * 6360 and held["spooled"] == 0
-    server = ServerProcess(store_url, port=port, log_path=tmp_path / "server.log").start()
+    server.start()
     try:
         out, err = child.communicate("\n", timeout=180)
         delivery = json.loads(out)
@@ -181,10 +181,10 @@ def test_when_memory_for_held_requests_is_full_log_waits_and_loses_nothing(
     store_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (tmp_path / "not-a-folder").write_text("")
-    port = free_port()
+    server = InProcessServer(store_url)  # not started yet: nothing answers at its address
     run = holter.init(
         project="delivery",
-        url=f"http://127.0.0.1:{port}",
+        url=server.url,
         spool_dir=tmp_path / "not-a-folder",
         connect_timeout=0.5,
         flush_interval=0.05,
@@ -196,7 +196,7 @@ def test_when_memory_for_held_requests_is_full_log_waits_and_loses_nothing(
     logger.join(5)
     assert logger.is_alive()  # waiting for room: neither the service, the disk nor memory can take more
     assert "log() now waits for room" in capsys.readouterr().err
-    server = ServerProcess(store_url, port=port, log_path=tmp_path / "server.log").start()
+    server.start()
     try:
         logger.join(120)
         assert not logger.is_alive()

@@ -9,21 +9,21 @@ import httpx
 import pytest
 
 from tests.conftest import new_run_id
-from tests.servers import ServerProcess
+from tests.servers import InProcessServer
 from tests.waiting import wait_until
 
-CAPS = {
-    "HOLTER_MAX_COMPARE_POINTS": "1000",
-    "HOLTER_MAX_FAMILY_CELLS": "1000",
-    "HOLTER_MAX_LEVER_PAIRS": "20",
-    "HOLTER_MAX_REPORT_EVENTS": "5",
-    "HOLTER_MAX_GROUP_POINTS": "1000",
+CAPS: dict[str, object] = {
+    "max_compare_points": 1000,
+    "max_family_cells": 1000,
+    "max_lever_pairs": 20,
+    "max_report_events": 5,
+    "max_group_points": 1000,
 }
 
 
 @pytest.fixture(scope="module")
-def capped(store_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
-    server = ServerProcess(store_url, env=CAPS, log_path=tmp_path_factory.mktemp("caps") / "server.log").start()
+def capped(store_url: str) -> Iterator[httpx.Client]:
+    server = InProcessServer(store_url, settings=CAPS).start()
     with server.api() as api:
         yield api
     server.stop()

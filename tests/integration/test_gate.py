@@ -13,32 +13,31 @@ import httpx
 import pytest
 from holter_server.connections import MAX_HEADER_BYTES
 
-from tests.conftest import new_run_id
-from tests.servers import ServerProcess
+from tests.conftest import migrated_sqlite, new_run_id
+from tests.servers import InProcessServer
 from tests.waiting import wait_until
 
 ADMIN_TOKEN = "gate-admin-token-0123456789abcdef"
-TIMEOUTS = {"HOLTER_BODY_TIMEOUT": "1", "HOLTER_HEADER_TIMEOUT": "1"}
+TIMEOUTS: dict[str, object] = {"body_timeout": 1.0, "header_timeout": 1.0}
 
 
 @pytest.fixture(scope="module")
-def secured(store_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    env = {"HOLTER_AUTH": "on", "HOLTER_ADMIN_TOKEN": ADMIN_TOKEN, **TIMEOUTS}
-    server = ServerProcess(store_url, env=env, log_path=tmp_path_factory.mktemp("gate") / "server.log").start()
+def secured(store_url: str) -> Iterator[InProcessServer]:
+    # the dashboard mounted: its callback socket is behind the gate too
+    settings = {"auth": "on", "admin_token": ADMIN_TOKEN, **TIMEOUTS}
+    server = InProcessServer(store_url, settings=settings, dashboard=True).start()
     yield server
     server.stop()
 
 
 @pytest.fixture(scope="module")
-def open_server(store_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    server = ServerProcess(
-        store_url, env=TIMEOUTS, log_path=tmp_path_factory.mktemp("gate-open") / "server.log"
-    ).start()
+def open_server(store_url: str) -> Iterator[InProcessServer]:
+    server = InProcessServer(store_url, settings=TIMEOUTS).start()
     yield server
     server.stop()
 
 
-def raw_request(server: ServerProcess, head: str, body: bytes = b"", *, wait: float = 5.0) -> bytes:
+def raw_request(server: InProcessServer, head: str, body: bytes = b"", *, wait: float = 5.0) -> bytes:
     """Send `head` (and `body`) on a raw socket and return what the server answers within `wait` seconds."""
     with socket.create_connection(("127.0.0.1", server.port), timeout=wait) as sock:
         sock.sendall(head.encode() + body)
@@ -48,7 +47,7 @@ def raw_request(server: ServerProcess, head: str, body: bytes = b"", *, wait: fl
             return b""
 
 
-def test_a_huge_declared_body_without_a_key_is_refused_before_it_is_sent(secured: ServerProcess) -> None:
+def test_a_huge_declared_body_without_a_key_is_refused_before_it_is_sent(secured: InProcessServer) -> None:
     head = (
         "POST /api/v1/runs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: "
         f"{256 * 2**20}\r\n\r\n"
@@ -59,7 +58,7 @@ def test_a_huge_declared_body_without_a_key_is_refused_before_it_is_sent(secured
     assert time.monotonic() - started < 3
 
 
-def test_the_key_is_checked_before_the_body_is_read(secured: ServerProcess) -> None:
+def test_the_key_is_checked_before_the_body_is_read(secured: InProcessServer) -> None:
     head = (
         "POST /api/v1/runs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: "
         "1000\r\n\r\n"
@@ -68,14 +67,14 @@ def test_the_key_is_checked_before_the_body_is_read(secured: ServerProcess) -> N
     assert answer.startswith(b"HTTP/1.1 401"), answer[:200]
 
 
-def test_a_json_body_over_its_route_limit_is_413_even_when_undeclared(secured: ServerProcess) -> None:
+def test_a_json_body_over_its_route_limit_is_413_even_when_undeclared(secured: InProcessServer) -> None:
     with secured.api(key=ADMIN_TOKEN) as api:
         chunks = (b"x" * 65536 for _ in range(40))  # 2.5 MiB, chunked: no Content-Length
         answer = api.post("/keys", content=chunks, headers={"content-type": "application/json"})
     assert answer.status_code == 413
 
 
-def test_stalled_uploads_hold_no_database_connection(secured: ServerProcess) -> None:
+def test_stalled_uploads_hold_no_database_connection(secured: InProcessServer) -> None:
     with secured.api(key=ADMIN_TOKEN) as api:
         key = api.post("/keys", json={"name": "stall", "scope": "ingest"}).json()["key"]
         run_id = new_run_id()
@@ -103,7 +102,7 @@ def test_stalled_uploads_hold_no_database_connection(secured: ServerProcess) -> 
             sock.close()
 
 
-def test_a_connection_that_never_finishes_its_headers_is_closed(open_server: ServerProcess) -> None:
+def test_a_connection_that_never_finishes_its_headers_is_closed(open_server: InProcessServer) -> None:
     with socket.create_connection(("127.0.0.1", open_server.port), timeout=0.5) as sock:
         sock.sendall(b"GET /api/v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\n")
         started = time.monotonic()
@@ -130,7 +129,7 @@ def _answer_to(port: int, raw: bytes) -> bytes:
 
 
 @pytest.mark.parametrize("shape", ["one field", "many fields", "never ends"])
-def test_a_header_block_over_the_limit_is_answered_400_and_closed(open_server: ServerProcess, shape: str) -> None:
+def test_a_header_block_over_the_limit_is_answered_400_and_closed(open_server: InProcessServer, shape: str) -> None:
     start = b"GET /api/v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\n"
     over = MAX_HEADER_BYTES + 1024
     blocks = {
@@ -144,14 +143,14 @@ def test_a_header_block_over_the_limit_is_answered_400_and_closed(open_server: S
     assert _answer_to(open_server.port, under).startswith(b"HTTP/1.1 200")
 
 
-def test_an_idle_connection_that_sends_nothing_is_closed(open_server: ServerProcess) -> None:
+def test_an_idle_connection_that_sends_nothing_is_closed(open_server: InProcessServer) -> None:
     with socket.create_connection(("127.0.0.1", open_server.port), timeout=5) as sock:
         started = time.monotonic()
         assert sock.recv(1) == b""
         assert time.monotonic() - started < 4
 
 
-def test_with_auth_off_points_must_be_json_or_msgpack(open_server: ServerProcess) -> None:
+def test_with_auth_off_points_must_be_json_or_msgpack(open_server: InProcessServer) -> None:
     with open_server.api() as api:
         run_id = new_run_id()
         api.post("/runs", json={"id": run_id, "project": "gate"}).raise_for_status()
@@ -164,7 +163,7 @@ def test_with_auth_off_points_must_be_json_or_msgpack(open_server: ServerProcess
         )
 
 
-def test_with_auth_off_a_cross_site_write_is_refused(open_server: ServerProcess) -> None:
+def test_with_auth_off_a_cross_site_write_is_refused(open_server: InProcessServer) -> None:
     with open_server.api() as api:
         answer = api.post("/runs", json={"project": "gate"}, headers={"origin": "https://evil.example"})
         assert answer.status_code == 403
@@ -172,7 +171,7 @@ def test_with_auth_off_a_cross_site_write_is_refused(open_server: ServerProcess)
         assert api.post("/runs", json={"project": "gate"}, headers={"origin": open_server.url}).status_code == 200
 
 
-def test_with_auth_off_a_foreign_host_name_is_refused(open_server: ServerProcess) -> None:
+def test_with_auth_off_a_foreign_host_name_is_refused(open_server: InProcessServer) -> None:
     # DNS rebinding: a page on rebind.example whose name now resolves to 127.0.0.1
     answer = httpx.get(f"{open_server.url}/api/v1/runs", headers={"host": "rebind.example"})
     assert answer.status_code == 421
@@ -182,7 +181,7 @@ def test_with_auth_off_a_foreign_host_name_is_refused(open_server: ServerProcess
     )
 
 
-def websocket_handshake(server: ServerProcess, path: str, cookie: str | None = None) -> bytes:
+def websocket_handshake(server: InProcessServer, path: str, cookie: str | None = None) -> bytes:
     head = (
         f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\nOrigin: {server.url}\r\nUpgrade: "
         "websocket\r\nConnection: Upgrade\r\n"
@@ -193,7 +192,7 @@ def websocket_handshake(server: ServerProcess, path: str, cookie: str | None = N
     return raw_request(server, head)
 
 
-def test_the_dashboards_callback_socket_needs_sign_in_when_auth_is_on(secured: ServerProcess) -> None:
+def test_the_dashboards_callback_socket_needs_sign_in_when_auth_is_on(secured: InProcessServer) -> None:
     pytest.importorskip("holter_dashboard")
     answer = websocket_handshake(secured, "/_dash-ws-callback")
     assert not answer.startswith(b"HTTP/1.1 101"), answer[:200]
@@ -205,10 +204,8 @@ def test_the_dashboards_callback_socket_needs_sign_in_when_auth_is_on(secured: S
 
 def test_connections_past_the_limit_get_503_and_the_service_answers_again_once_they_close(tmp_path: Path) -> None:
     limit = 8
-    server = ServerProcess(
-        f"sqlite:///{tmp_path / 'limit.db'}",
-        env={"HOLTER_HEADER_TIMEOUT": "30", "HOLTER_MAX_CONNECTIONS": str(limit)},
-        log_path=tmp_path / "server.log",
+    server = InProcessServer(
+        migrated_sqlite(tmp_path / "limit.db"), settings={"header_timeout": 30.0, "max_connections": limit}
     ).start()
     try:
         holders = [socket.create_connection(("127.0.0.1", server.port), timeout=5) for _ in range(limit)]
@@ -217,9 +214,10 @@ def test_connections_past_the_limit_get_503_and_the_service_answers_again_once_t
                 b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n"
             )  # headers never finished: each holds its connection
         time.sleep(0.5)
-        assert httpx.get(f"{server.url}/health", timeout=5).status_code == 503
+        # the API's own health route (a bare /health is only the dashboard's catch-all page)
+        assert httpx.get(f"{server.url}/api/v1/health", timeout=5).status_code == 503
         for sock in holders:
             sock.close()
-        assert wait_until(lambda: httpx.get(f"{server.url}/health", timeout=5).status_code == 200, timeout=10)
+        assert wait_until(lambda: httpx.get(f"{server.url}/api/v1/health", timeout=5).status_code == 200, timeout=10)
     finally:
         server.stop()

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ADMIN_TOKEN
-from tests.servers import ServerProcess
+from tests.conftest import ADMIN_TOKEN, migrated_sqlite
+from tests.servers import InProcessServer
 
 
-def make_key(server: ServerProcess, scope: str, project: str | None = "idp") -> dict:
+def make_key(server: InProcessServer, scope: str, project: str | None = "idp") -> dict:
     with server.api(key=ADMIN_TOKEN) as admin:
         answer = admin.post("/keys", json={"name": f"who-{scope}", "scope": scope, "project": project})
         assert answer.status_code == 201, answer.text
@@ -21,7 +21,7 @@ def make_key(server: ServerProcess, scope: str, project: str | None = "idp") -> 
 
 
 @pytest.mark.parametrize("scope", ["read", "ingest", "admin"])
-def test_a_key_of_any_scope_learns_who_it_is_without_its_secret(secured: ServerProcess, scope: str) -> None:
+def test_a_key_of_any_scope_learns_who_it_is_without_its_secret(secured: InProcessServer, scope: str) -> None:
     created = make_key(secured, scope)
     with secured.api(key=created["key"]) as api:
         answer = api.get("/keys/me")
@@ -38,7 +38,7 @@ def test_a_key_of_any_scope_learns_who_it_is_without_its_secret(secured: ServerP
     assert created["key"].split("_", 2)[2] not in answer.text
 
 
-def test_the_admin_token_is_an_admin_of_every_project(secured: ServerProcess) -> None:
+def test_the_admin_token_is_an_admin_of_every_project(secured: InProcessServer) -> None:
     with secured.api(key=ADMIN_TOKEN) as api:
         body = api.get("/keys/me").json()
     assert body["auth"] and body["scope"] == "admin" and body["project"] is None and body["id"] is None
@@ -46,12 +46,12 @@ def test_the_admin_token_is_an_admin_of_every_project(secured: ServerProcess) ->
 
 
 @pytest.mark.parametrize("key", [None, "hk_deadbeef_not-a-real-key", "not even the shape of a key"])
-def test_a_missing_or_unknown_key_is_refused(secured: ServerProcess, key: str | None) -> None:
+def test_a_missing_or_unknown_key_is_refused(secured: InProcessServer, key: str | None) -> None:
     with secured.api(key=key) as api:
         assert api.get("/keys/me").status_code == 401
 
 
-def test_a_revoked_key_is_refused(secured: ServerProcess) -> None:
+def test_a_revoked_key_is_refused(secured: InProcessServer) -> None:
     created = make_key(secured, "read")
     with secured.api(key=created["key"]) as api:
         assert api.get("/keys/me").status_code == 200
@@ -61,9 +61,7 @@ def test_a_revoked_key_is_refused(secured: ServerProcess) -> None:
 
 
 def test_with_auth_off_it_says_so(tmp_path: Path) -> None:
-    server = ServerProcess(
-        f"sqlite:///{tmp_path / 'holter.db'}", env={"HOLTER_AUTH": "off"}, log_path=tmp_path / "server.log"
-    ).start()
+    server = InProcessServer(migrated_sqlite(tmp_path / "holter.db"), settings={"auth": "off"}).start()
     try:
         with server.api() as api:
             body = api.get("/keys/me").json()

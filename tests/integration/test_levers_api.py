@@ -10,7 +10,7 @@ import holter
 import httpx
 
 from tests.integration.test_live_detection import settled_events
-from tests.servers import ServerProcess
+from tests.servers import InProcessServer, ServerProcess
 
 
 def stream_runs(server: ServerProcess, project: str, periods: dict[int, int], seeds: list[int]) -> None:
@@ -112,7 +112,7 @@ def test_configs_of_twelve_thousand_keys_are_refused_before_the_finder_groups_th
 def test_configs_larger_together_than_the_limit_are_refused_unread(store_url: str, tmp_path: Path) -> None:
     from tests.conftest import own_store
 
-    server = ServerProcess(own_store(store_url, tmp_path), env={"HOLTER_MAX_LEVER_CONFIG_BYTES": "100000"}).start()
+    server = InProcessServer(own_store(store_url, tmp_path), settings={"max_lever_config_bytes": 100_000}).start()
     try:
         with server.api() as api:
             for i in range(3):

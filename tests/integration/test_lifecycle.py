@@ -4,25 +4,27 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
 
 from tests.conftest import new_run_id, own_store
-from tests.servers import ServerProcess
+from tests.servers import InProcessServer
 from tests.waiting import wait_until
 
 
-@pytest.fixture
-def quick_stall_server(store_url: str, tmp_path: Path) -> Iterator[ServerProcess]:
-    env = {"HOLTER_STALL_AFTER": "1.5", "HOLTER_STALL_CHECK_INTERVAL": "0.2"}
-    server = ServerProcess(own_store(store_url, tmp_path), env=env, log_path=tmp_path / "server.log").start()
+@pytest.fixture(scope="module")
+def quick_stall_server(store_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessServer]:
+    # a store of its own: on the shared one every other test's quiet runs would stall within seconds
+    settings = {"stall_after": 1.5, "stall_check_interval": 0.2}
+    server = InProcessServer(own_store(store_url, tmp_path_factory.mktemp("stall")), settings=settings).start()
     yield server
     server.stop()
 
 
-def test_a_silent_run_stalls_and_resumes_when_points_return(quick_stall_server: ServerProcess) -> None:
+# slow: seconds of waiting on the stall clock, out of the fast tier
+@pytest.mark.slow
+def test_a_silent_run_stalls_and_resumes_when_points_return(quick_stall_server: InProcessServer) -> None:
     api = quick_stall_server.api(timeout=5)
     run_id = new_run_id()
     api.post("/runs", json={"id": run_id, "project": "life"})
@@ -36,7 +38,9 @@ def test_a_silent_run_stalls_and_resumes_when_points_return(quick_stall_server: 
     assert "resumed after" in resumed["summary"]
 
 
-def test_heartbeats_keep_a_quiet_run_from_stalling(quick_stall_server: ServerProcess) -> None:
+# slow: seconds of waiting on the stall clock, out of the fast tier
+@pytest.mark.slow
+def test_heartbeats_keep_a_quiet_run_from_stalling(quick_stall_server: InProcessServer) -> None:
     api = quick_stall_server.api(timeout=5)
     run_id = new_run_id()
     api.post("/runs", json={"id": run_id, "project": "life"})
@@ -46,7 +50,9 @@ def test_heartbeats_keep_a_quiet_run_from_stalling(quick_stall_server: ServerPro
     assert api.get(f"/runs/{run_id}").json()["status"] == "running"
 
 
-def test_finished_runs_never_stall(quick_stall_server: ServerProcess) -> None:
+# slow: seconds of waiting on the stall clock, out of the fast tier
+@pytest.mark.slow
+def test_finished_runs_never_stall(quick_stall_server: InProcessServer) -> None:
     api = quick_stall_server.api(timeout=5)
     run_id = new_run_id()
     api.post("/runs", json={"id": run_id, "project": "life"})

@@ -11,18 +11,18 @@ import httpx
 import pytest
 
 from tests.conftest import new_run_id, own_store
-from tests.servers import ServerProcess
+from tests.servers import InProcessServer, ServerProcess
 
 
 @pytest.fixture(scope="module")
-def limited(store_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
-    env = {
-        "HOLTER_MAX_METRICS_PER_RUN": "5",
-        "HOLTER_MAX_CONFIG_BYTES": "1000",
-        "HOLTER_MAX_BODY_BYTES": "100000",
-        "HOLTER_MAX_POINTS_PER_BATCH": "1000",
+def limited(store_url: str) -> Iterator[httpx.Client]:
+    settings = {
+        "max_metrics_per_run": 5,
+        "max_config_bytes": 1000,
+        "max_body_bytes": 100_000,
+        "max_points_per_batch": 1000,
     }
-    server = ServerProcess(store_url, env=env, log_path=tmp_path_factory.mktemp("limits") / "server.log").start()
+    server = InProcessServer(store_url, settings=settings).start()
     with server.api() as client:
         yield client
     server.stop()
@@ -128,6 +128,7 @@ def peak_memory(server: ServerProcess) -> int:
 
 def test_a_batch_of_too_many_small_numbers_is_413_before_it_is_decoded(store_url: str, tmp_path: Path) -> None:
     # 63 MiB of "0," (22M steps, 11M values): decoded whole, a body like it took 1.2 GB before the 413
+    # (a server process of its own: its peak memory is what is measured)
     server = ServerProcess(own_store(store_url, tmp_path), log_path=tmp_path / "server.log").start()
     try:
         with server.api() as api:
@@ -151,9 +152,8 @@ def test_a_batch_of_too_many_small_numbers_is_413_before_it_is_decoded(store_url
 @pytest.fixture(scope="module")
 def roomy(store_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
     # no live detection: reading 20,000 new series at once is its own (slow) story
-    env = {"HOLTER_MAX_METRICS_PER_RUN": "100000", "HOLTER_DETECTION_ENABLED": "false"}
-    folder = tmp_path_factory.mktemp("roomy")
-    server = ServerProcess(own_store(store_url, folder), env=env, log_path=folder / "server.log").start()
+    settings = {"max_metrics_per_run": 100_000, "detection_enabled": False}
+    server = InProcessServer(own_store(store_url, tmp_path_factory.mktemp("roomy")), settings=settings).start()
     with server.api(timeout=120) as client:
         yield client
     server.stop()

@@ -11,7 +11,7 @@ import holter
 import httpx
 import pytest
 
-from tests.servers import ServerProcess, free_port
+from tests.servers import InProcessServer
 from tests.waiting import wait_until
 
 torch = pytest.importorskip("torch")
@@ -53,7 +53,7 @@ def events_of(url: str, run_id: str, **params: str) -> list[dict]:
     return answer.json()["data"]
 
 
-def test_a_planted_nan_is_named_on_the_loss_divergence(server: ServerProcess, spool_dir: Path) -> None:
+def test_a_planted_nan_is_named_on_the_loss_divergence(server: InProcessServer, spool_dir: Path) -> None:
     torch.manual_seed(0)
     model = Model()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
@@ -100,17 +100,15 @@ def test_a_resent_report_is_stored_once_and_the_first_one_kept(api: httpx.Client
     assert stored["severity"] == "warning"  # no divergence on this run to attach it to
 
 
-def test_a_report_made_while_the_service_is_away_arrives_when_it_returns(
-    store_url: str, spool_dir: Path, tmp_path: Path
-) -> None:
-    port = free_port()
-    run = holter.init(project="tripwires", url=f"http://127.0.0.1:{port}", connect_timeout=0.5)
+def test_a_report_made_while_the_service_is_away_arrives_when_it_returns(store_url: str, spool_dir: Path) -> None:
+    server = InProcessServer(store_url)  # not started yet: nothing answers at its address
+    run = holter.init(project="tripwires", url=server.url, connect_timeout=0.5)
     run.log({"loss": 2.0}, step=6)
     run.report_nonfinite(7, forward={"name": "layers.0.attn", "value": "NaN"})
     run.log({"loss": math.nan}, step=7)
     assert run.flush(timeout=30)
     assert list((spool_dir / run.id).glob("*.json"))
-    server = ServerProcess(store_url, port=port, log_path=tmp_path / "server.log").start()
+    server.start()
     try:
         run.finish(timeout=60)
         assert not list((spool_dir / run.id).glob("*.json"))
