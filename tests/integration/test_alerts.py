@@ -227,17 +227,20 @@ def test_within_the_cooldown_alerts_wait_and_go_out_together(
             "name": "spikes",
             "kinds": ["spike"],
             "min_severity": "info",
-            "cooldown_s": 3,
+            "cooldown_s": 10,
         },
     ).raise_for_status()
     run = holter.init(project=project, url=alert_server.url, flush_interval=0.1)
     for step in range(400):
         run.log({"grad_norm": 50.0 if step in (100, 200, 300) else 1.0 + 0.01 * (step % 5)}, step=step)
-        if step in (150, 250):
+        if step == 150:  # the first spike's alert is out, and its cooldown begins, before the others are logged
             run.flush()
-            time.sleep(1.0)  # the second and third spikes arrive inside the first one's cooldown
+            wait_until(lambda: len(receiver.messages()) == 1, timeout=30)
+        if step == 250:  # the second and third spikes are read apart, both inside the cooldown
+            run.flush()
+            time.sleep(1.0)
     run.finish()
-    wait_until(lambda: sum(len(m.json()["alerts"]) for m in receiver.messages()) == 3, timeout=30)
+    wait_until(lambda: sum(len(m.json()["alerts"]) for m in receiver.messages()) == 3, timeout=40)
     assert len(receiver.messages()) == 2  # the first at once, the other two together after the cooldown
 
 
