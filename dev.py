@@ -9,8 +9,8 @@
 Each creates ./.venv and installs the project into it when needed (again only when
 pyproject.toml changed), so all are safe to run any number of times. Extra arguments go to
 `holter demo` or to pytest; `lint` takes none. The tests run in HOLTER_TEST_WORKERS pytest-xdist
-workers (default: two per core for the whole suite, which mostly waits on servers; one per core
-for `--fast`); `-n 0` runs them in this process, as a debugger wants.
+workers (default: two per core and one more for the whole suite, which mostly waits on servers;
+one per core and one more for `--fast`); `-n 0` runs them in this process, as a debugger wants.
 """
 
 from __future__ import annotations
@@ -50,11 +50,13 @@ def pytest_runs(args: list[str]) -> list[list[str]]:
         return [[*(["-m", FAST] if fast else []), *args]]
     asked, args = _marker_expression(args)
     selection = " and ".join(f"({e})" for e in (asked, FAST if fast else None) if e)
-    # The fast tier computes more than it waits: a worker per core. The whole suite mostly waits
-    # on servers, receivers and detection passes: two per core. Every worker imports and collects
-    # the whole selection (torch and lightning alone take seconds), so more only cost CPU.
+    # Both tiers wait (on detection passes, database round trips, servers, receivers and browsers)
+    # more than a worker per core leaves idle: one more than the cores for the fast tier, and one
+    # more than two per core for the whole suite (measured on 2 cores: the fast tier 4:05 with 2
+    # workers, 2:55 with 3; the suite 13:31 with 4, 11:17 with 5). Every worker imports and
+    # collects the whole selection (torch alone takes seconds), so more than that only cost CPU.
     cores = os.cpu_count() or 2
-    workers = os.environ.get("HOLTER_TEST_WORKERS") or str(cores if fast else 2 * cores)
+    workers = os.environ.get("HOLTER_TEST_WORKERS") or str(cores + 1 if fast else 2 * cores + 1)
     # whole files to a worker: a module's fixtures (servers, stores) are then made once, not per worker
     # and the longest first (tests/conftest.py orders them), not xdist's files with most tests first
     marker = f"{selection} and not serial" if selection else "not serial"
