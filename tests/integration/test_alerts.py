@@ -491,7 +491,7 @@ def test_one_nan_is_one_message_naming_its_module(
 ) -> None:
     # a real CPU training, the tripwire on: the loss, every gradient norm and activation norm go NaN
     pytest.importorskip("torch")
-    from tests.integration.test_incidents import train_with_a_nan
+    from tests.integration.test_tripwires import train_with_a_nan
 
     add_channel(api, receiver, project)
     run_id = train_with_a_nan(alert_server.url, project=project)

@@ -7,44 +7,15 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
-import holter
 import httpx
 import pytest
 
 from tests.servers import ServerProcess
 from tests.waiting import wait_until
 
-torch = pytest.importorskip("torch")
-import holter.torch
-from torch import nn
+pytest.importorskip("torch")
 
-from tests.integration.test_tripwires import Model
-
-
-def train_with_a_nan(url: str, *, project: str = "incidents", nan_from: int = 80, steps: int = 120) -> str:
-    """A tiny transformer-like model whose layer 1 attention masks every row from `nan_from` on."""
-    torch.manual_seed(0)
-    model = Model()
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
-    run = holter.init(project=project, name="nan-in-layer-1", url=url)
-    watch = holter.torch.watch(model, run, every=5, nan_tripwire=True)
-    generator = torch.Generator().manual_seed(0)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # a model this small gains nothing from more, whose idle ones spin on a busy machine
-    try:
-        for step in range(steps):
-            model.layers[1]["attn"].mask_everything = step >= nan_from
-            tokens = torch.randint(0, 11, (4, 8), generator=generator)
-            loss = nn.functional.cross_entropy(model(tokens).reshape(-1, 11), tokens.reshape(-1))
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            run.log({"loss": loss.item()}, step=step)
-    finally:
-        torch.set_num_threads(threads)
-    watch.remove()
-    run.finish()
-    return run.id
+from tests.integration.test_tripwires import train_with_a_nan
 
 
 def incidents_of(url: str, run_id: str) -> dict:
@@ -54,7 +25,7 @@ def incidents_of(url: str, run_id: str) -> dict:
 
 
 def test_a_planted_nan_is_one_incident_led_by_its_module(server: ServerProcess, spool_dir: Path) -> None:
-    run_id = train_with_a_nan(server.url)
+    run_id = train_with_a_nan(server.url, project="incidents")
 
     def settled() -> dict | None:
         # the loss, the whole-model and per-layer gradient norms all diverged, with the tripwire
@@ -76,7 +47,7 @@ def test_a_planted_nan_is_one_incident_led_by_its_module(server: ServerProcess, 
 
 
 def test_the_post_mortem_of_a_nan_run_leads_with_its_module(server: ServerProcess, spool_dir: Path) -> None:
-    run_id = train_with_a_nan(server.url)
+    run_id = train_with_a_nan(server.url, project="incidents")
     wait_until(lambda: incidents_of(server.url, run_id)["events"] >= 8)
     answer = httpx.get(f"{server.url}/api/v1/runs/{run_id}/postmortem", timeout=60)
     answer.raise_for_status()

@@ -47,6 +47,35 @@ class Model(nn.Module):
         return self.head(x)
 
 
+def train_with_a_nan(
+    url: str, *, project: str, layer: int = 1, nan_from: int = 80, steps: int = 120, every: int = 5
+) -> str:
+    """Train `Model` on CPU with the tripwire on, its `layer`'s attention masking every row from
+    step `nan_from` on; the finished run's id."""
+    torch.manual_seed(0)
+    model = Model()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    run = holter.init(project=project, name=f"nan-in-layer-{layer}", url=url)
+    watch = holter.torch.watch(model, run, every=every, nan_tripwire=True)
+    generator = torch.Generator().manual_seed(0)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # a model this small gains nothing from more, whose idle ones spin on a busy machine
+    try:
+        for step in range(steps):
+            model.layers[layer]["attn"].mask_everything = step >= nan_from
+            tokens = torch.randint(0, 11, (4, 8), generator=generator)
+            loss = nn.functional.cross_entropy(model(tokens).reshape(-1, 11), tokens.reshape(-1))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            run.log({"loss": loss.item()}, step=step)
+    finally:
+        torch.set_num_threads(threads)
+    watch.remove()
+    run.finish()
+    return run.id
+
+
 def events_of(url: str, run_id: str, **params: str) -> list[dict]:
     answer = httpx.get(f"{url}/api/v1/runs/{run_id}/events", params=params, timeout=30)
     answer.raise_for_status()
@@ -54,25 +83,10 @@ def events_of(url: str, run_id: str, **params: str) -> list[dict]:
 
 
 def test_a_planted_nan_is_named_on_the_loss_divergence(server: InProcessServer, spool_dir: Path) -> None:
-    torch.manual_seed(0)
-    model = Model()
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
-    run = holter.init(project="tripwires", name="nan-in-layer-2", url=server.url)
-    watch = holter.torch.watch(model, run, every=10, nan_tripwire=True)
-    generator = torch.Generator().manual_seed(0)
-    for step in range(60):
-        model.layers[2]["attn"].mask_everything = step >= 40
-        tokens = torch.randint(0, 11, (4, 8), generator=generator)
-        loss = nn.functional.cross_entropy(model(tokens).reshape(-1, 11), tokens.reshape(-1))
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        run.log({"loss": loss.item()}, step=step)
-    watch.remove()
-    run.finish()
+    run_id = train_with_a_nan(server.url, project="tripwires", layer=2, nan_from=40, steps=60, every=10)
 
     def attached() -> list[dict]:
-        return [e for e in events_of(server.url, run.id, kind="first_nonfinite") if e["metric"] == "loss"]
+        return [e for e in events_of(server.url, run_id, kind="first_nonfinite") if e["metric"] == "loss"]
 
     (found,) = wait_until(attached)
     assert found["summary"].startswith("first non-finite output at step 40: `layers.2.attn` (forward, NaN)")

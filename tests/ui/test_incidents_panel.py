@@ -13,12 +13,12 @@ from tests.waiting import wait_until
 pytest.importorskip("torch")
 pytestmark = pytest.mark.slow
 
-from tests.integration.test_incidents import train_with_a_nan
+from tests.integration.test_tripwires import train_with_a_nan
 
 
 @pytest.fixture(scope="module")
 def nan_run(ui_server: InProcessServer) -> str:
-    run_id = train_with_a_nan(ui_server.url)
+    run_id = train_with_a_nan(ui_server.url, project="incidents")
 
     def settled() -> bool:
         answer = httpx.get(f"{ui_server.url}/api/v1/runs/{run_id}/incidents", timeout=30).json()
