@@ -90,7 +90,7 @@ def event_markers(
     its precursor share it)."""
     at_step: dict[int, list[Mapping[str, Any]]] = {}
     for event in events:
-        if event.get("metric") == metric and event.get("status") != "dismissed":
+        if event.get("metric") == metric and not vocab.is_hidden(event.get("status")):
             step = event.get("peak_step") if event.get("peak_step") is not None else event.get("start_step")
             if step is not None:
                 at_step.setdefault(step, []).append(event)

@@ -144,7 +144,7 @@ def line_figure(
     panel_events = [e for e in events if e.get("metric") in panel.metrics or e.get("metric") is None]
     peak_x, peak_y, peak_text, peak_ids, peak_colors = [], [], [], [], []
     for event in panel_events:
-        if event.get("metric") is None or event.get("status") == "dismissed":
+        if event.get("metric") is None or vocab.is_hidden(event.get("status")):
             continue
         step = event.get("peak_step") if event.get("peak_step") is not None else event.get("start_step")
         y = value_at(series.get(event["metric"]) or Series([], []), step) if step is not None else None

@@ -29,12 +29,12 @@ def event_shapes(
     events: Sequence[Mapping[str, Any]], series: Iterable[Series], view: View, vocab: Vocabulary
 ) -> tuple[list[dict], list[dict]]:
     """Shapes (a shaded span for a range, a line for a single step) and labels (the kind, the
-    summary on hover) for events. Dismissed events are left out; handled ones are drawn grey."""
+    summary on hover) for events. Dismissed (hidden) events are left out; handled ones are drawn grey."""
     series = list(series)
     shapes: list[dict] = []
     labels: list[dict] = []
     for event in events:
-        if event.get("status") == "dismissed" or event.get("start_step") is None:
+        if vocab.is_hidden(event.get("status")) or event.get("start_step") is None:
             continue
         color = event_color(event, vocab)
         start, end = (

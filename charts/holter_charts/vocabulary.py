@@ -99,6 +99,19 @@ class Vocabulary:
         """Event statuses a person decided (drawn quiet)."""
         return tuple(self.data.get("handled_event_statuses") or ())
 
+    def is_open(self, status: str | None) -> bool:
+        """Whether an event with this status is found and not yet handled."""
+        return status is not None and status == self.data.get("open_event_status")
+
+    def is_hidden(self, status: str | None) -> bool:
+        """Whether an event with this status is left out of what a person reads (dismissed,
+        withdrawn): not drawn on charts, greyed in lists."""
+        return status in (self.data.get("hidden_event_statuses") or ())
+
+    @property
+    def open_event_status(self) -> str:
+        return str(self.data.get("open_event_status") or "")
+
     def event_status_rank(self, status: str | None) -> int:
         """Open first, then in the vocabulary's order."""
         names = [s["name"] for s in self.data.get("event_statuses") or []]

@@ -447,7 +447,7 @@ def register(app: Dash, api: HolterAPI) -> None:
             runs = [r for r in runs if matches_search(r, query)]
         notice = None
         if kind:
-            events, problem = await optional(api.events(kind=kind, status="open"), None)
+            events, problem = await optional(api.events(kind=kind, status=vocab.open_event_status), None)
             if events is None:
                 notice = error_alert(
                     problem or "this service does not report events yet", "Cannot filter by event kind"

@@ -6,16 +6,25 @@ import fnmatch
 import math
 from dataclasses import dataclass
 
+from holter_server.vocabulary.events import EventKind
 from holter_server.vocabulary.severities import DEFAULT_MIN_SEVERITY, Level, rank
 
 # What a new project's first channel is told about unless someone says otherwise.
 DEFAULT_RULES = (
     # the tripwire's report names the module where the NaN began: critical on the divergence it explains
-    {"name": "divergence and NaN", "kinds": ["divergence", "first_nonfinite"], "min_severity": DEFAULT_MIN_SEVERITY},
-    {"name": "run stalled or crashed", "kinds": ["run_stalled", "run_crashed"], "min_severity": DEFAULT_MIN_SEVERITY},
-    {"name": "logprob mismatch off zero", "kinds": ["mismatch_off_zero"], "min_severity": DEFAULT_MIN_SEVERITY},
+    {
+        "name": "divergence and NaN",
+        "kinds": [EventKind.DIVERGENCE, EventKind.FIRST_NONFINITE],
+        "min_severity": DEFAULT_MIN_SEVERITY,
+    },
+    {
+        "name": "run stalled or crashed",
+        "kinds": [EventKind.RUN_STALLED, EventKind.RUN_CRASHED],
+        "min_severity": DEFAULT_MIN_SEVERITY,
+    },
+    {"name": "logprob mismatch off zero", "kinds": [EventKind.MISMATCH_OFF_ZERO], "min_severity": DEFAULT_MIN_SEVERITY},
     # the job asked for it (run.alert): every level reaches chat, as wandb's alerts do
-    {"name": "the training job's own alerts", "kinds": ["alert"], "min_severity": Level.INFO},
+    {"name": "the training job's own alerts", "kinds": [EventKind.ALERT], "min_severity": Level.INFO},
 )
 
 

@@ -30,12 +30,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from holter_server.detect.events import Event, format_step
-from holter_server.vocabulary.events import label
+from holter_server.vocabulary.events import EventKind, label
 from holter_server.vocabulary.kinds import MetricKinds
 from holter_server.vocabulary.names import is_per_layer
 from holter_server.vocabulary.severities import rank, worst
 
-TRIPWIRE = "first_nonfinite"
+TRIPWIRE = EventKind.FIRST_NONFINITE
 # how long after a tripwire's step what goes non-finite is still its consequence (the loss may
 # be logged every few steps, norms every few dozen)
 NONFINITE_STEPS = 200
@@ -49,25 +49,27 @@ PHASE_TOLERANCE = 0.1  # a spike this close to the beat (a share of the period, 
 # machine's vitals, a job's own alert or a rule someone set
 CONSEQUENCE_KINDS = frozenset(
     {
-        "divergence",
-        "spike",
-        "plateau",
-        "level_shift",
-        "too_good",
-        "grad_norm_precursor",
-        "no_learning_signal",
-        "activation_growth",
-        "layer_dominance",
-        "norm_growth",
-        "drift_together",
-        "overfitting",
+        EventKind.DIVERGENCE,
+        EventKind.SPIKE,
+        EventKind.PLATEAU,
+        EventKind.LEVEL_SHIFT,
+        EventKind.TOO_GOOD,
+        EventKind.GRAD_NORM_PRECURSOR,
+        EventKind.NO_LEARNING_SIGNAL,
+        EventKind.ACTIVATION_GROWTH,
+        EventKind.LAYER_DOMINANCE,
+        EventKind.NORM_GROWTH,
+        EventKind.DRIFT_TOGETHER,
+        EventKind.OVERFITTING,
         TRIPWIRE,
     }
 )
 # the kinds any rule groups: an event of another kind (a stall, a job's own alert) is always alone
-GROUPED_KINDS = CONSEQUENCE_KINDS | {"sawtooth"}
-EPISODE_KINDS = frozenset({"divergence", "activation_growth", "norm_growth", "drift_together"})
-TEETH_KINDS = frozenset({"spike", "too_good", "divergence", "level_shift"})
+GROUPED_KINDS = CONSEQUENCE_KINDS | {EventKind.SAWTOOTH}
+EPISODE_KINDS = frozenset(
+    {EventKind.DIVERGENCE, EventKind.ACTIVATION_GROWTH, EventKind.NORM_GROWTH, EventKind.DRIFT_TOGETHER}
+)
+TEETH_KINDS = frozenset({EventKind.SPIKE, EventKind.TOO_GOOD, EventKind.DIVERGENCE, EventKind.LEVEL_SHIFT})
 # which rule made an incident, in the order incidents of one severity are listed
 RULES = ("nonfinite", "episode", "bad_batch", "sawtooth", "single")
 
@@ -176,7 +178,7 @@ def _episodes(
             continue
         loss_first = [i for i in members if events[i].start_step == first.start_step]
         leader = min(
-            loss_first, key=lambda i: (not _is_loss(kind_of(events[i].metric)), events[i].kind != "divergence")
+            loss_first, key=lambda i: (not _is_loss(kind_of(events[i].metric)), events[i].kind != EventKind.DIVERGENCE)
         )
         found.append(("episode", leader, [leader, *(i for i in members if i != leader)]))
     return found
@@ -191,7 +193,7 @@ def _bad_batches(
 ) -> list[tuple[str, int, list[int]]]:
     def spikes(kind: Callable[[str], bool]) -> list[int]:
         return sorted(
-            (i for i in free if events[i].kind == "spike" and kind(kind_of(events[i].metric))),
+            (i for i in free if events[i].kind == EventKind.SPIKE and kind(kind_of(events[i].metric))),
             key=lambda i: _step(_peak(events[i])),
         )
 
@@ -208,7 +210,7 @@ def _bad_batches(
         precursors = [
             i
             for i in free
-            if events[i].kind == "grad_norm_precursor"
+            if events[i].kind == EventKind.GRAD_NORM_PRECURSOR
             and _step(events[i].start_step) - BAD_BATCH_STEPS <= at <= _step(events[i].end_step) + BAD_BATCH_STEPS
         ]
         members = [loss, *same, *precursors]
@@ -225,7 +227,7 @@ def _sawtooth(
     events: Sequence[Event], free: set[int], kind_of: Callable[[str | None], str]
 ) -> list[tuple[str, int, list[int]]]:
     saws = sorted(
-        (i for i in free if events[i].kind == "sawtooth" and events[i].period),
+        (i for i in free if events[i].kind == EventKind.SAWTOOTH and events[i].period),
         key=lambda i: (not events[i].details.get("period_causes"), not _is_loss(kind_of(events[i].metric)), i),
     )
     found: list[tuple[str, int, list[int]]] = []
@@ -252,7 +254,7 @@ def _sawtooth(
             own = spans.get(e.metric)
             if own is not None and own[0] - period <= e.start_step <= own[1] + period:
                 members.append(i)  # a tooth of the sawtooth's own series, or a misreading of it
-            elif e.kind == "spike" and phases and _on_beat(_step(_peak(e)), phases[0], period, start, end):
+            elif e.kind == EventKind.SPIKE and phases and _on_beat(_step(_peak(e)), phases[0], period, start, end):
                 members.append(i)  # a spike of another signal on the same beat (an eval pause)
         taken.update(members)
         found.append(("sawtooth", s, members))
@@ -339,7 +341,7 @@ def _words(
         )
     if rule == "bad_batch":
         peak = format_step(_step(_peak(lead)))
-        grads = _metrics([e for e in folded if e.kind == "spike"])
+        grads = _metrics([e for e in folded if e.kind == EventKind.SPIKE])
         return (
             f"bad batch at step {peak}",
             f"one batch at step {peak}: {lead.metric} and {grads} spiked at the same step",
@@ -349,9 +351,11 @@ def _words(
         shown = f"{period:,.0f}" if abs(period - round(period)) < 0.05 else f"{period:,.1f}"
         note = lead.details.get("period_note")
         title = f"sawtooth, period {shown} steps" + (f" ({note})" if note else "")
-        cause = f"a cycle every {shown} steps on {_metrics([lead, *[e for e in folded if e.kind == 'sawtooth']])}"
+        cause = (
+            f"a cycle every {shown} steps on {_metrics([lead, *[e for e in folded if e.kind == EventKind.SAWTOOTH]])}"
+        )
         cause += f": {note}" if note else ": no config key explains the period"
-        teeth = [e for e in folded if e.kind != "sawtooth"]
+        teeth = [e for e in folded if e.kind != EventKind.SAWTOOTH]
         if teeth:
             cause += f"; {len(teeth)} event{'s' if len(teeth) != 1 else ''} on its beat folded ({_metrics(teeth)})"
         return title, cause

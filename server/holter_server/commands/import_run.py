@@ -38,6 +38,7 @@ from holter_server.detect import is_alarm
 from holter_server.detect.events import format_step
 from holter_server.importers import ImportFormatError, Point, Source, open_source
 from holter_server.vocabulary.severities import verdict_of, verdict_rank
+from holter_server.vocabulary.statuses import RunStatus
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
@@ -196,10 +197,10 @@ def run(args: argparse.Namespace, *, client: Client) -> int:
         count = stream_points(_chain(first, points), imported, sent, progress)
     except READ_ERRORS as exc:
         progress.close(progress.points, len(sent.count))
-        imported.finish("crashed")
+        imported.finish(RunStatus.CRASHED)
         return _fail(f"{_read_error(path, exc)}; the points read before it are in run {imported.id}", EXIT_BAD_INPUT)
     except BaseException:
-        imported.finish("crashed")
+        imported.finish(RunStatus.CRASHED)
         raise
     progress.close(count, len(sent.count))
     late_config = {k: v for k, v in source.config.items() if config.get(k, object()) != v}

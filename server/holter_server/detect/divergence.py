@@ -28,6 +28,7 @@ import numpy as np
 from holter_server.detect.events import Event, format_step, format_value
 from holter_server.detect.runs import RunTracker
 from holter_server.detect.window import Window
+from holter_server.vocabulary.events import EventKind
 from holter_server.vocabulary.profiles import KindProfile
 from holter_server.vocabulary.severities import Level
 
@@ -76,7 +77,7 @@ class NonFiniteDetector:
                 before = values[:lo][np.isfinite(values[:lo])]
                 previous = float(before[-1]) if len(before) else self.last_finite
                 event = Event(
-                    kind="divergence",
+                    kind=EventKind.DIVERGENCE,
                     metric=self.metric,
                     start_step=int(steps[lo]),
                     end_step=int(steps[lo]),
@@ -218,7 +219,7 @@ class RiseDetector:
                     (float(reference[at]), int(reference_step[at])) if at >= 0 else self.run_reference or (np.inf, 0)
                 )
                 event = Event(
-                    kind="divergence",
+                    kind=EventKind.DIVERGENCE,
                     metric=self.metric,
                     start_step=minimum_step,
                     end_step=0,

@@ -53,6 +53,7 @@ from holter_server.detect.ceiling import FLOOR_FACTOR
 from holter_server.detect.events import Event, format_step, format_value
 from holter_server.detect.spikes import MAX_SPIKE_STEPS
 from holter_server.detect.window import Window
+from holter_server.vocabulary.events import EventKind
 from holter_server.vocabulary.profiles import KindProfile
 from holter_server.vocabulary.severities import Level, rank
 
@@ -479,7 +480,7 @@ class DriftDetector:
             "severity": Level.INFO,
         }
         event = Event(
-            kind="divergence",
+            kind=EventKind.DIVERGENCE,
             metric=self.metric,
             start_step=onset_step,
             end_step=self.last_steps[k],
@@ -590,7 +591,7 @@ class DriftDetector:
                     self.events.pop()
                     self.open = None
                     return
-                event.kind = "spike"
+                event.kind = EventKind.SPIKE
                 event.severity = Level.INFO
                 event.details["hump"] = True
                 event.details["recovered_step"] = back

@@ -44,13 +44,14 @@ from typing import Any
 from holter_server.detect.events import Event, format_step, format_value
 from holter_server.detect.outline import SeriesOutline
 from holter_server.detect.train_eval import train_eval_findings
+from holter_server.vocabulary.events import EventKind
 from holter_server.vocabulary.kinds import MetricKinds
 from holter_server.vocabulary.names import is_per_layer, layer_of
 from holter_server.vocabulary.profiles import is_percent
 from holter_server.vocabulary.severities import Level, rank
 from holter_server.vocabulary.signals import LOSS_KINDS, MISMATCH_HEALTHY
 
-NONFINITE_ORIGIN = "first_nonfinite"  # a tripwire report, attached to a divergence by `nonfinite_origin`
+NONFINITE_ORIGIN = EventKind.FIRST_NONFINITE  # a tripwire report, attached to a divergence by `nonfinite_origin`
 # a divergence that begins this many steps after the tripwire's step is still the one it explains
 # (the loss may be logged only every few steps)
 ATTACH_AFTER_STEPS = 200
@@ -140,10 +141,10 @@ def _finding(
 
 
 def _precursors(by_kind: dict[str, list[Event]]) -> list[Event]:
-    grad_spikes = [e for e in by_kind.get("grad_norm", []) if e.kind == "spike" and not is_per_layer(e.metric)]
+    grad_spikes = [e for e in by_kind.get("grad_norm", []) if e.kind == EventKind.SPIKE and not is_per_layer(e.metric)]
     found = []
     for loss in by_kind.get("loss", []):
-        if loss.kind not in ("spike", "divergence") or _is_drift(loss):
+        if loss.kind not in (EventKind.SPIKE, EventKind.DIVERGENCE) or _is_drift(loss):
             continue  # (a drift sets off slowly: a spike at its first step explains nothing)
         ahead = [g for g in grad_spikes if 0 <= loss.start_step - g.start_step <= PRECURSOR_STEPS]
         if not ahead:
@@ -158,14 +159,14 @@ def _precursors(by_kind: dict[str, list[Event]]) -> list[Event]:
         severity = Level.INFO if loss.severity == Level.INFO else Level.WARNING
         found.append(
             _finding(
-                "grad_norm_precursor",
+                EventKind.GRAD_NORM_PRECURSOR,
                 loss.metric,
                 grad.start_step,
                 loss.end_step,
                 severity,
                 float(lead),
                 f"{grad.metric} spiked at step {format_step(grad.start_step)}{size}, {when} {loss.metric} "
-                f"{'spiked' if loss.kind == 'spike' else 'diverged'} at step {format_step(loss.start_step)}: "
+                f"{'spiked' if loss.kind == EventKind.SPIKE else 'diverged'} at step {format_step(loss.start_step)}: "
                 "the gradient norm gave the early warning",
                 peak_step=loss.peak_step,
                 signals=[grad.metric, loss.metric],
@@ -178,8 +179,8 @@ def _precursors(by_kind: dict[str, list[Event]]) -> list[Event]:
 def _no_learning_signal(
     by_kind: dict[str, list[Event]], series: list[SeriesSnapshot], kind_of: Callable[[str], str]
 ) -> list[Event]:
-    zero = [e for e in by_kind.get("grad_norm", []) if e.kind == "plateau" and e.details.get("cause") == "zero"]
-    flat = [e for e in by_kind.get("loss", []) if e.kind == "plateau" and e.details.get("cause") == "flat"]
+    zero = [e for e in by_kind.get("grad_norm", []) if e.kind == EventKind.PLATEAU and e.details.get("cause") == "zero"]
+    flat = [e for e in by_kind.get("loss", []) if e.kind == EventKind.PLATEAU and e.details.get("cause") == "flat"]
     if not zero and not flat:
         return []
     losses = {s.metric: s for s in series if kind_of(s.metric) == "loss"}
@@ -219,7 +220,9 @@ def _no_learning_signal(
     sources = zero[:1] + flat[:1]
     severity = Level.CRITICAL if any(e.severity == Level.CRITICAL for e in sources) else Level.WARNING
     return [
-        _finding("no_learning_signal", signals[0], start, end, severity, float(end - start), summary, signals=signals)
+        _finding(
+            EventKind.NO_LEARNING_SIGNAL, signals[0], start, end, severity, float(end - start), summary, signals=signals
+        )
     ]
 
 
@@ -233,8 +236,8 @@ def _broken_run(
         for e in by_kind.get("grad_norm", [])
         if e.metric == name
         and (
-            (e.kind == "plateau" and e.details.get("cause") == "zero")
-            or (e.kind == "divergence" and e.details.get("cause") == "nonfinite")
+            (e.kind == EventKind.PLATEAU and e.details.get("cause") == "zero")
+            or (e.kind == EventKind.DIVERGENCE and e.details.get("cause") == "nonfinite")
         )
     ]
     found = []
@@ -246,7 +249,7 @@ def _broken_run(
         span = f"at every one of its {o.points} points from step {format_step(o.repeated_since or 0)}"
         if stuck:
             grad = stuck[0]
-            state = "exactly 0" if grad.kind == "plateau" else "not finite"
+            state = "exactly 0" if grad.kind == EventKind.PLATEAU else "not finite"
             severity = Level.CRITICAL
             summary = (
                 f"{o.metric} printed exactly {value} {span} while {grad.metric} was {state}: "
@@ -265,7 +268,7 @@ def _broken_run(
         end = int(snapshot.last_step if snapshot.last_step is not None else (o.steps[-1] if len(o.steps) else 0))
         found.append(
             _finding(
-                "plateau",
+                EventKind.PLATEAU,
                 o.metric,
                 int(o.repeated_since or 0),
                 end,
@@ -286,12 +289,12 @@ def _activation(
 ) -> list[Event]:
     found = []
     for event in by_kind.get("activation_norm", []):
-        if (event.kind == "divergence" and event.severity != Level.INFO) or (
-            event.kind == "level_shift" and event.details.get("after", 0) > event.details.get("before", 0)
+        if (event.kind == EventKind.DIVERGENCE and event.severity != Level.INFO) or (
+            event.kind == EventKind.LEVEL_SHIFT and event.details.get("after", 0) > event.details.get("before", 0)
         ):
             found.append(
                 _finding(
-                    "activation_growth",
+                    EventKind.ACTIVATION_GROWTH,
                     event.metric,
                     event.start_step,
                     event.end_step,
@@ -325,7 +328,7 @@ def _activation(
         if others > 0 and top / others >= DOMINANCE_RATIO:
             found.append(
                 _finding(
-                    "layer_dominance",
+                    EventKind.LAYER_DOMINANCE,
                     metric,
                     step,
                     step,
@@ -367,15 +370,17 @@ def _stack_of(layer: str) -> str:
 
 
 def _slowdowns(by_kind: dict[str, list[Event]]) -> list[Event]:
-    losses = [e for e in by_kind.get("loss", []) if e.kind != "spike" or e.severity != Level.INFO]
+    losses = [e for e in by_kind.get("loss", []) if e.kind != EventKind.SPIKE or e.severity != Level.INFO]
     loss_names = sorted({e.metric for e in by_kind.get("loss", [])}) or ["the loss"]
     found = []
     falls = [e for kind in THROUGHPUT_KINDS for e in by_kind.get(kind, [])]
-    drops = [e for e in falls if e.kind == "level_shift" and e.details.get("after", 0) < e.details.get("before", 0)]
+    drops = [
+        e for e in falls if e.kind == EventKind.LEVEL_SHIFT and e.details.get("after", 0) < e.details.get("before", 0)
+    ]
     drops += [
         e
         for e in by_kind.get("step_time", [])
-        if e.kind == "level_shift" and e.details.get("after", 0) > e.details.get("before", 0)
+        if e.kind == EventKind.LEVEL_SHIFT and e.details.get("after", 0) > e.details.get("before", 0)
     ]
     drops += [e for kind in (*THROUGHPUT_KINDS, "step_time") for e in by_kind.get(kind, []) if _is_drift(e)]
     for drop in drops:
@@ -395,7 +400,7 @@ def _slowdowns(by_kind: dict[str, list[Event]]) -> list[Event]:
             moved = f"has been {creeping} since step {format_step(drop.start_step)},{change} so far"
         found.append(
             _finding(
-                "systems_slowdown",
+                EventKind.SYSTEMS_SLOWDOWN,
                 drop.metric,
                 drop.start_step,
                 drop.end_step,
@@ -411,7 +416,7 @@ def _slowdowns(by_kind: dict[str, list[Event]]) -> list[Event]:
 
 def _is_drift(event: Event) -> bool:
     """A divergence in slow motion: a vital sign creeping the wrong way (detect/drift.py)."""
-    return event.kind == "divergence" and event.details.get("cause") == "drift"
+    return event.kind == EventKind.DIVERGENCE and event.details.get("cause") == "drift"
 
 
 def _moved(event: Event) -> str:
@@ -419,7 +424,7 @@ def _moved(event: Event) -> str:
     d = event.details
     if _is_drift(event):
         best, peak = d.get("best"), d.get("peak")
-    elif event.kind == "level_shift":
+    elif event.kind == EventKind.LEVEL_SHIFT:
         best, peak = d.get("before"), d.get("after")
     else:  # a rise from its minimum
         best, peak = d.get("minimum"), d.get("peak")
@@ -434,9 +439,9 @@ def _moved(event: Event) -> str:
 def _went_wrong(event: Event, kind: str) -> bool:
     """Whether a companion event says its series moved its bad way (a drift, a divergence, a
     level shift up, or down for throughput)."""
-    if event.kind == "divergence" and event.details.get("cause") != "nonfinite":
+    if event.kind == EventKind.DIVERGENCE and event.details.get("cause") != "nonfinite":
         return True
-    if event.kind == "level_shift" and "before" in event.details:
+    if event.kind == EventKind.LEVEL_SHIFT and "before" in event.details:
         down = event.details.get("after", 0) < event.details.get("before", 0)
         return down if kind in THROUGHPUT_KINDS else not down
     return False
@@ -486,7 +491,7 @@ def _drifts_together(
             worst = max([drift] + [o for _, o in moved.values()], key=lambda e: rank(e.severity))
             found.append(
                 _finding(
-                    "drift_together",
+                    EventKind.DRIFT_TOGETHER,
                     drift.metric,
                     min([drift.start_step] + [o.start_step for _, o in moved.values()]),
                     drift.end_step,
@@ -514,7 +519,7 @@ def _norm_growth(
                 continue
             found.append(
                 _finding(
-                    "norm_growth",
+                    EventKind.NORM_GROWTH,
                     drift.metric,
                     drift.start_step,
                     drift.end_step,
@@ -539,13 +544,13 @@ def _mismatch(by_kind: dict[str, list[Event]]) -> list[Event]:
     for metric, (healthy, events) in per_metric.items():
         first = min(events, key=lambda e: e.start_step or 0)
         last_step = max(e.end_step for e in events)
-        periods = [e.period for e in events if e.kind == "sawtooth" and e.period]
+        periods = [e.period for e in events if e.kind == EventKind.SAWTOOTH and e.period]
         worst = max(events, key=lambda e: rank(e.severity))
         recur = f", recurring every {periods[0]:,.0f} steps (the period points at the cause)" if periods else ""
         count = f"{len(events)} excursion{'s' if len(events) > 1 else ''}"
         found.append(
             _finding(
-                "mismatch_off_zero",
+                EventKind.MISMATCH_OFF_ZERO,
                 metric,
                 first.start_step,
                 last_step,
@@ -565,12 +570,14 @@ def _input_stalls(by_kind: dict[str, list[Event]]) -> list[Event]:
     compute_rises = [
         e
         for e in by_kind.get("compute_time", [])
-        if e.kind == "level_shift" and e.details.get("after", 0) > e.details.get("before", 0)
+        if e.kind == EventKind.LEVEL_SHIFT and e.details.get("after", 0) > e.details.get("before", 0)
     ]
     found = []
     for wait in by_kind.get("data_wait", []):
         peak = wait.details.get("peak")
-        if wait.kind != "level_shift" or not isinstance(peak, (int, float)):  # level_shift: held above its ceiling
+        if wait.kind != EventKind.LEVEL_SHIFT or not isinstance(
+            peak, (int, float)
+        ):  # level_shift: held above its ceiling
             continue
         share = min(peak / 100 if is_percent(wait.metric) else peak, 0.999)
         near = [c for c in compute_rises if abs(c.start_step - wait.start_step) <= SLOWDOWN_QUIET_STEPS]
@@ -585,7 +592,7 @@ def _input_stalls(by_kind: dict[str, list[Event]]) -> list[Event]:
             work = f"its own work grew far less ({rise.metric} {format_value(before)} → {format_value(after)} s)"
         found.append(
             _finding(
-                "input_stall",
+                EventKind.INPUT_STALL,
                 wait.metric,
                 wait.start_step,
                 wait.end_step,
@@ -627,7 +634,7 @@ def nonfinite_origin(
     candidates = [
         e
         for e in events
-        if e.kind == "divergence"
+        if e.kind == EventKind.DIVERGENCE
         and kind_of(e.metric) in ATTACH_KINDS
         and (e.start_step <= step <= e.end_step or step < e.start_step <= step + ATTACH_AFTER_STEPS)
     ]

@@ -29,6 +29,7 @@ from holter_server.detect.sawtooth import ACF_WINDOW, SawtoothDetector, without_
 from holter_server.detect.spikes import MAX_SPIKE_STEPS, SpikeDetector
 from holter_server.detect.too_good import TooGoodDetector
 from holter_server.detect.window import Window
+from holter_server.vocabulary.events import EventKind
 from holter_server.vocabulary.profiles import profile_for
 from holter_server.vocabulary.severities import capped
 
@@ -171,9 +172,11 @@ class IncrementalDetector:
         """The current events, in step order; one event per anomaly."""
         members = self.sawtooth.member_spike_steps()
         # drifts that came back; inside a sawtooth's stretch they are its teeth, which it names
-        humps = [e for e in self.drift.events if e.kind == "spike" and not _overlaps_any(e, self.sawtooth.events)]
+        humps = [
+            e for e in self.drift.events if e.kind == EventKind.SPIKE and not _overlaps_any(e, self.sawtooth.events)
+        ]
         spikes = [e for e in self.spikes.events if e.start_step not in members] + humps
-        drifts = [e for e in self.drift.events if e.kind == "divergence"]
+        drifts = [e for e in self.drift.events if e.kind == EventKind.DIVERGENCE]
         # an excursion that came back is the spike, not a divergence that "came back" nor a shift
         # that "stayed there" while it decayed back
         rises = [e for e in self.rise.events if not _within_spike(e, spikes)]
@@ -334,7 +337,7 @@ def _recovered_spike(rise: Event) -> Event:
     )
     return replace(
         rise,
-        kind="spike",
+        kind=EventKind.SPIKE,
         start_step=start,
         severity="info",
         summary=summary,

@@ -20,6 +20,7 @@ from holter_server.detect.baseline import BLOCK, MAD_TO_SIGMA, RELATIVE_NOISE_FL
 from holter_server.detect.events import Event, format_step, format_value
 from holter_server.detect.runs import RunTracker
 from holter_server.detect.window import Window
+from holter_server.vocabulary.events import EventKind
 from holter_server.vocabulary.profiles import KindProfile
 
 SHIFT_NOISE_UNITS = 6.0
@@ -184,7 +185,7 @@ class LevelShiftDetector:
         start_index = lo + int(moved[0]) if len(moved) else lo
         self.open = {"before": before, "shift": shift}
         event = Event(
-            kind="level_shift",
+            kind=EventKind.LEVEL_SHIFT,
             metric=self.metric,
             start_step=window.step_at(start_index),
             end_step=window.step_at((block + 1) * BLOCK - 1),
@@ -222,7 +223,7 @@ class LevelShiftDetector:
             if update.opened:
                 at = max(update.start - first, 0)
                 event = Event(
-                    kind="level_shift",
+                    kind=EventKind.LEVEL_SHIFT,
                     metric=self.metric,
                     start_step=window.step_at(update.start),
                     end_step=0,

@@ -23,6 +23,7 @@ import numpy as np
 from holter_server.detect.events import Event, format_step, format_value
 from holter_server.detect.runs import RunTracker, RunUpdate
 from holter_server.detect.window import Window
+from holter_server.vocabulary.events import EventKind
 from holter_server.vocabulary.profiles import KindProfile
 from holter_server.vocabulary.severities import Level
 
@@ -97,7 +98,7 @@ class PlateauDetector:
             start_step = self.first_step if cause == "flat" else window.step_at(start)
             events.append(
                 Event(
-                    kind="plateau",
+                    kind=EventKind.PLATEAU,
                     metric=self.metric,
                     start_step=int(start_step or 0),
                     end_step=0,

@@ -48,6 +48,7 @@ import numpy as np
 
 from holter_server.detect.events import Event, format_step, format_value
 from holter_server.detect.window import Window
+from holter_server.vocabulary.events import EventKind
 from holter_server.vocabulary.profiles import KindProfile
 
 MIN_TRAIN = 4
@@ -333,7 +334,7 @@ class SawtoothDetector:
         if chance is not None:
             details["chance"], details["periods_tried"] = chance
         event = Event(
-            kind="sawtooth",
+            kind=EventKind.SAWTOOTH,
             metric=self.metric,
             start_step=start,
             end_step=end,
@@ -507,13 +508,13 @@ def _is_tooth(event: Event, saw: Event) -> bool:
     if period <= 0 or event.start_step < saw.start_step - period:
         return False
     swing = saw.details.get("amplitude")
-    if event.kind == "too_good":
+    if event.kind == EventKind.TOO_GOOD:
         return event.end_step - event.start_step < period
     if not isinstance(swing, int | float) or not math.isfinite(swing):
         return False
-    if event.kind == "divergence" and event.details.get("cause") == "rise":
+    if event.kind == EventKind.DIVERGENCE and event.details.get("cause") == "rise":
         return _size(event.details.get("peak"), event.details.get("minimum")) <= swing
-    if event.kind == "level_shift" and event.end_step - event.start_step < period:
+    if event.kind == EventKind.LEVEL_SHIFT and event.end_step - event.start_step < period:
         return _size(event.details.get("after"), event.details.get("before")) <= swing
     return False
 

@@ -26,6 +26,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from holter_server.detect.baseline import EARLY_MAD_POINTS
 from holter_server.detect.events import Event, format_step, format_value, format_z
 from holter_server.detect.window import Window
+from holter_server.vocabulary.events import EventKind
 from holter_server.vocabulary.profiles import KindProfile
 from holter_server.vocabulary.severities import Level
 
@@ -194,7 +195,7 @@ class SpikeDetector:
                 event.details["peak"] = peak_value
         else:
             event = Event(
-                kind="spike",
+                kind=EventKind.SPIKE,
                 metric=self.metric,
                 start_step=window.step_at(onset_index),
                 end_step=window.step_at(last_index),

@@ -22,6 +22,7 @@ import numpy as np
 from holter_server.detect.events import Event, format_step, format_value
 from holter_server.detect.runs import RunTracker
 from holter_server.detect.window import Window
+from holter_server.vocabulary.events import EventKind
 from holter_server.vocabulary.profiles import KindProfile
 from holter_server.vocabulary.severities import Level
 
@@ -76,7 +77,7 @@ class TooGoodDetector:
         for update in self.runs.update(below, first, score=-level):
             if update.opened:
                 event = Event(
-                    kind="too_good",
+                    kind=EventKind.TOO_GOOD,
                     metric=self.metric,
                     start_step=window.step_at(update.start),
                     end_step=0,

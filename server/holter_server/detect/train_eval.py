@@ -21,6 +21,7 @@ import numpy as np
 
 from holter_server.detect.events import Event, format_step, format_value
 from holter_server.detect.outline import SeriesOutline
+from holter_server.vocabulary.events import EventKind
 from holter_server.vocabulary.severities import Level
 
 OVERFIT_MIN_EVALS = 4
@@ -119,7 +120,7 @@ def _overfitting(
     peak = m + int(np.argmax(after))
     rises = int(np.sum(np.diff(after) > 0))
     return Event(
-        kind="overfitting",
+        kind=EventKind.OVERFITTING,
         metric=ev.metric,
         start_step=int(steps[m]),
         end_step=int(steps[-1]),
@@ -162,7 +163,7 @@ def _gap(
     now = float(ratio[-1])
     times = f"{now:,.0f}x" if np.isfinite(now) else "infinitely"
     return Event(
-        kind="too_good",
+        kind=EventKind.TOO_GOOD,
         metric=train.metric,
         start_step=int(steps[first]),
         end_step=int(steps[-1]),

@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from holter_server.vocabulary.events import EventKind
+
 MIN_RUNS = 3
 ALPHA = 0.05
 MIN_CORRELATION = 0.9
@@ -123,7 +125,7 @@ def features(run: RunEvents) -> dict[tuple[str, str, str], float]:
         if periods:
             found[(metric, kind, "period")] = float(statistics.median(periods))
         starts = sorted(e["start_step"] for e in events)
-        if kind == "spike" and len(starts) >= 3:
+        if kind == EventKind.SPIKE and len(starts) >= 3:
             found[(metric, kind, "spike_spacing")] = float(statistics.median(b - a for a, b in zip(starts, starts[1:])))
     return found
 

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from holter_server.detect.events import format_step
-from holter_server.vocabulary.events import SUMMARISED_KINDS
+from holter_server.vocabulary.events import SUMMARISED_KINDS, EventKind
 from holter_server.vocabulary.kinds import MetricKinds
 from holter_server.vocabulary.profiles import KINDS
 from holter_server.vocabulary.severities import Level, rank
@@ -22,7 +22,15 @@ MAX_CLAUSES = 6
 DOWN_IS_BAD = frozenset(name for name, profile in KINDS.items() if profile.direction < 0)
 # Kinds whose clause is worded below rather than quoted from the event's own summary.
 _WORDED_HERE = frozenset(
-    {"divergence", "systems_slowdown", "mismatch_off_zero", "sawtooth", "spike", "run_stalled", "run_crashed"}
+    {
+        EventKind.DIVERGENCE,
+        EventKind.SYSTEMS_SLOWDOWN,
+        EventKind.MISMATCH_OFF_ZERO,
+        EventKind.SAWTOOTH,
+        EventKind.SPIKE,
+        EventKind.RUN_STALLED,
+        EventKind.RUN_CRASHED,
+    }
 )
 
 
@@ -87,13 +95,13 @@ def write_summary(
     def add(event: dict[str, Any], text: str) -> None:
         clauses.append((rank(event.get("severity")), 0, event.get("start_step") or 0, text))
 
-    grad_spikes = [e for e in by_kind.get("spike", []) if kind_of(e) == "grad_norm"]
+    grad_spikes = [e for e in by_kind.get(EventKind.SPIKE, []) if kind_of(e) == "grad_norm"]
     # what moved with a drifting loss, by the drift's event id (a drift_together finding)
     together = {
         (f.get("details") or {}).get("source_event"): [m for m in (f.get("details") or {}).get("signals", [])[1:]]
-        for f in by_kind.get("drift_together", [])
+        for f in by_kind.get(EventKind.DRIFT_TOGETHER, [])
     }
-    for event in by_kind.get("divergence", []):
+    for event in by_kind.get(EventKind.DIVERGENCE, []):
         details = event.get("details") or {}
         if details.get("cause") == "drift":
             if event.get("severity") != Level.INFO:
@@ -103,9 +111,9 @@ def write_summary(
         lead = f" after {len(before)} gradient-norm spike{'s' if len(before) > 1 else ''}" if before else ""
         cause = "went non-finite" if details.get("cause") == "nonfinite" else "diverged"
         add(event, f"{event['metric']} {cause} at step {_step(event)}{lead}")
-    for event in by_kind.get("systems_slowdown", []):
+    for event in by_kind.get(EventKind.SYSTEMS_SLOWDOWN, []):
         add(event, event["summary"].split(" while ")[0] + " with the loss unchanged")
-    for event in by_kind.get("mismatch_off_zero", []):
+    for event in by_kind.get(EventKind.MISMATCH_OFF_ZERO, []):
         period = f", every {event['period']:,.0f} steps" if event.get("period") else ""
         period += (
             f" ({event['details']['period_note']})"
@@ -120,7 +128,7 @@ def write_summary(
         if kind not in _WORDED_HERE:
             for event in by_kind.get(kind, []):
                 add(event, event["summary"])
-    sawtooth = [e for e in by_kind.get("sawtooth", []) if kind_of(e) not in MISMATCH_HEALTHY]
+    sawtooth = [e for e in by_kind.get(EventKind.SAWTOOTH, []) if kind_of(e) not in MISMATCH_HEALTHY]
     for event in sawtooth:
         note = (event.get("details") or {}).get("period_note")
         cause = f" ({note})" if note else ""
@@ -131,7 +139,7 @@ def write_summary(
             if event.get("period")
             else event["summary"],
         )
-    loss_spikes = [e for e in by_kind.get("spike", []) if kind_of(e) in LOSS_KINDS]
+    loss_spikes = [e for e in by_kind.get(EventKind.SPIKE, []) if kind_of(e) in LOSS_KINDS]
     if loss_spikes:
         worst = max(loss_spikes, key=lambda e: e.get("score") or 0)
         twinned = [e for e in loss_spikes if (e.get("details") or {}).get("twins")]
@@ -147,9 +155,9 @@ def write_summary(
             f"{len(loss_spikes)} loss spike{'s' if len(loss_spikes) > 1 else ''}, the largest at step "
             f"{_step(worst)}{shared}",
         )
-    for event in by_kind.get("run_stalled", []):
+    for event in by_kind.get(EventKind.RUN_STALLED, []):
         add(event, f"stalled at step {_step(event)}" if event.get("start_step") is not None else "stalled")
-    for event in by_kind.get("run_crashed", []):
+    for event in by_kind.get(EventKind.RUN_CRASHED, []):
         add(event, f"crashed at step {_step(event)}" if event.get("start_step") is not None else "crashed")
 
     ran = f"{name} ran to step {format_step(last_step)}" if last_step is not None else f"{name} logged nothing"

@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 from holter_server.schemas.events import EventPublic
 from holter_server.schemas.vocabulary import EventStatusName, SeverityName
 from holter_server.schemas.zoom import Zoomable
+from holter_server.vocabulary.statuses import EventStatus
 
 if TYPE_CHECKING:
     from holter_server.services.incidents import StoredIncident
@@ -36,14 +37,14 @@ class IncidentPublic(Zoomable):
     @classmethod
     def from_stored(cls, stored: StoredIncident) -> IncidentPublic:
         inc = stored.incident
-        opened = any(row.status == "open" for row in stored.rows)
+        opened = any(row.status == EventStatus.OPEN for row in stored.rows)
         return cls(
             id=stored.leader.id,
             rule=inc.rule,
             title=inc.title,
             cause=inc.cause,
             severity=inc.severity,  # type: ignore[arg-type]
-            status="open" if opened else stored.leader.status,  # type: ignore[arg-type]
+            status=EventStatus.OPEN if opened else stored.leader.status,  # type: ignore[arg-type]
             start_step=inc.start_step,
             end_step=inc.end_step,
             leader=EventPublic.from_row(stored.leader),

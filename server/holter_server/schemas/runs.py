@@ -20,6 +20,7 @@ from holter_server.schemas.vocabulary import (
 from holter_server.store.models import MetricRow, RunRow
 from holter_server.vocabulary.names import Understanding, layer_index
 from holter_server.vocabulary.signals import panel_of
+from holter_server.vocabulary.statuses import RunStatus
 
 RUN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
 PROJECT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\- ]*$"
@@ -202,7 +203,7 @@ class RunFinish(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    status: EndingStatusName = "finished"  # type: ignore[valid-type]
+    status: EndingStatusName = RunStatus.FINISHED.value  # type: ignore[valid-type]
 
 
 class MetricUpdate(MetricDefinition):

@@ -24,7 +24,9 @@ from holter_server.store import events as events_store
 from holter_server.store import runs as runs_store
 from holter_server.store.models import AlertRuleRow, EventRow, RunRow
 from holter_server.store.runs import now
+from holter_server.vocabulary.events import EventKind
 from holter_server.vocabulary.severities import rank
+from holter_server.vocabulary.statuses import EventStatus
 from holter_server.vocabulary.zoom import zoom_window
 
 COURSE_POINTS = 240  # points of an event's picture (min and max per bucket: a spike is never lost)
@@ -169,7 +171,7 @@ def alert_on_event(*, session: Session, event: EventRow, previous_severity: str 
     cooldown for the run, the alert waits until the cooldown ends and goes out grouped with
     whatever else came up meanwhile.
     """
-    if event.status not in ("open",):
+    if event.status != EventStatus.OPEN:
         return 0
     if previous_severity is not None and rank(event.severity) <= rank(previous_severity):
         return 0
@@ -197,7 +199,7 @@ def alert_on_event(*, session: Session, event: EventRow, previous_severity: str 
         alert = alert or describe_event(session=session, event=event, run=run)
         key = f"event:{event.id}:{event.severity}:channel:{rule.channel_id}"
         queued += _queue(session, rule, run.id, event.id, alert, key)
-    if event.kind == "run_resumed":
+    if event.kind == EventKind.RUN_RESUMED:
         queued += _resolve_stalls(session, run, event)
     return queued
 
@@ -213,7 +215,7 @@ def _told_of_its_incident(session: Session, event: EventRow) -> set[int]:
     if found is None or not found.folded:
         return set()
     others = [row for row in found.rows if row.id != event.id]
-    if not any(row.status == "open" for row in others):
+    if not any(row.status == EventStatus.OPEN for row in others):
         return set()  # its problem was handled: what comes now is news
     told = alerts_store.told_channels(session=session, run_id=event.run_id, event_ids=[event.id])
     if found.leader.id == event.id:
@@ -254,7 +256,7 @@ def _queue(
 def _resolve_stalls(session: Session, run: RunRow, event: EventRow) -> int:
     """A stalled run came back: tell every channel that heard about the stall."""
     queued = 0
-    for stall in alerts_store.delivered_for(session=session, run_id=run.id, kind="run_stalled"):
+    for stall in alerts_store.delivered_for(session=session, run_id=run.id, kind=EventKind.RUN_STALLED):
         alert = describe_event(session=session, event=event, run=run)
         row = alerts_store.queue_delivery(
             session=session,
@@ -298,7 +300,7 @@ def threshold_crossing(rule: AlertRuleRow, steps: list[int], values: list[float]
 def alert_on_threshold(*, session: Session, rule: AlertRuleRow, event: EventRow) -> int:
     """Queue the alert of a threshold rule's own event to that rule's channel."""
     run = runs_store.get_run(session=session, run_id=event.run_id)
-    if run is None or event.status != "open":
+    if run is None or event.status != EventStatus.OPEN:
         return 0
     alert = describe_event(session=session, event=event, run=run)
     return _queue(session, rule, run.id, event.id, alert, f"event:{event.id}:threshold:rule:{rule.id}")

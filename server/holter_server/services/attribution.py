@@ -20,6 +20,7 @@ from holter_server.services import compare as compare_service
 from holter_server.store import events as events_store
 from holter_server.store import runs as runs_store
 from holter_server.store.models import EventRow
+from holter_server.vocabulary.events import EventKind
 
 CAUSE_SEPARATOR = " — "
 
@@ -49,7 +50,7 @@ def explain_period(event: Event, config: dict[str, Any] | None) -> Event:
     return replace(event, summary=f"{event.summary}{CAUSE_SEPARATOR}{note}", details=details)
 
 
-TWIN_KIND = "spike"
+TWIN_KIND = EventKind.SPIKE
 
 
 def attribute_twin_spikes(*, session: Session, run_id: str) -> int:

@@ -41,6 +41,7 @@ from holter_server.store.database import session_scope, writers_run_side_by_side
 from holter_server.store.models import AlertRuleRow, EventRow, MetricRow, RunRow
 from holter_server.vocabulary import event_keys
 from holter_server.vocabulary.event_keys import KeyPrefix
+from holter_server.vocabulary.events import EventKind
 from holter_server.vocabulary.kinds import MetricKinds
 from holter_server.vocabulary.names import Understanding, understand
 from holter_server.vocabulary.signals import LOSS_KINDS, signal
@@ -483,7 +484,7 @@ def _check_threshold(
         else f"{rule.threshold_op} {format_value(rule.threshold_value or 0.0)}"
     )
     event = Event(
-        kind="threshold",
+        kind=EventKind.THRESHOLD,
         metric=metric,
         start_step=step,
         end_step=step,

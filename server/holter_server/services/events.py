@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 from holter_server.store import events as events_store
 from holter_server.store.events import EventFilter
 from holter_server.store.models import EventRow
+from holter_server.vocabulary.statuses import EventStatus
 
 # An event as the services hand it to the API: the store's row, until the schemas are built from
 # domain objects (issue 34).
@@ -59,7 +60,9 @@ def find_event(*, session: Session, run_id: str, event_id: int) -> EventRow | No
 
 def acknowledge(*, session: Session, event: EventRow, by: str | None, reason: str | None) -> EventRow:
     """Someone has seen the event and is on it."""
-    return events_store.set_event_status(session=session, event=event, status="acknowledged", by=by, reason=reason)
+    return events_store.set_event_status(
+        session=session, event=event, status=EventStatus.ACKNOWLEDGED, by=by, reason=reason
+    )
 
 
 def dismiss(*, session: Session, event: EventRow, by: str | None, reason: str | None, mute: bool) -> EventRow:
@@ -69,4 +72,6 @@ def dismiss(*, session: Session, event: EventRow, by: str | None, reason: str | 
         events_store.add_mute(
             session=session, run_id=event.run_id, metric=event.metric, kind=event.kind, by=by, reason=reason
         )
-    return events_store.set_event_status(session=session, event=event, status="dismissed", by=by, reason=reason)
+    return events_store.set_event_status(
+        session=session, event=event, status=EventStatus.DISMISSED, by=by, reason=reason
+    )

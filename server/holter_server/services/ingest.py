@@ -10,6 +10,7 @@ from holter_server.schemas.points import MetricConflict, MetricRefused, PointsSt
 from holter_server.services import kinds, lifecycle
 from holter_server.store import points as points_store
 from holter_server.store import runs as runs_store
+from holter_server.vocabulary.statuses import RunStatus
 from holter_server.wire import shown
 
 
@@ -61,7 +62,7 @@ def ingest_batch(
     if found.created_at is not None and known_ids:
         known.remember(run_id, found.created_at, known_ids)
     then: Callable[[], None] | None = None
-    if status != "stalled" and not batch.kinds and all(name in known_ids for name in columns):
+    if status != RunStatus.STALLED and not batch.kinds and all(name in known_ids for name in columns):
         # the usual batch (no new metric, so none refused for room): the run's activity is written
         # in the same round trip as the rollups
         last = max((max(series.steps) for series in batch.metrics.values() if series.steps), default=None)

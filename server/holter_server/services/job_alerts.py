@@ -15,6 +15,7 @@ from holter_server.services.alerting import alert_on_event
 from holter_server.store import events as events_store
 from holter_server.store.models import EventRow, RunRow
 from holter_server.vocabulary.event_keys import job_alert_key
+from holter_server.vocabulary.events import EventKind
 
 DETECTOR = "job"  # what stands in the event's detector_version: the job itself said so
 
@@ -27,7 +28,7 @@ def raise_alert(*, session: Session, run: RunRow, alert: JobAlert) -> EventRow:
         return existing
     summary = f"{alert.title}: {alert.text}" if alert.text else alert.title
     event = Event(
-        kind="alert",
+        kind=EventKind.ALERT,
         metric=None,
         start_step=alert.step,
         end_step=alert.step,

@@ -15,6 +15,7 @@ from holter_server.postmortem.levers import LeverReport, RunEvents, TooManyPairs
 from holter_server.store import events as events_store
 from holter_server.store import runs as runs_store
 from holter_server.store.events import EventFilter
+from holter_server.vocabulary.statuses import EventStatus
 
 MAX_RUNS = 500
 MAX_EVENTS = 200_000  # events of a metric across the selected runs (each run reads at most EVENTS_PER_RUN)
@@ -62,7 +63,7 @@ def levers(
         events = [
             {"metric": r.metric, "kind": r.kind, "start_step": r.start_step or 0, "period": r.period, "score": r.score}
             for r in rows
-            if r.metric is not None and r.status != "withdrawn"
+            if r.metric is not None and r.status != EventStatus.WITHDRAWN
         ]
         selected.append(RunEvents(run_id=run.id, config=run.config or {}, events=events))
     return find_levers(selected, max_pairs=max_pairs, max_seconds=max_seconds, max_keys=max_keys)

@@ -12,7 +12,9 @@ from holter_server.services.alerting import alert_on_event
 from holter_server.store import events as events_store
 from holter_server.store import runs as runs_store
 from holter_server.store.models import EventRow, RunRow
+from holter_server.vocabulary.events import EventKind
 from holter_server.vocabulary.severities import Level
+from holter_server.vocabulary.statuses import RunStatus
 
 
 def _ago(delta: timedelta) -> str:
@@ -34,20 +36,20 @@ def record_activity(*, session: Session, run_id: str, last_step: int | None, sta
 
     `status`: the run's status as the caller just read it; the run is read again only when it
     was stalled (a batch of a live run then costs one UPDATE)."""
-    if status is not None and status != "stalled":
+    if status is not None and status != RunStatus.STALLED:
         runs_store.record_activity(session=session, run_id=run_id, last_step=last_step)
         return
     run = runs_store.get_run(session=session, run_id=run_id)
-    if run is not None and run.status == "stalled":
+    if run is not None and run.status == RunStatus.STALLED:
         silence = runs_store.now() - run.heartbeat_at
-        runs_store.set_status(session=session, run=run, status="running")
+        runs_store.set_status(session=session, run=run, status=RunStatus.RUNNING)
         _announce(
             session,
             events_store.record_status_event(
                 session=session,
                 run_id=run_id,
                 event=_status_event(
-                    "run_resumed",
+                    EventKind.RUN_RESUMED,
                     Level.INFO,
                     step=last_step or run.last_step,
                     summary=f"run {run.name or run_id} resumed after {_ago(silence)} without points or heartbeat",
@@ -61,14 +63,14 @@ def finish(*, session: Session, run: RunRow, status: str) -> RunRow:
     """The client ended the run; a crash becomes an event. The comparison of its losses with
     its reference becomes due: the reference-drift loop makes it (it reads every point of both runs)."""
     runs_store.finish_run(session=session, run=run, status=status)
-    if status == "crashed":
+    if status == RunStatus.CRASHED:
         _announce(
             session,
             events_store.record_status_event(
                 session=session,
                 run_id=run.id,
                 event=_status_event(
-                    "run_crashed",
+                    EventKind.RUN_CRASHED,
                     Level.CRITICAL,
                     step=run.last_step,
                     summary=f"run {run.name or run.id} crashed at step "
@@ -90,7 +92,7 @@ def mark_stalled(*, session: Session, stall_after: timedelta) -> list[str]:
                 session=session,
                 run_id=run.id,
                 event=_status_event(
-                    "run_stalled",
+                    EventKind.RUN_STALLED,
                     Level.WARNING,
                     step=run.last_step,
                     summary=f"run {run.name or run.id} stalled{last}: no points or heartbeat for "

@@ -20,6 +20,7 @@ from holter_server.store import runs as runs_store
 from holter_server.store.database import session_scope
 from holter_server.store.models import EventRow, RunRow
 from holter_server.vocabulary.event_keys import reference_key
+from holter_server.vocabulary.events import EventKind
 from holter_server.vocabulary.severities import Level
 from holter_server.vocabulary.signals import LOSS_KINDS
 
@@ -99,7 +100,7 @@ def record_reference_drifts(*, session: Session, run: RunRow) -> list[EventRow]:
                 if other != name
             }
             event = Event(
-                kind="reference_drift",
+                kind=EventKind.REFERENCE_DRIFT,
                 metric=name,
                 start_step=drift.start_step,
                 end_step=drift.end_step,

@@ -18,7 +18,7 @@ from holter_server.analysis.standing import MIN_SEEDS, Standing, standing
 from holter_server.services import compare, reads
 from holter_server.store.models import RunRow
 from holter_server.vocabulary.signals import LOSS_KINDS, REFERENCE_KINDS
-from holter_server.vocabulary.statuses import FINISHED_RUN_STATUS
+from holter_server.vocabulary.statuses import RunStatus
 
 MAX_SIBLINGS = 20  # the newest finished siblings read: the report stays cheap however big the group
 MAX_METRICS = 4  # loss-like metrics compared (eval losses first)
@@ -99,7 +99,8 @@ def seed_standing(
     group = compare.group_of_run(session=session, run=run, runs=runs)
     rows = {r.id: r for r in runs}
     others = [rows[r] for r in group.run_ids if r != run.id and r in rows]
-    finished = [r for r in others if r.status == FINISHED_RUN_STATUS]
+    # only a finished sibling shows where its config ends (a crashed or running one does not)
+    finished = [r for r in others if r.status == RunStatus.FINISHED]
     siblings = finished[-MAX_SIBLINGS:]  # oldest first: the newest are last
     left_out = [r for r in others if r not in siblings]
     metrics: list[MetricStanding] = []

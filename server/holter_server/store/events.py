@@ -16,6 +16,7 @@ from holter_server.store.models import EventRow, MuteRow, RunRow
 from holter_server.store.runs import now
 from holter_server.vocabulary.event_keys import KeyPrefix, status_key
 from holter_server.vocabulary.severities import HEALTHY, SEVERITIES
+from holter_server.vocabulary.statuses import EventStatus
 
 # The worst open event names a run's health: severities ordered by the vocabulary's rank (0: none).
 SEVERITY_ORDER = case({s.name: s.rank + 1 for s in SEVERITIES}, value=EventRow.severity, else_=0)
@@ -53,12 +54,12 @@ def withdraw_metric_events(*, session: Session, run_id: str, metrics: Sequence[s
             .where(
                 EventRow.run_id == run_id,
                 EventRow.metric.in_(list(metrics)),
-                EventRow.status == "open",
+                EventRow.status == EventStatus.OPEN,
                 *_CLASSIFIER_EVENTS,
                 EventRow.event_key.not_like(KeyPrefix.REFERENCE.like()),
                 EventRow.event_key.not_like(KeyPrefix.TRIPWIRE.like()),
             )
-            .values(status="withdrawn", updated_at=now())
+            .values(status=EventStatus.WITHDRAWN, updated_at=now())
         )
 
 
@@ -112,7 +113,7 @@ def upsert_event(
             id=next_id(session, EventRow.id),
             run_id=run_id,
             event_key=event_key,
-            status="muted" if muted else "open",
+            status=EventStatus.MUTED if muted else EventStatus.OPEN,
             created_at=moment,
             updated_at=moment,
             **fields,
@@ -124,8 +125,8 @@ def upsert_event(
     for name, value in fields.items():
         if not (keep_start and name == "start_step"):
             setattr(row, name, value)
-    if row.status == "withdrawn":
-        row.status = "muted" if muted else "open"
+    if row.status == EventStatus.WITHDRAWN:
+        row.status = EventStatus.MUTED if muted else EventStatus.OPEN
     row.updated_at = moment
     session.flush()
     return row, previous
@@ -145,7 +146,7 @@ def insert_event_once(
             **({} if given_id is None else {"id": given_id}),
             run_id=run_id,
             event_key=event_key,
-            status="muted" if muted else "open",
+            status=EventStatus.MUTED if muted else EventStatus.OPEN,
             created_at=moment,
             updated_at=moment,
             **_columns(event, detector_version),
@@ -209,8 +210,8 @@ def withdraw_events(*, session: Session, run_id: str, event_keys: Iterable[str])
     if keys:
         session.execute(
             update(EventRow)
-            .where(EventRow.run_id == run_id, EventRow.event_key.in_(keys), EventRow.status == "open")
-            .values(status="withdrawn", updated_at=now())
+            .where(EventRow.run_id == run_id, EventRow.event_key.in_(keys), EventRow.status == EventStatus.OPEN)
+            .values(status=EventStatus.WITHDRAWN, updated_at=now())
         )
 
 
@@ -233,7 +234,7 @@ def list_events(*, session: Session, where: EventFilter, limit: int, offset: int
     query = (
         query.where(EventRow.status == where.status)
         if where.status is not None
-        else query.where(EventRow.status != "withdrawn")
+        else query.where(EventRow.status != EventStatus.WITHDRAWN)
     )
     count = session.scalar(select(func.count()).select_from(query.subquery())) or 0
     rows = session.scalars(
@@ -247,7 +248,7 @@ def count_metric_events_of_runs(*, session: Session, run_ids: Sequence[str]) -> 
     if not run_ids:
         return 0
     query = select(func.count()).where(
-        EventRow.run_id.in_(list(run_ids)), EventRow.metric.is_not(None), EventRow.status != "withdrawn"
+        EventRow.run_id.in_(list(run_ids)), EventRow.metric.is_not(None), EventRow.status != EventStatus.WITHDRAWN
     )
     return session.scalar(query) or 0
 
@@ -282,7 +283,7 @@ def health_of_runs(*, session: Session, run_ids: Sequence[str]) -> dict[str, tup
         return {}
     rows = session.execute(
         select(EventRow.run_id, func.max(SEVERITY_ORDER), func.count())
-        .where(EventRow.run_id.in_(run_ids), EventRow.status == "open")
+        .where(EventRow.run_id.in_(run_ids), EventRow.status == EventStatus.OPEN)
         .group_by(EventRow.run_id)
     )
     found = {run_id: (HEALTH_BY_ORDER[worst or 0], count) for run_id, worst, count in rows}
@@ -294,7 +295,7 @@ def standing_events(*, session: Session, run_id: str, limit: int) -> Sequence[Ev
     steps kept when there are more): what its incidents are grouped from."""
     latest = (
         select(EventRow)
-        .where(EventRow.run_id == run_id, EventRow.status != "withdrawn")
+        .where(EventRow.run_id == run_id, EventRow.status != EventStatus.WITHDRAWN)
         .order_by(EventRow.start_step.desc().nulls_last(), EventRow.id.desc())
         .limit(limit)
     )
@@ -312,7 +313,7 @@ def runs_events_for_findings(*, session: Session, run_ids: Sequence[str]) -> dic
     out: dict[str, list[EventRow]] = {run_id: [] for run_id in run_ids}
     if run_ids:
         query = select(EventRow).where(
-            EventRow.run_id.in_(list(run_ids)), EventRow.status != "withdrawn", *_CLASSIFIER_EVENTS
+            EventRow.run_id.in_(list(run_ids)), EventRow.status != EventStatus.WITHDRAWN, *_CLASSIFIER_EVENTS
         )
         for row in session.scalars(query.order_by(EventRow.id)):
             out[row.run_id].append(row)
@@ -328,7 +329,7 @@ def finding_keys_of_runs(*, session: Session, run_ids: Sequence[str]) -> dict[st
             select(EventRow.run_id, EventRow.event_key).where(
                 EventRow.run_id.in_(list(run_ids)),
                 EventRow.event_key.like(KeyPrefix.FINDING.like()),
-                EventRow.status != "withdrawn",
+                EventRow.status != EventStatus.WITHDRAWN,
             )
         ):
             out[run_id].add(key)
@@ -354,7 +355,7 @@ def standing_events_of_kind(*, session: Session, run_ids: Sequence[str], kind: s
         return []
     return session.scalars(
         select(EventRow).where(
-            EventRow.run_id.in_(list(run_ids)), EventRow.kind == kind, EventRow.status != "withdrawn"
+            EventRow.run_id.in_(list(run_ids)), EventRow.kind == kind, EventRow.status != EventStatus.WITHDRAWN
         )
     ).all()
 

@@ -27,6 +27,7 @@ from holter_server.store import runs as runs_store
 from holter_server.store.backends import backend_for
 from holter_server.store.backends.base import Column, Conflict
 from holter_server.store.models import MetricRow, PointRow, RunRow
+from holter_server.vocabulary.statuses import RunStatus
 
 __all__ = ["Column", "Conflict", "KnownMetricIds", "RunMetricIds", "SeriesSlice", "StoredCount"]
 
@@ -266,7 +267,7 @@ def add_points_as_known(
     if done is None or done.run is None:
         return None
     status, created = done.run
-    if created != created_at or status == "stalled":  # a stalled run is resumed (an event) the usual way
+    if created != created_at or status == RunStatus.STALLED:  # a stalled run is resumed (an event) the usual way
         return None
     _correct_assumed(session, run_id, distinct, done.stored)
     names = {metric_id: name for name, metric_id in ids.items() if metric_id in by_id}

@@ -25,6 +25,7 @@ from holter_server.store.models import (
     RollupRow,
     RunRow,
 )
+from holter_server.vocabulary.statuses import RunStatus
 
 
 def now() -> datetime:
@@ -105,7 +106,7 @@ def create_or_resume_run(
             name=name,
             config=config,
             tags=tags,
-            status="running",
+            status=RunStatus.RUNNING,
             created_at=moment,
             updated_at=moment,
             heartbeat_at=moment,
@@ -118,7 +119,7 @@ def create_or_resume_run(
         return run, False
     if run.project != project:
         raise RunIdTakenError(run_id)
-    resumed = run.status != "running" or run.last_step is not None
+    resumed = run.status != RunStatus.RUNNING or run.last_step is not None
     merged_config = {**(run.config or {}), **config}
     merged_tags = list(dict.fromkeys([*(run.tags or []), *tags]))
     # only growth past a limit is refused: a run stored over it (before this check) still resumes unchanged
@@ -139,7 +140,7 @@ def create_or_resume_run(
             f"resuming run {run_id!r} would give it {len(merged_tags)} tags (the stored ones and these), "
             f"over the limit of {max_tags}: replace its tags with PATCH /api/v1/runs/{run_id} instead",
         )
-    run.status = "running"
+    run.status = RunStatus.RUNNING
     run.finished_at = None
     run.name = name or run.name
     run.config = merged_config
@@ -388,14 +389,14 @@ def stall_silent_runs(*, session: Session, silent_since: datetime) -> list[RunRo
     arrived stays running; no row is locked across runs (a distributed table refuses that).
     """
     silent = session.scalars(
-        select(RunRow.id).where(RunRow.status == "running", RunRow.heartbeat_at < silent_since)
+        select(RunRow.id).where(RunRow.status == RunStatus.RUNNING, RunRow.heartbeat_at < silent_since)
     ).all()
     stalled: list[RunRow] = []
     for run_id in claims.claim_runs(session=session, task=claims.Task.STALL_WATCH, run_ids=list(silent)):
         run = session.scalars(
             update(RunRow)
-            .where(RunRow.id == run_id, RunRow.status == "running", RunRow.heartbeat_at < silent_since)
-            .values(status="stalled", updated_at=now())
+            .where(RunRow.id == run_id, RunRow.status == RunStatus.RUNNING, RunRow.heartbeat_at < silent_since)
+            .values(status=RunStatus.STALLED, updated_at=now())
             .returning(RunRow)
             .execution_options(synchronize_session=False, populate_existing=True)
         ).one_or_none()

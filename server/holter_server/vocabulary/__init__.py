@@ -38,6 +38,8 @@ def as_dict() -> dict[str, Any]:
         "live_run_status": statuses.LIVE_RUN_STATUS,
         "event_statuses": [asdict(s) for s in statuses.EVENT_STATUSES],
         "handled_event_statuses": list(statuses.HANDLED_EVENT_STATUSES),
+        "open_event_status": statuses.EventStatus.OPEN,
+        "hidden_event_statuses": list(statuses.HIDDEN_EVENT_STATUSES),
         "event_groups": events.GROUPS,
         "event_kinds": [asdict(k) for k in events.EVENT_KINDS],
         "panels": [asdict(p) for p in signals.PANELS],

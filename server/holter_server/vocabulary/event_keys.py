@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from holter_server.vocabulary.events import EventKind
+
 
 class KeyPrefix(StrEnum):
     """The authors of events other than the live classifier, by the prefix of their keys."""
@@ -27,7 +29,7 @@ class KeyPrefix(StrEnum):
 
 
 # Events judged from the latest values rather than from events: one per metric, first seen kept.
-CURRENT_STATE_FINDINGS = ("layer_dominance",)
+CURRENT_STATE_FINDINGS = (EventKind.LAYER_DOMINANCE,)
 
 
 def finding_key(kind: str, metric: str | None, start_step: int | None) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
 # Where an event kind comes from.
 GROUPS: dict[str, str] = {
@@ -17,104 +18,165 @@ GROUPS: dict[str, str] = {
 }
 
 
+class EventKind(StrEnum):
+    """The event kinds by name, for code that names one (`EventKind.SPIKE`); `EVENT_KINDS` says
+    everything else about each. An `EventKind` is its name as a string, stored and sent as such."""
+
+    SPIKE = "spike"
+    DIVERGENCE = "divergence"
+    PLATEAU = "plateau"
+    SAWTOOTH = "sawtooth"
+    TOO_GOOD = "too_good"
+    LEVEL_SHIFT = "level_shift"
+    GRAD_NORM_PRECURSOR = "grad_norm_precursor"
+    NO_LEARNING_SIGNAL = "no_learning_signal"
+    ACTIVATION_GROWTH = "activation_growth"
+    LAYER_DOMINANCE = "layer_dominance"
+    SYSTEMS_SLOWDOWN = "systems_slowdown"
+    DRIFT_TOGETHER = "drift_together"
+    NORM_GROWTH = "norm_growth"
+    MISMATCH_OFF_ZERO = "mismatch_off_zero"
+    INPUT_STALL = "input_stall"
+    OVERFITTING = "overfitting"
+    GPU_MEMORY_LEAK = "gpu_memory_leak"
+    GPU_IDLE = "gpu_idle"
+    GPU_THROTTLED = "gpu_throttled"
+    FIRST_NONFINITE = "first_nonfinite"
+    ALERT = "alert"
+    RUN_STALLED = "run_stalled"
+    RUN_RESUMED = "run_resumed"
+    RUN_CRASHED = "run_crashed"
+    THRESHOLD = "threshold"
+    REFERENCE_DRIFT = "reference_drift"
+
+
 @dataclass(frozen=True)
-class EventKind:
+class EventKindEntry:
     """One kind of event: its name (stored, filtered on), the label drawn on charts, its group.
 
     `summarised` says whether the post-mortem's written summary tells it (a level shift, a
     precursor already told with its divergence, a resumption or a threshold crossing is not).
     """
 
-    name: str
+    name: EventKind
     label: str
     group: str
     description: str
     summarised: bool = True
 
 
-EVENT_KINDS: tuple[EventKind, ...] = (
-    EventKind("spike", "spike", "metric", "a sudden jump that recovers"),
-    EventKind(
-        "divergence",
+EVENT_KINDS: tuple[EventKindEntry, ...] = (
+    EventKindEntry(EventKind.SPIKE, "spike", "metric", "a sudden jump that recovers"),
+    EventKindEntry(
+        EventKind.DIVERGENCE,
         "divergence",
         "metric",
         "shoots up and does not come back, goes NaN/±Inf, or creeps the wrong way from its best (a drift)",
     ),
-    EventKind("plateau", "plateau", "metric", "stopped moving while it should move (or a gradient norm of exactly 0)"),
-    EventKind("sawtooth", "sawtooth", "metric", "a regular zig-zag or periodic spikes, with its period"),
-    EventKind("too_good", "too good", "metric", "a loss far below what the task allows (a leak)"),
-    EventKind("level_shift", "level shift", "metric", "the level moved to a new one and stayed", summarised=False),
-    EventKind(
-        "grad_norm_precursor",
+    EventKindEntry(
+        EventKind.PLATEAU, "plateau", "metric", "stopped moving while it should move (or a gradient norm of exactly 0)"
+    ),
+    EventKindEntry(EventKind.SAWTOOTH, "sawtooth", "metric", "a regular zig-zag or periodic spikes, with its period"),
+    EventKindEntry(EventKind.TOO_GOOD, "too good", "metric", "a loss far below what the task allows (a leak)"),
+    EventKindEntry(
+        EventKind.LEVEL_SHIFT, "level shift", "metric", "the level moved to a new one and stayed", summarised=False
+    ),
+    EventKindEntry(
+        EventKind.GRAD_NORM_PRECURSOR,
         "grad-norm precursor",
         "finding",
         "a gradient-norm spike a few steps before a loss spike",
         summarised=False,
     ),
-    EventKind(
-        "no_learning_signal", "no learning signal", "finding", "gradient norm exactly 0, or a loss flat from step zero"
+    EventKindEntry(
+        EventKind.NO_LEARNING_SIGNAL,
+        "no learning signal",
+        "finding",
+        "gradient norm exactly 0, or a loss flat from step zero",
     ),
-    EventKind("activation_growth", "activation growth", "finding", "an activation norm that keeps growing"),
-    EventKind("layer_dominance", "layer dominance", "finding", "one layer's activation norm dwarfing the others"),
-    EventKind(
-        "systems_slowdown", "systems slowdown", "finding", "throughput down (or step time up) while the loss carries on"
+    EventKindEntry(
+        EventKind.ACTIVATION_GROWTH, "activation growth", "finding", "an activation norm that keeps growing"
     ),
-    EventKind(
-        "drift_together",
+    EventKindEntry(
+        EventKind.LAYER_DOMINANCE, "layer dominance", "finding", "one layer's activation norm dwarfing the others"
+    ),
+    EventKindEntry(
+        EventKind.SYSTEMS_SLOWDOWN,
+        "systems slowdown",
+        "finding",
+        "throughput down (or step time up) while the loss carries on",
+    ),
+    EventKindEntry(
+        EventKind.DRIFT_TOGETHER,
         "drifting together",
         "finding",
         "a loss drifting the wrong way, with the vital signs that moved with it and those that held",
         summarised=False,
     ),
-    EventKind(
-        "norm_growth",
+    EventKindEntry(
+        EventKind.NORM_GROWTH,
         "norm growth",
         "finding",
         "a gradient or activation norm that doubled since it settled, with no loss logged to tell it benign",
     ),
-    EventKind(
-        "mismatch_off_zero",
+    EventKindEntry(
+        EventKind.MISMATCH_OFF_ZERO,
         "mismatch off zero",
         "finding",
         "the rollout/trainer mismatch left its healthy value (≈0, or ≈1 for a ratio)",
     ),
-    EventKind(
-        "input_stall",
+    EventKindEntry(
+        EventKind.INPUT_STALL,
         "input stall",
         "finding",
         "the step waits for data above a fifth of its time while its own work did not grow: the loader sets the pace",
     ),
-    EventKind(
-        "overfitting", "overfitting", "finding", "the eval loss turned up for good while the train loss kept falling"
+    EventKindEntry(
+        EventKind.OVERFITTING,
+        "overfitting",
+        "finding",
+        "the eval loss turned up for good while the train loss kept falling",
     ),
-    EventKind(
-        "gpu_memory_leak", "GPU memory leak", "system", "a GPU's memory climbing sample after sample toward its limit"
+    EventKindEntry(
+        EventKind.GPU_MEMORY_LEAK,
+        "GPU memory leak",
+        "system",
+        "a GPU's memory climbing sample after sample toward its limit",
     ),
-    EventKind(
-        "gpu_idle",
+    EventKindEntry(
+        EventKind.GPU_IDLE,
         "GPU idle",
         "system",
         "a GPU's utilisation collapsed while steps went on (waiting for data or the host)",
     ),
-    EventKind(
-        "gpu_throttled", "GPU throttled", "system", "a GPU's clocks cut for heat or power for several samples in a row"
+    EventKindEntry(
+        EventKind.GPU_THROTTLED,
+        "GPU throttled",
+        "system",
+        "a GPU's clocks cut for heat or power for several samples in a row",
     ),
-    EventKind(
-        "first_nonfinite",
+    EventKindEntry(
+        EventKind.FIRST_NONFINITE,
         "first non-finite",
         "tripwire",
         "the module and gradient where NaN/±Inf first appeared, attached to the divergence it explains",
     ),
-    EventKind("alert", "alert", "job", "the training job raised an alert itself (run.alert): its title and text"),
-    EventKind("run_stalled", "stalled", "lifecycle", "no points or heartbeat for HOLTER_STALL_AFTER seconds"),
-    EventKind("run_resumed", "resumed", "lifecycle", "a stalled run logged again", summarised=False),
-    EventKind("run_crashed", "crashed", "lifecycle", "the client marked the run crashed"),
-    EventKind("threshold", "threshold", "threshold", "a metric crossed a threshold rule", summarised=False),
-    EventKind("reference_drift", "reference drift", "reference", "a metric left the reference run's band"),
+    EventKindEntry(
+        EventKind.ALERT, "alert", "job", "the training job raised an alert itself (run.alert): its title and text"
+    ),
+    EventKindEntry(
+        EventKind.RUN_STALLED, "stalled", "lifecycle", "no points or heartbeat for HOLTER_STALL_AFTER seconds"
+    ),
+    EventKindEntry(EventKind.RUN_RESUMED, "resumed", "lifecycle", "a stalled run logged again", summarised=False),
+    EventKindEntry(EventKind.RUN_CRASHED, "crashed", "lifecycle", "the client marked the run crashed"),
+    EventKindEntry(
+        EventKind.THRESHOLD, "threshold", "threshold", "a metric crossed a threshold rule", summarised=False
+    ),
+    EventKindEntry(EventKind.REFERENCE_DRIFT, "reference drift", "reference", "a metric left the reference run's band"),
 )
 
-EVENT_KIND_NAMES: tuple[str, ...] = tuple(k.name for k in EVENT_KINDS)
-BY_NAME: dict[str, EventKind] = {k.name: k for k in EVENT_KINDS}
+EVENT_KIND_NAMES: tuple[str, ...] = tuple(k.name.value for k in EVENT_KINDS)
+BY_NAME: dict[str, EventKindEntry] = {k.name: k for k in EVENT_KINDS}
 
 
 def kinds_in(group: str) -> tuple[str, ...]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+from holter_server.vocabulary.events import EventKind
 from holter_server.vocabulary.severities import Level
 
 # Every detector a kind may run, by name (detect/incremental.py runs the ones a profile lists).
@@ -304,9 +305,9 @@ class SystemKind:
 
 
 SYSTEM_KINDS: dict[str, SystemKind] = {
-    "gpu_memory": SystemKind("gpu_memory", "gpu_memory_leak"),
-    "gpu_utilization": SystemKind("gpu_utilization", "gpu_idle"),
-    "gpu_throttle": SystemKind("gpu_throttle", "gpu_throttled", warmup_points=0, min_points=2),
+    "gpu_memory": SystemKind("gpu_memory", EventKind.GPU_MEMORY_LEAK),
+    "gpu_utilization": SystemKind("gpu_utilization", EventKind.GPU_IDLE),
+    "gpu_throttle": SystemKind("gpu_throttle", EventKind.GPU_THROTTLED, warmup_points=0, min_points=2),
 }
 
 

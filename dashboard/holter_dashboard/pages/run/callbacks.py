@@ -316,13 +316,11 @@ def register(app: Dash, api: HolterAPI) -> None:
         try:
             if trigger["type"] == "event-ack":
                 event = await api.acknowledge(run_id, trigger["id"], reason=reason or "")
-                done = "acknowledged"
             else:
                 event = await api.dismiss(run_id, trigger["id"], reason=reason or "", mute=False)
-                done = "dismissed"
         except ApiError as exc:
             return message(exc.message, ok=False), no_update
-        return message(f"Event {done} (signed {event.get('status_by')})."), poke()
+        return message(f"Event {event.get('status')} (signed {event.get('status_by')})."), poke()
 
     @app.callback(
         Output("note-start", "value"),

@@ -75,7 +75,7 @@ def incident_card(incident: dict[str, Any], vocab: Vocabulary) -> Any:
     leader = event_card(incident["leader"], vocab)
     if not folded:
         return html.Div(leader, className=f"incident incident-{incident.get('rule')}", **{"data-id": incident["id"]})
-    handled = incident.get("status") != "open"
+    handled = not vocab.is_open(incident.get("status"))
     count = len(folded)
     return dmc.Paper(
         [
@@ -118,7 +118,7 @@ def steps_text(event: dict[str, Any]) -> str:
 
 def event_card(event: dict[str, Any], vocab: Vocabulary) -> Any:
     """One event: its kind and severity, metric, summary, steps, who handled it, and its buttons."""
-    handled = event.get("status") != "open"
+    handled = not vocab.is_open(event.get("status"))
     status = ""
     if handled:
         status = f" · {event['status']} by {event.get('status_by')}" + (
@@ -154,7 +154,7 @@ def event_card(event: dict[str, Any], vocab: Vocabulary) -> Any:
                         size="compact-xs",
                         variant="subtle",
                         color="gray",
-                        disabled=event.get("status") == "dismissed",
+                        disabled=vocab.is_hidden(event.get("status")),
                     ),
                 ],
                 gap=2,
@@ -165,5 +165,5 @@ def event_card(event: dict[str, Any], vocab: Vocabulary) -> Any:
         withBorder=True,
         radius="sm",
         className=f"event-item event-{event.get('kind')}",
-        style={"opacity": 0.6 if event.get("status") == "dismissed" else 1},
+        style={"opacity": 0.6 if vocab.is_hidden(event.get("status")) else 1},
     )

@@ -193,7 +193,7 @@ def system_section(snap: Snapshot) -> Any:
     multiples only when opened. Its label says how many there are and whether any has an open event."""
     system = snap.system_panels
     metrics = {m for p in system for m in p["metrics"]}
-    open_events = [e for e in snap.events if e.get("metric") in metrics and e.get("status") == "open"]
+    open_events = [e for e in snap.events if e.get("metric") in metrics and snap.vocab.is_open(e.get("status"))]
     label = dmc.Group(
         [
             dmc.Text("System", fw=600, size="sm"),

@@ -20,6 +20,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column
 
 from holter_server.store.models.base import Base, UTCDateTime
+from holter_server.vocabulary.statuses import EventStatus
 
 
 class EventRow(Base):
@@ -46,7 +47,7 @@ class EventRow(Base):
     period: Mapped[float | None] = mapped_column(Double)
     summary: Mapped[str] = mapped_column(Text)
     details: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
-    status: Mapped[str] = mapped_column(String(16), default="open")
+    status: Mapped[str] = mapped_column(String(16), default=EventStatus.OPEN.value)
     status_by: Mapped[str | None] = mapped_column(String(128))
     status_reason: Mapped[str | None] = mapped_column(Text)
     status_at: Mapped[datetime | None] = mapped_column(UTCDateTime())

@@ -80,24 +80,96 @@ def test_chat_messages_take_their_colours_from_the_severities():
     )
 
 
-def _kinds_the_service_writes() -> set[str]:
-    """Every event kind written as a literal anywhere in the service's code (`Event(kind="...")`,
-    `_finding("...")`, `kind="run_stalled"` ...), besides the system kinds' `event_kind`s."""
-    root = Path(holter_server.__file__).parent
-    found: set[str] = set()
-    for path in root.rglob("*.py"):
-        if "vocabulary" in path.parts:
-            continue
-        text = path.read_text()
-        found |= set(re.findall(r'\bkind="([a-z_]+)"', text)) | set(re.findall(r'_finding\(\s*"([a-z_]+)"', text))
-        found |= set(re.findall(r'NONFINITE_ORIGIN = "([a-z_]+)"', text))
-    return found - {"stable"}  # np.argsort(kind="stable")
+def _spelled_out(roots: list[Path]) -> list[str]:
+    """Event kinds and statuses written as string literals where code compares or sets one
+    (`e.kind == "spike"`, `Event(kind="divergence")`, `row.status != "open"`,
+    `event.get("status") == "dismissed"`, `status in ("finished", "crashed")`): each should name
+    the vocabulary's enum (`EventKind.SPIKE`, `EventStatus.OPEN`) or, in the dashboard, ask the
+    served vocabulary, so a renamed kind or status cannot leave a comparison behind."""
+    import ast
+
+    names = {
+        "kind": set(events.EVENT_KIND_NAMES),
+        "status": set(statuses.RUN_STATUS_NAMES) | set(statuses.EVENT_STATUS_NAMES),
+    }
+
+    def field(node: ast.AST) -> str | None:
+        """Which of kind/status an expression reads: `x.kind`, `kind`, `e.get("status")`, `e["kind"]`."""
+        if isinstance(node, ast.Attribute):
+            name = node.attr
+        elif isinstance(node, ast.Name):
+            name = node.id
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get":
+            name = node.args[0].value if node.args and isinstance(node.args[0], ast.Constant) else ""
+        elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+            name = node.slice.value
+        else:
+            return None
+        return next((f for f in names if isinstance(name, str) and name.endswith(f)), None)
+
+    def literals(node: ast.AST) -> list[str]:
+        if isinstance(node, ast.IfExp):  # status="muted" if muted else "open"
+            return literals(node.body) + literals(node.orelse)
+        items = node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else [node]
+        return [i.value for i in items if isinstance(i, ast.Constant) and isinstance(i.value, str)]
+
+    found = []
+    for root in roots:
+        for path in sorted(root.rglob("*.py")):
+            if "vocabulary" in path.parts:
+                continue  # the home itself, and the dashboard's reader of the served vocabulary
+            for node in ast.walk(ast.parse(path.read_text())):
+                pairs: list[tuple[str | None, ast.AST]] = []
+                if isinstance(node, ast.Compare):
+                    sides = [node.left, *node.comparators]
+                    pairs = [(field(a), b) for a in sides for b in sides if a is not b]
+                elif isinstance(node, ast.keyword) and node.arg in names:
+                    pairs = [(node.arg, node.value)]
+                elif isinstance(node, ast.Assign):
+                    pairs = [(field(target), node.value) for target in node.targets]
+                for which, other in pairs:
+                    spelled = [v for v in literals(other) if which and v in names[which]]
+                    if spelled:
+                        found.append(f"{path}:{other.lineno}: {which} {', '.join(spelled)}")
+    return found
 
 
-def test_every_event_kind_the_service_writes_is_in_the_vocabulary():
-    written = _kinds_the_service_writes()
-    assert {"first_nonfinite", "input_stall", "overfitting", "run_stalled", "threshold"} <= written
-    assert written <= set(events.EVENT_KIND_NAMES)
+def _our_packages() -> list[Path]:
+    roots = [Path(holter_server.__file__).parent]
+    for package in ("holter_dashboard", "holter_charts"):
+        with contextlib.suppress(ImportError):
+            roots.append(Path(importlib.import_module(package).__file__).parent)
+    return roots
+
+
+def test_code_names_event_kinds_and_statuses_through_the_vocabulary_never_as_literals():
+    assert _spelled_out(_our_packages()) == []
+
+
+def test_a_kind_or_status_spelled_as_a_literal_would_be_found(tmp_path):
+    (tmp_path / "spelled.py").write_text(
+        'if e.kind == "spike": pass\n'
+        'Event(kind="divergence")\n'
+        'rows = [r for r in rows if r.status != "open"]\n'
+        'hidden = event.get("status") == "dismissed"\n'
+        'ends = status in ("finished", "crashed")\n'
+        'row.status = EventStatus.MUTED if muted else "open"\n'
+        'fine = e.kind == EventKind.SPIKE and detector == "spike" and purpose == "alert"\n'
+    )
+    assert len(_spelled_out([tmp_path])) == 6
+
+
+def test_each_enum_names_its_table_in_the_same_order():
+    assert [k.name for k in events.EVENT_KINDS] == list(events.EventKind)
+    assert [s.name for s in statuses.RUN_STATUSES] == list(statuses.RunStatus)
+    assert [s.name for s in statuses.EVENT_STATUSES] == list(statuses.EventStatus)
+    assert all(isinstance(name, str) for name in events.EVENT_KIND_NAMES + statuses.RUN_STATUS_NAMES)
+
+
+def test_the_served_vocabulary_says_which_event_status_is_open_and_which_are_hidden():
+    served = json.loads(json.dumps(vocabulary.as_dict()))
+    assert served["open_event_status"] == "open"
+    assert set(served["hidden_event_statuses"]) == {"dismissed", "withdrawn"}
 
 
 def test_an_alert_rule_may_name_every_event_kind():
@@ -158,12 +230,7 @@ def _vocabulary_copies(roots: list[Path]) -> list[str]:
 
 
 def test_no_code_outside_the_vocabulary_spells_out_a_vocabulary_list_again():
-    root = Path(holter_server.__file__).parent
-    roots = [root]
-    for package in ("holter_dashboard", "holter_charts"):
-        with contextlib.suppress(ImportError):
-            roots.append(Path(importlib.import_module(package).__file__).parent)
-    assert _vocabulary_copies(roots) == []
+    assert _vocabulary_copies(_our_packages()) == []
 
 
 def test_a_second_severity_ranking_would_be_found(tmp_path):
