@@ -31,7 +31,7 @@ from holter_server.detect.too_good import TooGoodDetector
 from holter_server.detect.window import Window
 from holter_server.vocabulary.events import EventKind
 from holter_server.vocabulary.profiles import profile_for
-from holter_server.vocabulary.severities import capped
+from holter_server.vocabulary.severities import Level, capped
 
 DETECTOR_VERSION = "2.1.0"
 TAIL_POINTS = ACF_WINDOW
@@ -339,7 +339,7 @@ def _recovered_spike(rise: Event) -> Event:
         rise,
         kind=EventKind.SPIKE,
         start_step=start,
-        severity="info",
+        severity=Level.INFO,
         summary=summary,
         details={**d, "recovered_step": rise.end_step, "recovered": True},
     )

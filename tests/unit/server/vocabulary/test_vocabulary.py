@@ -81,16 +81,17 @@ def test_chat_messages_take_their_colours_from_the_severities():
 
 
 def _spelled_out(roots: list[Path]) -> list[str]:
-    """Event kinds and statuses written as string literals where code compares or sets one
+    """Event kinds, statuses and severities written as string literals where code compares or sets one
     (`e.kind == "spike"`, `Event(kind="divergence")`, `row.status != "open"`,
-    `event.get("status") == "dismissed"`, `status in ("finished", "crashed")`): each should name
-    the vocabulary's enum (`EventKind.SPIKE`, `EventStatus.OPEN`) or, in the dashboard, ask the
+    `event.get("status") == "dismissed"`, `status in ("finished", "crashed")`, `severity="info"`):
+    each should name the vocabulary's enum (`EventKind.SPIKE`, `EventStatus.OPEN`, `Level.INFO`) or, in the dashboard, ask the
     served vocabulary, so a renamed kind or status cannot leave a comparison behind."""
     import ast
 
     names = {
         "kind": set(events.EVENT_KIND_NAMES),
         "status": set(statuses.RUN_STATUS_NAMES) | set(statuses.EVENT_STATUS_NAMES),
+        "severity": {s.name for s in severities.SEVERITIES},
     }
 
     def field(node: ast.AST) -> str | None:
@@ -142,11 +143,11 @@ def _our_packages() -> list[Path]:
     return roots
 
 
-def test_code_names_event_kinds_and_statuses_through_the_vocabulary_never_as_literals():
+def test_code_names_event_kinds_statuses_and_severities_through_the_vocabulary_never_as_literals():
     assert _spelled_out(_our_packages()) == []
 
 
-def test_a_kind_or_status_spelled_as_a_literal_would_be_found(tmp_path):
+def test_a_kind_status_or_severity_spelled_as_a_literal_would_be_found(tmp_path):
     (tmp_path / "spelled.py").write_text(
         'if e.kind == "spike": pass\n'
         'Event(kind="divergence")\n'
@@ -154,9 +155,10 @@ def test_a_kind_or_status_spelled_as_a_literal_would_be_found(tmp_path):
         'hidden = event.get("status") == "dismissed"\n'
         'ends = status in ("finished", "crashed")\n'
         'row.status = EventStatus.MUTED if muted else "open"\n'
+        'replace(event, severity="info")\n'
         'fine = e.kind == EventKind.SPIKE and detector == "spike" and purpose == "alert"\n'
     )
-    assert len(_spelled_out([tmp_path])) == 6
+    assert len(_spelled_out([tmp_path])) == 7
 
 
 def test_each_enum_names_its_table_in_the_same_order():
