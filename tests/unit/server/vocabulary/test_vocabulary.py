@@ -84,8 +84,9 @@ def _spelled_out(roots: list[Path]) -> list[str]:
     """Event kinds, statuses and severities written as string literals where code compares or sets one
     (`e.kind == "spike"`, `Event(kind="divergence")`, `row.status != "open"`,
     `event.get("status") == "dismissed"`, `status in ("finished", "crashed")`, `severity="info"`):
-    each should name the vocabulary's enum (`EventKind.SPIKE`, `EventStatus.OPEN`, `Level.INFO`) or, in the dashboard, ask the
-    served vocabulary, so a renamed kind or status cannot leave a comparison behind."""
+    each should name the vocabulary's enum (`EventKind.SPIKE`, `EventStatus.OPEN`, `Level.INFO`)
+    or, in the dashboard, ask the served vocabulary, so a renamed kind or status cannot leave a
+    comparison behind."""
     import ast
 
     names = {
