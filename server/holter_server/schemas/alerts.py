@@ -9,9 +9,9 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from holter_server.alerts.message import stored_alert
-from holter_server.schemas.vocabulary import EventKindName, SeverityName
 from holter_server.store.models import AlertRuleRow, ChannelRow, DeliveryRow
-from holter_server.vocabulary.severities import DEFAULT_MIN_SEVERITY
+from holter_server.vocabulary.events import EventKind
+from holter_server.vocabulary.severities import DEFAULT_MIN_SEVERITY, Level
 
 ChannelKind = Literal["slack", "discord", "teams", "webhook", "apprise"]
 
@@ -86,11 +86,11 @@ class RuleCreate(BaseModel):
     project: str | None = Field(default=None, max_length=128)
     run_tag: str | None = Field(default=None, max_length=128)
     metric_pattern: str | None = Field(default=None, max_length=256, description="glob, e.g. 'loss*' or 'act_norm/*'")
-    kinds: list[EventKindName] | None = Field(  # type: ignore[valid-type]
+    kinds: list[EventKind] | None = Field(
         default=None,
         description="event kinds (any when empty), including run_stalled, run_crashed (GET /vocabulary lists them)",
     )
-    min_severity: SeverityName = DEFAULT_MIN_SEVERITY  # type: ignore[valid-type]
+    min_severity: Level = DEFAULT_MIN_SEVERITY
     threshold_op: Literal["above", "below", "nonfinite"] | None = Field(
         default=None, description="a threshold rule instead of an event rule"
     )

@@ -8,10 +8,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from holter_server.schemas.points import Step
-from holter_server.schemas.vocabulary import EventStatusName, KindName, SeverityName
+from holter_server.schemas.vocabulary import KindName
 from holter_server.schemas.zoom import Zoomable
 from holter_server.store.models import EventRow
 from holter_server.vocabulary.severities import Level
+from holter_server.vocabulary.statuses import EventStatus
 
 
 class EventPublic(Zoomable):
@@ -21,7 +22,7 @@ class EventPublic(Zoomable):
     run_id: str
     metric: str | None = Field(description="null for run-level events (lifecycle)")
     kind: str
-    severity: SeverityName  # type: ignore[valid-type]
+    severity: Level
     score: float
     start_step: int | None
     end_step: int | None
@@ -29,7 +30,7 @@ class EventPublic(Zoomable):
     period: float | None = Field(description="sawtooth and recurring mismatch: the period in steps")
     summary: str
     details: dict[str, Any]
-    status: EventStatusName  # type: ignore[valid-type]
+    status: EventStatus
     status_by: str | None
     status_reason: str | None
     detector_version: str
@@ -110,7 +111,7 @@ class JobAlert(BaseModel):
 
     title: str = Field(min_length=1, max_length=256)
     text: str = Field(default="", max_length=4000)
-    severity: SeverityName = Level.INFO  # type: ignore[valid-type]
+    severity: Level = Level.INFO
     step: Step | None = Field(default=None, description="the run's step when it was raised")
     key: str = Field(
         min_length=1,

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, Field
 
 from holter_server.schemas.events import EventPublic
-from holter_server.schemas.vocabulary import EventStatusName, SeverityName
 from holter_server.schemas.zoom import Zoomable
+from holter_server.vocabulary.severities import Level
 from holter_server.vocabulary.statuses import EventStatus
 
 if TYPE_CHECKING:
@@ -27,8 +27,8 @@ class IncidentPublic(Zoomable):
     )
     title: str
     cause: str = Field(description="the root cause in a sentence, then what followed from it")
-    severity: SeverityName  # type: ignore[valid-type]
-    status: EventStatusName = Field(description="open while any of its events is open, else the leader's")  # type: ignore[valid-type]
+    severity: Level
+    status: EventStatus = Field(description="open while any of its events is open, else the leader's")
     start_step: int | None
     end_step: int | None
     leader: EventPublic

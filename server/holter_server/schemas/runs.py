@@ -13,7 +13,6 @@ from holter_server.schemas.vocabulary import (
     KindName,
     MetricName,
     MetricPattern,
-    RunStatusName,
     UnderstoodBy,
     UnitName,
 )
@@ -304,7 +303,7 @@ class RunPublic(BaseModel):
     config: dict[str, Any]
     tags: list[str]
     notes: str | None
-    status: RunStatusName = Field(description="running, finished, crashed or stalled")  # type: ignore[valid-type]
+    status: RunStatus = Field(description="running, finished, crashed or stalled")
     created_at: datetime
     updated_at: datetime
     heartbeat_at: datetime

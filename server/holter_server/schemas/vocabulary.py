@@ -1,5 +1,7 @@
-"""API types drawn from the vocabulary: every Literal of kinds, severities and statuses the
-schemas use is built here from `holter_server.vocabulary`, never spelled out again."""
+"""API types drawn from the vocabulary: every Literal of signal kinds, units and statuses the
+schemas use is built here from `holter_server.vocabulary`, never spelled out again. Severities,
+event kinds and statuses are the vocabulary's own `StrEnum`s (`Level`, `EventKind`, `RunStatus`,
+`EventStatus`), which the schemas use as they are."""
 
 from __future__ import annotations
 
@@ -7,17 +9,12 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from holter_server.vocabulary.events import EVENT_KIND_NAMES
 from holter_server.vocabulary.names import SOURCES, UNITS
-from holter_server.vocabulary.severities import SEVERITY_NAMES
 from holter_server.vocabulary.signals import SIGNAL_KIND_NAMES
-from holter_server.vocabulary.statuses import ENDING_STATUSES, EVENT_STATUS_NAMES, RUN_STATUS_NAMES
+from holter_server.vocabulary.statuses import ENDING_STATUSES
 
 KindName = Literal[SIGNAL_KIND_NAMES]  # type: ignore[valid-type]
-SeverityName = Literal[SEVERITY_NAMES]  # type: ignore[valid-type]
-EventStatusName = Literal[EVENT_STATUS_NAMES]  # type: ignore[valid-type]
-EventKindName = Literal[EVENT_KIND_NAMES]  # type: ignore[valid-type]
-RunStatusName = Literal[RUN_STATUS_NAMES]  # type: ignore[valid-type]
+# a subset of RunStatus: a Literal of the names, so a refusal lists them as words
 EndingStatusName = Literal[ENDING_STATUSES]  # type: ignore[valid-type]
 UnderstoodBy = Literal[tuple(SOURCES)]  # type: ignore[valid-type]
 UnitName = Literal[UNITS]  # type: ignore[valid-type]

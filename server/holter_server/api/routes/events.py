@@ -11,10 +11,11 @@ from holter_server.api.routes.runs import require_run
 from holter_server.schemas import MAX_BIGINT
 from holter_server.schemas.events import EventDecision, EventDismissal, EventPublic, EventsPublic
 from holter_server.schemas.incidents import IncidentPublic, IncidentsPublic
-from holter_server.schemas.vocabulary import EventStatusName, SeverityName
 from holter_server.services import events as events_service
 from holter_server.services.events import StoredEvent
 from holter_server.services.incidents import run_incidents
+from holter_server.vocabulary.severities import Level
+from holter_server.vocabulary.statuses import EventStatus
 
 router = APIRouter(tags=["events"])
 Limit = Annotated[int, Query(ge=1, le=1000)]
@@ -27,8 +28,8 @@ def run_events(
     run_id: str,
     metric: str | None = None,
     kind: str | None = None,
-    severity: SeverityName | None = None,
-    status: EventStatusName | None = None,
+    severity: Level | None = None,
+    status: EventStatus | None = None,
     limit: Limit = 500,
     offset: Offset = 0,
 ) -> EventsPublic:
@@ -72,8 +73,8 @@ def all_events(
     project: str | None = None,
     run_id: str | None = None,
     kind: str | None = None,
-    severity: SeverityName | None = None,
-    status: EventStatusName | None = None,
+    severity: Level | None = None,
+    status: EventStatus | None = None,
     limit: Limit = 100,
     offset: Offset = 0,
 ) -> EventsPublic:

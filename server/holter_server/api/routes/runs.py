@@ -26,11 +26,12 @@ from holter_server.schemas.runs import (
     RunUpdate,
     SparklinePublic,
 )
-from holter_server.schemas.vocabulary import MetricName, RunStatusName
+from holter_server.schemas.vocabulary import MetricName
 from holter_server.services import kinds, lifecycle, retention, run_table
 from holter_server.services import runs as runs_service
 from holter_server.services.run_analysis import AnalysisTooLargeError, UnknownMetricError, analyze_run
 from holter_server.services.runs import StoredRun
+from holter_server.vocabulary.statuses import RunStatus
 
 router = APIRouter(prefix="/runs", tags=["runs"])
 
@@ -93,7 +94,7 @@ def list_runs(
     session: SessionDep,
     principal: PrincipalDep,
     project: str | None = None,
-    status: RunStatusName | None = None,  # type: ignore[valid-type]
+    status: RunStatus | None = None,
     tag: str | None = None,
     archived: Annotated[
         Literal["exclude", "include", "only"],
