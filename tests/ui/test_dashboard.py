@@ -333,3 +333,51 @@ def test_archiving_a_run_takes_it_off_the_runs_page(page, ui_server: InProcessSe
     assert listed == []
     page.locator("#run-archive", has_text="Unarchive").click()
     page.locator(".archived-badge").wait_for(state="detached")
+
+
+def test_an_event_acknowledged_then_dismissed_from_its_card(page, ui_server: InProcessServer) -> None:  # type: ignore[no-untyped-def]
+    """The card's buttons set the event's status through the API; the card then reads the status
+    the service returned: handled (Acknowledge off), then dismissed (greyed, Dismiss off too),
+    and a dismissed event leaves the charts."""
+    synthetic = SyntheticRun(600, seed=7)
+    run = holter.init(project="ui", name="handled", id=f"ui{uuid.uuid4().hex[:10]}", url=ui_server.url)
+    for step in range(600):
+        run.log(synthetic.metrics(step), step=step)
+    run.finish()
+    events_url = f"{ui_server.url}/api/v1/runs/{run.id}/events"
+
+    def first_spike() -> dict | None:
+        found = [e for e in httpx.get(events_url, timeout=10).json()["data"] if e["kind"] == "spike"]
+        return min(found, key=lambda e: e["id"]) if found else None
+
+    spike = wait_until(first_spike, timeout=60)
+
+    def marked() -> list[int]:
+        """The event ids the charts' event markers carry."""
+        return page.evaluate(
+            """() => [...document.querySelectorAll('.js-plotly-plot')].flatMap(el => (el.data || [])
+                .filter(t => t.name === 'events').flatMap(t => Array.from(t.customdata || [])))"""
+        )
+
+    page.goto(f"/runs/{run.id}")
+    ack = page.locator(f"""[id='{{"id":{spike["id"]},"type":"event-ack"}}']""")
+    dismiss = page.locator(f"""[id='{{"id":{spike["id"]},"type":"event-dismiss"}}']""")
+    card = page.locator(".event-item", has=ack)
+    card.wait_for()
+    assert ack.is_enabled() and dismiss.is_enabled()
+    wait_until(lambda: spike["id"] in marked(), timeout=20)
+
+    ack.click()
+    page.locator("#event-message", has_text="Event acknowledged (signed local)").wait_for()
+    wait_until(lambda: "acknowledged by local" in card.inner_text(), timeout=10)
+    assert ack.is_disabled() and dismiss.is_enabled()
+
+    dismiss.click()
+    page.locator("#event-message", has_text="Event dismissed (signed local)").wait_for()
+    wait_until(lambda: "dismissed by local" in card.inner_text(), timeout=10)
+    assert ack.is_disabled() and dismiss.is_disabled()
+    assert card.evaluate("el => getComputedStyle(el).opacity") == "0.6"
+    wait_until(lambda: spike["id"] not in marked(), timeout=20)
+    assert next(e for e in httpx.get(events_url, timeout=10).json()["data"] if e["id"] == spike["id"])[
+        "status"
+    ] == "dismissed"

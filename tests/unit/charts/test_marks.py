@@ -15,6 +15,15 @@ def test_dismissed_events_are_not_drawn_and_handled_ones_are_grey(vocab) -> None
     assert shapes[0]["type"] == "line"
 
 
+def test_withdrawn_events_are_hidden_like_dismissed_ones(vocab) -> None:
+    # the served vocabulary's hidden statuses, not a name the charts know
+    base = {"metric": "loss", "kind": "spike", "severity": "critical", "start_step": 5, "end_step": 5}
+    shapes, labels = event_shapes([dict(base, id=1, status="withdrawn")], [], View(), vocab)
+    assert shapes == [] and labels == []
+    assert vocab.is_hidden("withdrawn") and vocab.is_hidden("dismissed") and not vocab.is_hidden("muted")
+    assert vocab.is_open("open") and not vocab.is_open("acknowledged") and not vocab.is_open(None)
+
+
 def test_labels_on_a_wall_time_axis_are_staggered_by_their_distance_in_time() -> None:
     series = [Series(list(range(1000)), [1.0] * 1000, [1000.0 + 10 * step for step in range(1000)])]
     view = View(x_axis="time")
