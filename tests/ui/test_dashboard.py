@@ -378,6 +378,7 @@ def test_an_event_acknowledged_then_dismissed_from_its_card(page, ui_server: InP
     assert ack.is_disabled() and dismiss.is_disabled()
     assert card.evaluate("el => getComputedStyle(el).opacity") == "0.6"
     wait_until(lambda: spike["id"] not in marked(), timeout=20)
-    assert next(e for e in httpx.get(events_url, timeout=10).json()["data"] if e["id"] == spike["id"])[
-        "status"
-    ] == "dismissed"
+    assert (
+        next(e for e in httpx.get(events_url, timeout=10).json()["data"] if e["id"] == spike["id"])["status"]
+        == "dismissed"
+    )
