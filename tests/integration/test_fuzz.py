@@ -15,6 +15,7 @@ pytest 9.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlencode
 
@@ -28,8 +29,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from schemathesis import GenerationMode
 
-from tests.conftest import ADMIN_TOKEN, new_run_id
-from tests.servers import ServerProcess
+from tests.conftest import ADMIN_TOKEN, new_run_id, own_store
+from tests.servers import InProcessServer, ServerProcess
 
 EXAMPLES = int(os.environ.get("HOLTER_FUZZ_EXAMPLES", "10"))
 pytestmark = [
@@ -129,6 +130,30 @@ def fuzz_every_operation(
     assert operations[-1] == "DELETE /api/v1/keys/{key_id}"
     print(f"fuzzed {len(operations)} operations with {sent[0]:,} requests: {len(failures)} server errors")
     return failures
+
+
+@pytest.fixture(scope="module")
+def fuzzed_store(store_url: str, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A store of the fuzzing's own: what it leaves (hostile runs and points, a rule that sends
+    every event to a closed port, revoked keys) never reaches the servers of the modules that
+    run after it in this worker, whose detection and dispatch would inherit it as a backlog."""
+    return own_store(store_url, tmp_path_factory.mktemp("fuzz"))
+
+
+@pytest.fixture(scope="module")
+def server(fuzzed_store: str) -> Iterator[InProcessServer]:
+    """The service with auth off, on the fuzzing's own store."""
+    server = InProcessServer(fuzzed_store).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def secured(fuzzed_store: str) -> Iterator[InProcessServer]:
+    """The service with auth on, on the fuzzing's own store."""
+    server = InProcessServer(fuzzed_store, settings={"auth": "on", "admin_token": ADMIN_TOKEN}).start()
+    yield server
+    server.stop()
 
 
 def test_no_request_makes_the_service_fail(server: ServerProcess) -> None:
