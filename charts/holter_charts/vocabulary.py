@@ -101,7 +101,7 @@ class Vocabulary:
 
     def is_open(self, status: str | None) -> bool:
         """Whether an event with this status is found and not yet handled."""
-        return status is not None and status == self.data.get("open_event_status")
+        return bool(status) and status == self.open_event_status
 
     def is_hidden(self, status: str | None) -> bool:
         """Whether an event with this status is left out of what a person reads (dismissed,

@@ -37,14 +37,13 @@ class IncidentPublic(Zoomable):
     @classmethod
     def from_stored(cls, stored: StoredIncident) -> IncidentPublic:
         inc = stored.incident
-        opened = any(row.status == EventStatus.OPEN for row in stored.rows)
         return cls(
             id=stored.leader.id,
             rule=inc.rule,
             title=inc.title,
             cause=inc.cause,
             severity=inc.severity,  # type: ignore[arg-type]
-            status=EventStatus.OPEN if opened else stored.leader.status,  # type: ignore[arg-type]
+            status=stored.status,  # type: ignore[arg-type]
             start_step=inc.start_step,
             end_step=inc.end_step,
             leader=EventPublic.from_row(stored.leader),

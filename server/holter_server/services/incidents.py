@@ -13,6 +13,7 @@ from holter_server.services.kinds import run_metric_kinds
 from holter_server.store import events as events_store
 from holter_server.store import runs as runs_store
 from holter_server.store.models import EventRow
+from holter_server.vocabulary.statuses import EventStatus
 
 # the most events one run's incidents are grouped from (the latest steps first): a run with more is
 # one whose list nobody reads event by event anyway
@@ -30,6 +31,11 @@ class StoredIncident:
     @property
     def rows(self) -> tuple[EventRow, ...]:
         return (self.leader, *self.folded)
+
+    @property
+    def status(self) -> str:
+        """Open while any of its events is open, else the leader's."""
+        return EventStatus.OPEN if any(row.status == EventStatus.OPEN for row in self.rows) else self.leader.status
 
 
 def run_incidents(*, session: Session, run_id: str) -> list[StoredIncident]:

@@ -21,7 +21,6 @@ from holter_server.store import events as events_store
 from holter_server.store import runs as runs_store
 from holter_server.store.events import EventFilter
 from holter_server.store.models import EventRow, RunRow
-from holter_server.vocabulary.statuses import EventStatus
 
 
 def timeline(*, session: Session, run_id: str) -> list[EventRow]:
@@ -68,9 +67,7 @@ def summary_of(
             "cause": found.incident.cause,
             "severity": found.incident.severity,
             "start_step": found.incident.start_step,
-            "status": EventStatus.OPEN
-            if any(r.status == EventStatus.OPEN for r in found.rows)
-            else found.leader.status,
+            "status": found.status,
             "event_ids": [events_store.event_of(r).event_id for r in found.rows],
         }
         for found in grouped(session=session, run_id=run.id, rows=events)
