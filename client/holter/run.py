@@ -23,10 +23,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from holter import termination
 from holter.config import Config
+from holter.job import Job, job_from_environment
 from holter.provenance import provenance as recorded_provenance
+from holter.ranks import CollectiveClock, RankBeat, rank_interval
 from holter.sender import Barrier, Control, Delivery, Sender, without_provenance
-from holter.spool import Spool, default_spool_root
+from holter.spool import RANK_SPOOL, Spool, default_spool_root
 from holter.summary import Summary
 from holter.surface import WandbRunSurface, _artifacts_note
 from holter.system import SystemSampler, sampling_interval
@@ -45,6 +48,7 @@ class Run(WandbRunSurface):
     """One training run. Create it with `holter.init()`."""
 
     _vitals: SystemSampler | None = None
+    _beat: RankBeat | None = None
     # what reads into the run beside the job and must finish reading first (sync_tensorboard)
     _companions: tuple[Any, ...] = ()
 
@@ -70,8 +74,13 @@ class Run(WandbRunSurface):
         job_type: str | None = None,
         sweep_id: str | None = None,
         provenance: dict[str, Any] | None = None,
+        job: Job | None = None,
     ) -> None:
         self.id = run_id
+        # this process's place in a distributed job: every rank joins the one run, rank 0's metrics are
+        # its curves and every other rank's are kept as that rank's (holter/job.py)
+        self.job = job
+        self.rank_clock = CollectiveClock(self._log_rank_timing) if job is not None else None
         self.project = project
         self._name = name
         self._tags = list(tags or [])
@@ -114,10 +123,13 @@ class Run(WandbRunSurface):
             registration["notes"] = notes
         if provenance:
             registration["provenance"] = provenance
+        if job is not None:
+            registration["rank"] = job.payload()
         self.provenance = provenance
         register = Control("/api/v1/runs", registration)
         self._register = register
-        spool = Spool(spool_root, run_id)
+        # each rank of a job spools apart: a folder is one process's ordered stream
+        spool = Spool(spool_root, run_id if job is None or job.rank == 0 else f"{run_id}{RANK_SPOOL}{job.rank}")
         self._registered = False
         # With batches of an earlier process still spooled, registering now would put this
         # process's start before that process's end; the sender replays them first instead.
@@ -131,6 +143,7 @@ class Run(WandbRunSurface):
             register=register,
             flush_interval=flush_interval,
             max_held_bytes=max_held_bytes,
+            rank=job.rank if job is not None else 0,
         )
         if not self._registered:
             self._sender.queue.append(register)
@@ -180,6 +193,8 @@ class Run(WandbRunSurface):
             elif type(step) is not int:
                 step = operator.index(step)  # accepts numpy ints; refuses 1.5 here rather than at the service
             self._next_step = step + 1
+            if self.rank_clock is not None and not self.rank_clock.hooked:
+                self.rank_clock.step_started(step + 1)  # no hook sees its steps: a step ends when it is logged
             values = dict(data)
             self._summary.update(values)
             queue = self._queue
@@ -206,6 +221,8 @@ class Run(WandbRunSurface):
         values, step = self._pending, self._pending_step
         self._pending = {}
         self._next_step = step + 1
+        if self.rank_clock is not None and not self.rank_clock.hooked:
+            self.rank_clock.step_started(step + 1)
         if not values:
             return
         self._summary.update(values)
@@ -340,7 +357,12 @@ class Run(WandbRunSurface):
         )
         self._wake.set()
 
+    def _log_rank_timing(self, values: dict[str, float], step: int) -> None:
+        self.log_at(values, step=step)
+
     def _send_summary(self, values: dict[str, Any]) -> None:
+        if self.job is not None and self.job.rank != 0:
+            return  # the run's summary is rank 0's; another rank's stays in its process (`run.summary`)
         self._queue.append(Control(f"/api/v1/runs/{self.id}/summary", {"values": values}))
         self._wake.set()
 
@@ -361,6 +383,8 @@ class Run(WandbRunSurface):
             return
         self._alerted[title] = now
         step = self._next_step - 1 if self._next_step > 0 else None
+        if self.job is not None and self.job.rank != 0:
+            text = f"(from rank {self.job.rank} on {self.job.host}) {text}"
         payload = {
             "title": str(title)[:256] or "alert",
             "text": str(text)[:4000],
@@ -502,11 +526,13 @@ class Run(WandbRunSurface):
         nan_tripwire=True)` calls it; it travels in order with the points, through the spool when
         the service is away, and the service stores it once however often it is resent.
         """
-        payload = {
+        payload: dict[str, Any] = {
             "step": operator.index(step),
             "forward": dict(forward) if forward else None,
             "gradient": dict(gradient) if gradient else None,
         }
+        if self.job is not None:
+            payload["rank"] = self.job.rank
         self._queue.append(Control(f"/api/v1/runs/{self.id}/nonfinite", payload))
         self._wake.set()
 
@@ -540,10 +566,15 @@ class Run(WandbRunSurface):
         *,
         exit_code: int | None = None,
         quiet: bool | None = None,
+        reason: str | None = None,
     ) -> Delivery:
         """Mark the run finished (or "crashed"), deliver what is queued, and say what became of it.
 
         `exit_code` (wandb's): non-zero marks the run crashed. `quiet` is accepted for wandb's sake.
+        `reason`: why it crashed, in a line (an uncaught exception gives its own).
+
+        One rank of a distributed job finishes its own part: the run is finished when rank 0 says
+        so or every rank has, and crashed when any rank crashed.
 
         Waits up to `timeout` seconds (default $HOLTER_FLUSH_TIMEOUT or 30); whatever could not
         reach the service by then stays in the spool and is sent by the next process for this
@@ -575,9 +606,16 @@ class Run(WandbRunSurface):
             companion.stop()
         if self._vitals is not None:
             self._vitals.stop(finished=status == "finished")
+        if self._beat is not None:
+            self._beat.stop()
         if timeout is None:
             timeout = float(os.environ.get("HOLTER_FLUSH_TIMEOUT", "30"))
-        self._queue.append(Control(f"/api/v1/runs/{self.id}/finish", {"status": status}))
+        ending: dict[str, Any] = {"status": status}
+        if self.job is not None:
+            ending["rank"] = self.job.rank
+        if reason:
+            ending["reason"] = str(reason)[:500]
+        self._queue.append(Control(f"/api/v1/runs/{self.id}/finish", ending))
         self._sender.stop(timeout)
         delivery = self._sender.delivery()
         if self.mode == "offline":
@@ -608,7 +646,10 @@ class Run(WandbRunSurface):
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self.finish("crashed" if exc_type is not None else "finished")
+        if exc_type is None:
+            self.finish("finished")
+        else:
+            self.finish("crashed", reason=f"{exc_type.__name__}: {exc}".strip().rstrip(":"))
 
     def __repr__(self) -> str:
         return f"Run(id={self.id!r}, project={self.project!r}, name={self.name!r}, status={self.status!r})"
@@ -636,7 +677,7 @@ def init(
     url: str | None = None,
     api_key: str | None = None,
     spool_dir: str | os.PathLike[str] | None = None,
-    flush_interval: float = 1.0,
+    flush_interval: float | None = None,
     max_queued_calls: int = 200_000,
     connect_timeout: float = 3.0,
     max_held_bytes: int = 256 * 1024 * 1024,
@@ -667,13 +708,28 @@ def init(
     the environment (Python, torch, CUDA, package versions, hostname) with the run
     (holter/provenance.py); `run.provenance` holds what was sent.
 
+    In a distributed job (torchrun, SLURM, MPI, DeepSpeed: holter/job.py) every rank joins one
+    run whose id all of them derive from the job's identity (an `id` given, or $HOLTER_RUN_ID,
+    still names it; a `group` keeps wandb's way, one run per process): rank 0's metrics are the
+    run's curves and every other rank's are kept as that rank's series (`holter/rank/<r>/<name>`).
+    Each rank beats every $HOLTER_RANK_INTERVAL seconds (default 5) from a thread of its own: its
+    step, its waits in collectives, and where its main thread is when its step stops moving. Ranks
+    other than 0 send their points every $HOLTER_RANK_INTERVAL seconds too (`flush_interval`:
+    default 1 s, for rank 0 and a run of one process), and only a node's first rank samples the
+    machine's system vitals.
+
     `holter.init` (holter/current.py) is the wandb-style front of this: it also takes wandb's
     arguments and `mode`, and makes the run the process's current one (`holter.run`).
     """
     _install_hooks()
+    project = project or os.environ.get("HOLTER_PROJECT") or "default"
+    job = None if group else job_from_environment()
+    run_id = id or os.environ.get("HOLTER_RUN_ID") or (job.run_id(project, name) if job else uuid.uuid4().hex[:16])
+    if flush_interval is None:
+        flush_interval = rank_interval() if job is not None and job.rank != 0 else 1.0
     run = Run(
-        run_id=id or os.environ.get("HOLTER_RUN_ID") or uuid.uuid4().hex[:16],
-        project=project or os.environ.get("HOLTER_PROJECT") or "default",
+        run_id=run_id,
+        project=project,
         name=name,
         config=config,
         tags=tags,
@@ -691,8 +747,22 @@ def init(
         job_type=job_type,
         sweep_id=sweep_id,
         provenance=recorded_provenance() if _enabled(provenance, "HOLTER_PROVENANCE", default=True) else None,
+        job=job,
     )
-    if _enabled(system_vitals, "HOLTER_SYSTEM_VITALS", default=True):
+    if job is not None:  # a rank stopped by its launcher says so rather than go silent (holter/termination.py)
+        termination.install(_end_all)
+    if job is not None and run.rank_clock is not None and not offline:
+        run._beat = RankBeat(
+            transport=Transport(run.service_url, api_key or os.environ.get("HOLTER_API_KEY"), timeout=connect_timeout),
+            path=f"/api/v1/runs/{run.id}/ranks/{job.rank}/beat",
+            clock=run.rank_clock,
+            logged_step=lambda: run.step - 1,
+            interval=rank_interval(),
+        )
+        run._beat.start()
+    # one sampler per machine: a node's first rank samples its CPUs, memory and every GPU on it
+    first_on_node = job is None or not job.local_rank
+    if first_on_node and _enabled(system_vitals, "HOLTER_SYSTEM_VITALS", default=True):
         run._vitals = SystemSampler(run, interval=sampling_interval())
         run._vitals.start()
     if not _enabled(quiet, "HOLTER_QUIET", default=False):
@@ -769,12 +839,18 @@ def _install_hooks() -> None:
     previous_hook = sys.excepthook
 
     def excepthook(exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
+        reason = f"{exc_type.__name__}: {exc}".strip().rstrip(":")
         for run in list(_active_runs):
-            run.finish("crashed")
+            run.finish("crashed", reason=reason)
         previous_hook(exc_type, exc, tb)
 
     sys.excepthook = excepthook
     atexit.register(_finish_all)
+
+
+def _end_all(reason: str, timeout: float) -> None:
+    for run in list(_active_runs):
+        run.finish("crashed", timeout=timeout, reason=reason)
 
 
 def _finish_all() -> None:

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from holter.job import rank_series
 from holter.media import expand
 from holter.spool import Spool
 from holter.transport import RejectedError, Transport, TransportError
@@ -127,6 +128,7 @@ class Sender(threading.Thread):
         heartbeat_interval: float = 30.0,
         max_held_bytes: int = 256 * 1024 * 1024,
         offline: bool = False,
+        rank: int = 0,
     ) -> None:
         super().__init__(name=f"holter-sender-{run_id}", daemon=True)
         # offline (mode="offline"): every request goes to the spool and nothing to the network;
@@ -157,6 +159,9 @@ class Sender(threading.Thread):
         self._said: set[str] = set()  # what was already reported, so each thing is said once
         self._stored = self._duplicates = self._refused = 0
         self._points_in_flight = 0
+        # a rank of a distributed job other than 0 sends its metrics as that rank's series (holter/job.py)
+        self._rank = rank
+        self._sent_names: dict[str, str] = {}
 
     # --- called from the training thread -------------------------------------------------
 
@@ -283,13 +288,21 @@ class Sender(threading.Thread):
                 floats, steps = self._keep_numeric(name, steps, values, expanded)
                 if not floats:
                     continue
-            metrics[name] = {"steps": steps, "values": encode_values(floats)}
+            metrics[self._sent_name(name)] = {"steps": steps, "values": encode_values(floats)}
         for name, (steps, floats) in expanded.items():
-            column = metrics.setdefault(name, {"steps": [], "values": []})
+            column = metrics.setdefault(self._sent_name(name), {"steps": [], "values": []})
             column["steps"] = column["steps"] + steps
             column["values"] = column["values"] + encode_values(floats)
         step_times = {"steps": list(batch.step_times), "times": list(batch.step_times.values())}
         return dumps({"metrics": metrics, "step_times": step_times})
+
+    def _sent_name(self, name: str) -> str:
+        if not self._rank:
+            return name
+        sent = self._sent_names.get(name)
+        if sent is None:
+            sent = self._sent_names[name] = rank_series(name, self._rank)
+        return sent
 
     def _keep_numeric(
         self, name: str, steps: list[int], values: list[Any], expanded: dict[str, tuple[list[int], list[float]]]

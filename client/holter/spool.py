@@ -27,6 +27,13 @@ _BATCH_FILE = re.compile(r"^(\d{20})\.json$")
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
 # What a run's own sender spools after its registration (holter/run.py), under /api/v1/runs/<id>/.
 RUN_REQUESTS = ("points", "summary", "alerts", "nonfinite", "finish")
+# A rank of a distributed job other than 0 spools apart from the others, in `<run id>@rank<r>`.
+RANK_SPOOL = "@rank"
+
+
+def run_of_folder(name: str) -> str:
+    """The run id of a spool folder's name: itself, or the part before a rank's `@rank<r>`."""
+    return name.partition(RANK_SPOOL)[0]
 
 
 def own_request(run_id: str, path: str, body: bytes) -> bool:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from holter.sender import Control, Sender, decode_entry
-from holter.spool import RUN_ID, Spool, default_spool_root, own_request
+from holter.spool import RUN_ID, Spool, default_spool_root, own_request, run_of_folder
 from holter.transport import Transport
 
 
@@ -63,34 +63,36 @@ def _runs_under(root: Path) -> list[Path]:
 
 
 def sync_folder(folder: Path, url: str, api_key: str | None) -> Synced:
-    """Send one run's spool folder; the run's id is the folder's name. Requests that are not the
+    """Send one run's spool folder; the run's id is the folder's name (a rank's folder, before its
+    `@rank<r>`). Requests that are not the
     run's own are set aside in `rejected/` first, unsent."""
     spool = Spool(folder.parent, folder.name)
     pending = list(spool.pending())
-    if RUN_ID.fullmatch(folder.name) is None:  # no run has this id: nothing in it is a run's own
+    run_id = run_of_folder(folder.name)  # a rank of a job spools in `<run id>@rank<r>`
+    if RUN_ID.fullmatch(run_id) is None:  # no run has this id: nothing in it is a run's own
         for entry in pending:
             spool.set_aside(entry)
-        return Synced(run_id=folder.name, requests=len(pending), stored=0, refused=0, left=0, foreign=len(pending))
+        return Synced(run_id=run_id, requests=len(pending), stored=0, refused=0, left=0, foreign=len(pending))
     foreign = 0
     for entry in pending:
         try:
             path, body = decode_entry(entry.read_bytes())
         except (OSError, UnicodeDecodeError):
             path, body = "", b""
-        if not own_request(folder.name, path, body):
+        if not own_request(run_id, path, body):
             spool.set_aside(entry)
             foreign += 1
     pending = list(spool.pending())
-    register = Control("/api/v1/runs", {"id": folder.name})
+    register = Control("/api/v1/runs", {"id": run_id})
     if pending:
         path, body = decode_entry(pending[0].read_bytes())
         if path == "/api/v1/runs":  # the run's registration: sent again if the service lost the run
             register = Control(path, json.loads(body))
-    sender = Sender(transport=Transport(url, api_key), spool=spool, run_id=folder.name, register=register)
+    sender = Sender(transport=Transport(url, api_key), spool=spool, run_id=run_id, register=register)
     sender.send_spooled()
     delivery = sender.delivery()
     return Synced(
-        run_id=folder.name,
+        run_id=run_id,
         requests=len(pending) + foreign,
         stored=delivery.stored,
         refused=delivery.refused,

@@ -138,7 +138,24 @@ class Watch:
         self.every = every
         self._step_fn = step
         self._count = 0
-        self._layers = layers_of(model)
+        # a rank of a distributed job: its steps and its waits in collectives feed the run's clock
+        # (holter/ranks.py, holter/distributed.py); ranks other than 0 log no per-layer norms, which
+        # after the all-reduce every rank shares, and their own gradient norm before it instead
+        owner = getattr(run, "run", run)  # Run.watch logs through a wrapper of the run
+        self._clock = getattr(owner, "rank_clock", None)
+        # the step a rank is in, as its run counts: Run.watch's count of passes starts at 1 (wandb's)
+        self._clock_step: Callable[[], int] = (lambda: owner.step) if owner is not run else (lambda: self.step)
+        job = getattr(owner, "job", None)
+        self._norms = job is None or job.rank == 0
+        self._ddp = None
+        if self._clock is not None:
+            from holter import distributed
+
+            self._clock.hooked = True
+            distributed.time_collectives(self._clock)
+            if distributed.is_ddp(model):
+                self._ddp = distributed.DdpTiming(model, self._clock)
+        self._layers = layers_of(model) if self._norms else []
         self._activations: dict[str, torch.Tensor] = {}
         self._capturing = False
         self._backward_queued = False
@@ -193,9 +210,15 @@ class Watch:
             self._capturing = False
             return
         step = self.step
+        if self._clock is not None and self._clock_step() != self._clock.step:
+            if self._ddp is not None:
+                self._ddp.step_started()
+            self._clock.step_started(self._clock_step())
+            if self._ddp is not None:
+                self._ddp.measure_norm = self._clock.due()
         if self._pending is not None and self._pending[0] != step:
             self._flush_pending()
-        self._capturing = step % self.every == 0
+        self._capturing = self._norms and step % self.every == 0
         if self._tripwire is not None:
             self._tripwire.open(step)
 
@@ -232,7 +255,7 @@ class Watch:
             # reported ahead of the step's norms: the service hears the cause before its consequences
             # (the non-finite norms), and folds them into the incident the report leads
             self._tripwire.close()
-        if step % self.every == 0:
+        if self._norms and step % self.every == 0:
             norms = self._gradient_norms()
             norms.update(self._activations)
             self._activations = {}
