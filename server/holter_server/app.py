@@ -27,6 +27,7 @@ from holter_server.api.routes import (
     keys,
     points,
     postmortem,
+    ranks,
     runs,
     series,
     tripwires,
@@ -95,6 +96,7 @@ def create_app(settings: Settings | None = None, *, dashboard: bool = True) -> F
     api.include_router(keys.router)
     api.include_router(series.router)
     api.include_router(tripwires.router)
+    api.include_router(ranks.router)
     api.include_router(job_reports.router)
     api.include_router(vocabulary.router)
     app.include_router(api)

@@ -115,6 +115,9 @@ class Settings(BaseSettings):
     )
     stall_after: float = Field(default=600.0, description="seconds without points or heartbeat before a run is stalled")
     stall_check_interval: float = Field(default=5.0, description="seconds between stall checks")
+    rank_watch_interval: float = Field(
+        default=2.0, description="seconds between passes of the ranks watch over distributed jobs' ranks"
+    )
     public_url: str | None = Field(default=None, description="address people reach the service at, for links in alerts")
     alert_timeout: float = Field(default=10.0, description="seconds to wait for a chat webhook to answer")
     allow_private_webhooks: bool = Field(

@@ -65,6 +65,7 @@ def world(secured: ServerProcess, tmp_path_factory: pytest.TempPathFactory) -> I
         "key_id": keys[("acc-a", "read")]["id"],
         "project": "acc-a",
         "metric": "loss",
+        "rank": 0,
         "receiver": receiver,
     }
     receiver.stop()
@@ -74,6 +75,7 @@ BODIES = {
     ("POST", "/runs"): {"id": "intruder", "project": "acc-a"},
     ("POST", "/runs/{run_id}/points"): {"metrics": {"loss": {"steps": [999], "values": [0.0]}}},
     ("POST", "/runs/{run_id}/finish"): {"status": "crashed"},
+    ("POST", "/runs/{run_id}/ranks/{rank}/beat"): {"step": 1},
     ("PATCH", "/runs/{run_id}"): {"notes": "defaced"},
     ("POST", "/runs/{run_id}/annotations"): {"author": "mallory", "text": "x"},
     ("PATCH", "/runs/{run_id}/annotations/{annotation_id}"): {"author": "ana", "text": "x"},

@@ -46,7 +46,9 @@ CLOSED_LOOPBACK = "http://127.0.0.1:9/fuzz"  # the discard port: nothing listens
 def existing_things(api: httpx.Client) -> dict[str, Any]:
     """Create one of everything a path can name, and return the path parameters naming them."""
     run_id = new_run_id()
-    api.post("/runs", json={"id": run_id, "project": "fuzz", "config": {"lr": 0.1}}).raise_for_status()
+    api.post(
+        "/runs", json={"id": run_id, "project": "fuzz", "config": {"lr": 0.1}, "rank": {"rank": 0, "world_size": 2}}
+    ).raise_for_status()
     loss = [2.0 - i / 100 for i in range(200)]
     loss[120] = 40.0  # a spike, so the analysis finds an event
     api.post(
@@ -63,6 +65,7 @@ def existing_things(api: httpx.Client) -> dict[str, Any]:
     return {
         "run_id": run_id,
         "metric": "loss",
+        "rank": 0,
         "event_id": events[0]["id"] if events else 1,
         "annotation_id": note["id"],
         "channel_id": channel["id"],

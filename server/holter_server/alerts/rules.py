@@ -23,6 +23,12 @@ DEFAULT_RULES = (
         "min_severity": DEFAULT_MIN_SEVERITY,
     },
     {"name": "logprob mismatch off zero", "kinds": [EventKind.MISMATCH_OFF_ZERO], "min_severity": DEFAULT_MIN_SEVERITY},
+    # a distributed job's ranks: the slow one, the hung job, the lost rank, the rank out of its peers' band
+    {
+        "name": "ranks of a distributed job",
+        "kinds": [EventKind.STRAGGLER, EventKind.RANK_HUNG, EventKind.RANK_LOST, EventKind.RANK_OUTLIER],
+        "min_severity": DEFAULT_MIN_SEVERITY,
+    },
     # the job asked for it (run.alert): every level reaches chat, as wandb's alerts do
     {"name": "the training job's own alerts", "kinds": [EventKind.ALERT], "min_severity": Level.INFO},
 )

@@ -9,7 +9,10 @@ rules, tried in this order, each taking only events no earlier rule took:
 
 * **non-finite**: a tripwire report (`first_nonfinite`) leads what follows from it: the
   divergence it is attached to, every non-finite divergence and per-layer event starting at its
-  step or up to `NONFINITE_STEPS` after, the findings read from those, later tripwire reports.
+  step or up to `NONFINITE_STEPS` after, the findings read from those, later tripwire reports,
+  and a rank whose values went non-finite before its peers' (a distributed job's `rank_outlier`).
+* **ranks**: a distributed job that stopped is one problem: the lost rank leads (else the hung
+  job), with the job's other stops and the run's crash or stall that came of it.
 * **divergence episode**: divergences (and norm growth read from them) of several metrics that
   set off within `EPISODE_STEPS` of the first while it still diverges; the earliest leads, the
   loss first among equals.
@@ -33,6 +36,7 @@ from holter_server.detect.events import Event, format_step
 from holter_server.vocabulary.events import EventKind, label
 from holter_server.vocabulary.kinds import MetricKinds
 from holter_server.vocabulary.names import is_per_layer
+from holter_server.vocabulary.ranks import rank_list
 from holter_server.vocabulary.severities import rank, worst
 
 TRIPWIRE = EventKind.FIRST_NONFINITE
@@ -61,17 +65,21 @@ CONSEQUENCE_KINDS = frozenset(
         EventKind.NORM_GROWTH,
         EventKind.DRIFT_TOGETHER,
         EventKind.OVERFITTING,
+        EventKind.RANK_OUTLIER,
         TRIPWIRE,
     }
 )
-# the kinds any rule groups: an event of another kind (a stall, a job's own alert) is always alone
-GROUPED_KINDS = CONSEQUENCE_KINDS | {EventKind.SAWTOOTH}
+# a distributed job that stopped: the lost rank or the hung job, and what its stop made of the run
+STOP_LEADERS = (EventKind.RANK_LOST, EventKind.RANK_HUNG)
+STOP_KINDS = frozenset({*STOP_LEADERS, EventKind.RUN_CRASHED, EventKind.RUN_STALLED})
+# the kinds any rule groups: an event of another kind (a job's own alert) is always alone
+GROUPED_KINDS = CONSEQUENCE_KINDS | STOP_KINDS | {EventKind.SAWTOOTH}
 EPISODE_KINDS = frozenset(
     {EventKind.DIVERGENCE, EventKind.ACTIVATION_GROWTH, EventKind.NORM_GROWTH, EventKind.DRIFT_TOGETHER}
 )
 TEETH_KINDS = frozenset({EventKind.SPIKE, EventKind.TOO_GOOD, EventKind.DIVERGENCE, EventKind.LEVEL_SHIFT})
 # which rule made an incident, in the order incidents of one severity are listed
-RULES = ("nonfinite", "episode", "bad_batch", "sawtooth", "single")
+RULES = ("nonfinite", "ranks", "episode", "bad_batch", "sawtooth", "single")
 
 
 @dataclass(frozen=True)
@@ -106,7 +114,7 @@ def group_incidents(events: Sequence[Event], kinds: Mapping[str, str] | None = N
 
     free = set(range(len(events)))
     groups: list[tuple[str, int, list[int]]] = []
-    for rule in (_nonfinite, _episodes, _bad_batches, _sawtooth):
+    for rule in (_nonfinite, _stopped_job, _episodes, _bad_batches, _sawtooth):
         for name, leader, members in rule(events, free, kind_of):
             free.difference_update(members)
             groups.append((name, leader, members))
@@ -129,11 +137,19 @@ def _is_nonfinite(event: Event) -> bool:
     return event.kind == TRIPWIRE or event.details.get("cause") == "nonfinite"
 
 
+def _is_rank_nan(event: Event) -> bool:
+    return event.kind == EventKind.RANK_OUTLIER and event.details.get("cause") == "nonfinite"
+
+
 def _nonfinite(
     events: Sequence[Event], free: set[int], kind_of: Callable[[str | None], str]
 ) -> list[tuple[str, int, list[int]]]:
     found: list[tuple[str, int, list[int]]] = []
-    tripwires = sorted((i for i in free if events[i].kind == TRIPWIRE), key=lambda i: _step(events[i].start_step))
+    # a tripwire's report first; else a rank that went non-finite before its peers (a distributed job)
+    tripwires = sorted(
+        (i for i in free if events[i].kind == TRIPWIRE or _is_rank_nan(events[i])),
+        key=lambda i: (_step(events[i].start_step), events[i].kind != TRIPWIRE),
+    )
     taken: set[int] = set()
     for t in tripwires:
         if t in taken:
@@ -155,6 +171,19 @@ def _nonfinite(
         taken.update(members)
         found.append(("nonfinite", t, members))
     return found
+
+
+def _stopped_job(
+    events: Sequence[Event], free: set[int], kind_of: Callable[[str | None], str]
+) -> list[tuple[str, int, list[int]]]:
+    leaders = sorted(
+        (i for i in free if events[i].kind in STOP_LEADERS),
+        key=lambda i: (STOP_LEADERS.index(events[i].kind), _step(events[i].start_step), i),
+    )
+    if not leaders:
+        return []
+    members = [leaders[0], *(i for i in sorted(free) if i != leaders[0] and events[i].kind in STOP_KINDS)]
+    return [("ranks", leaders[0], members)]
 
 
 def _episodes(
@@ -317,21 +346,33 @@ def _words(
     """The incident's title and the sentence that says its cause."""
     at = format_step(lead.start_step) if lead.start_step is not None else None
     followed = f"; then {len(folded)} event{'s' if len(folded) != 1 else ''} followed from it ({_metrics(folded)})"
+    if rule == "nonfinite" and lead.kind == EventKind.RANK_OUTLIER:
+        title = f"NaN from {rank_list(lead.details.get('ranks') or [])} at step {at}"
+        return title, lead.summary + (followed if folded else "")
     if rule == "nonfinite":
         forward, gradient = lead.details.get("forward"), lead.details.get("gradient")
+        on_rank = f" on rank {lead.details['rank']}" if lead.details.get("rank") is not None else ""
         if forward:
-            where = f"`{forward['name']}`"
+            where = f"`{forward['name']}`{on_rank}"
             title = f"NaN from {where} at step {at}"
             cause = f"the forward pass of {where} made the first non-finite value at step {at}"
             if forward.get("inputs_finite") is False:
                 cause += " from an input already non-finite (the batch itself, or code outside the model's modules)"
         elif gradient:
-            where = f"`{gradient['name']}`"
+            where = f"`{gradient['name']}`{on_rank}"
             title = f"NaN in the gradient of {where} at step {at}"
             cause = f"the backward pass made the first non-finite gradient, {where}, at step {at}, every output finite"
         else:
             title, cause = f"NaN at step {at}", f"a non-finite value at step {at}"
         return title, cause + (followed if folded else "")
+    if rule == "ranks":
+        ranks = lead.details.get("ranks") or []
+        who = rank_list(ranks) if ranks else "a rank"
+        title = f"{who} lost" if lead.kind == EventKind.RANK_LOST else f"job hung: {who}"
+        title += f" at step {at}" if at is not None else ""
+        return title, lead.summary + (
+            f"; {len(folded)} more event{'s' if len(folded) != 1 else ''} of the stop folded" if folded else ""
+        )
     if rule == "episode":
         count = len({e.metric for e in [lead, *folded]})
         title = f"{lead.metric} and {count - 1} more diverged from step {at}"

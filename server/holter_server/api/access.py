@@ -99,6 +99,10 @@ ROUTES: tuple[RouteAccess, ...] = (
     _route("POST", "/runs/{run_id}/archive", "admin"),
     _route("POST", "/runs/{run_id}/unarchive", "admin"),
     _route("POST", "/runs/{run_id}/nonfinite", "ingest", "json"),
+    # the ranks of a distributed job's run: each rank's beat, where they stand, a metric across them
+    _route("POST", "/runs/{run_id}/ranks/{rank}/beat", "ingest", "json"),
+    _route("GET", "/runs/{run_id}/ranks", "read"),
+    _route("GET", "/runs/{run_id}/ranks/matrix", "read"),
     # what the training job itself reports (the wandb-style summary and alert)
     _route("POST", "/runs/{run_id}/summary", "ingest", "json"),
     _route("POST", "/runs/{run_id}/alerts", "ingest", "json"),

@@ -48,6 +48,7 @@ from holter_server.vocabulary.events import EventKind
 from holter_server.vocabulary.kinds import MetricKinds
 from holter_server.vocabulary.names import is_per_layer, layer_of
 from holter_server.vocabulary.profiles import is_percent
+from holter_server.vocabulary.ranks import rank_list
 from holter_server.vocabulary.severities import Level, rank
 from holter_server.vocabulary.signals import LOSS_KINDS, MISMATCH_HEALTHY
 
@@ -617,8 +618,14 @@ def nonfinite_origin(
     gradient: dict[str, Any] | None,
     events: list[Event],
     kinds: Mapping[str, str] | None = None,
+    origin_rank: int | None = None,
+    rank_reports: Mapping[str, Any] | None = None,
 ) -> Event:
     """The event for a tripwire report at `step`, attached to the divergence it explains.
+
+    In a distributed job (`origin_rank`: the rank whose report this is; `rank_reports`: every rank's report of
+    the episode by rank, `{"step", "forward", "gradient"}`) the earliest report is the origin, and
+    the ranks whose values followed (through the all-reduce) are named after it.
 
     `forward` and `gradient` are the report's origins (`{"name", "value"[, "inputs_finite"]}`);
     `events` the run's per-metric events. Attached (to a divergence of the loss, else of the
@@ -641,8 +648,17 @@ def nonfinite_origin(
     divergence = min(
         candidates, key=lambda e: (ATTACH_KINDS.index(kind_of(e.metric)), abs(e.start_step - step)), default=None
     )
-    summary = _origin_sentence(step, forward, gradient)
+    summary = _origin_sentence(step, forward, gradient, origin_rank)
     details: dict[str, Any] = {"forward": forward, "gradient": gradient, "divergence": None}
+    if origin_rank is not None:
+        details["rank"] = origin_rank
+        details["rank_reports"] = dict(rank_reports or {})
+        followers = sorted(int(r) for r in details["rank_reports"] if int(r) != origin_rank)
+        if followers:
+            later = sorted({int(report.get("step", step)) for report in details["rank_reports"].values()} - {step})
+            summary += f"; {rank_list(followers)} followed" + (
+                f" (from step {format_step(later[0])}: through the all-reduce)" if later else " at the same step"
+            )
     if divergence is None:
         return Event(
             kind=NONFINITE_ORIGIN,
@@ -673,8 +689,10 @@ def nonfinite_origin(
     )
 
 
-def _origin_sentence(step: int, forward: dict[str, Any] | None, gradient: dict[str, Any] | None) -> str:
-    at = format_step(step)
+def _origin_sentence(
+    step: int, forward: dict[str, Any] | None, gradient: dict[str, Any] | None, origin_rank: int | None = None
+) -> str:
+    at = format_step(step) + (f" on rank {origin_rank}" if origin_rank is not None else "")
     grad = f"`{gradient['name']}` ({gradient['value']})" if gradient else ""
     if forward is None:
         return (

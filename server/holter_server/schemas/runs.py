@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from holter_server.nonfinite import json_safe, nonfinite_named
+from holter_server.schemas.ranks import RankJoin
 from holter_server.schemas.vocabulary import (
     EndingStatusName,
     KindName,
@@ -156,6 +157,10 @@ class RunCreate(BaseModel):
     provenance: Provenance | None = Field(
         default=None, description="the code version and environment (kept from the run's first create)"
     )
+    rank: RankJoin | None = Field(
+        default=None,
+        description="the creating process is one rank of a distributed job: every rank joins this one run",
+    )
 
     # bare NaN, Infinity or 1e400 (which Python's JSON reads) kept by name: no Postgres JSON column stores them
     _config_named = field_validator("config")(nonfinite_named)
@@ -203,6 +208,14 @@ class RunFinish(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     status: EndingStatusName = RunStatus.FINISHED.value  # type: ignore[valid-type]
+    rank: int | None = Field(
+        default=None,
+        ge=0,
+        le=1_048_575,
+        description="one rank of a distributed job ends its part: the run finishes when rank 0 or every rank "
+        "has, and has crashed when any rank crashed",
+    )
+    reason: str | None = Field(default=None, max_length=500, description="why it crashed, in a line")
 
 
 class MetricUpdate(MetricDefinition):
@@ -332,6 +345,11 @@ class RunPublic(BaseModel):
     sparkline: SparklinePublic | None = Field(
         default=None, description="the run's first metric of the kind asked for with `sparkline_kind=`, downsampled"
     )
+    job: dict[str, Any] | None = Field(
+        default=None,
+        description="a distributed job's run (present when one run is read): its world size, launcher, and how "
+        "many ranks joined, run, finished and crashed (GET /runs/{id}/ranks has each)",
+    )
 
     @classmethod
     def from_row(
@@ -340,6 +358,7 @@ class RunPublic(BaseModel):
         metrics: list[MetricRow] | None = None,
         health: tuple[str, int] | None = None,
         understood: dict[str, Understanding] | None = None,
+        job: dict[str, Any] | None = None,
     ) -> RunPublic:
         definitions = row.metric_definitions or {}
         return cls(
@@ -365,6 +384,7 @@ class RunPublic(BaseModel):
             summary=row.summary or {},
             provenance=row.provenance,
             preflight=row.preflight,
+            job=job,
         )
 
 

@@ -27,6 +27,12 @@ class NonFiniteReport(BaseModel):
     step: Step
     forward: NonFiniteOrigin | None = Field(default=None, description="the module to blame, in forward order")
     gradient: NonFiniteOrigin | None = Field(default=None, description="the first gradient completed non-finite")
+    rank: int | None = Field(
+        default=None,
+        ge=0,
+        le=1_048_575,
+        description="the rank of a distributed job that saw it (its episode is one event)",
+    )
 
     @model_validator(mode="after")
     def _names_something(self) -> NonFiniteReport:

@@ -655,6 +655,8 @@ def _refresh_findings(
                 gradient=details.get("gradient"),
                 events=events,
                 kinds=kinds,
+                origin_rank=details.get("rank"),
+                rank_reports=details.get("rank_reports"),
             )
             if events_store.stored_details(attached) != details or attached.severity != row.severity:
                 record_event(

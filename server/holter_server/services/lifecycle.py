@@ -59,9 +59,10 @@ def record_activity(*, session: Session, run_id: str, last_step: int | None, sta
     runs_store.record_activity(session=session, run_id=run_id, last_step=last_step)
 
 
-def finish(*, session: Session, run: RunRow, status: str) -> RunRow:
-    """The client ended the run; a crash becomes an event. The comparison of its losses with
-    its reference becomes due: the reference-drift loop makes it (it reads every point of both runs)."""
+def finish(*, session: Session, run: RunRow, status: str, reason: str | None = None) -> RunRow:
+    """The client ended the run; a crash becomes an event, saying why when the client said
+    (`reason`: its exception, and which rank). The comparison of its losses with its reference
+    becomes due: the reference-drift loop makes it (it reads every point of both runs)."""
     runs_store.finish_run(session=session, run=run, status=status)
     if status == RunStatus.CRASHED:
         _announce(
@@ -74,7 +75,8 @@ def finish(*, session: Session, run: RunRow, status: str) -> RunRow:
                     Level.CRITICAL,
                     step=run.last_step,
                     summary=f"run {run.name or run.id} crashed at step "
-                    f"{run.last_step if run.last_step is not None else '?'} (reported by the client)",
+                    f"{run.last_step if run.last_step is not None else '?'} "
+                    + (f"({reason})" if reason else "(reported by the client)"),
                 ),
             ),
         )

@@ -22,6 +22,7 @@ from holter_server.alerts.targets import TargetGuard
 from holter_server.services.detection import LiveDetectors, detect_pending, detection_limits
 from holter_server.services.dispatch import dispatch_due
 from holter_server.services.lifecycle import mark_stalled
+from holter_server.services.ranks import RankWatchState, watch_ranks
 from holter_server.services.reference_drift import record_due_drifts
 from holter_server.settings import Settings
 from holter_server.store import alerts as alerts_store
@@ -284,6 +285,24 @@ class StallWatch(LoopService):
         return 0 if not stalled else len(stalled)
 
 
+class RankWatch(LoopService):
+    """Reads the ranks of every active distributed job side by side: the straggler, the hung job,
+    the lost rank, the rank out of its peers' band (services/ranks.py)."""
+
+    name = "ranks watch"
+
+    def __init__(self, session_factory: sessionmaker[Session], interval: float = 2.0) -> None:
+        super().__init__(interval)
+        self.session_factory = session_factory
+        self.state = RankWatchState()
+
+    def run_once(self) -> int:
+        return watch_ranks(session_factory=self.session_factory, state=self.state)
+
+    def pause_after(self, done: int, took: float) -> float:
+        return self.interval  # every pass reads every job: no backlog to catch up on
+
+
 class ReferenceDriftLoop(LoopService):
     """The comparison of each finished run's losses with its reference run, once it finished."""
 
@@ -301,10 +320,11 @@ class ReferenceDriftLoop(LoopService):
 
 
 def background_loops(settings: Settings, session_factory: sessionmaker[Session]) -> list[LoopService]:
-    """The loops this process runs: the stall watch, the alert dispatcher, reference drift on
-    finished runs, and live detection (unless disabled)."""
+    """The loops this process runs: the stall watch, the ranks watch, the alert dispatcher,
+    reference drift on finished runs, and live detection (unless disabled)."""
     loops: list[LoopService] = [
         StallWatch(session_factory, timedelta(seconds=settings.stall_after), settings.stall_check_interval),
+        RankWatch(session_factory, settings.rank_watch_interval),
         AlertDispatcher(
             session_factory,
             base_url=settings.base_url(),

@@ -106,9 +106,10 @@ def metric_names_of_runs(*, session: Session, run_ids: Sequence[str]) -> dict[st
     return runs_store.metric_names_of_runs(session=session, run_ids=run_ids)
 
 
-def metrics_of_run(*, session: Session, run_id: str) -> list[MetricRow]:
-    """The run's metric series with their summaries, by name."""
-    return list(runs_store.list_metrics(session=session, run_id=run_id))
+def metrics_of_run(*, session: Session, run_id: str, ranks: bool = False) -> list[MetricRow]:
+    """The run's metric series with their summaries, by name (`ranks`: a distributed job's other
+    ranks' series too, which are otherwise left out: vocabulary/ranks.py)."""
+    return list(runs_store.list_metrics(session=session, run_id=run_id, ranks=ranks))
 
 
 def find_metric(*, session: Session, run_id: str, name: str) -> MetricRow | None:

@@ -29,6 +29,8 @@ class Task(IntEnum):
     DETECTION = 2201
     STALL_WATCH = 2202
     REFERENCE_DRIFT = 2203
+    RANK_WATCH = 2204
+    TRIPWIRE = 2205
 
 
 def run_key(run_id: str) -> int:
@@ -56,3 +58,13 @@ def wait_for_run(*, session: Session, task: Task, run_id: str) -> None:
     change a loop must not write over, such as a reset of the run's detection)."""
     if session.get_bind().dialect.name == "postgresql":
         session.execute(text("SELECT pg_advisory_xact_lock(:task, :key)"), {"task": int(task), "key": run_key(run_id)})
+
+
+def one_writer_at_a_time(*, session: Session, task: Task, run_id: str) -> None:
+    """Hold `run_id` for `task` until this transaction ends, so that writers of one run's `task`
+    (the ranks of a job reporting at once) read what the one before them wrote: Postgres's
+    advisory lock, or SQLite's one write lock, taken now rather than at the first write."""
+    if session.get_bind().dialect.name == "postgresql":
+        wait_for_run(session=session, task=task, run_id=run_id)
+    else:
+        session.execute(text("UPDATE runs SET updated_at = updated_at WHERE id = :run_id"), {"run_id": run_id})

@@ -17,6 +17,7 @@ from holter_server.store.backends import backend_for
 from holter_server.store.database import insert_ignoring_conflicts
 from holter_server.store.models import DetectorStateRow, MetricRow, RunRow, UTCDateTime
 from holter_server.store.runs import now
+from holter_server.vocabulary.ranks import RANK_PREFIX
 
 
 @dataclass
@@ -58,6 +59,10 @@ _RUNS = RunRow.__table__
 _STATES = DetectorStateRow.__table__
 _METRICS = MetricRow.__table__
 _DUE = _RUNS.c.stored_batches > _RUNS.c.detected_batches
+# A distributed job's other ranks' series (vocabulary/ranks.py) are read across the ranks by the
+# ranks watch, never one by one: a job of a thousand ranks would otherwise bring thousands of
+# metrics without a detector into every pass.
+_RUNS_OWN = func.substr(_METRICS.c.name, 1, len(RANK_PREFIX)) != RANK_PREFIX
 # The most due runs one statement names; past it (only when that many runs have unread points at
 # once) each pass takes a random share, so none waits for ever.
 MAX_DUE_RUNS = 5_000
@@ -100,7 +105,11 @@ def settle_detected_runs(*, session: Session) -> list[str]:
                     ),
                 )
             )
-            .where(metrics.c.run_id.in_(ids), metrics.c.last_step > func.coalesce(_STATES.c.detected_step, -1))
+            .where(
+                metrics.c.run_id.in_(ids),
+                metrics.c.last_step > func.coalesce(_STATES.c.detected_step, -1),
+                _RUNS_OWN,
+            )
         )
     )
     read = [{"run": run_id, "seen": seen} for run_id, seen in due if run_id not in unread]
@@ -136,7 +145,7 @@ def claim_detection_work(
             DetectorStateRow,
             and_(DetectorStateRow.run_id == MetricRow.run_id, DetectorStateRow.metric_id == MetricRow.metric_id),
         )
-        .where(MetricRow.run_id.in_(due), DetectorStateRow.run_id.is_(None))
+        .where(MetricRow.run_id.in_(due), DetectorStateRow.run_id.is_(None), _RUNS_OWN)
     )
     session.execute(
         insert_ignoring_conflicts(session, DetectorStateRow).from_select(

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Select, String, Text, bindparam, case, cast, delete, func, select, update
+from sqlalchemy import Select, String, Text, bindparam, case, cast, delete, exists, func, select, update
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.util import identity_key
 
@@ -21,10 +21,12 @@ from holter_server.store.models import (
     MetricRow,
     MuteRow,
     PointRow,
+    RankRow,
     ReferenceRow,
     RollupRow,
     RunRow,
 )
+from holter_server.vocabulary.ranks import RANK_PREFIX
 from holter_server.vocabulary.statuses import RunStatus
 
 
@@ -221,35 +223,44 @@ def list_runs(
     return rows, count
 
 
-def list_metrics(*, session: Session, run_id: str) -> Sequence[MetricRow]:
-    """The run's metric series with their summaries, by name."""
-    return session.scalars(select(MetricRow).where(MetricRow.run_id == run_id).order_by(MetricRow.name)).all()
+# The run's own series: what a distributed job's other ranks logged (`holter/rank/<r>/...`,
+# vocabulary/ranks.py) is read across the ranks, and left out of what lists a run's curves.
+_RUNS_OWN = func.substr(MetricRow.name, 1, len(RANK_PREFIX)) != RANK_PREFIX
+
+
+def list_metrics(*, session: Session, run_id: str, ranks: bool = False) -> Sequence[MetricRow]:
+    """The run's metric series with their summaries, by name (`ranks`: its other ranks' series too)."""
+    query = select(MetricRow).where(MetricRow.run_id == run_id)
+    if not ranks:
+        query = query.where(_RUNS_OWN)
+    return session.scalars(query.order_by(MetricRow.name)).all()
 
 
 def list_metrics_of_runs(*, session: Session, run_ids: Sequence[str]) -> dict[str, list[MetricRow]]:
     """`list_metrics` of many runs in one query (every run given is in the answer)."""
     out: dict[str, list[MetricRow]] = {run_id: [] for run_id in run_ids}
     if run_ids:
-        query = select(MetricRow).where(MetricRow.run_id.in_(list(run_ids)))
+        query = select(MetricRow).where(MetricRow.run_id.in_(list(run_ids)), _RUNS_OWN)
         for row in session.scalars(query.order_by(MetricRow.run_id, MetricRow.name)):
             out[row.run_id].append(row)
     return out
 
 
 def metric_names(*, session: Session, run_id: str) -> list[str]:
-    """The names of the run's metric series."""
-    return list(session.scalars(select(MetricRow.name).where(MetricRow.run_id == run_id)))
+    """The names of the run's own metric series (its other ranks' left out)."""
+    return list(session.scalars(select(MetricRow.name).where(MetricRow.run_id == run_id, _RUNS_OWN)))
 
 
 # Built once on the table and read as plain rows: live detection reads every name of the runs it
 # works on in every pass (a row per metric), where the ORM's handling of each row cost most.
 _METRIC_NAMES_OF_RUNS = select(MetricRow.__table__.c.run_id, MetricRow.__table__.c.name).where(
-    MetricRow.__table__.c.run_id.in_(bindparam("runs", expanding=True))
+    MetricRow.__table__.c.run_id.in_(bindparam("runs", expanding=True)),
+    func.substr(MetricRow.__table__.c.name, 1, len(RANK_PREFIX)) != RANK_PREFIX,
 )
 
 
 def metric_names_of_runs(*, session: Session, run_ids: Sequence[str]) -> dict[str, list[str]]:
-    """The names of each run's metric series (run id → names; runs without any are left out)."""
+    """The names of each run's own metric series (run id → names; runs without any are left out)."""
     out: dict[str, list[str]] = {}
     if run_ids:
         for run_id, name in session.connection().execute(_METRIC_NAMES_OF_RUNS, {"runs": list(run_ids)}):
@@ -365,6 +376,12 @@ def update_run(*, session: Session, run: RunRow, tags: list[str] | None, notes: 
     return run
 
 
+def lock_run(*, session: Session, run: RunRow) -> None:
+    """Read the run again and hold its row until commit (on SQLite the transaction's write lock,
+    taken by an earlier write, already holds it)."""
+    session.refresh(run, with_for_update=True)
+
+
 def set_status(*, session: Session, run: RunRow, status: str) -> RunRow:
     """Change the run's status (running, stalled, ...) without touching anything else."""
     run.status = status
@@ -383,19 +400,24 @@ def finish_run(*, session: Session, run: RunRow, status: str) -> RunRow:
 
 def stall_silent_runs(*, session: Session, silent_since: datetime) -> list[RunRow]:
     """Running runs with no points or heartbeat since `silent_since` become stalled; returns them.
+    A distributed job's run is alive while any of its ranks beats (a hung job is named by the
+    ranks watch, where its ranks stand, not as a silence).
 
     Each run is held for the stall watch (`claims.claim_runs`) and changed by its own conditional
     UPDATE, so two watchers never report one run twice, and a run whose heartbeat has just
     arrived stays running; no row is locked across runs (a distributed table refuses that).
     """
+    beating = exists().where(RankRow.run_id == RunRow.id, RankRow.beat_at >= silent_since)
     silent = session.scalars(
-        select(RunRow.id).where(RunRow.status == RunStatus.RUNNING, RunRow.heartbeat_at < silent_since)
+        select(RunRow.id).where(RunRow.status == RunStatus.RUNNING, RunRow.heartbeat_at < silent_since, ~beating)
     ).all()
     stalled: list[RunRow] = []
     for run_id in claims.claim_runs(session=session, task=claims.Task.STALL_WATCH, run_ids=list(silent)):
         run = session.scalars(
             update(RunRow)
-            .where(RunRow.id == run_id, RunRow.status == RunStatus.RUNNING, RunRow.heartbeat_at < silent_since)
+            .where(
+                RunRow.id == run_id, RunRow.status == RunStatus.RUNNING, RunRow.heartbeat_at < silent_since, ~beating
+            )
             .values(status=RunStatus.STALLED, updated_at=now())
             .returning(RunRow)
             .execution_options(synchronize_session=False, populate_existing=True)
@@ -451,6 +473,7 @@ def delete_run(*, session: Session, run_id: str) -> dict[str, int]:
         RollupRow,
         PointRow,
         MetricRow,
+        RankRow,
         ReferenceRow,
         DeliveryRow,
     ):

@@ -15,6 +15,7 @@ GROUPS: dict[str, str] = {
     "lifecycle": "the run's status (heartbeats, finish)",
     "threshold": "a threshold alert rule someone set",
     "reference": "the comparison with the project's reference run",
+    "ranks": "the ranks of a distributed job, read side by side (their timings, beats and series)",
 }
 
 
@@ -48,6 +49,10 @@ class EventKind(StrEnum):
     RUN_CRASHED = "run_crashed"
     THRESHOLD = "threshold"
     REFERENCE_DRIFT = "reference_drift"
+    STRAGGLER = "straggler"
+    RANK_HUNG = "rank_hung"
+    RANK_LOST = "rank_lost"
+    RANK_OUTLIER = "rank_outlier"
 
 
 @dataclass(frozen=True)
@@ -173,6 +178,30 @@ EVENT_KINDS: tuple[EventKindEntry, ...] = (
         EventKind.THRESHOLD, "threshold", "threshold", "a metric crossed a threshold rule", summarised=False
     ),
     EventKindEntry(EventKind.REFERENCE_DRIFT, "reference drift", "reference", "a metric left the reference run's band"),
+    EventKindEntry(
+        EventKind.STRAGGLER,
+        "straggler",
+        "ranks",
+        "one rank (or a node's ranks) computes longer before the collectives than the others: every rank waits for it",
+    ),
+    EventKindEntry(
+        EventKind.RANK_HUNG,
+        "rank hung",
+        "ranks",
+        "the job stopped moving: which ranks wait in which collective, and where the ones that never reached it are",
+    ),
+    EventKindEntry(
+        EventKind.RANK_LOST,
+        "rank lost",
+        "ranks",
+        "a rank went silent without finishing (its process gone) while the others waited or failed",
+    ),
+    EventKindEntry(
+        EventKind.RANK_OUTLIER,
+        "rank out of band",
+        "ranks",
+        "one rank's loss or gradient norm left its peers' band at the same steps (a bad shard, a faulty device)",
+    ),
 )
 
 EVENT_KIND_NAMES: tuple[str, ...] = tuple(k.name.value for k in EVENT_KINDS)

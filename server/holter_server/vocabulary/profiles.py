@@ -261,6 +261,8 @@ KINDS: dict[str, KindProfile] = {
     # drawn beside the run, read by no detector (the GPU's memory, utilisation and throttling are
     # SYSTEM_KINDS below)
     "system": KindProfile(name="system", rise_factor=None, frozen_min_points=None, detectors=()),
+    # one rank's series of a distributed job: read across the ranks (services/ranks.py), not on its own
+    "rank": KindProfile(name="rank", rise_factor=None, frozen_min_points=None, detectors=()),
     "unknown": KindProfile(
         name="unknown",
         spike_z=20.0,

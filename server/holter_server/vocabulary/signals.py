@@ -171,6 +171,14 @@ SIGNAL_KINDS: tuple[SignalKind, ...] = (
         "the machine's CPU, memory, disk and network, a GPU's temperature, power and clocks: drawn only",
     ),
     SignalKind(
+        "rank",
+        "rank series",
+        None,
+        "none",
+        "one rank's copy of a metric, or its timings (holter/rank/<r>/..., holter/dist/...): "
+        "read across the ranks of the job, drawn in the Ranks section",
+    ),
+    SignalKind(
         "unknown",
         "unknown",
         None,

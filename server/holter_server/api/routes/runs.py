@@ -28,6 +28,7 @@ from holter_server.schemas.runs import (
 )
 from holter_server.schemas.vocabulary import MetricName
 from holter_server.services import kinds, lifecycle, retention, run_table
+from holter_server.services import ranks as ranks_service
 from holter_server.services import runs as runs_service
 from holter_server.services.run_analysis import AnalysisTooLargeError, UnknownMetricError, analyze_run
 from holter_server.services.runs import StoredRun
@@ -85,8 +86,16 @@ def create_run(session: SessionDep, settings: SettingsDep, principal: PrincipalD
     kinds.declare(session=session, run=run, definitions=body.definitions())
     if body.notes is not None:
         runs_service.update_run(session=session, run=run, tags=None, notes=body.notes)
+    answer = RunPublic.from_row(run).model_dump()
+    if body.rank is not None:
+        # a rank of a distributed job joins the one run: it resumes only its own part (a restart),
+        # and continues from its own step, never from the other ranks'
+        row, rejoined = ranks_service.join(session=session, run=run, joined=body.rank)
+        if body.rank.rank != 0:
+            resumed = rejoined
+            answer["last_step"] = row.step - 1 if rejoined and row.step else None
     session.commit()
-    return RunCreated(**RunPublic.from_row(run).model_dump(), resumed=resumed)
+    return RunCreated(**answer, resumed=resumed)
 
 
 @router.get("", response_model=RunsPublic, summary="List runs, newest first, with their health")
@@ -144,6 +153,7 @@ def read_run(session: SessionDep, run_id: str) -> RunPublic:
         runs_service.metrics_of_run(session=session, run_id=run_id),
         health=health,
         understood=kinds.understood_metrics(session=session, run=run),
+        job=ranks_service.job_of(session=session, run_id=run_id),
     )
 
 
@@ -180,7 +190,11 @@ def heartbeat(session: SessionDep, run_id: str) -> dict[str, str]:
 
 @router.post("/{run_id}/finish", response_model=RunPublic, summary="Mark the run finished or crashed")
 def finish_run(session: SessionDep, run_id: str, body: RunFinish) -> RunPublic:
-    run = lifecycle.finish(session=session, run=require_run(session, run_id), status=body.status)
+    run = require_run(session, run_id)
+    if body.rank is None:
+        run = lifecycle.finish(session=session, run=run, status=body.status, reason=body.reason)
+    else:
+        run = ranks_service.end_rank(session=session, run=run, rank=body.rank, status=body.status, reason=body.reason)
     session.commit()
     return RunPublic.from_row(run)
 

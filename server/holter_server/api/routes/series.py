@@ -153,7 +153,7 @@ def export_points(
             raise HTTPException(status_code=404, detail=f"run {run_id!r} has no metric {unknown[0]!r}")
         chosen = [rows[name] for name in dict.fromkeys(metric)]
     else:
-        chosen = runs_service.metrics_of_run(session=session, run_id=run_id)
+        chosen = runs_service.metrics_of_run(session=session, run_id=run_id, ranks=True)
     series = [(row.name, row.metric_id, row.count or 0) for row in chosen]
     session.close()  # the stream opens its own session per chunk
     stream = export.csv_stream if format == "csv" else export.parquet_stream

@@ -13,6 +13,7 @@ from holter_server.store.models.events import DetectorStateRow, EventRow, MuteRo
 from holter_server.store.models.keys import ApiKeyRow
 from holter_server.store.models.points import PointRow
 from holter_server.store.models.projects import ProjectSettingsRow
+from holter_server.store.models.ranks import RankRow
 from holter_server.store.models.references import ReferenceRow
 from holter_server.store.models.rollups import RollupRow
 from holter_server.store.models.runs import MetricRow, RunRow
@@ -31,6 +32,7 @@ __all__ = [
     "MuteRow",
     "PointRow",
     "ProjectSettingsRow",
+    "RankRow",
     "ReferenceRow",
     "RollupRow",
     "RunRow",

@@ -16,6 +16,9 @@ Read from this repository's client:
   `holter/system/gpu.<i>.utilization`, `.memory_used_frac`, `.memory_used_gib`, `.temperature_c`,
   `.power_w`, `.sm_clock_mhz`, `.throttle.thermal`, `.throttle.power`. The GPU's memory share,
   utilisation and throttle flags have detectors of their own; the rest is drawn, not read.
+* client/holter/job.py and ranks.py (a distributed job): `holter/rank/<r>/<name>`, what rank r > 0
+  logged as `<name>`, and every rank's `holter/dist/step_s`, `wait_s`, `compute_s` and
+  `local_grad_norm`: a rank's series, read across ranks (vocabulary/ranks.py), not one by one.
 * client/holter/loader.py (`holter.torch.watch_loader`): `holter/loader/wait_fraction` (the share
   of the step spent waiting for data), `holter/loader/wait_s` (that wait in seconds: ≈0 and noisy
   when healthy, so only watched for NaN and extreme outliers) and `holter/loader/compute_s` (the
@@ -34,6 +37,10 @@ from holter_server.vocabulary.names import FRACTION, NameRule
 FRAMEWORK = "holter"
 
 RULES: tuple[NameRule, ...] = (
+    # a distributed job's other ranks (client/holter/job.py) and every rank's timings (client/holter/ranks.py):
+    # read across ranks by the ranks watch, never as curves of their own (vocabulary/ranks.py)
+    NameRule(r"^holter/rank/\d+/", "rank", "what one rank of a distributed job logged (rank 0's is the run's own)"),
+    NameRule(r"^holter/dist/", "rank", "a rank's step, its wait in collectives, its own work, its local gradient norm"),
     NameRule(r"^holter/grad_norm$", "grad_norm", "the whole model's gradient norm (holter.torch.watch)"),
     NameRule(r"^holter/grad_norm/", "grad_norm", "one layer's gradient norm (holter.torch.watch)"),
     NameRule(r"^holter/act_norm/", "activation_norm", "one layer's activation RMS (holter.torch.watch)"),
