@@ -92,11 +92,20 @@ class CollectiveClock:
     last bucket, so a step's wait there is its last bucket's completion minus its last launch.
     """
 
-    def __init__(self, log: Callable[[dict[str, float], int], None] | None = None) -> None:
+    def __init__(
+        self,
+        log: Callable[[dict[str, float], int], None] | None = None,
+        *,
+        perf: Callable[[], float] = time.perf_counter,
+        wall: Callable[[], float] = time.time,
+        mono: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._log = log
+        # the clocks it reads (a test gives its own): intervals, moments told to the service, log pacing
+        self._perf, self._wall, self._mono = perf, wall, mono
         self._lock = threading.Lock()
         self.step: int | None = None
-        self.step_moved_at = time.time()
+        self.step_moved_at = wall()
         self._step_began: float | None = None
         self._wait = 0.0
         # asynchronous collectives of the open step: in flight, the last launch and last completion
@@ -109,7 +118,7 @@ class CollectiveClock:
         self._inside: tuple[str, float] | None = None
         self._window: deque[tuple[int, float, float]] = deque(maxlen=WINDOW_STEPS)
         self._unlogged: list[tuple[int, float, float]] = []
-        self._logged_at = time.monotonic()
+        self._logged_at = mono()
         self.extra: dict[
             str, float
         ] = {}  # values measured alongside (the local gradient norm), logged with the timings
@@ -119,7 +128,7 @@ class CollectiveClock:
 
     def step_started(self, step: int) -> None:
         """Step `step` begins: the step before it (if any) is complete."""
-        now = time.perf_counter()
+        now = self._perf()
         with self._lock:
             if step == self.step:
                 return
@@ -130,40 +139,44 @@ class CollectiveClock:
                 self._window.append((previous, total, min(wait, total)))
                 self._unlogged.append((previous, total, min(wait, total)))
             self.step, self._step_began = step, now
-            self.step_moved_at = time.time()
+            self.step_moved_at = self._wall()
             self._wait = 0.0
             self._last_launch = self._last_done = None
         self._maybe_log()
 
     def entered(self, name: str) -> float:
         """A blocking collective begins; returns the moment to hand to `left`."""
-        started = time.perf_counter()
-        self._inside = (name, time.time())
+        started = self._perf()
+        self._inside = (name, self._wall())
         return started
 
     def left(self, started: float) -> None:
         """The blocking collective begun at `started` returned."""
         self._inside = None
         with self._lock:
-            self._wait += time.perf_counter() - started
+            self._wait += self._perf() - started
 
     def launched(self, name: str) -> None:
         """An asynchronous collective was handed to the backend (a DDP gradient bucket)."""
         with self._lock:
             if self._pending == 0:
-                self._pending_name, self._pending_since = name, time.time()
+                self._pending_name, self._pending_since = name, self._wall()
             self._pending += 1
-            self._last_launch = time.perf_counter()
+            self._last_launch = self._perf()
 
     def completed(self) -> None:
         """An asynchronous collective finished (from the backend's thread)."""
         with self._lock:
             self._pending = max(0, self._pending - 1)
-            self._last_done = time.perf_counter()
+            self._last_done = self._perf()
             if self._pending == 0:
                 self._pending_name = self._pending_since = None
 
     # --- read by the beat -------------------------------------------------------------------
+
+    def wall(self) -> float:
+        """Now, on the clock its moments are told in (seconds since the epoch)."""
+        return self._wall()
 
     def collective(self) -> tuple[str, float] | None:
         """The collective the rank is inside now (its name, since when, epoch seconds), if any."""
@@ -192,17 +205,17 @@ class CollectiveClock:
 
     def due(self) -> bool:
         """Whether the step now beginning is likely the last before the timings are next logged."""
-        return time.monotonic() - self._logged_at >= 0.8 * LOG_EVERY_S
+        return self._mono() - self._logged_at >= 0.8 * LOG_EVERY_S
 
     def _maybe_log(self) -> None:
-        if self._log is None or time.monotonic() - self._logged_at < LOG_EVERY_S:
+        if self._log is None or self._mono() - self._logged_at < LOG_EVERY_S:
             return
         with self._lock:
             steps, self._unlogged = self._unlogged, []
             extra, self.extra = self.extra, {}
         if not steps:
             return
-        self._logged_at = time.monotonic()
+        self._logged_at = self._mono()
         count = len(steps)
         total = sum(s[1] for s in steps) / count
         wait = sum(s[2] for s in steps) / count
@@ -255,7 +268,7 @@ class RankBeat(threading.Thread):
         self.interval = interval
         self._halt = threading.Event()
         self._last_logged = -1
-        self._logged_moved_at = time.time()
+        self._logged_moved_at = clock.wall()
         self.sent = 0
 
     def run(self) -> None:
@@ -265,16 +278,16 @@ class RankBeat(threading.Thread):
     def payload(self) -> dict[str, Any]:
         """The beat as sent: the rank's step, how long it has been quiet, its collective, its timings
         and, when quiet, its stack."""
-        now = time.time()
+        now = self.clock.wall()
         logged = self._logged_step()
         if logged != self._last_logged:
             self._last_logged, self._logged_moved_at = logged, now
         clock = self.clock
-        # the step in progress: the one after the last logged, or the one a hook saw begin (a rank
-        # stuck before its forward has logged the step before and begun no other)
+        # the step in progress: the one a hook saw begin, unless the rank logged past it (no hook
+        # sees its steps, or it is stuck before its next forward): then the one after its last log
         step, quiet = max(logged + 1, 0), now - self._logged_moved_at
-        if clock.step is not None:
-            step, quiet = max(step, clock.step), min(quiet, now - clock.step_moved_at)
+        if clock.step is not None and clock.step >= step:
+            step, quiet = clock.step, now - clock.step_moved_at
         payload: dict[str, Any] = {"step": step, "quiet_s": round(max(0.0, quiet), 3), "interval_s": self.interval}
         stack = main_thread_stack() if quiet >= min(self.interval, 2.0) else []
         inside = clock.collective()

@@ -751,6 +751,11 @@ def init(
     )
     if job is not None:  # a rank stopped by its launcher says so rather than go silent (holter/termination.py)
         termination.install(_end_all)
+        if run.rank_clock is not None and "torch.distributed" in sys.modules:
+            # a script that calls the collectives itself gets its waits timed without a watch
+            from holter import distributed
+
+            distributed.time_collectives(run.rank_clock)
     if job is not None and run.rank_clock is not None and not offline:
         run._beat = RankBeat(
             transport=Transport(run.service_url, api_key or os.environ.get("HOLTER_API_KEY"), timeout=connect_timeout),

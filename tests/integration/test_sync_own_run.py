@@ -69,3 +69,31 @@ def test_a_folder_named_for_no_run_sends_nothing(server: ServerProcess, tmp_path
     )
     assert "1 request(s) are not run 'bad name'" in synced.stderr
     assert len(list((spool.path / "rejected").iterdir())) == 1
+
+
+def test_an_offline_ranks_folder_is_sent_into_its_jobs_run(server: ServerProcess, tmp_path: Path) -> None:
+    # each rank of a job spools apart, rank r > 0 in `<run id>@rank<r>`: sync sends it into the run
+    run_id = new_run_id()
+    spool = Spool(tmp_path / "spool", f"{run_id}@rank2")
+    rank = {"rank": 2, "world_size": 4, "host": "node-1"}
+    plant(spool, "/api/v1/runs", {"id": run_id, "project": "sync-ranks", "rank": rank})
+    plant(
+        spool,
+        f"/api/v1/runs/{run_id}/points",
+        {"metrics": {"holter/rank/2/loss": {"steps": [0, 1], "values": [2.0, 1.5]}}},
+    )
+    plant(spool, f"/api/v1/runs/{run_id}/finish", {"status": "finished", "rank": 2})
+    synced = subprocess.run(
+        [sys.executable, "-m", "holter.cli", "sync", str(spool.path), "--url", server.url],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert synced.returncode == 0, synced.stderr
+    with server.api() as api:
+        (joined,) = api.get(f"/runs/{run_id}/ranks").json()["data"]
+        assert (joined["rank"], joined["status"], joined["host"]) == (2, "finished", "node-1")
+        points = api.get(f"/runs/{run_id}/metrics/holter/rank/2/loss/points").json()
+        assert points["steps"] == [0, 1]
+        assert api.get(f"/runs/{run_id}").json()["status"] == "running"  # rank 2 of 4 ended only its part

@@ -52,6 +52,11 @@ def join(*, session: Session, run: RunRow, joined: RankJoin) -> tuple[RankRow, b
     return ranks_store.join_rank(session=session, run_id=run.id, rank=joined.rank, fields=fields)
 
 
+def has_joined(*, session: Session, run_id: str, rank: int) -> bool:
+    """Whether rank `rank` has joined the run before."""
+    return ranks_store.get_rank(session=session, run_id=run_id, rank=rank) is not None
+
+
 def record_beat(*, session: Session, run_id: str, rank: int, beat: RankBeat) -> bool:
     """Store a rank's beat; False when that rank never joined the run."""
     return ranks_store.record_beat(

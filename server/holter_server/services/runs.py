@@ -55,9 +55,11 @@ def create_or_resume_run(
     tags: list[str],
     max_config_bytes: int | None,
     max_tags: int | None,
+    reopen: bool = True,
 ) -> tuple[RunRow, bool]:
     """A new run, or the run of that id resumed with the config and tags merged (`resumed` True);
-    `RunIdTakenError` when another project has the id, `MergeTooLargeError` past a limit."""
+    `RunIdTakenError` when another project has the id, `MergeTooLargeError` past a limit.
+    `reopen` False: an ended run stays ended (a job's rank joining late is no restart of the job)."""
     return runs_store.create_or_resume_run(
         session=session,
         run_id=run_id,
@@ -67,6 +69,7 @@ def create_or_resume_run(
         tags=tags,
         max_config_bytes=max_config_bytes,
         max_tags=max_tags,
+        reopen=reopen,
     )
 
 

@@ -40,6 +40,11 @@ def join_rank(*, session: Session, run_id: str, rank: int, fields: dict[str, Any
     return row, rejoined
 
 
+def get_rank(*, session: Session, run_id: str, rank: int) -> RankRow | None:
+    """The rank's row, or None when it never joined the run."""
+    return session.get(RankRow, (run_id, rank))
+
+
 def record_beat(
     *,
     session: Session,

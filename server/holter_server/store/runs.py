@@ -85,6 +85,7 @@ def create_or_resume_run(
     tags: list[str],
     max_config_bytes: int | None = None,
     max_tags: int | None = None,
+    reopen: bool = True,
 ) -> tuple[RunRow, bool]:
     """Create the run, or resume it when the id exists; returns (run, resumed).
 
@@ -94,6 +95,8 @@ def create_or_resume_run(
     again and merges the new config and tags into the old ones; `resumed` is False when the run
     is still running and has logged nothing, since such a "resume" is a resent create. An id another
     project holds raises RunIdTakenError (the race the caller's own check cannot see).
+    With `reopen` False an ended (finished or crashed) run keeps its status: a rank of a job
+    joining after another rank ended the run is no restart.
     Resuming merges within limits: MergeTooLargeError, and nothing changed, when the merged
     config would be larger than `max_config_bytes` (as JSON) or the merged tags more than
     `max_tags` (each request is within them, but a run resumed many times must not grow without
@@ -142,8 +145,9 @@ def create_or_resume_run(
             f"resuming run {run_id!r} would give it {len(merged_tags)} tags (the stored ones and these), "
             f"over the limit of {max_tags}: replace its tags with PATCH /api/v1/runs/{run_id} instead",
         )
-    run.status = RunStatus.RUNNING
-    run.finished_at = None
+    if reopen or run.status not in (RunStatus.FINISHED, RunStatus.CRASHED):
+        run.status = RunStatus.RUNNING
+        run.finished_at = None
     run.name = name or run.name
     run.config = merged_config
     run.tags = merged_tags

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from holter.job import Job, job_from_environment, rank_series
 
 TORCHRUN = {

@@ -66,6 +66,11 @@ def create_run(session: SessionDep, settings: SettingsDep, principal: PrincipalD
         raise taken
     if existing is not None and body.definitions():
         kinds.hold_for_declaring(session=session, run_id=run_id)  # before the run's row (see there)
+    # a rank of a job joining for the first time does not reopen a run another rank ended; a rank
+    # joining again (restarted) does, as a restarted run's registration does
+    fresh_rank = body.rank is not None and not ranks_service.has_joined(
+        session=session, run_id=run_id, rank=body.rank.rank
+    )
     try:
         run, resumed = runs_service.create_or_resume_run(
             session=session,
@@ -76,6 +81,7 @@ def create_run(session: SessionDep, settings: SettingsDep, principal: PrincipalD
             tags=body.tags,
             max_config_bytes=settings.max_config_bytes,
             max_tags=MAX_TAGS,
+            reopen=not fresh_rank,
         )
     except runs_service.RunIdTakenError:
         raise taken from None

@@ -85,7 +85,9 @@ STUCK_STACK = [
 
 
 def stuck(rank: int, quiet: float) -> RankState:
-    return RankState(rank=rank, status="running", host="node-1", step=100, quiet_s=quiet, silent_s=2.0, stack=STUCK_STACK)
+    return RankState(
+        rank=rank, status="running", host="node-1", step=100, quiet_s=quiet, silent_s=2.0, stack=STUCK_STACK
+    )
 
 
 def test_a_job_stopped_with_three_ranks_in_a_collective_names_the_fourth_and_where_it_is() -> None:
@@ -141,9 +143,7 @@ def test_a_rank_that_never_beats_is_never_silent() -> None:
 
 def losses(ranks: int, steps: int, *, seed: int = 0) -> dict[int, dict[int, float]]:
     noise = random.Random(seed)
-    return {
-        r: {s: 2.0 * math.exp(-s / 300) + 0.3 + noise.gauss(0, 0.05) for s in range(steps)} for r in range(ranks)
-    }
+    return {r: {s: 2.0 * math.exp(-s / 300) + 0.3 + noise.gauss(0, 0.05) for s in range(steps)} for r in range(ranks)}
 
 
 def test_a_rank_non_finite_where_its_peers_are_finite_is_named_at_that_step() -> None:
