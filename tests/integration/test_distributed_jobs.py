@@ -137,6 +137,7 @@ def test_a_hung_rank_is_named_with_where_it_is_stuck_within_30_s_of_the_job_stop
     assert at(found["created_at"]) - stopped <= 30
     (incident,) = [i for i in api.get(f"/runs/{run['id']}/incidents").json()["data"] if i["rule"] == "ranks"]
     assert incident["title"].startswith("job hung: rank 3")
+    assert events(api, run["id"], "straggler") == []  # no rank was slow before it stopped
 
 
 def test_a_nan_from_one_ranks_batch_is_named_from_that_rank(
@@ -162,6 +163,7 @@ def test_a_nan_from_one_ranks_batch_is_named_from_that_rank(
     (outlier,) = wait_until(lambda: events(api, run["id"], "rank_outlier") or None, timeout=60)
     assert outlier["details"]["ranks"] == [1] and outlier["start_step"] == 80 and outlier["metric"] == "loss"
     incidents = api.get(f"/runs/{run['id']}/incidents").json()["data"]
+    assert events(api, run["id"], "straggler") == [] and events(api, run["id"], "rank_lost") == []
     (nan,) = [i for i in incidents if i["rule"] == "nonfinite"]
     assert nan["title"].startswith("NaN from `layers.0` on rank 1 at step 80") or "rank 1" in nan["title"]
 

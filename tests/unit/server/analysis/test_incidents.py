@@ -255,3 +255,55 @@ def test_only_the_kinds_a_rule_groups_are_ever_folded() -> None:
     for incident in group_incidents(events):
         if incident.folded:
             assert all(events[i].kind in GROUPED_KINDS for i in incident.members)
+
+
+# --- a distributed job's ranks ------------------------------------------------------------------
+
+
+def test_a_lost_rank_leads_the_runs_crash_and_the_hang_that_came_of_it() -> None:
+    lost = ev("rank_lost", None, 60, severity="critical", ranks=[3])
+    crash = ev("run_crashed", None, 59, severity="critical")
+    hung = ev("rank_hung", None, 60, severity="critical", ranks=[3])
+    spike = ev("spike", "loss", 10)
+    events = [crash, spike, hung, lost]
+    incidents = group_incidents(events)
+    stop = one_with(incidents, events, lost)
+    assert stop.rule == "ranks" and events[stop.leader] is lost
+    assert set(members(stop, events)) == {lost.event_id, crash.event_id, hung.event_id}
+    assert stop.title == "rank 3 lost at step 60"
+    assert one_with(incidents, events, spike).rule == "single"  # an earlier problem stays apart
+
+
+def test_a_hung_job_with_no_lost_rank_is_led_by_the_hang() -> None:
+    hung = ev("rank_hung", None, 100, severity="critical", ranks=[2])
+    events = [hung, ev("straggler", None, 0, 90, ranks=[1])]
+    incidents = group_incidents(events)
+    stop = one_with(incidents, events, hung)
+    assert stop.title == "job hung: rank 2 at step 100" and len(stop.members) == 1
+    assert one_with(incidents, events, events[1]).rule == "single"  # a straggler is its own problem
+
+
+def test_a_rank_non_finite_before_its_peers_leads_the_nan_that_followed() -> None:
+    outlier = ev("rank_outlier", "loss", 80, severity="critical", ranks=[1], cause="nonfinite")
+    divergence = nan("loss", 81)
+    grads = nan("holter/grad_norm", 90)
+    events = [divergence, grads, outlier]
+    (incident,) = group_incidents(events)
+    assert incident.rule == "nonfinite" and events[incident.leader] is outlier
+    assert incident.title == "NaN from rank 1 at step 80"
+
+
+def test_the_tripwire_leads_before_a_ranks_non_finite_loss_at_the_same_step() -> None:
+    trip = tripwire(80)
+    trip.details["rank"] = 1
+    outlier = ev("rank_outlier", "loss", 80, severity="critical", ranks=[1], cause="nonfinite")
+    events = [outlier, trip, nan("loss", 81)]
+    (incident,) = group_incidents(events)
+    assert events[incident.leader] is trip and incident.title == "NaN from `blocks.1.attn` on rank 1 at step 80"
+
+
+def test_a_rank_apart_from_its_peers_by_a_finite_gap_is_a_problem_of_its_own() -> None:
+    apart = ev("rank_outlier", "loss", 100, 300, ranks=[5])
+    events = [apart, nan("loss", 400)]
+    incidents = group_incidents(events)
+    assert len(incidents) == 2
