@@ -12,6 +12,12 @@ Resumable: after every batch of points is sent or spooled, how far each file was
 run's id are kept in a small state file; a `holter follow` of the same path after a restart goes
 on from there into the same run (a point read twice is stored once).
 
+A distributed job's log (torchrun's `--tee`, or its `[rank${rank}]:` line prefix) is one run, as the
+job itself would make it: the readers give each line's rank, rank 0's values are the run's curves,
+rank r's are kept as `holter/rank/r/<name>` (`holter.job.rank_series`), and each rank seen joins
+the run once (as read from its log: it sends no beat, so its silence says nothing), for the
+service to read the ranks side by side.
+
 The run is made when the first point is read (a path that never appears leaves no empty run). It
 ends when the file goes quiet for `--idle` seconds or the process `--pid` exits (after a last
 read), marked crashed when a text log ends in a traceback (a job that dies before its first
@@ -37,11 +43,14 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable
 
+from holter.job import rank_series
 from holter.spool import default_spool_root
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
+# What the ranks of a job read from its log join the run as (`RankJoin.launcher`).
+LAUNCHER = "follow"
 # How often the state file is brought up to date while points arrive (each time after a flush).
 CHECKPOINT_EVERY_S = 2.0
 FLUSH_TIMEOUT_S = 60.0
@@ -60,15 +69,24 @@ class Follower:
     `poll()` returns how many entries it logged; the reader's hyperparameters (TensorBoard's
     add_hparams, a model's config.json) go into the run's config as they are found, and what the
     reader had to skip is said once on stderr.
+
+    Entries of a rank other than 0 (a distributed job's log) are logged as that rank's series; the
+    first such entry makes the run a job's: rank 0 and that rank join it, and every other rank
+    joins when its first entry is read, the world size the largest rank seen so far and one, the
+    job `job` (the followed path). `ranks` are those joined (kept across restarts by the caller).
     """
 
-    def __init__(self, reader: Any, run: Any, *, quiet: bool = False, speaker: str = "holter follow") -> None:
+    def __init__(
+        self, reader: Any, run: Any, *, quiet: bool = False, speaker: str = "holter follow", job: str = ""
+    ) -> None:
         self.reader = reader
         self.run = run
         self.quiet = quiet
         self.speaker = speaker  # who says what the reader skipped, on stderr
+        self.job = job
         self.entries = 0
         self.points = 0
+        self.ranks: set[int] = set()
         self._config_sent: dict[str, Any] = {}
         self._warned = 0
 
@@ -76,15 +94,30 @@ class Follower:
         """Log what was written since the last poll (`final`: the file is complete)."""
         count = 0
         log_at = self.run.log_at
-        for step, wall_time, values in self.reader.read(final=final):
-            if values:
-                log_at(values, step=step, wall_time=wall_time)
-                count += 1
-                self.points += len(values)
+        for entry in self.reader.read(final=final):
+            values, rank = entry.values, entry.rank
+            if not values:
+                continue
+            if rank:
+                if rank not in self.ranks:
+                    self._join(rank)
+                values = {rank_series(name, rank): value for name, value in values.items()}
+            log_at(values, step=entry.step, wall_time=entry.wall_time)
+            count += 1
+            self.points += len(values)
         self.entries += count
         self._send_config()
         self._say_warnings()
         return count
+
+    def _join(self, rank: int) -> None:
+        """Rank `rank` (and rank 0, the run's own, with the first other rank) joins the run, queued
+        before its first points."""
+        joining = sorted({0, rank} - self.ranks)
+        self.ranks.update(joining)
+        world_size = max(self.ranks) + 1
+        for joined in joining:
+            self.run.join_rank(joined, world_size, launcher=LAUNCHER, job=self.job)
 
     def _send_config(self) -> None:
         found = {k: v for k, v in self.reader.config.items() if self._config_sent.get(k, _MISSING) != v}
@@ -219,7 +252,7 @@ def run_command(args: argparse.Namespace) -> int:
             system_vitals=False,
         )
     )
-    state.save(path=str(path.resolve()), run_id=run_id, name=name, finished=False)
+    state.save(path=str(path.resolve()), run_id=run_id, name=name, finished=False, ranks=kept.get("ranks") or [])
     described = reader.format
     if reader.format == "textlog":
         described = "text log, " + ("--pattern lines" if args.pattern else f"{args.log_format} format")
@@ -227,7 +260,8 @@ def run_command(args: argparse.Namespace) -> int:
     project = args.project or os.environ.get("HOLTER_PROJECT") or "default"
     print(f"holter follow: {path} ({described}) → run {run_id} of project {project}{resumed}", file=sys.stderr)
     print(f"holter follow: {url}/runs/{run_id} (made when the first point is read)", file=sys.stderr)
-    follower = Follower(reader, run)
+    follower = Follower(reader, run, job=str(path.resolve()))
+    follower.ranks.update(int(rank) for rank in kept.get("ranks") or ())
     stop = _Stop()
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
@@ -275,6 +309,9 @@ class RunOnDemand:
     def update_config(self, values: dict[str, Any]) -> None:
         self.get().update_config(values)
 
+    def join_rank(self, rank: int, world_size: int, *, launcher: str, job: str) -> None:
+        self.get().join_rank(rank, world_size, launcher=launcher, job=job)
+
 
 def _follow(args: argparse.Namespace, reader: Any, follower: Follower, state: FollowState, stop: _Stop) -> str | None:
     """Follow until the run ends ("finished" or "crashed") or a signal stops it (None)."""
@@ -316,7 +353,7 @@ def _checkpoint(follower: Follower, state: FollowState, *, finished: bool = Fals
         run.flush(FLUSH_TIMEOUT_S)
         durable = not run._sender.delivery().not_durable
     if durable:
-        state.save(position=follower.reader.position(), finished=finished)
+        state.save(position=follower.reader.position(), finished=finished, ranks=sorted(follower.ranks))
 
 
 def _leave_open(follower: Follower, state: FollowState) -> None:

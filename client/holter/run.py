@@ -357,6 +357,20 @@ class Run(WandbRunSurface):
         )
         self._wake.set()
 
+    def join_rank(self, rank: int, world_size: int, *, launcher: str, job: str) -> None:
+        """Join rank `rank` of a job of `world_size` ranks to this run for a process that reads the
+        job's log rather than runs in it (`holter follow`): the service lists the rank and reads its
+        series (`holter/rank/<rank>/...`) beside its peers', and since the rank sends no beat, never
+        counts it silent. Queued in order with the points, like `log`."""
+        joined = {"rank": rank, "world_size": world_size, "launcher": launcher, "job": job[-256:], "beats": False}
+        self._queue.append(
+            Control(
+                "/api/v1/runs",
+                {"id": self.id, "project": self.project, "name": self.name, "config": {}, "tags": [], "rank": joined},
+            )
+        )
+        self._wake.set()
+
     def _log_rank_timing(self, values: dict[str, float], step: int) -> None:
         self.log_at(values, step=step)
 

@@ -3,7 +3,7 @@ they hold, and what every reader can do."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
 from holter_readers.points import FormatError, Point
@@ -17,18 +17,26 @@ _MAX_WARNINGS = 100
 
 class Entry(NamedTuple):
     """Values logged together (one CSV row, one JSONL line, one TensorBoard event, one log line):
-    their step, wall time (seconds since the epoch, None when the file does not say) and values."""
+    their step, wall time (seconds since the epoch, None when the file does not say) and values,
+    and the rank of a distributed job that logged them (a text log's `[rank3]:` line; 0, the
+    run's own, for everything else). The readers carry the rank as it is; what a rank's series is
+    called is the caller's to say."""
 
     step: int
     wall_time: float | None
     values: dict[str, float]
+    rank: int = 0
 
 
-def points_of(entries: Iterable[Entry]) -> Iterator[Point]:
-    """The points of each entry, in order."""
-    for step, wall_time, values in entries:
+def points_of(entries: Iterable[Entry], *, rank_series: Callable[[str, int], str] | None = None) -> Iterator[Point]:
+    """The points of each entry, in order. Another rank's values are kept under
+    `rank_series(name, rank)`; without it they are passed over, so as never to mix with rank 0's,
+    which are the run's."""
+    for step, wall_time, values, rank in entries:
+        if rank and rank_series is None:
+            continue
         for metric, value in values.items():
-            yield Point(metric, step, value, wall_time)
+            yield Point(rank_series(metric, rank) if rank and rank_series else metric, step, value, wall_time)
 
 
 class Reader:

@@ -26,6 +26,14 @@ as that framework does where it also logs them elsewhere (its TensorBoard or W&B
 
 `auto` takes the first format that reads a line of the file, and keeps to it. A log that ends in
 a Python traceback (after its last metrics line) is a crashed run's (`crashed()`).
+
+A distributed job's log holds every rank's lines, each behind its launcher's prefix
+(`rank_prefix`): `[rank3]:` (torchrun's TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE='[rank${rank}]:',
+and torch's own `[rank3]: Traceback ...`), `[default3]:` (torchrun's `--tee`: the role, then the
+LOCAL rank, which is the global rank on a single node only) or `[3]:`. The prefix is taken off,
+the rest read in the log's format, and the entry carries the rank; each rank keeps its own state
+(its last step, its progress bar), as its lines come interleaved with its peers'. A line without
+a prefix is rank 0's, the run's own.
 """
 
 from __future__ import annotations
@@ -48,6 +56,10 @@ _CRASH = re.compile(
     r"Fatal Python error|terminate called after throwing"
 )
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+# A launcher's prefix: a bracketed word ending in the rank, then a colon. `[\w.-]` holds no `]`, so
+# the match is one pass over at most 66 characters, however the line goes on.
+_RANK_PREFIX = re.compile(r"\[([\w.\-]{1,64})\]:", re.ASCII)
+_RANK_DIGITS = 6  # ranks up to 999,999: a longer number is something else in brackets
 _NUMBER = r"[-+]?(?:\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|NAN|inf|Inf|INF|infinity|Infinity)"
 _SUFFIXES = {"k": 1e3, "K": 1e3, "m": 1e6, "M": 1e6, "g": 1e9, "G": 1e9, "b": 1e9, "B": 1e9, "t": 1e12, "T": 1e12}
 
@@ -62,6 +74,29 @@ def quantity(text: str) -> float | None:
         number = parse_number(text[:-1])
         value = number * _SUFFIXES[text[-1]] if number is not None else None
     return value
+
+
+def rank_prefix(line: str) -> tuple[int | None, str]:
+    """The rank a launcher's prefix gives `line` (None: no prefix) and the line without it.
+
+    `[rank3]:`, `[default3]:` (torchrun's `--tee`, role and local rank) and `[3]:` are read; where
+    two come one after the other (`[default1]:[rank1]: Traceback ...`: torchrun's tee of torch's
+    own prefix) both are taken off, and the global `rankN` is the one believed.
+    """
+    rank: int | None = None
+    for _ in range(2):
+        match = _RANK_PREFIX.match(line)
+        if match is None:
+            break
+        word = match[1]
+        name = word.rstrip("0123456789")
+        digits = word[len(name) :]
+        if not digits or len(digits) > _RANK_DIGITS:
+            break
+        if rank is None or name == "rank":
+            rank = int(digits)
+        line = line[match.end() :].lstrip()
+    return rank, line
 
 
 @dataclass
@@ -396,17 +431,19 @@ def pattern_format(pattern: str) -> LineFormat:
 
 
 def detect_line_format(lines: list[str]) -> LineFormat | None:
-    """The first built-in format that reads one of `lines`, or None."""
+    """The first built-in format that reads one of `lines` (a rank's prefix taken off), or None."""
     for line in lines:
+        _, text = rank_prefix(line.strip())
         for line_format in FORMATS.values():
-            if line_format.parse(line.strip(), LineState()) is not None:
+            if line_format.parse(text, LineState()) is not None:
                 return line_format
     return None
 
 
 class TextLogReader(Reader):
     """A text log, line by line, in one `FORMATS` format (`auto`: the first that reads a line)
-    or a `pattern` of one's own. Lines that are not metrics lines are passed over."""
+    or a `pattern` of one's own. Lines that are not metrics lines are passed over; a rank's prefix
+    (`rank_prefix`) is taken off before the format reads the line, and its entries carry the rank."""
 
     format = "textlog"
 
@@ -422,8 +459,10 @@ class TextLogReader(Reader):
             self.line_format = FORMATS[line_format]
         else:
             raise FormatError(f"unknown log format {line_format!r} (known: {AUTO}, {', '.join(FORMATS)})")
-        self.state = LineState()
-        self._trials: dict[str, LineState] = {}
+        # each rank's state: its lines come interleaved with the other ranks'
+        self.states: dict[int, LineState] = {}
+        # `auto`: each format's state of each rank, until one format reads a line
+        self._trials: dict[str, dict[int, LineState]] = {}
         self.ended_in_traceback = False
         self.metric_lines = 0
 
@@ -436,7 +475,8 @@ class TextLogReader(Reader):
         return {
             **self.tail.position(),
             "format": self.format_name,
-            "state": self.state.as_dict(),
+            "state": self.states.get(0, LineState()).as_dict(),
+            "rank_states": {str(rank): state.as_dict() for rank, state in self.states.items() if rank},
             "traceback": self.ended_in_traceback,
             "metric_lines": self.metric_lines,
         }
@@ -446,13 +486,16 @@ class TextLogReader(Reader):
         name = position.get("format")
         if self.line_format is None and name in FORMATS:
             self.line_format = FORMATS[name]
-        kept = position.get("state") or {}
-        self.state = LineState(
-            step=kept.get("step"),
-            bar=kept.get("bar"),
-            bar_total=kept.get("bar_total"),
-            count=int(kept.get("count") or 0),
-        )
+        kept = {"0": position.get("state") or {}, **(position.get("rank_states") or {})}
+        self.states = {
+            int(rank): LineState(
+                step=state.get("step"),
+                bar=state.get("bar"),
+                bar_total=state.get("bar_total"),
+                count=int(state.get("count") or 0),
+            )
+            for rank, state in kept.items()
+        }
         self.ended_in_traceback = bool(position.get("traceback"))
         self.metric_lines = int(position.get("metric_lines") or 0)
 
@@ -469,30 +512,37 @@ class TextLogReader(Reader):
     def read(self, *, final: bool = False) -> Iterator[Entry]:
         for raw in self.tail.lines(final=final, carriage_returns=True):
             if self.tail.restarted:
-                self.tail.restarted, self.state, self.ended_in_traceback = False, LineState(), False
+                self.tail.restarted, self.states, self.ended_in_traceback = False, {}, False
             if raw is None:
                 continue
-            line = raw.decode("utf-8", "replace").strip()
+            rank, line = rank_prefix(raw.decode("utf-8", "replace").strip())
             if not line:
                 continue
-            entry = self._parse(line)
+            rank = rank or 0
+            entry = self._parse(line, rank)
             if entry is not None:
                 self.metric_lines += 1
                 self.ended_in_traceback = False
-                yield Entry(entry.step, entry.wall_time, self.admit(entry.values, str(self.path)))
+                yield Entry(entry.step, entry.wall_time, self.admit(entry.values, str(self.path)), rank)
             elif _CRASH.search(line):
                 self.ended_in_traceback = True
 
-    def _parse(self, line: str) -> Entry | None:
+    def _parse(self, line: str, rank: int) -> Entry | None:
         if self.line_format is not None:
-            return self.line_format.parse(line, self.state)
+            state = self.states.get(rank)
+            if state is None:
+                state = self.states[rank] = LineState()
+            return self.line_format.parse(line, state)
         # each format keeps its own state until one reads a line (the HF bar printed before the
         # first dict gives that dict's step)
         for line_format in FORMATS.values():
-            state = self._trials.setdefault(line_format.name, LineState())
+            states = self._trials.setdefault(line_format.name, {})
+            state = states.get(rank)
+            if state is None:
+                state = states[rank] = LineState()
             entry = line_format.parse(line, state)
             if entry is not None:
-                self.line_format, self.state = line_format, state
+                self.line_format, self.states = line_format, states
                 self._trials.clear()
                 return entry
         return None

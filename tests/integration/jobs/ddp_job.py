@@ -11,6 +11,8 @@ property of the machine or the data, not of the script:
 * kill: rank ON_RANK kills itself with SIGKILL at step AT_STEP.
 
 WATCH=tripwire watches with `holter.torch.watch(model, run, nan_tripwire=True)` instead.
+PRINT=1 also prints each step's loss on every rank (`step 80 | loss nan`), for `holter follow`
+to read from torchrun's output.
 """
 
 from __future__ import annotations
@@ -19,17 +21,17 @@ import os
 import signal
 import time
 
+import holter
+import holter.torch
 import torch
 import torch.distributed as dist
 from torch import nn
-
-import holter
-import holter.torch
 
 FAULT = os.environ.get("FAULT", "")
 AT_STEP = int(os.environ.get("AT_STEP", "100"))
 ON_RANK = int(os.environ.get("ON_RANK", "-1"))
 STEPS = int(os.environ.get("STEPS", "200"))
+PRINT = os.environ.get("PRINT") == "1"
 
 
 class Model(nn.Module):
@@ -72,6 +74,8 @@ def main() -> None:
         loss.backward()
         optimizer.step()
         run.log({"loss": loss.item()}, step=step)
+        if PRINT:
+            print(f"step {step} | loss {loss.item()}", flush=True)
         time.sleep(0.01)
     run.finish()
     dist.destroy_process_group()

@@ -3,12 +3,15 @@ line by line as the job prints them."""
 
 from __future__ import annotations
 
+import json
 import math
+import time
 from pathlib import Path
 
 import pytest
-from holter_readers import FormatError
-from holter_readers.textlog import FORMATS, TextLogReader, quantity
+from holter_readers import Entry, FormatError, points_of
+from holter_readers.files import is_text_log
+from holter_readers.textlog import FORMATS, TextLogReader, quantity, rank_prefix, sniff_text_log
 
 
 def read(path: Path, text: str, **options: str) -> tuple[TextLogReader, list[tuple[int, dict[str, float]]]]:
@@ -229,3 +232,129 @@ def test_quantities_as_logs_print_them() -> None:
 
 def test_every_built_in_format_is_tried_in_auto_mode() -> None:
     assert list(FORMATS) == ["nemo", "megatron", "torchtitan", "nanogpt", "llmc", "hf", "keyvalue"]
+
+
+# --- a distributed job's log: every rank's lines behind its launcher's prefix ----------------------
+
+
+def ranked(reader: TextLogReader, final: bool = True) -> list[tuple[int, int, dict[str, float]]]:
+    return [(e.rank, e.step, e.values) for e in reader.read(final=final)]
+
+
+@pytest.mark.parametrize(
+    "prefix",
+    [
+        "[rank3]:",  # torchrun's --log-line-prefix-template '[rank${rank}]:'
+        "[default3]:",  # torchrun's --tee: the role and the local rank
+        "[trainer3]:",  # a role of one's own (--role trainer)
+        "[3]:",
+        "[default3]: ",
+    ],
+)
+def test_a_ranks_prefix_is_taken_off_and_its_rank_carried(tmp_path: Path, prefix: str) -> None:
+    path = tmp_path / "torchrun.log"
+    path.write_text(f"{prefix}step 7 | loss 2.5 | tok/s 51k\n")
+    reader = TextLogReader(path)
+    assert ranked(reader) == [(3, 7, {"loss": 2.5, "tok/s": 51000.0})]
+    assert reader.format_name == "keyvalue"
+
+
+def test_lines_without_a_prefix_are_rank_0s_and_brackets_that_are_no_prefix_stay(tmp_path: Path) -> None:
+    assert rank_prefix("step 1 | loss 2.0") == (None, "step 1 | loss 2.0")
+    assert rank_prefix("[rank0]:[W1205 ProcessGroup.cpp] warning") == (0, "[W1205 ProcessGroup.cpp] warning")
+    assert rank_prefix("[default1]:[rank5]: Traceback (most recent") == (5, "Traceback (most recent")  # rankN wins
+    for line in ("[2025-01-01 10:00:00] iteration 1/ 9 |", "[titan]: loss 1", "[rank]: x", "[1234567]: x", "[rank1] x"):
+        assert rank_prefix(line) == (None, line)
+    path = tmp_path / "train.log"
+    path.write_text("step 1 | loss 2.0\n[rank1]:step 1 | loss 2.1\n")
+    assert ranked(TextLogReader(path)) == [(0, 1, {"loss": 2.0}), (1, 1, {"loss": 2.1})]
+
+
+def test_interleaved_ranks_each_keep_their_own_step(tmp_path: Path) -> None:
+    # llm.c's `val loss` takes the step of the line before it: the line before it of its own rank
+    step = "step {:4d}/9 | loss {} (+0.0z)| norm 1.0 (+0.0z)| lr 1e-4 | 10.0 ms | 1.0% bf16 MFU | 100 tok/s"
+    text = (
+        f"[rank0]:{step.format(5, 2.0)}\n"
+        f"[rank1]:{step.format(3, 2.1)}\n"
+        "[rank1]:val loss 1.7\n"
+        "[rank0]:val loss 1.6\n"
+        f"[rank2]:{step.format(1, 2.2)}\n"
+        f"[rank1]:{step.format(4, 'nan')}\n"
+    )
+    path = tmp_path / "train.out"
+    path.write_text(text)
+    reader = TextLogReader(path)
+    entries = [(rank, s, sorted(values)) for rank, s, values in ranked(reader)]
+    assert reader.format_name == "llmc"
+    assert [(rank, s) for rank, s, _ in entries] == [(0, 4), (1, 2), (1, 3), (0, 5), (2, 0), (1, 3)]
+    assert entries[2][2] == ["tel"] and entries[3][2] == ["tel"]
+
+
+def test_a_prefix_with_no_metrics_after_it_is_passed_over(tmp_path: Path) -> None:
+    path = tmp_path / "torchrun.log"
+    path.write_text(
+        "[default0]:\n[default1]:[rank1]:[W1205 ProcessGroupGloo.cpp:727] Warning: unused\n[0]:\n"
+        "[rank2]:step 3 | loss 1.5\n"
+    )
+    reader = TextLogReader(path)
+    assert ranked(reader) == [(2, 3, {"loss": 1.5})] and reader.metric_lines == 1 and not reader.crashed()
+
+
+@pytest.mark.parametrize(
+    ("line", "found"),
+    [
+        ("[default0]:step 1 | loss 2.5", "keyvalue"),
+        ("[rank0]:iter 10: loss 9.1234, time 250.00ms, mfu 31.25%", "nanogpt"),
+        ("[default1]:[rank1]:s:10 trl:2.5 lr:1e-4", "llmc"),
+        ("[rank3]:{'loss': 2.3, 'grad_norm': 1.2, 'epoch': 0.1}", "hf"),
+    ],
+)
+def test_auto_finds_the_format_behind_the_prefix(tmp_path: Path, line: str, found: str) -> None:
+    path = tmp_path / "torchrun.log"
+    path.write_text("[default0]:loading the data\n" + line + "\n")
+    reader = TextLogReader(path)
+    assert len(ranked(reader)) == 1 and reader.format_name == found
+    assert sniff_text_log(path) is FORMATS[found] and is_text_log(path)
+
+
+def test_a_ranks_traceback_behind_its_prefix_is_a_crash(tmp_path: Path) -> None:
+    path = tmp_path / "torchrun.log"
+    path.write_text(
+        "[default0]:step 5 | loss 2.0\n[default1]:step 5 | loss 2.1\n"
+        "[default1]:[rank1]: Traceback (most recent call last):\n"
+        '[default1]:[rank1]:   File "train.py", line 7, in <module>\n'
+        "[default1]:[rank1]: RuntimeError: boom\n"
+    )
+    reader = TextLogReader(path)
+    assert len(ranked(reader)) == 2 and reader.crashed()
+    with path.open("a") as handle:
+        handle.write("[rank1]:Killed\n")
+    list(reader.read(final=True))
+    assert reader.crashed()
+
+
+def test_each_ranks_state_survives_a_restart(tmp_path: Path) -> None:
+    path = tmp_path / "train.out"
+    step = "step {:4d}/9 | loss 2.0 (+0.0z)| norm 1.0 (+0.0z)| lr 1e-4 | 10.0 ms | 1.0% bf16 MFU | 100 tok/s"
+    path.write_text(f"[rank0]:{step.format(5)}\n[rank2]:{step.format(2)}\n")
+    first = TextLogReader(path)
+    list(first.read())
+    with path.open("a") as handle:
+        handle.write("[rank2]:val loss 1.5\nval loss 1.4\n")
+    second = TextLogReader(path)
+    second.restore(json.loads(json.dumps(first.position())))  # as the state file keeps it
+    assert ranked(second) == [(2, 2, {"tel": 1.5}), (0, 5, {"tel": 1.4})]
+
+
+def test_the_prefix_is_read_in_one_pass_however_long_the_line() -> None:
+    for line in ("[" + "1" * 200_000, "[" + "a1" * 100_000 + "]", "[rank1]:" * 100_000, "[" * 200_000):
+        started = time.perf_counter()
+        rank_prefix(line)
+        assert time.perf_counter() - started < 0.5  # a backtracking pattern would take minutes
+
+
+def test_points_of_keeps_another_ranks_values_only_under_the_name_given_them() -> None:
+    entries = [Entry(1, None, {"loss": 2.0}), Entry(1, None, {"loss": 2.1}, rank=3)]
+    assert [p.metric for p in points_of(entries)] == ["loss"]
+    named = points_of(entries, rank_series=lambda name, rank: f"r{rank}/{name}")
+    assert [(p.metric, p.value) for p in named] == [("loss", 2.0), ("r3/loss", 2.1)]
