@@ -37,6 +37,7 @@ from holter_server.commands.service import auth_headers, service_is_up, service_
 from holter_server.detect import is_alarm
 from holter_server.detect.events import format_step
 from holter_server.importers import ImportFormatError, Point, Source, open_source
+from holter_server.vocabulary.ranks import RANK_PREFIX, rank_of
 from holter_server.vocabulary.severities import verdict_of, verdict_rank
 from holter_server.vocabulary.statuses import RunStatus
 
@@ -134,13 +135,22 @@ class ImportProgress:
 def stream_points(points: Iterator[Point], run: SentRun, sent: SentCounts, progress: ImportProgress) -> int:
     """Log every point to `run` at its step and wall time, consecutive points of one step together
     (the client keeps one wall time per step, the latest: TensorBoard's scalars of one step,
-    written a few microseconds apart, go as one call)."""
+    written a few microseconds apart, go as one call). A distributed job's log (torchrun's rank
+    prefixes) has its ranks join the run, as read from a log (no beats)."""
     pending: dict[str, float] = {}
     pending_step: int | None = None
     pending_time: float | None = None
     count = 0
+    joined: set[int] = set()
     try:
         for metric, step, value, wall_time in points:
+            owner = rank_of(metric)
+            if owner is not None and owner[0] not in joined:
+                # a distributed job's log: its ranks join the run as `holter follow` joins them
+                joining = sorted({0, owner[0]} - joined)
+                joined.update(joining)
+                for rank in joining:
+                    run.join_rank(rank, max(joined) + 1, launcher="import", job=str(progress.source.path))
             if step != pending_step or metric in pending:
                 if pending:
                     run.log_at(pending, step=pending_step, wall_time=pending_time)  # type: ignore[arg-type]
@@ -276,6 +286,15 @@ def _not_stored(url: str, run_id: str, sent: SentCounts) -> str:
         response = httpx.get(f"{url}/api/v1/runs/{run_id}", headers=auth_headers(), timeout=30)
         response.raise_for_status()
         stored = {m["name"]: m["count"] for m in response.json()["metrics"]}
+        if any(rank_of(name) for name in sent.count):  # a job's other ranks: left out of the run's own listing
+            response = httpx.get(
+                f"{url}/api/v1/runs/{run_id}/metrics",
+                params={"prefix": RANK_PREFIX},
+                headers=auth_headers(),
+                timeout=30,
+            )
+            response.raise_for_status()
+            stored.update({m["name"]: m["count"] for m in response.json()["data"]})
     except (httpx.HTTPError, ValueError, KeyError) as exc:
         return f"could not read the run back ({exc})"
     short = [

@@ -27,6 +27,7 @@ from holter_server.importers.mlflow_store import file_store_root, is_mlflow_sqli
 from holter_server.importers.parquet_file import ParquetReader, is_parquet
 from holter_server.importers.series import ImportFormatError, Point, Series, Source, collect
 from holter_server.importers.wandb_offline import open_wandb, run_log
+from holter_server.vocabulary.ranks import rank_series
 
 FORMATS = ("csv", "jsonl", "trainer_state", "tensorboard", "textlog", "parquet", "mlflow", "wandb", "llmc_log")
 # Formats whose files name their own step column; --step-column chooses another.
@@ -96,8 +97,9 @@ def open_source(path: str | Path, *, step_column: str | None = None, source_run:
 
 
 def _points(reader: Any, source: Source) -> Iterator[Point]:
-    """The reader's points; the hyperparameters it finds while reading go into the source's config."""
-    for point in points_of(reader.read(final=True)):
+    """The reader's points (a distributed job's log: rank r's as `holter/rank/r/...`, rank 0's as
+    the run's); the hyperparameters it finds while reading go into the source's config."""
+    for point in points_of(reader.read(final=True), rank_series=rank_series):
         if reader.config:
             source.config.update(reader.config)
             reader.config.clear()

@@ -97,6 +97,13 @@ def end_rank(*, session: Session, run: RunRow, rank: int, status: str, reason: s
     return run
 
 
+def end_run(*, session: Session, run: RunRow, status: str, reason: str | None) -> RunRow:
+    """The run ended as a whole (a finish naming no rank: a plain run, or `holter follow` of a job's
+    log): its ranks read from a log, which never beat, end with it."""
+    ranks_store.end_unheard_ranks(session=session, run_id=run.id, status=status)
+    return lifecycle.finish(session=session, run=run, status=status, reason=reason)
+
+
 def job_of(*, session: Session, run_id: str) -> dict[str, Any] | None:
     """The run's job in a few numbers (None for a run of one process): world size, launcher,
     and its ranks joined, running, finished and crashed."""

@@ -171,3 +171,13 @@ def last_logged_steps(*, session: Session, run_id: str) -> dict[int, int]:
         rank = owner[0] if owner is not None else 0
         found[rank] = max(found.get(rank, last_step), last_step)
     return found
+
+
+def end_unheard_ranks(*, session: Session, run_id: str, status: str) -> None:
+    """The run ended as a whole: its ranks read from a log (never a beat) end with it."""
+    session.execute(
+        update(RankRow)
+        .where(RankRow.run_id == run_id, RankRow.status == RunStatus.RUNNING, RankRow.beat_at.is_(None))
+        .values(status=status, finished_at=now())
+        .execution_options(synchronize_session=False)
+    )

@@ -198,7 +198,7 @@ def heartbeat(session: SessionDep, run_id: str) -> dict[str, str]:
 def finish_run(session: SessionDep, run_id: str, body: RunFinish) -> RunPublic:
     run = require_run(session, run_id)
     if body.rank is None:
-        run = lifecycle.finish(session=session, run=run, status=body.status, reason=body.reason)
+        run = ranks_service.end_run(session=session, run=run, status=body.status, reason=body.reason)
     else:
         run = ranks_service.end_rank(session=session, run=run, rank=body.rank, status=body.status, reason=body.reason)
     session.commit()
