@@ -324,3 +324,45 @@ def test_a_picture_link_signed_with_the_services_secret_is_refused_once_it_has_e
         engine.dispose()
     assert httpx.get(fresh).status_code == 200  # the signature is the service's own ...
     assert httpx.get(expired).status_code == 401  # ... and the link still ends when it says
+
+
+def spellings(row: int) -> list[str]:
+    """Ways int() reads as `row` that are not its one spelling (issue 47: they passed the gate
+    as no row and reached the route as that row)."""
+    return [f"%2B{row}", f"%20{row}", f"{row}.0", f"0{row}", f"{row}%20"]
+
+
+def test_another_spelling_of_a_row_id_is_refused_before_any_lookup(secured: ServerProcess, world: dict) -> None:
+    intruder = secured.api(key=world["keys"][("acc-b", "admin")]["key"])
+    owner = secured.api(key=ADMIN_TOKEN)
+    channel, rule, delivery = world["channel_id"], world["rule_id"], world["delivery_id"]
+    sent_before = len(world["receiver"].received)
+    attempts = [
+        *(("POST", f"/channels/{s}/test", None) for s in spellings(channel)),
+        *(("DELETE", f"/channels/{s}", None) for s in spellings(channel)),
+        *(("PATCH", f"/rules/{s}", {"enabled": False}) for s in spellings(rule)),
+        *(("DELETE", f"/rules/{s}", None) for s in spellings(rule)),
+        *(("POST", f"/deliveries/{s}/retry", None) for s in spellings(delivery)),
+        *(("GET", f"/rules?channel_id={s}", None) for s in spellings(channel)),
+    ]
+    for method, path, body in attempts:
+        answer = intruder.request(method, path, json=body)
+        assert answer.status_code == 422, (method, path, answer.status_code, answer.text)
+        assert "is not an id" in answer.text
+    # the same requests with the owner's own key: refused the same way (one spelling for everyone)
+    assert owner.patch(f"/rules/%2B{rule}", json={"enabled": False}).status_code == 422
+    (kept,) = [r for r in owner.get("/rules", params={"channel_id": channel}).json() if r["id"] == rule]
+    assert kept["enabled"] is True
+    assert any(c["id"] == channel for c in owner.get("/channels").json())
+    assert len(world["receiver"].received) == sent_before  # no test message reached A's webhook
+
+
+@pytest.mark.parametrize("spelled", ["{id}", "{id}.0", "true"])
+def test_a_rule_names_its_channel_by_a_json_number_only(secured: ServerProcess, world: dict, spelled: str) -> None:
+    intruder = secured.api(key=world["keys"][("acc-b", "admin")]["key"])
+    value = spelled.format(id=world["channel_id"])
+    body = '{"channel_id": ' + (f'"{value}"' if spelled == "{id}" else value) + ', "name": "sneaky"}'
+    answer = intruder.post("/rules", content=body, headers={"content-type": "application/json"})
+    assert answer.status_code == 422, answer.text
+    owner = secured.api(key=ADMIN_TOKEN)
+    assert all(r["name"] != "sneaky" for r in owner.get("/rules", params={"channel_id": world["channel_id"]}).json())

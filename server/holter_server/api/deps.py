@@ -7,9 +7,10 @@ from typing import Annotated
 
 from annotated_types import Interval
 from fastapi import Depends, HTTPException, Request
+from pydantic import BeforeValidator
 from sqlalchemy.orm import Session
 
-from holter_server.services.auth import Principal
+from holter_server.services.auth import ROW_ID_RULE, Principal, row_id
 from holter_server.settings import Settings
 
 
@@ -28,9 +29,18 @@ def get_session(request: Request) -> Iterator[Session]:
 
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]
+
+
+def _row_id_spelling(value: object) -> object:
+    # the gate's spelling of an id, not int()'s: "+1", "01", "1.0" or " 1" is no id here either
+    if isinstance(value, str) and row_id(value) is None:
+        raise ValueError(f"{value!r} is not an id: {ROW_ID_RULE}")
+    return value
+
+
 # Ids of rows (events, annotations, channels, rules, deliveries, keys): 32-bit on every store,
-# so an absurd id is a 422, not a database overflow.
-RowId = Annotated[int, Interval(ge=1, le=2**31 - 1)]
+# so an absurd id is a 422, not a database overflow; spelled one way only (services/auth.row_id).
+RowId = Annotated[int, BeforeValidator(_row_id_spelling), Interval(ge=1, le=2**31 - 1)]
 SessionDep = Annotated[Session, Depends(get_session)]
 
 

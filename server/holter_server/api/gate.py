@@ -42,7 +42,16 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from holter_server.alerts import image_links
 from holter_server.api.access import API_PREFIX, RouteAccess, match
 from holter_server.api.bad_input import unstorable
-from holter_server.services.auth import NOT_FOUND, OPEN, Principal, authenticate, is_loopback, projects_of
+from holter_server.services.auth import (
+    NOT_FOUND,
+    OPEN,
+    ROW_ID_RULE,
+    Principal,
+    authenticate,
+    is_loopback,
+    projects_of,
+    row_id,
+)
 from holter_server.settings import Settings
 from holter_server.wire import MSGPACK_TYPES, UNSTORABLE
 
@@ -282,6 +291,11 @@ class Gate:
         if not isinstance(document, dict):
             return
         named = [(document[name], kind) for name, kind in route.body_ids.items() if document.get(name) is not None]
+        for value, kind in named:
+            if kind not in ("run", "project") and (type(value) is not int or row_id(str(value)) is None):
+                # a row is named by a JSON number and nothing else: "1", 1.0 or true would pass here
+                # as no row and be read as row 1 by a lenient schema
+                raise Refused(422, f"body: {value!r} is not an id: {ROW_ID_RULE}")
         named = [
             (str(value), kind) for value, kind in named if isinstance(value, (str, int)) and not isinstance(value, bool)
         ]
@@ -322,6 +336,10 @@ def named_ids(route: RouteAccess, path_params: dict[str, str], query: list[tuple
             continue
         if (problem := unstorable(text, where)) is not None:
             raise Refused(422, problem)  # as the routes' own check says it (api/bad_input.py)
+        if kind not in ("run", "project") and row_id(text) is None:
+            # one spelling for the gate and the route: "+1" or "1.0" must not pass as no row here
+            # and be read as row 1 by the route (api/deps.py RowId)
+            raise Refused(422, f"{where}: {text!r} is not an id: {ROW_ID_RULE}")
         # runs may be named as a comma-separated list
         for value in (part for part in text.split(",") if part) if kind == "run" else (text,):
             named[(value, kind)] = None

@@ -81,7 +81,9 @@ class ChannelPublic(BaseModel):
 class RuleCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    channel_id: int = Field(ge=1, le=2**31 - 1)
+    # a JSON number and nothing else (strict): "1", 1.0 or true must not become channel 1 after the
+    # gate found no channel by that spelling (api/gate.py)
+    channel_id: int = Field(ge=1, le=2**31 - 1, strict=True)
     name: str = Field(min_length=1, max_length=128)
     project: str | None = Field(default=None, max_length=128)
     run_tag: str | None = Field(default=None, max_length=128)

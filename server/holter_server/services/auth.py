@@ -163,12 +163,18 @@ class AuthMode:
 # --- whose is it --------------------------------------------------------------------------
 
 NOT_FOUND = object()  # the thing does not exist: the route itself answers 404
-_ROW_ID = re.compile(r"[0-9]{1,10}")  # ASCII digits only: str.isdigit() also takes "²", which int() refuses
+# A row id's one spelling, the gate's and the routes' alike: plain ASCII digits, no sign, no leading
+# zero, no fraction, no space ("+1", "01", "1.0" and " 1" name no row, however int() reads them).
+_ROW_ID = re.compile(r"[1-9][0-9]{0,9}")
 MAX_ROW_ID = 2**31 - 1
 
 
+ROW_ID_RULE = "a row id is a whole number from 1 to 2147483647 in plain digits (no sign, leading zero or fraction)"
+
+
 def row_id(value: str) -> int | None:
-    """`value` as a row id (events, channels, rules, deliveries, keys), or None when no row can have it."""
+    """`value` as a row id (events, channels, rules, deliveries, keys), or None when it is not one's
+    spelling (`_ROW_ID`) or no row can have it."""
     if _ROW_ID.fullmatch(value) is None or int(value) > MAX_ROW_ID:
         return None
     return int(value)
