@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from holter_server.nonfinite import json_safe, nonfinite_named
+from holter_server.schemas.documents import shown, within_depth
 from holter_server.schemas.ranks import RankJoin
 from holter_server.schemas.vocabulary import (
     EndingStatusName,
@@ -108,6 +109,8 @@ class PreflightCheck(BaseModel):
     summary: str = Field(max_length=2000, description="what was checked and found, with its numbers")
     details: dict[str, Any] = Field(default_factory=dict, description="the numbers (JSON)")
 
+    _details_bounded = field_validator("details")(within_depth("a pre-flight check's details"))
+
 
 class PreflightReport(BaseModel):
     """Pre-flight checks the job ran before training; stored by name (a resend replaces a check's
@@ -164,6 +167,7 @@ class RunCreate(BaseModel):
 
     # bare NaN, Infinity or 1e400 (which Python's JSON reads) kept by name: no Postgres JSON column stores them
     _config_named = field_validator("config")(nonfinite_named)
+    _config_bounded = field_validator("config")(within_depth("the config"))
 
     def definitions(self) -> dict[str, dict[str, Any]]:
         """`kinds` and `metrics` as one set of definitions by pattern."""
@@ -185,6 +189,7 @@ class SummaryUpdate(BaseModel):
 
     # bare NaN, Infinity or 1e400 (which Python's JSON reads) kept by name: no Postgres JSON column stores them
     _values_named = field_validator("values")(nonfinite_named)
+    _values_bounded = field_validator("values")(within_depth("the summary"))
 
 
 class SummaryPublic(BaseModel):
@@ -365,7 +370,7 @@ class RunPublic(BaseModel):
             id=row.id,
             project=row.project,
             name=row.name,
-            config=row.config or {},
+            config=shown(row.config or {}, "config"),
             tags=row.tags or [],
             notes=row.notes,
             status=row.status,
@@ -381,9 +386,9 @@ class RunPublic(BaseModel):
             if metrics is None
             else [MetricPublic.from_row(m, (understood or {}).get(m.name), definitions.get(m.name)) for m in metrics],
             metric_definitions=None if metrics is None else definitions,
-            summary=row.summary or {},
-            provenance=row.provenance,
-            preflight=row.preflight,
+            summary=shown(row.summary or {}, "summary"),
+            provenance=shown(row.provenance, "provenance"),
+            preflight=shown(row.preflight, "pre-flight record"),
             job=job,
         )
 
