@@ -71,11 +71,22 @@ def _check(text: str, where: str) -> None:
         raise HTTPException(status_code=422, detail=problem)
 
 
+# A refusal lists this many errors and counts the rest (a body of a million bad elements must not
+# be answered with a million messages).
+MAX_LISTED_ERRORS = 20
+
+
 async def validation_failed(request: Request, exc: RequestValidationError) -> JSONResponse:
-    """The 422 for a request that failed validation: each error's type, location and message."""
+    """The 422 for a request that failed validation: each error's type, location and message, the
+    first `MAX_LISTED_ERRORS` of them, then one entry counting the rest."""
+    found = exc.errors()
     errors = [
-        {key: _plain(value) for key, value in error.items() if key not in ("input", "url")} for error in exc.errors()
+        {key: _plain(value) for key, value in error.items() if key not in ("input", "url")}
+        for error in found[:MAX_LISTED_ERRORS]
     ]
+    if len(found) > MAX_LISTED_ERRORS:
+        more = len(found) - MAX_LISTED_ERRORS
+        errors.append({"type": "more_errors", "loc": [], "msg": f"and {more:,} more errors, not listed"})
     return JSONResponse(status_code=422, content={"detail": errors})
 
 

@@ -148,26 +148,40 @@ class ReadBatch:
         return sum(len(series.steps) for series in self.metrics.values())
 
 
+# A refusal lists this many of a metric's problems, and counts the rest: a batch of millions of
+# bad values must not answer with millions of messages (issue 47: 46.9 MB for 1M nulls).
+MAX_LISTED_PROBLEMS = 10
+_NONFINITE_NAMES = frozenset({"NaN", "Infinity", "-Infinity", "nan", "inf", "-inf", "Inf", "-Inf"})
+
+
 def read_batch(body: Any) -> ReadBatch:
     """Check a decoded batch: its shape as a whole (a `ValidationError` when that is wrong),
     then each metric's name and points on their own, refusing only the metrics at fault.
+
+    A column of the wrong things (millions of nulls) is found by one cheap pass per column and
+    refused with its first bad element and a count, before the validator would build an error for
+    each element (4M null steps cost 23 CPU-seconds and 4.4 GB that way).
 
     The batch's `kinds` are part of its shape: a kind that is not in the vocabulary fails the
     whole batch (a 422 listing the kinds). Storing the points read as another kind than the
     sender declared would misread them without a word; refusing the metrics it names would
     lose points over a typo in a declaration.
     """
+    if isinstance(body, dict) and isinstance(times := body.get("step_times"), dict):
+        problem = _column_problem(times, (("steps", _is_step, _STEP_RULE), ("times", _is_time, _TIME_RULE)))
+        if problem is not None:
+            raise BatchShapeError(f"step_times.{problem}")
     envelope = _BatchEnvelope.model_validate(body)
     metrics: dict[str, SeriesPoints] = {}
     refused: list[MetricRefused] = []
     for name, raw in envelope.metrics.items():
-        problem = metric_name_problem(name)
+        problem = metric_name_problem(name) or _column_problem(raw, _SERIES_COLUMNS)
         if problem is None:
             try:
                 metrics[name] = SeriesPoints.model_validate(raw)
                 continue
             except ValidationError as exc:
-                problem = "; ".join(_error_text(error) for error in exc.errors(include_url=False))
+                problem = problems_text([_error_text(error) for error in exc.errors(include_url=False)])
         refused.append(MetricRefused(metric=shown(name), reason=problem, points=_point_count(raw)))
     return ReadBatch(metrics=metrics, step_times=envelope.step_times, refused=refused, kinds=envelope.kinds)
 
@@ -181,6 +195,62 @@ def metric_name_problem(name: str) -> str | None:
     unfit = _UNFIT_IN_NAME.search(name)
     if unfit is not None:
         return f"a metric name may not hold the control character {shown(unfit.group())} (at position {unfit.start()})"
+    return None
+
+
+class BatchShapeError(ValueError):
+    """A batch whose shape as a whole is wrong, found before the validator (a 422 with this text)."""
+
+
+def problems_text(problems: list[str]) -> str:
+    """The first `MAX_LISTED_PROBLEMS` problems, and how many more there are."""
+    listed = "; ".join(problems[:MAX_LISTED_PROBLEMS])
+    more = len(problems) - MAX_LISTED_PROBLEMS
+    return listed + (f"; and {more:,} more" if more > 0 else "")
+
+
+def _is_step(item: Any) -> bool:
+    return type(item) is int and 0 <= item <= MAX_BIGINT
+
+
+def _is_value(item: Any) -> bool:
+    if type(item) in (int, float):
+        return True
+    if type(item) is not str:
+        return False
+    if item in _NONFINITE_NAMES:
+        return True
+    try:
+        float(item)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_time(item: Any) -> bool:
+    return item is None or type(item) in (int, float)
+
+
+_STEP_RULE = "a step is an integer from 0 to 2**63-1"
+_VALUE_RULE = 'a value is a number, or "NaN", "Infinity" or "-Infinity"'
+_TIME_RULE = "a time is a number of seconds since the epoch"
+_SERIES_COLUMNS = (("steps", _is_step, _STEP_RULE), ("values", _is_value, _VALUE_RULE), ("times", _is_time, _TIME_RULE))
+
+
+def _column_problem(raw: Any, columns: Any) -> str | None:
+    """The first element of `raw`'s columns (name, test, rule) that no check would pass, with how
+    many of the column fail, in one pass per column; None when every element passes (or a column
+    is not a list: the validator says so)."""
+    if not isinstance(raw, dict):
+        return None
+    for name, fits, rule in columns:
+        column = raw.get(name)
+        if not isinstance(column, list):
+            continue
+        first = next((index for index, item in enumerate(column) if not fits(item)), None)
+        if first is not None:
+            count = sum(1 for item in column if not fits(item))
+            return f"{name}[{first}]: {rule} ({count:,} of {len(column):,} elements are not)"
     return None
 
 

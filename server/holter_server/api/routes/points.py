@@ -19,7 +19,7 @@ from holter_server.api.gate import BODY_STATE, unknown
 from holter_server.api.routes.runs import require_run
 from holter_server.nonfinite import json_safe_column
 from holter_server.schemas import MAX_BIGINT
-from holter_server.schemas.points import PointsStored, ReadBatch, SeriesPointsPublic, read_batch
+from holter_server.schemas.points import BatchShapeError, PointsStored, ReadBatch, SeriesPointsPublic, read_batch
 from holter_server.services import reads, runs
 from holter_server.services.ingest import UnknownRunError, ingest_batch
 from holter_server.services.reads import SeriesRead
@@ -81,6 +81,8 @@ async def ingest(app: FastAPI, run_id: str, raw: bytes | bytearray, content_type
         ) from exc
     except BodyError as exc:
         raise HTTPException(status_code=exc.status, detail=str(exc)) from exc
+    except BatchShapeError as exc:
+        raise HTTPException(status_code=422, detail=str(exc)) from exc
     except ValidationError as exc:
         raise RequestValidationError(exc.errors(include_url=False, include_context=False, include_input=False)) from exc
     if batch.point_count() > settings.max_points_per_batch:
