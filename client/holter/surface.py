@@ -25,6 +25,9 @@ from urllib.parse import quote
 
 _notes: set[str] = set()
 
+# The characters of one tag the service keeps (its RunCreate.tags).
+MAX_TAG_LENGTH = 128
+
 
 def note_once(key: str, message: str) -> None:
     """Print `message` on stderr the first time `key` is seen in this process."""
@@ -92,10 +95,11 @@ class WandbRunSurface:
         self._send_identity()
 
     def _all_tags(self) -> list[str]:
-        """The tags the service keeps: the run's own, then `group:NAME` and `job_type:NAME`."""
+        """The tags the service keeps: the run's own, then `group:NAME` and `job_type:NAME`, each cut
+        to the 128 characters the service keeps of a tag (an empty one left out)."""
         extra = [f"{label}:{value}" for label, value in (("group", self.group), ("job_type", self.job_type)) if value]
         extra += [f"sweep:{self.sweep_id}"] if self.sweep_id else []
-        return list(dict.fromkeys([*self._tags, *extra]))
+        return list(dict.fromkeys(tag[:MAX_TAG_LENGTH] for tag in [*self._tags, *extra] if tag))
 
     @property
     def path(self) -> str:

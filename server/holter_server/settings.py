@@ -86,6 +86,10 @@ class Settings(BaseSettings):
     )
     max_metrics_per_run: int = Field(default=10_000, description="a batch that would give a run more metrics gets 422")
     max_config_bytes: int = Field(default=256 * 1024, description="a run config larger than this (as JSON) gets 413")
+    max_summary_bytes: int = Field(
+        default=64 * 1024,
+        description="a run summary larger than this (as JSON, merged) gets 413: it is read with every list of runs",
+    )
     background: Literal["process", "thread", "off"] = Field(
         default="process",
         description="where detection, reference drift, alert dispatch and the stall watch run: "

@@ -83,3 +83,19 @@ def test_any_route_lists_at_most_twenty_errors(api: httpx.Client) -> None:
         "loc": [],
         "msg": "and 40 more errors, not listed",
     }
+
+
+def test_a_tag_longer_than_128_characters_is_refused(api: httpx.Client) -> None:
+    answer = api.post("/runs", json={"project": "bounded", "tags": ["x" * 16_384] * 8})
+    assert answer.status_code == 422 and "at most 128 characters" in answer.text
+    assert len(answer.content) < LARGEST_REFUSAL
+    assert api.post("/runs", json={"project": "bounded", "tags": ["x" * 128]}).status_code == 200
+    run_id = api.post("/runs", json={"project": "bounded"}).json()["id"]
+    assert api.patch(f"/runs/{run_id}", json={"tags": ["y" * 129]}).status_code == 422
+
+
+def test_a_summary_past_64_kib_is_refused(api: httpx.Client, run_id: str) -> None:
+    assert api.post(f"/runs/{run_id}/summary", json={"values": {"note": "x" * 60_000}}).status_code == 200
+    answer = api.post(f"/runs/{run_id}/summary", json={"values": {"more": "x" * 10_000}})
+    assert answer.status_code == 413 and "exceeds the limit of 65536" in answer.text
+    assert api.get(f"/runs/{run_id}").json()["summary"].keys() == {"note"}

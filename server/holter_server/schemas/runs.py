@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -27,6 +27,8 @@ RUN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
 PROJECT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\- ]*$"
 MAX_DEFINITIONS = 1000
 MAX_TAGS = 64  # a run's tags, as sent and as stored (a resume merges its tags into the stored ones)
+MAX_TAG_LENGTH = 128  # characters of one tag (issue 47: 64 tags of 16 KB made 1 MiB a run, 61.5 MB a list)
+Tag = Annotated[str, Field(min_length=1, max_length=MAX_TAG_LENGTH)]
 # wandb's define_metric summaries, comma-separated ("min,max")
 SUMMARY_PATTERN = r"^(min|max|mean|best|last|first|copy|none)(,(min|max|mean|best|last|first|copy|none))*$"
 
@@ -142,7 +144,7 @@ class RunCreate(BaseModel):
     project: str = Field(default="default", min_length=1, max_length=128, pattern=PROJECT_PATTERN)
     name: str | None = Field(default=None, max_length=256)
     config: dict[str, Any] = Field(default_factory=dict)
-    tags: list[str] = Field(default_factory=list, max_length=MAX_TAGS)
+    tags: list[Tag] = Field(default_factory=list, max_length=MAX_TAGS)
     notes: str | None = Field(
         default=None, max_length=20_000, description="what the run is about (wandb's `notes`); omitted: kept as it is"
     )
@@ -203,7 +205,7 @@ class RunUpdate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    tags: list[str] | None = Field(default=None, max_length=MAX_TAGS)
+    tags: list[Tag] | None = Field(default=None, max_length=MAX_TAGS)
     notes: str | None = Field(default=None, max_length=20_000)
 
 

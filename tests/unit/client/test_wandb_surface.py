@@ -316,3 +316,9 @@ def test_media_values_are_accepted_noted_once_and_not_stored(
         and "Image values" in err
         and "non-numeric" not in err
     )
+
+
+def test_a_tag_longer_than_the_service_keeps_is_cut_to_128_characters(tmp_path: Path) -> None:
+    run = offline(tmp_path, tags=["t" * 500, "", "short"])
+    registration = bodies(run, tmp_path, "/api/v1/runs")[0]
+    assert registration["tags"] == ["t" * 128, "short"]

@@ -26,9 +26,9 @@ def update_summary(session: SessionDep, settings: SettingsDep, run_id: str, body
     run = require_run(session, run_id)
     merged = {**(run.summary or {}), **body.values}
     size = len(json.dumps(merged))
-    if size > settings.max_config_bytes:
+    if size > settings.max_summary_bytes:
         raise HTTPException(
-            status_code=413, detail=f"summary of {size} bytes exceeds the limit of {settings.max_config_bytes}"
+            status_code=413, detail=f"summary of {size} bytes exceeds the limit of {settings.max_summary_bytes}"
         )
     summary = job_reports.update_summary(session=session, run=run, values=body.values)
     session.commit()
