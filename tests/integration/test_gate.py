@@ -221,3 +221,37 @@ def test_connections_past_the_limit_get_503_and_the_service_answers_again_once_t
         assert wait_until(lambda: httpx.get(f"{server.url}/api/v1/health", timeout=5).status_code == 200, timeout=10)
     finally:
         server.stop()
+
+
+def test_health_answers_while_a_thousand_idle_sockets_are_open(tmp_path: Path) -> None:
+    # issue 47: one client without a key, 1,000 sockets that send nothing (reconnecting when
+    # closed), held the service at its limit of connections: /health answered 503 for 40 s
+    server = InProcessServer(migrated_sqlite(tmp_path / "idle.db")).start()  # 1,000 connections, as served
+    idle: list[socket.socket] = []
+    try:
+        idle = [socket.create_connection(("127.0.0.1", server.port), timeout=5) for _ in range(1_000)]
+        time.sleep(0.5)
+        answers = [httpx.get(f"{server.url}/api/v1/health", timeout=5).status_code for _ in range(20)]
+        assert answers == [200] * 20
+    finally:
+        for sock in idle:
+            sock.close()
+        server.stop()
+
+
+def test_health_answers_while_a_thousand_kept_alive_sockets_idle_after_a_request(tmp_path: Path) -> None:
+    server = InProcessServer(migrated_sqlite(tmp_path / "kept.db")).start()
+    kept: list[socket.socket] = []
+    try:
+        for _ in range(1_000):
+            sock = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+            sock.sendall(b"GET /api/v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            kept.append(sock)
+        for sock in kept[:50]:  # the first ones were answered, and are kept alive
+            assert sock.recv(4096).startswith(b"HTTP/1.1 200")
+        answers = [httpx.get(f"{server.url}/api/v1/health", timeout=5).status_code for _ in range(36)]
+        assert answers == [200] * 36
+    finally:
+        for sock in kept:
+            sock.close()
+        server.stop()
