@@ -73,6 +73,12 @@ class Settings(BaseSettings):
         default=7 * 86_400.0, description="seconds a signed chart link in a chat message stays valid"
     )
     max_connections: int = Field(default=1000, description="uvicorn's limit_concurrency: more open connections get 503")
+    max_requests_per_key: int = Field(
+        default=32,
+        ge=1,
+        description="requests one API key may have under way at once; more get 429 (auth on: one key's flood "
+        "leaves the service to the others)",
+    )
     header_timeout: float = Field(
         default=10.0, description="seconds a client may take to send its request headers (slowloris)"
     )
