@@ -4,18 +4,23 @@ run goes, every row of the run beside it stays."""
 
 from __future__ import annotations
 
+import logging
 import math
 import subprocess
 import sys
+import threading
+import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
 from sqlalchemy import create_engine, text
 
-from tests.conftest import ADMIN_TOKEN
-from tests.servers import ServerProcess
+from tests.conftest import ADMIN_TOKEN, migrated_sqlite
+from tests.receivers import Receiver
+from tests.servers import InProcessServer, ServerProcess
 from tests.waiting import wait_until
 
 # every table that holds rows of a run, by the column that names it
@@ -29,6 +34,7 @@ RUN_TABLES = {
     "annotations": "run_id",
     "deliveries": "run_id",
     "references": "run_id",
+    "run_ranks": "run_id",
     "runs": "id",
 }
 
@@ -52,7 +58,9 @@ def filled_run(admin: httpx.Client, project: str, channel_id: int) -> str:
     detector state per metric, events (a NaN's divergence, a job's alert), a note on an event, a
     muted kind, the alert's delivery, and the run as its project's reference."""
     run_id = f"del{uuid.uuid4().hex[:10]}"
-    admin.post("/runs", json={"id": run_id, "project": project, "name": run_id}).raise_for_status()
+    for rank in (0, 1):  # two ranks of a job joined it
+        joined = {"rank": rank, "world_size": 2, "host": "node-0"}
+        admin.post("/runs", json={"id": run_id, "project": project, "name": run_id, "rank": joined}).raise_for_status()
     steps = list(range(3000))
     admin.post(
         f"/runs/{run_id}/points",
@@ -68,7 +76,8 @@ def filled_run(admin: httpx.Client, project: str, channel_id: int) -> str:
         f"/runs/{run_id}/alerts",
         json={"title": "eval below target", "text": "accuracy 0.2", "severity": "critical", "key": "eval-1"},
     ).raise_for_status()
-    admin.post(f"/runs/{run_id}/finish", json={"status": "finished"}).raise_for_status()
+    admin.post(f"/runs/{run_id}/finish", json={"status": "finished", "rank": 1}).raise_for_status()
+    admin.post(f"/runs/{run_id}/finish", json={"status": "finished", "rank": 0}).raise_for_status()
     wait_until(lambda: len(admin.get(f"/runs/{run_id}/events").json()["data"]) >= 2, timeout=60)
     events = admin.get(f"/runs/{run_id}/events").json()["data"]
     admin.post(
@@ -156,3 +165,63 @@ def test_holter_runs_delete_asks_then_deletes(secured: ServerProcess, admin: htt
     assert "deleted" in done.stdout and admin.get(f"/runs/{run_id}").status_code == 404
     unknown = subprocess.run([*command, "--yes"], check=False, capture_output=True, text=True, env=env, timeout=60)
     assert unknown.returncode == 2 and run_id in unknown.stderr
+
+
+def test_a_run_deleted_while_ranks_write_it_answers_them_404_never_500(
+    secured: ServerProcess, admin: httpx.Client
+) -> None:
+    # issue 47: on SQLite, batches whose metric ids were read before the delete failed a rollup's
+    # foreign key after it: 137 of 5,424 requests answered 500
+    answers: dict[int, int] = {}
+    for _ in range(5):
+        run_id = f"race{uuid.uuid4().hex[:10]}"
+        admin.post("/runs", json={"id": run_id, "project": "del-race"}).raise_for_status()
+        stop = threading.Event()
+
+        def write(run_id: str = run_id, stop: threading.Event = stop) -> None:
+            with secured.api(key=ADMIN_TOKEN) as writer:
+                step = 0
+                while not stop.is_set():
+                    metrics = {"loss": {"steps": [step], "values": [1.0]}, "acc": {"steps": [step], "values": [0.5]}}
+                    status = writer.post(f"/runs/{run_id}/points", json={"metrics": metrics}).status_code
+                    answers[status] = answers.get(status, 0) + 1
+                    step += 1
+
+        writers = [threading.Thread(target=write) for _ in range(4)]
+        for thread in writers:
+            thread.start()
+        time.sleep(0.4)
+        assert admin.delete(f"/runs/{run_id}").status_code == 200
+        time.sleep(0.4)
+        stop.set()
+        for thread in writers:
+            thread.join()
+    assert set(answers) <= {200, 404}, answers
+    assert answers.get(404) and answers.get(200)
+
+
+def test_a_run_deleted_while_its_alert_is_being_sent_leaves_the_dispatcher_well(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # issue 47: on SQLite the dispatcher's round failed (StaleDataError) when the run, and with it
+    # the delivery being sent, was deleted before the attempt was recorded
+    receiver = Receiver(delay=2.0).start()
+    server = InProcessServer(migrated_sqlite(tmp_path / "dispatch.db")).start()
+    try:
+        with server.api() as api:
+            api.post("/channels", json={"name": "slow", "kind": "webhook", "target": receiver.url}).raise_for_status()
+            run_id = api.post("/runs", json={"project": "del-dispatch"}).json()["id"]
+            api.post(
+                f"/runs/{run_id}/alerts", json={"title": "now", "text": "x", "severity": "critical", "key": "k1"}
+            ).raise_for_status()
+            wait_until(lambda: receiver.received, timeout=30)  # the dispatcher is sending it now
+            with caplog.at_level(logging.ERROR, logger="holter.loops"):
+                assert api.delete(f"/runs/{run_id}").status_code == 200
+                time.sleep(3.0)  # the send completes and its attempt is recorded
+            assert not [r for r in caplog.records if "round failed" in r.getMessage()], caplog.text
+            api.post(
+                "/runs", json={"id": "after-the-delete", "project": "del-dispatch"}
+            ).raise_for_status()  # the service carries on
+    finally:
+        server.stop()
+        receiver.stop()

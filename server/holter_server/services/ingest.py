@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from holter_server.schemas.points import MetricConflict, MetricRefused, PointsStored, ReadBatch
@@ -70,9 +71,18 @@ def ingest_batch(
         def then() -> None:
             lifecycle.record_activity(session=session, run_id=run_id, last_step=last, status=status)
 
-    result = points_store.add_points(
-        session=session, run_id=run_id, columns=columns, max_metrics=max_metrics, known_ids=known_ids, then=then
-    )
+    try:
+        result = points_store.add_points(
+            session=session, run_id=run_id, columns=columns, max_metrics=max_metrics, known_ids=known_ids, then=then
+        )
+    except IntegrityError:
+        # the run was deleted after its ids were read (SQLite reads them before its write lock):
+        # its metrics went, and a rollup naming one failed its foreign key. A gone run is a 404.
+        session.rollback()
+        known.forget(run_id)
+        if runs_store.get_run(session=session, run_id=run_id) is None:
+            raise UnknownRunError(run_id) from None
+        raise
     if then is None:
         if batch.kinds:
             # after the points: every writer takes the run's locks in one order (metric ids and

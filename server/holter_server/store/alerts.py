@@ -236,17 +236,22 @@ def claim_group(*, session: Session, group_key: str) -> list[DeliveryRow]:
 def mark_group(
     *, session: Session, rows: list[DeliveryRow], status: str, error: str | None, not_before: datetime | None
 ) -> None:
-    """Record an attempt on every delivery of a group."""
+    """Record an attempt on every delivery of a group still stored: one deleted with its run while
+    it was being sent (on SQLite nothing held it) is passed over, not a failed round."""
     moment = now()
+    values: dict[str, Any] = {"attempts": DeliveryRow.attempts + 1, "status": status, "last_error": error}
+    if status == "delivered":
+        values["delivered_at"] = moment
+    if not_before is not None:
+        values["not_before"] = not_before
+    session.execute(
+        update(DeliveryRow)
+        .where(DeliveryRow.id.in_([row.id for row in rows]))
+        .values(**values)
+        .execution_options(synchronize_session=False)
+    )
     for row in rows:
-        row.attempts += 1
-        row.status = status
-        row.last_error = error
-        if status == "delivered":
-            row.delivered_at = moment
-        if not_before is not None:
-            row.not_before = not_before
-    session.flush()
+        session.expire(row)
 
 
 def list_deliveries(

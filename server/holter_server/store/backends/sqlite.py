@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy import text
 from sqlalchemy.dialects import sqlite
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.dml import UpdateBase
 
@@ -120,12 +121,17 @@ class SqliteBackend:
         marks = ", ".join("?" * (len(lists) + 1))
         order = np.lexsort((columns[2], columns[1], columns[0]))
         rows = [(run_id, *row) for row in zip(*lists)]
-        _raw(session).executemany(
+        sql = (
             f"INSERT INTO rollups ({statement.names}) VALUES ({marks}) ON CONFLICT ({statement.key}) DO UPDATE SET "
             # SQLite's REAL addition overflows to infinity by itself, as numpy's does
-            + statement.on_conflict.format(finite_sum="rollups.finite_sum + excluded.finite_sum"),
-            [rows[index] for index in order.tolist()],
+            + statement.on_conflict.format(finite_sum="rollups.finite_sum + excluded.finite_sum")
         )
+        try:
+            _raw(session).executemany(sql, [rows[index] for index in order.tolist()])
+        except sqlite3.IntegrityError as exc:
+            # a metric deleted with its run since the batch read its ids: said as SQLAlchemy says
+            # it, so the store's callers need not know this write went by the raw connection
+            raise IntegrityError(sql, None, exc) from exc
 
     def fetch_columns(self, session: Session, sql: str, params: Sequence[Any], kinds: str) -> list[np.ndarray]:
         rows = _raw(session).execute(sql.format(nan="NULL").replace("%s", "?"), params).fetchall()
