@@ -17,9 +17,10 @@ from tests.servers import ServerProcess
 def keys(secured: ServerProcess) -> Iterator[dict[str, str]]:
     with secured.api(key=ADMIN_TOKEN) as admin:
         key = admin.post("/keys", json={"name": "oracle", "scope": "admin", "project": "oracle-a"}).json()["key"]
-        theirs = new_run_id()
+        theirs, mine = new_run_id(), new_run_id()
         admin.post("/runs", json={"id": theirs, "project": "oracle-b"}).raise_for_status()
-    yield {"key": key, "theirs": theirs}
+        admin.post("/runs", json={"id": mine, "project": "oracle-a"}).raise_for_status()
+    yield {"key": key, "theirs": theirs, "mine": mine}
 
 
 REQUESTS = [
@@ -28,6 +29,12 @@ REQUESTS = [
     ("POST", "/runs/{id}/heartbeat", None),
     ("GET", "/runs/{id}/events", None),
     ("POST", "/runs/{id}/summary", {"values": {"a": 1}}),
+    # issue 47: a run named in a query, another project's 404, no run's 200 with nothing in it
+    ("GET", "/series?run={id}&metric=loss", None),
+    ("GET", "/levers?run_id={id}", None),
+    ("GET", "/events?run_id={id}", None),
+    ("GET", "/deliveries?run_id={id}", None),
+    ("GET", "/runs/{mine}/compare?metric=loss&reference={id}", None),
 ]
 
 
@@ -37,8 +44,8 @@ def test_another_projects_run_is_answered_as_one_that_does_not_exist(
 ) -> None:
     nobodys = new_run_id()
     with secured.api(key=keys["key"]) as api:
-        theirs = api.request(method, path.format(id=keys["theirs"]), json=body)
-        missing = api.request(method, path.format(id=nobodys), json=body)
+        theirs = api.request(method, path.format(id=keys["theirs"], mine=keys["mine"]), json=body)
+        missing = api.request(method, path.format(id=nobodys, mine=keys["mine"]), json=body)
     assert theirs.status_code == missing.status_code == 404
     assert theirs.content == missing.content.replace(nobodys.encode(), keys["theirs"].encode())
     assert theirs.headers["content-type"] == missing.headers["content-type"]

@@ -50,8 +50,10 @@ def test_ids_up_to_the_limit_are_bound_and_another_projects_among_them_is_refuse
         admin.post("/runs", json={"id": other, "project": "ids-other"}).raise_for_status()
     ids = [f"r{i}" for i in range(MAX_NAMED_IDS - 1)]
     with secured.api(key=world["ingest"]) as api:
-        assert api.post(f"/runs/{world['run']}/heartbeat", params={"runs": ",".join(ids)}).status_code == 200
-        answer = api.post(f"/runs/{world['run']}/heartbeat", params={"runs": ",".join([*ids[:-1], other])})
+        # every id looked up (none is a run: the first is refused as unknown, not the count)
+        unknown_first = api.post(f"/runs/{world['run']}/heartbeat", params={"runs": ",".join(ids)})
+        answer = api.post(f"/runs/{world['run']}/heartbeat", params={"runs": ",".join([world["run"], other])})
+    assert unknown_first.status_code == 404 and unknown_first.json()["detail"] == "unknown run 'r0'"
     assert answer.status_code == 404
     assert answer.json()["detail"] == f"unknown run {other!r}"
 

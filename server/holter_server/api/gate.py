@@ -328,7 +328,7 @@ class Gate:
             return  # the route refuses the text (api/bad_input.py) before any lookup
         session: Session = self.holter_app.state.session_factory()
         try:
-            _bind(session, principal, named)
+            _bind(session, principal, named, naming=False)
         finally:
             session.close()
 
@@ -373,7 +373,10 @@ def named_ids(route: RouteAccess, path_params: dict[str, str], query: list[tuple
     return list(named)
 
 
-def _bind(session: Session, principal: Principal, named: list[tuple[str, str]]) -> None:
+def _bind(session: Session, principal: Principal, named: list[tuple[str, str]], *, naming: bool = True) -> None:
+    """Refuse an id of another project's (`naming`: the ids a path or query names, of things that
+    must exist, where one that does not is refused the same way: a key learns nothing of which it
+    is; a body's ids may name a thing to make, a run to create)."""
     by_kind: dict[str, list[str]] = {}
     for value, kind in named:
         if kind == "project":
@@ -383,7 +386,7 @@ def _bind(session: Session, principal: Principal, named: list[tuple[str, str]]) 
         by_kind.setdefault(kind, []).append(value)
     for kind, values in by_kind.items():
         for value, owner in projects_of(session=session, kind=kind, values=values).items():
-            if owner is not NOT_FOUND and owner != principal.project:
+            if (owner is NOT_FOUND and naming) or (owner is not NOT_FOUND and owner != principal.project):
                 raise Refused(404, unknown(kind, value))  # not even whether it exists
 
 
