@@ -204,6 +204,18 @@ UNSTORABLE = re.compile(r"[\x00\ud800-\udfff]")
 _NOT_SHOWN = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff\u2028\u2029]")
 
 
+# Characters that change how the text around them reads without being seen themselves: the
+# bidirectional overrides, embeddings and isolates (`loss\u202egnp.exe` reads "lossexe.png"), the
+# direction marks, and the zero-width characters. Wherever a name a client chose is shown to a
+# person, they are spelled out instead (issue 47).
+_INVISIBLE = re.compile(r"[\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
+
+
+def visible(text: str) -> str:
+    """`text` with every direction control and zero-width character spelled out (`\u202e`)."""
+    return _INVISIBLE.sub(lambda match: match.group().encode("unicode_escape").decode("ascii"), text)
+
+
 def shown(text: str) -> str:
     """`text` with control characters and lone surrogates escaped (`\\x00`, `\\ud800`): safe to
     print, and to encode as UTF-8 in an answer."""

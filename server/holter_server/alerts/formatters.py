@@ -16,6 +16,7 @@ from typing import Any
 from holter_server.alerts.message import LinkedAlert
 from holter_server.vocabulary import events as event_kinds
 from holter_server.vocabulary import severities
+from holter_server.wire import visible
 
 RESOLVED_COLOR = int(severities.HEALTHY_COLOR.lstrip("#"), 16)
 
@@ -87,20 +88,24 @@ def teams_text(text: str) -> str:
 
 
 def _escaped(alert: LinkedAlert, escape: Callable[[str], str]) -> LinkedAlert:
-    """The alert with every text a person or a client could have written escaped (links Holter
-    made stay as they are)."""
+    """The alert with every text a person or a client could have written escaped, its direction
+    controls and zero-width characters spelled out first (links Holter made stay as they are)."""
+
+    def shown(text: str) -> str:
+        return escape(visible(text))
+
     event = alert.event
     return replace(
         alert,
-        project=escape(alert.project),
-        run_id=escape(alert.run_id),
-        run_name=_maybe(escape, alert.run_name),
+        project=shown(alert.project),
+        run_id=shown(alert.run_id),
+        run_name=_maybe(shown, alert.run_name),
         event=replace(
             event,
-            metric=_maybe(escape, event.metric),
-            summary=escape(event.summary),
-            kind=escape(event.kind),
-            severity=escape(event.severity),
+            metric=_maybe(shown, event.metric),
+            summary=shown(event.summary),
+            kind=shown(event.kind),
+            severity=shown(event.severity),
         ),
     )
 
@@ -265,7 +270,9 @@ def teams(alerts: list[LinkedAlert], purpose: str) -> dict[str, Any]:
 
 
 def webhook(alerts: list[LinkedAlert], purpose: str, *, delivery_key: str) -> dict[str, Any]:
-    """The generic JSON webhook (signed by the sender)."""
+    """The generic JSON webhook (signed by the sender): text as written, its direction controls
+    and zero-width characters spelled out."""
+    alerts = [_escaped(a, str) for a in alerts]
     return {
         "type": f"holter.{purpose}",
         "idempotency_key": delivery_key,

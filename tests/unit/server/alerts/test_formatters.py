@@ -164,3 +164,13 @@ def test_bare_domains_and_mail_addresses_are_not_linked(kind: str) -> None:
     for live in ("evil.example", "mailto:help", "tel:+1"):
         assert live not in text, live
     assert ALERT["link"] in text  # Holter's own link, in the service's URL field, intact
+
+
+@pytest.mark.parametrize("kind", ["slack", "discord", "teams", "webhook"])
+def test_direction_controls_in_user_text_are_spelled_out_not_obeyed(kind: str) -> None:
+    # issue 47: `loss\u202egnp.exe` showed in chat as "lossexe.png"
+    hostile = {**ALERT, "metric": "loss\u202egnp.exe", "run_name": "run\u2066a\u2069\u200f", "summary": "x\u202dy"}
+    body = json.dumps(render(kind, [hostile], "alert"), ensure_ascii=False)
+    for invisible in ("\u202e", "\u2066", "\u2069", "\u200f", "\u202d"):
+        assert invisible not in body
+    assert "\\u202egnp" in body or "\\\\u202egnp" in body
