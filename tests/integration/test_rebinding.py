@@ -122,3 +122,12 @@ def test_the_callback_socket_under_a_foreign_host_is_refused(server: ServerProce
     assert not answer.startswith(b"HTTP/1.1 101"), answer[:200]
     assert answer.split(b" ", 2)[1] in (b"403", b"421")
     assert handshake(server, "127.0.0.1").startswith(b"HTTP/1.1 101")
+
+
+@pytest.mark.parametrize("sent", ["127.0.0.1:1@evil.example", "localhost:1, evil.example", "127.0.0.1 evil.example"])
+def test_a_host_header_no_browser_sends_is_refused(server: ServerProcess, sent: str) -> None:
+    # issue 47: a Host of a loopback name followed by more passed the check as that loopback name
+    for path in ("/api/v1/runs", "/"):
+        answer = httpx.get(f"{server.url}{path}", headers={"host": sent}, timeout=30)
+        assert answer.status_code == 421, (path, answer.status_code)
+    assert httpx.get(f"{server.url}/api/v1/runs", headers={"host": f"127.0.0.1:{server.port}"}).status_code == 200

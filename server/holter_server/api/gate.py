@@ -28,6 +28,7 @@ The route then sees the buffered body, and `request.state.principal`.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Awaitable, Callable
 from urllib.parse import parse_qsl, urlsplit
@@ -437,11 +438,19 @@ def _headers(scope: Scope) -> dict[str, str]:
     return found
 
 
+# A Host header as RFC 9110 has it: a name, an IPv4 address or a bracketed IPv6 one, and at most a
+# port. Anything else (`127.0.0.1:1@evil`, `localhost:1, evil`: no browser sends such) names no host.
+_HOST = re.compile(r"(\[[0-9a-f:.]+\]|[a-z0-9_.-]+)(:[0-9]{1,5})?")
+
+
 def _hostname(host: str) -> str:
+    """The host a `Host` header names, without its port; "" when it is not a well-formed one."""
     host = host.strip().lower()
-    if host.startswith("["):
-        return host[1:].split("]", 1)[0]
-    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+    found = _HOST.fullmatch(host)
+    if found is None:
+        return ""
+    name = found.group(1)
+    return name[1:-1] if name.startswith("[") else name
 
 
 def _presented_key(headers: dict[str, str]) -> tuple[str | None, bool]:
