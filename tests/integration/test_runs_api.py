@@ -150,3 +150,18 @@ def test_the_runs_list_carries_chosen_metrics_last_and_best_and_a_loss_sparkline
     assert answer["metric_names"] == ["loss", "reward"]
     plain = api.get("/runs", params={"project": project}).json()["data"][0]
     assert plain["columns"] is None and plain["sparkline"] is None
+
+
+def test_a_tag_filter_matches_whole_tags_only(api: httpx.Client) -> None:
+    # issue 47: ?tag=y also matched a run tagged x"y (the JSON text holds "y" inside its element)
+    project = f"tags-{uuid.uuid4().hex[:8]}"
+    for tags in (['x"y'], ["y"], ["a", "y", "b"], ["ya"], ["a", 'y"'], ["y%"], []):
+        api.post("/runs", json={"project": project, "tags": tags}).raise_for_status()
+    found = api.get("/runs", params={"project": project, "tag": "y"}).json()["data"]
+    assert sorted(tuple(run["tags"]) for run in found) == [("a", "y", "b"), ("y",)]
+    assert [run["tags"] for run in api.get("/runs", params={"project": project, "tag": "y%"}).json()["data"]] == [
+        ["y%"]
+    ]
+    assert [run["tags"] for run in api.get("/runs", params={"project": project, "tag": 'x"y'}).json()["data"]] == [
+        ['x"y']
+    ]

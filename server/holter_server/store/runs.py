@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Select, String, Text, bindparam, case, cast, delete, exists, func, select, update
+from sqlalchemy import Select, String, Text, bindparam, case, cast, delete, exists, func, or_, select, update
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.util import identity_key
 
@@ -176,6 +176,19 @@ def record_preflight(*, session: Session, run: RunRow, checks: Sequence[Mapping[
     return run.preflight
 
 
+def has_tag(tag: str) -> Any:
+    """A run whose tags hold `tag`, as an element of the JSON list stored (written `["a", "b"]`):
+    its quoted text between the list's brackets or separators, so that "a" matches neither "ab"
+    nor `x"a` (whose text is `"x\\"a"`: the quote inside is escaped)."""
+    text, element = cast(RunRow.tags, String), json.dumps(tag)
+    return or_(
+        text == f"[{element}]",
+        text.startswith(f"[{element}, ", autoescape=True),
+        text.endswith(f", {element}]", autoescape=True),
+        text.contains(f", {element}, ", autoescape=True),
+    )
+
+
 def _filtered(
     query: Select[Any], *, project: str | None, status: str | None, tag: str | None, archived: str = "include"
 ) -> Select[Any]:
@@ -190,8 +203,7 @@ def _filtered(
     if status is not None:
         query = query.where(RunRow.status == status)
     if tag is not None:
-        # Tags are a JSON list; match the quoted element so "a" does not match "ab".
-        query = query.where(cast(RunRow.tags, String).contains(json.dumps(tag), autoescape=True))
+        query = query.where(has_tag(tag))
     return query
 
 
