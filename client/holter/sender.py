@@ -162,6 +162,7 @@ class Sender(threading.Thread):
         # a rank of a distributed job other than 0 sends its metrics as that rank's series (holter/job.py)
         self._rank = rank
         self._sent_names: dict[str, str] = {}
+        self._gone = False  # the service said the run was deleted (410): nothing more is sent
 
     # --- called from the training thread -------------------------------------------------
 
@@ -383,6 +384,9 @@ class Sender(threading.Thread):
     def _send(self, entry: bytes) -> bool:
         """Send one request; False when the service is away (try again later)."""
         path, body = decode_entry(entry)
+        if self._gone:  # the run was deleted on the service: nothing more of it is sent
+            self._set_aside(path, body, RejectedError(410, "the run was deleted"), quiet=True)
+            return True
         try:
             answer = self._post(path, body)
         except TransportError:
@@ -391,7 +395,14 @@ class Sender(threading.Thread):
             self._next_retry = time.monotonic() + delay * random.uniform(0.5, 1.0)
             return False
         except RejectedError as exc:
-            self._set_aside(path, body, exc)
+            if exc.status == 410:  # someone deleted the run: it stays deleted, and this process says so once
+                self._gone = True
+                self._say_once(
+                    "gone",
+                    f"holter: {exc.detail}; what this process logs for it from now on is kept in "
+                    f"{self._spool.path / 'rejected'}, not sent",
+                )
+            self._set_aside(path, body, exc, quiet=exc.status == 410)
         else:
             if path == self._points_path and isinstance(answer, dict):
                 self._take_answer(answer)
@@ -439,8 +450,9 @@ class Sender(threading.Thread):
             self._said.add(key)
             print(message, file=sys.stderr)
 
-    def _set_aside(self, path: str, body: bytes, exc: RejectedError) -> None:
-        """Keep a refused request on disk for a person to look at, instead of retrying it forever."""
+    def _set_aside(self, path: str, body: bytes, exc: RejectedError, *, quiet: bool = False) -> None:
+        """Keep a refused request on disk for a person to look at, instead of retrying it forever
+        (`quiet`: the reason was said already, as for every request of a deleted run)."""
         refusals = (
             [e for e in exc.detail if isinstance(e, dict) and e.get("type") == "metric_refused"]
             if isinstance(exc.detail, list)
@@ -464,7 +476,7 @@ class Sender(threading.Thread):
             return
         if refusals:
             self._say_once("rejected", f"holter: requests the service refused are kept in {rejected}")
-        else:
+        elif not quiet:
             print(f"holter: the service refused {path} ({exc}); kept in {target}", file=sys.stderr)
 
     def _heartbeat(self) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import subprocess
 import sys
 import threading
@@ -188,11 +189,13 @@ def test_a_run_deleted_while_ranks_write_it_answers_them_404_never_500(
                     step += 1
 
         writers = [threading.Thread(target=write) for _ in range(4)]
+        stored_before = answers.get(200, 0)
         for thread in writers:
             thread.start()
-        time.sleep(0.4)
+        wait_until(lambda: answers.get(200, 0) >= stored_before + 8, timeout=60)  # they are writing
         assert admin.delete(f"/runs/{run_id}").status_code == 200
-        time.sleep(0.4)
+        refused_before = answers.get(404, 0)
+        wait_until(lambda: answers.get(404, 0) >= refused_before + 8, timeout=60)  # and told it is gone
         stop.set()
         for thread in writers:
             thread.join()
@@ -225,3 +228,34 @@ def test_a_run_deleted_while_its_alert_is_being_sent_leaves_the_dispatcher_well(
     finally:
         server.stop()
         receiver.stop()
+
+
+def test_a_run_deleted_while_its_job_runs_stays_deleted_and_the_job_is_told(
+    secured: ServerProcess, admin: httpx.Client, tmp_path: Path
+) -> None:
+    # issue 47: the client, answered 404, registered the run again and it came back holding only
+    # the points logged after the delete
+    script = (
+        "import sys, time, holter\n"
+        "run = holter.init(project='del-alive', id=sys.argv[1], url=sys.argv[2], api_key=sys.argv[3], quiet=True)\n"
+        "for step in range(60):\n"
+        "    run.log({'loss': 1.0 / (step + 1)}, step=step)\n"
+        "    run.flush()\n"
+        "    time.sleep(0.1)\n"
+        "run.finish()\n"
+    )
+    run_id = f"alive{uuid.uuid4().hex[:8]}"
+    job = subprocess.Popen(
+        [sys.executable, "-c", script, run_id, secured.url, ADMIN_TOKEN],
+        env={**os.environ, "HOLTER_SPOOL_DIR": str(tmp_path / "spool")},
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    wait_until(lambda: admin.get(f"/runs/{run_id}").status_code == 200, timeout=60)
+    wait_until(lambda: (admin.get(f"/runs/{run_id}").json().get("last_step") or 0) >= 5, timeout=60)
+    assert admin.delete(f"/runs/{run_id}").status_code == 200
+    _, said = job.communicate(timeout=120)
+    assert admin.get(f"/runs/{run_id}").status_code == 404  # it stayed deleted
+    assert said.count("was deleted at") == 1 and "not sent" in said
+    assert admin.post("/runs", json={"id": run_id, "project": "del-alive"}).status_code == 410
+    assert admin.post("/runs", json={"id": run_id, "project": "another"}).status_code == 200  # ids are free elsewhere

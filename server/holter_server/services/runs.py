@@ -7,6 +7,7 @@ a service`); the rows they return are what the schemas are built from (`RunPubli
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -71,6 +72,11 @@ def create_or_resume_run(
         max_tags=max_tags,
         reopen=reopen,
     )
+
+
+def deleted_at(*, session: Session, run_id: str, project: str) -> datetime | None:
+    """When the run of this id and project was deleted, if it was: a deleted run stays deleted."""
+    return runs_store.deleted_at(session=session, run_id=run_id, project=project)
 
 
 def set_provenance(*, session: Session, run: RunRow, provenance: dict[str, Any]) -> None:

@@ -30,7 +30,17 @@ from holter_server.store.models import Base
 
 # The run table and its distribution column; every other run-keyed table is colocated with it.
 RUNS = ("runs", "id")
-BY_RUN = ("metrics", "points", "rollups", "events", "mutes", "detector_states", "annotations", "run_ranks")
+BY_RUN = (
+    "metrics",
+    "points",
+    "rollups",
+    "events",
+    "mutes",
+    "detector_states",
+    "annotations",
+    "run_ranks",
+    "deleted_runs",
+)
 REFERENCE = ("api_keys", "channels", "alert_rules", "project_settings", "service_secrets", "references")
 # The alert outbox is the channels' and has rows with no run (test messages): it stays whole on
 # the coordinator, where the dispatcher claims rows with SKIP LOCKED. Citus itself makes it a

@@ -15,6 +15,7 @@ from holter_server.store import claims
 from holter_server.store.database import insert_ignoring_conflicts
 from holter_server.store.models import (
     AnnotationRow,
+    DeletedRunRow,
     DeliveryRow,
     DetectorStateRow,
     EventRow,
@@ -496,10 +497,22 @@ def delete_run(*, session: Session, run_id: str) -> dict[str, int]:
         table = model.__table__
         result = session.execute(delete(table).where(table.c.run_id == run_id))
         removed[table.name] = result.rowcount or 0  # type: ignore[attr-defined]
+    project = session.scalar(select(RunRow.project).where(RunRow.id == run_id))
     result = session.execute(delete(RunRow.__table__).where(RunRow.__table__.c.id == run_id))
     removed["runs"] = result.rowcount or 0  # type: ignore[attr-defined]
+    if project is not None:  # remembered, so that a job still writing it cannot bring it back
+        session.execute(
+            insert_ignoring_conflicts(session, DeletedRunRow).values(run_id=run_id, project=project, deleted_at=now())
+        )
     session.expire_all()
     return removed
+
+
+def deleted_at(*, session: Session, run_id: str, project: str) -> datetime | None:
+    """When the run of this id and project was deleted (None: it never was)."""
+    return session.scalar(
+        select(DeletedRunRow.deleted_at).where(DeletedRunRow.run_id == run_id, DeletedRunRow.project == project)
+    )
 
 
 def set_archived(*, session: Session, run: RunRow, archived: bool) -> RunRow:

@@ -64,6 +64,12 @@ def create_run(session: SessionDep, settings: SettingsDep, principal: PrincipalD
     existing = runs_service.find_run(session=session, run_id=run_id)
     if existing is not None and existing.project != body.project:
         raise taken
+    if existing is None and (gone := runs_service.deleted_at(session=session, run_id=run_id, project=body.project)):
+        # a job still writing a run someone deleted re-registers it after a 404: it stays deleted
+        raise HTTPException(
+            status_code=410,
+            detail=f"run {run_id!r} was deleted at {gone.isoformat(timespec='seconds')}; start a new run (another id)",
+        )
     if existing is not None and body.definitions():
         kinds.hold_for_declaring(session=session, run_id=run_id)  # before the run's row (see there)
     # a rank of a job joining for the first time does not reopen a run another rank ended; a rank
