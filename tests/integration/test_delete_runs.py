@@ -192,10 +192,10 @@ def test_a_run_deleted_while_ranks_write_it_answers_them_404_never_500(
         stored_before = answers.get(200, 0)
         for thread in writers:
             thread.start()
-        wait_until(lambda: answers.get(200, 0) >= stored_before + 8, timeout=60)  # they are writing
+        wait_until(lambda n=stored_before: answers.get(200, 0) >= n + 8, timeout=60)  # they are writing
         assert admin.delete(f"/runs/{run_id}").status_code == 200
         refused_before = answers.get(404, 0)
-        wait_until(lambda: answers.get(404, 0) >= refused_before + 8, timeout=60)  # and told it is gone
+        wait_until(lambda n=refused_before: answers.get(404, 0) >= n + 8, timeout=60)  # and told it is gone
         stop.set()
         for thread in writers:
             thread.join()
