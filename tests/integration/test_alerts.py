@@ -567,3 +567,28 @@ def test_a_root_cause_reported_after_its_consequence_is_told_and_what_follows_is
     time.sleep(2)
     assert told() == ["divergence", "first_nonfinite"]
     api.post(f"/runs/{run_id}/finish", json={"status": "finished"})
+
+
+def test_an_escalation_goes_at_once_through_the_cooldown_with_what_waited(
+    alert_server: ServerProcess, api: httpx.Client, receiver: Receiver, project: str
+) -> None:
+    # issue 46: a problem turned critical inside the rule's 300 s cooldown and chat heard of it
+    # 100 s later, after the run had ended
+    channel = add_channel(api, receiver, project, default_rules=False)
+    rule = {"channel_id": channel["id"], "name": "job", "kinds": ["alert"], "min_severity": "info", "cooldown_s": 300}
+    api.post("/rules", json=rule).raise_for_status()
+    run_id = api.post("/runs", json={"project": project}).json()["id"]
+
+    def job_alert(title: str, severity: str) -> None:
+        body = {"title": title, "text": "", "severity": severity, "key": title}
+        api.post(f"/runs/{run_id}/alerts", json=body).raise_for_status()
+
+    job_alert("first", "warning")
+    wait_until(lambda: len(receiver.messages()) == 1, timeout=30)
+    job_alert("second", "warning")  # a repeat inside the cooldown: it waits
+    time.sleep(2.0)
+    assert len(receiver.messages()) == 1
+    job_alert("worse", "critical")  # an escalation: at once, and the waiting one with it
+    wait_until(lambda: len(receiver.messages()) == 2, timeout=30)
+    titles = sorted(a["summary"].split(":")[0] for a in receiver.messages()[1].json()["alerts"])
+    assert len(titles) == 2 and len(receiver.messages()) == 2

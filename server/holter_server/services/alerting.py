@@ -25,7 +25,7 @@ from holter_server.store import runs as runs_store
 from holter_server.store.models import AlertRuleRow, EventRow, RunRow
 from holter_server.store.runs import now
 from holter_server.vocabulary.events import EventKind
-from holter_server.vocabulary.severities import rank
+from holter_server.vocabulary.severities import Level, rank
 from holter_server.vocabulary.statuses import EventStatus
 from holter_server.vocabulary.zoom import zoom_window
 
@@ -169,7 +169,8 @@ def alert_on_event(*, session: Session, event: EventRow, previous_severity: str 
 
     Updates to a growing event do not notify again unless its severity rose. Within a rule's
     cooldown for the run, the alert waits until the cooldown ends and goes out grouped with
-    whatever else came up meanwhile.
+    whatever else came up meanwhile; an escalation never waits (an event grown worse, or a
+    critical one): it goes at once, and takes with it what was waiting for the run.
     """
     if event.status != EventStatus.OPEN:
         return 0
@@ -198,7 +199,8 @@ def alert_on_event(*, session: Session, event: EventRow, previous_severity: str 
             continue  # its incident's message went out: one message per problem
         alert = alert or describe_event(session=session, event=event, run=run)
         key = f"event:{event.id}:{event.severity}:channel:{rule.channel_id}"
-        queued += _queue(session, rule, run.id, event.id, alert, key)
+        escalation = previous_severity is not None or event.severity == Level.CRITICAL
+        queued += _queue(session, rule, run.id, event.id, alert, key, at_once=escalation)
     if event.kind == EventKind.RUN_RESUMED:
         queued += _resolve_stalls(session, run, event)
     return queued
@@ -231,11 +233,15 @@ def _queue(
     alert: Alert,
     key: str,
     purpose: str = "alert",
+    at_once: bool = False,
 ) -> int:
     moment = now()
     not_before = moment
     last = alerts_store.last_delivery_time(session=session, rule_id=rule.id, run_id=run_id)
-    if last is not None and last > moment:
+    if at_once:
+        # a cooldown holds back repeats, never an escalation: what waits for the run goes with it
+        alerts_store.hasten_waiting(session=session, rule_id=rule.id, run_id=run_id, moment=moment)
+    elif last is not None and last > moment:
         not_before = last  # one is already waiting out the cooldown: go with it, as one message
     elif last is not None and moment - last < timedelta(seconds=rule.cooldown_s):
         not_before = last + timedelta(seconds=rule.cooldown_s)

@@ -100,6 +100,21 @@ def last_delivery_time(*, session: Session, rule_id: int, run_id: str) -> dateti
     )
 
 
+def hasten_waiting(*, session: Session, rule_id: int, run_id: str, moment: datetime) -> None:
+    """Alerts of this rule and run still waiting out a cooldown are due at `moment` instead."""
+    session.execute(
+        update(DeliveryRow)
+        .where(
+            DeliveryRow.rule_id == rule_id,
+            DeliveryRow.run_id == run_id,
+            DeliveryRow.status == "pending",
+            DeliveryRow.not_before > moment,
+        )
+        .values(not_before=moment)
+        .execution_options(synchronize_session=False)
+    )
+
+
 def delivered_for(*, session: Session, run_id: str, kind: str) -> Sequence[DeliveryRow]:
     """Alerts about events of `kind` on a run (to follow them with a "resolved")."""
     return session.scalars(
