@@ -33,7 +33,7 @@ from holter_server.vocabulary.events import EventKind
 from holter_server.vocabulary.profiles import profile_for
 from holter_server.vocabulary.severities import Level, capped
 
-DETECTOR_VERSION = "2.1.0"
+DETECTOR_VERSION = "2.2.0"
 TAIL_POINTS = ACF_WINDOW
 STATE_FORMAT = 2
 
@@ -139,6 +139,8 @@ class IncrementalDetector:
         ceiling = self.ceiling.update(all_values, new_from, first_index) if self.ceiling else None
         window = Window(all_steps, all_values, new_from, first_index, level, base, scale, early, quantum, ceiling)
 
+        if self.sawtooth.series_start is None:
+            self.sawtooth.series_start = int(steps[0])
         opened_spikes = self.spikes.process(window) if "spike" in runs else []
         if "sawtooth" in runs:
             # the median logging interval over the tail, only when a spike needs it: a median
@@ -196,6 +198,9 @@ class IncrementalDetector:
         drifts = [d for d in drifts if not any(_overlaps_any(d, [s]) and _named(s) < _named(d) for s in shifts)]
         divergences = self.nonfinite.events + _named_first(rises, drifts)
         shifts = [e for e in shifts if not _overlaps_any(e, divergences)]
+        # a jump inside a divergence's course is that divergence seen up close, not a spike of its
+        # own: the divergence names it (issue 46: a spike rode on most grad-norm divergences)
+        spikes = [e for e in spikes if not _inside_any(e, divergences)]
         found = spikes + divergences + shifts + self.sawtooth.events + self.plateau.all_events() + self.too_good.events
         found = without_its_teeth(found, self.sawtooth.events)
         cap = self.profile.severity_cap
@@ -348,6 +353,11 @@ def _recovered_spike(rise: Event) -> Event:
 def _named(event: Event) -> int:
     """The step at which an event was first reported."""
     return int(event.details.get("detected_step", event.start_step))
+
+
+def _inside_any(event: Event, spans: list[Event]) -> bool:
+    """Whether `event` began within one of `spans` (from its start to its end)."""
+    return any(span.start_step <= event.start_step <= span.end_step for span in spans)
 
 
 def _within_spike(event: Event, spikes: list[Event]) -> bool:

@@ -13,6 +13,11 @@ Two kinds of evidence, one event per period:
   corrected chance is below the kind's `sawtooth_max_chance` (0.001; 0.05 for the logprob
   mismatch, whose every spike is already a fault) is named, with that chance in
   `details["p_value"]`.
+  The first three spikes of a series, and only they, evenly spaced to the logged step are a
+  train of three cycles when that spacing is unlikely enough by chance: of every way to place
+  three spikes on the n points logged so far, the share that are evenly spaced (about 1.5% at
+  100 points), against the kind's `sawtooth_max_chance` (so a short periodic glitch of the
+  logprob mismatch, 0.05, is one periodic problem, not three spikes; a loss's 0.001 needs more).
   Several trains are tracked at once (an eval pause every N steps and a shard load every M).
   Spikes closer than the spike detector's merge gap form one spike event; when at least
   `MIN_SHORT_TRAIN` of them in a row are evenly spaced (exactly, within `PERIOD_TOLERANCE`) at
@@ -111,6 +116,7 @@ class SawtoothDetector:
         self.cluster_head: int | None = None
         self.hidden: list[int] = []  # merged spike events a short train stands for
         self.events: list[Event] = []
+        self.series_start: int | None = None  # the series' first finite step (the three-cycle chance)
 
     # -- spike trains -------------------------------------------------------------------------
     def add_spikes(self, spikes: list[Event], step_interval: float) -> None:
@@ -120,7 +126,7 @@ class SawtoothDetector:
             self.spike_count += 1
             if self.first_step is None:
                 self.first_step = start
-            if not self._extend_live(start, step_interval):
+            if not self._extend_live(start, step_interval) and not self._three_cycles(start, step_interval):
                 self._search(start, step_interval)
             self.train = ([*self.train, start])[-TRAIN_MEMORY:]
 
@@ -200,6 +206,33 @@ class SawtoothDetector:
             p_value=best["p_value"],
             chance=(best["chance"], trials),
         )
+
+    def _three_cycles(self, anchor: int, step_interval: float) -> bool:
+        """Open a train on the series' first three spikes when they are evenly spaced to the logged
+        step and such spacing is unlikely enough by chance (module doc); True when opened."""
+        if self.spike_count != 3 or self.events or len(self.train) != 2:
+            return False
+        first, second = self.train
+        period = second - first
+        if period < max(MIN_SHORT_PERIOD * step_interval, MIN_SHORT_PERIOD):
+            return False
+        if abs((anchor - second) - period) > 0.5 * step_interval:
+            return False
+        origin = self.series_start if self.series_start is not None else first
+        points = round((anchor - origin) / step_interval) + 1
+        chance = evenly_spaced_share(points)
+        if chance > self.profile.sawtooth_max_chance:
+            return False
+        self._open(
+            start=first,
+            end=anchor,
+            period=float(period),
+            source="spikes",
+            members=[first, second, anchor],
+            p_value=chance,
+            chance=(min(1.0, 3.0 / points), 1),  # a later beat's chance: the spikes' rate per point
+        )
+        return True
 
     def _explained(self, members: list[int]) -> bool:
         """Whether a live train already holds most of these spikes (a multiple of its period)."""
@@ -383,6 +416,7 @@ class SawtoothDetector:
             "cluster_head": self.cluster_head,
             "hidden": self.hidden,
             "events": [e.to_dict() for e in self.events],
+            "series_start": self.series_start,
         }
 
     def restore(self, state: dict[str, Any]) -> None:
@@ -396,6 +430,16 @@ class SawtoothDetector:
         self.cluster_head = state.get("cluster_head")
         self.hidden = [int(s) for s in state.get("hidden", [])]
         self.events = [Event.from_dict(e) for e in state["events"]]
+        self.series_start = state.get("series_start")
+
+
+def evenly_spaced_share(points: int) -> float:
+    """Of every way to place three spikes on `points` logged points, the share evenly spaced: the
+    triples (a, a + d, a + 2d), over all choices of three points."""
+    if points < 3:
+        return 1.0
+    evenly = sum(points - 2 * gap for gap in range(1, (points - 1) // 2 + 1))
+    return evenly / math.comb(points, 3)
 
 
 def _checks(first: int, stop: int) -> list[int]:

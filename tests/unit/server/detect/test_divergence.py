@@ -259,3 +259,18 @@ def test_a_loss_that_exploded_and_widened_its_own_noise_is_a_divergence_not_reco
     events = classify_series(list(range(len(EXPLODED_LOSS))), EXPLODED_LOSS, metric="loss")
     assert "divergence" in {e.kind for e in events if e.severity != "info"}
     assert not [e for e in events if e.kind == "spike" and e.details.get("recovered")]
+
+
+def test_a_jump_inside_a_divergences_course_is_no_spike_of_its_own() -> None:
+    # issue 46: a spike rode on most grad-norm divergences
+    import numpy as np
+    from holter_server.detect import classify_series
+
+    for seed in range(4):
+        rng = np.random.default_rng(seed)
+        steps = np.arange(600)
+        values = np.where(steps < 300, 1.0, np.exp((steps - 300) / 80.0)) * (1 + 0.03 * rng.standard_normal(600))
+        values[420] *= 3
+        values[500] *= 2.5
+        events = classify_series(steps, values, metric="grad_norm", kind="grad_norm")
+        assert [e.kind for e in events] == ["divergence"], events

@@ -208,3 +208,42 @@ def test_the_teeth_of_a_loss_sawtooth_are_not_also_reported_as_spikes(period, de
     events = classify_series(np.arange(n), values, metric="loss")
     assert "sawtooth" in [e.kind for e in events]
     assert [e for e in events if e.kind == "spike"] == []
+
+
+def test_a_short_periodic_mismatch_glitch_of_three_cycles_is_one_sawtooth_not_three_spikes() -> None:
+    # issue 46: 100 points, a glitch every 32 steps, was named as three warning spikes
+    import numpy as np
+    from holter_server.detect import IncrementalDetector, classify_series
+
+    for seed in range(5):
+        rng = np.random.default_rng(seed)
+        steps = np.arange(100)
+        values = np.abs(rng.normal(0, 0.002, 100))
+        values[[10, 42, 74]] = 0.11
+        (found,) = classify_series(steps, values, metric="logprob_mismatch", kind="logprob_mismatch")
+        assert found.kind == "sawtooth" and found.period == 32.0 and found.details["members"] == [10, 42, 74]
+        live = IncrementalDetector("logprob_mismatch", kind="logprob_mismatch")
+        for lo in range(0, 100, 7):
+            live.add(steps[lo : lo + 7], values[lo : lo + 7])
+        assert [(e.kind, e.period) for e in live.events] == [("sawtooth", 32.0)]
+
+
+def test_three_evenly_spaced_loss_spikes_are_no_period_for_a_loss() -> None:
+    # a loss's period must beat a chance of 0.001: three spikes in 100 points (1.5%) do not
+    import numpy as np
+    from holter_server.detect import classify_series
+
+    steps = np.arange(100)
+    values = 2.0 + 0.01 * np.random.default_rng(0).standard_normal(100)
+    values[[10, 42, 74]] = 6.0
+    assert all(e.kind != "sawtooth" for e in classify_series(steps, values, metric="loss", kind="loss"))
+
+
+def test_the_share_of_evenly_spaced_triples_is_counted_exactly() -> None:
+    from math import comb
+
+    from holter_server.detect.sawtooth import evenly_spaced_share
+
+    assert evenly_spaced_share(3) == 1 / comb(3, 3)
+    assert evenly_spaced_share(5) == 4 / comb(5, 3)  # (0,1,2) (1,2,3) (2,3,4) (0,2,4)
+    assert abs(evenly_spaced_share(100) - 2450 / 161700) < 1e-12
