@@ -90,3 +90,36 @@ def period_causes(period: float, config: dict[str, Any]) -> list[PeriodCause]:
 def cause_note(period: float, causes: list[PeriodCause]) -> str:
     """The causes as one clause: 'period 64 = rollouts_num; period 64 = eval_interval'."""
     return "; ".join(c.describe(period) for c in causes)
+
+
+# Holter's own rhythms, in seconds, and what beats at each: a job measured by Holter slows a little
+# whenever the client sends (its thread takes the interpreter for a moment) or samples the machine,
+# and a step-time or throughput curve then shows that beat. A period at one of them is the monitor's
+# footprint, not a finding about the job (issue 46: "period 4 steps" at 4 steps a second).
+OWN_CADENCES: tuple[tuple[float, str], ...] = (
+    (1.0, "the client's send, once a second (and a dashboard's refresh)"),
+    (5.0, "a distributed job's rank sending every 5 s"),
+    (10.0, "the system-vitals sampler, every 10 s"),
+)
+CADENCE_TOLERANCE = 0.1
+
+
+def own_cadence(period_seconds: float) -> str | None:
+    """What of Holter's own beats at this period (in seconds), or None when none does."""
+    if not math.isfinite(period_seconds) or period_seconds <= 0:
+        return None
+    for seconds, what in OWN_CADENCES:
+        if abs(period_seconds - seconds) <= CADENCE_TOLERANCE * seconds:
+            return what
+    return None
+
+
+def period_seconds(steps: list[int], wall_times: list[float | None], period: float) -> float | None:
+    """A period of `period` steps in seconds, from the wall times at the steps of its beats (the
+    first and last with a time); None when they do not say."""
+    timed = [(step, time) for step, time in zip(steps, wall_times) if time is not None]
+    if len(timed) < 2 or period <= 0:
+        return None
+    (first, t0), (last, t1) = timed[0], timed[-1]
+    beats = (last - first) / period
+    return (t1 - t0) / beats if beats >= 1 else None

@@ -24,6 +24,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from holter_server.analysis.periods import own_cadence, period_seconds
 from holter_server.detect import DETECTOR_VERSION, Event, IncrementalDetector
 from holter_server.detect.classify import Detector, detector_from_state, new_detector
 from holter_server.detect.events import format_step, format_value
@@ -402,6 +403,10 @@ def _detect_claimed(
                 detector, failed, events_changed = None, True, True
         if update is not None:
             for event in update.changed:
+                if event.kind == EventKind.SAWTOOTH and _at_own_cadence(session, item, event):
+                    # the monitor's own footprint (issue 46): no finding, and withdrawn if it was one
+                    events_store.withdraw_events(session=session, run_id=item.run_id, event_keys=[event.event_id])
+                    continue
                 record_event(
                     session=session,
                     run_id=item.run_id,
@@ -464,6 +469,21 @@ def _detect_claimed(
     # reads the configs of the project's runs: once per change of a run's spikes, not per pass
     for run_id in sorted(spikes_moved):
         attribute_twin_spikes(session=session, run_id=run_id)
+
+
+def _at_own_cadence(session: Session, item: detection_queue.DetectionWork, event: Event) -> bool:
+    """Whether a sawtooth's period, in seconds (from its beats' wall times), is one of Holter's own
+    rhythms (`analysis.periods.OWN_CADENCES`)."""
+    members = event.details.get("members")
+    steps = [int(s) for s in members] if isinstance(members, list) and members else []
+    if not steps and event.start_step is not None and event.end_step is not None:
+        steps = [int(event.start_step), int(event.end_step)]
+    if len(steps) < 2 or not event.period:
+        return False
+    steps = [steps[0], steps[-1]]
+    times = points_store.wall_times_at(session=session, run_id=item.run_id, metric_id=item.metric_id, steps=steps)
+    seconds = period_seconds(steps, times, float(event.period))
+    return seconds is not None and own_cadence(seconds) is not None
 
 
 def _check_threshold(

@@ -81,3 +81,13 @@ def test_a_period_matching_two_rules_names_both_closest_first() -> None:
 
 def test_flags_and_non_numbers_are_not_quantities() -> None:
     assert period_causes(1, {"eval_interval": True}) == [] and period_causes(64, {"rollouts_num": "64"}) == []
+
+
+def test_holters_own_rhythms_are_told_from_a_jobs_period() -> None:
+    from holter_server.analysis.periods import own_cadence, period_seconds
+
+    assert own_cadence(1.04) is not None and "client's send" in own_cadence(1.04)  # type: ignore[operator]
+    assert own_cadence(9.5) is not None and own_cadence(5.2) is not None
+    assert own_cadence(1.6) is None and own_cadence(0.0) is None
+    assert period_seconds([3, 599], [100.75, 249.75], 4.0) == 1.0
+    assert period_seconds([3, 599], [None, 249.75], 4.0) is None
