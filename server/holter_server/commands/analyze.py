@@ -6,8 +6,10 @@ schedules (learning rate, epoch) are not analysed. Then the run's series are rea
 run-level findings: a train loss against its eval loss, a loss stuck at exactly 0 beside a zero
 gradient norm, a gradient-norm spike ahead of a loss spike), as the live service does.
 
-Exit status: 0 when every series is healthy (info-only findings such as recovered one-step
-spikes included), 1 when something needs attention, 2 on bad input.
+The report leads with the problems, one incident each (the events that share a cause grouped
+under their root: `analysis.incidents`, as the run page and chat show them), then each series'
+events. Exit status: 0 when no incident needs attention (info-only ones, such as recovered
+one-step spikes, included), 1 when one does, 2 on bad input.
 """
 
 from __future__ import annotations
@@ -17,12 +19,14 @@ import json
 import sys
 from typing import Any
 
+from holter_server.analysis.incidents import Incident, group_incidents
 from holter_server.commands.kinds import parse_kind_options
 from holter_server.detect import is_alarm, verdict
 from holter_server.detect.classify import Detector, new_detector
 from holter_server.detect.events import Event, format_step
 from holter_server.detect.findings import SeriesSnapshot, cross_signal_findings
 from holter_server.importers import ImportFormatError, Series, read_series
+from holter_server.vocabulary import severities
 from holter_server.vocabulary.names import Understanding, understand_all
 from holter_server.vocabulary.signals import signal
 
@@ -49,12 +53,29 @@ def run(args: argparse.Namespace) -> int:
     detectors = {s.metric: _detect(s, understood[s.metric], expected_floor=args.expected_floor) for s in selected}
     reports = [_report(s, understood[s.metric], detectors[s.metric]) for s in selected]
     findings = run_findings(series, detectors, understood)
+    events = [e for d in detectors.values() for e in d.events] + findings
+    incidents = group_incidents(events, {name: u.kind for name, u in understood.items()})
+    told = [_incident(i, events) for i in incidents]
     if args.format == "json":
-        print(json.dumps({"series": reports, "findings": [f.to_dict() for f in findings]}, indent=2))
+        print(json.dumps({"incidents": told, "series": reports, "findings": [f.to_dict() for f in findings]}, indent=2))
     else:
-        print(_text_report(str(args.path), reports, findings))
-    alarm = any(is_alarm(r["verdict"]) for r in reports) or is_alarm(verdict(findings))
+        print(_text_report(str(args.path), told, reports, findings))
+    alarm = any(is_alarm(severities.verdict_of([i["severity"]])) for i in told)
     return EXIT_FOUND if alarm else EXIT_HEALTHY
+
+
+def _incident(incident: Incident, events: list[Event]) -> dict[str, Any]:
+    lead = events[incident.leader]
+    return {
+        "severity": incident.severity,
+        "title": incident.title,
+        "cause": incident.cause,
+        "start_step": incident.start_step,
+        "end_step": incident.end_step,
+        "metric": lead.metric,
+        "kind": lead.kind,
+        "folded": [{"kind": events[i].kind, "metric": events[i].metric} for i in incident.folded],
+    }
 
 
 def run_findings(
@@ -122,8 +143,22 @@ def how_understood(kind: str, understood: dict[str, Any]) -> str:
     return "unknown: watched only for NaN/±Inf and extreme outliers"
 
 
-def _text_report(path: str, reports: list[dict[str, Any]], findings: list[Event]) -> str:
-    lines = [f"{path}: {len(reports)} series"]
+def _text_report(
+    path: str, incidents: list[dict[str, Any]], reports: list[dict[str, Any]], findings: list[Event]
+) -> str:
+    problems = [i for i in incidents if is_alarm(severities.verdict_of([i["severity"]]))]
+    notes = len(incidents) - len(problems)
+    lines = [f"{path}: {len(reports)} series, {len(problems)} problem{'' if len(problems) == 1 else 's'}"]
+    for incident in problems:
+        span = f"step {format_step(incident['start_step'])}" if incident["start_step"] is not None else "the run"
+        if incident["end_step"] not in (None, incident["start_step"]):
+            span = f"steps {format_step(incident['start_step'])}–{format_step(incident['end_step'])}"
+        folded = f" (+ {len(incident['folded'])} events folded)" if incident["folded"] else ""
+        lines.append(f"  [{incident['severity']}] {incident['title']} — {span}{folded}: {incident['cause']}")
+    if notes:
+        lines.append(f"  and {notes} note{'' if notes == 1 else 's'} (info: a dip that recovered, and the like)")
+    lines.append("")
+    lines.append("by series:")
     for report in reports:
         lines.append("")
         lines.append(

@@ -194,3 +194,24 @@ def test_a_loss_rising_30_percent_after_its_minimum_is_named_and_exits_one(capsy
     path.write_text("step,loss\n" + "".join(f"{s},{v}\n" for s, v in zip(t, loss)))
     code, out, _ = run_analyze(capsys, str(path))
     assert code == 1 and "divergence" in out and "has risen" in out and "still rising" in out
+
+
+def test_the_report_leads_with_one_line_per_problem(capsys, tmp_path):
+    # issue 46: the incident is the unit: a NaN in the loss and the gradient norms that follow it
+    # is one problem, told first, with what it folded
+    path = tmp_path / "nan.csv"
+    rows = [f"{s},{'nan' if s >= 300 else 3.0 - s / 300},{'nan' if s >= 300 else 1.0}" for s in range(400)]
+    path.write_text("step,loss,grad_norm\n" + "\n".join(rows) + "\n")
+    code, out, _ = run_analyze(capsys, str(path))
+    assert code == 1
+    head = out.splitlines()
+    assert head[0].endswith("2 series, 1 problem")
+    assert head[1].startswith("  [critical]") and "folded" in head[1]
+    answer = json.loads(run_analyze(capsys, str(path), "--format", "json")[1])
+    (incident,) = [i for i in answer["incidents"] if i["severity"] != "info"]
+    assert incident["severity"] == "critical" and incident["folded"]
+
+
+def test_a_healthy_file_says_no_problem(capsys, healthy_csv):
+    code, out, _ = run_analyze(capsys, str(healthy_csv))
+    assert code == 0 and out.splitlines()[0].endswith("0 problems")
