@@ -83,3 +83,26 @@ def test_a_data_order_sawtooth_is_one_incident_with_its_config_cause(api: httpx.
     assert incident["title"].startswith("sawtooth, period 40 steps (period 40 = dataset_size / batch_size")
     kinds = {e["kind"] for e in api.get(f"/runs/{run_id}/events").json()["data"]}
     assert not kinds & {"too_good", "divergence"}
+
+
+def test_a_runs_badge_counts_one_problem_however_many_events_it_made(api: httpx.Client) -> None:
+    # issue 46: one NaN made a dozen events, and the header said CRITICAL · 12
+    run_id = api.post("/runs", json={"project": "problems"}).json()["id"]
+    steps = list(range(300))
+    nan_from = lambda s, v: "NaN" if s >= 200 else v  # noqa: E731
+    metrics = {
+        "loss": {"steps": steps, "values": [nan_from(s, 3.0 - s / 300) for s in steps]},
+        "holter/grad_norm": {"steps": steps, "values": [nan_from(s, 1.0) for s in steps]},
+        **{
+            f"holter/grad_norm/layers.{i}": {"steps": steps, "values": [nan_from(s, 0.3) for s in steps]}
+            for i in range(4)
+        },
+    }
+    api.post(f"/runs/{run_id}/points", json={"metrics": metrics}).raise_for_status()
+    wait_until(lambda: api.get(f"/runs/{run_id}").json()["open_events"] >= 4, timeout=60)
+    run = api.get(f"/runs/{run_id}").json()
+    assert run["open_events"] >= 4 and run["problems"] == {"critical": 1}
+    (listed,) = api.get("/runs", params={"project": "problems"}).json()["data"]
+    assert listed["problems"] == {"critical": 1}
+    healthy = api.post("/runs", json={"project": "problems-none"}).json()["id"]
+    assert api.get(f"/runs/{healthy}").json()["problems"] == {}

@@ -332,6 +332,11 @@ class RunPublic(BaseModel):
     archived_at: datetime | None = Field(default=None, description="when it was archived (None: it is not)")
     health: str | None = Field(default=None, description="worst open event: healthy, info, warning or critical")
     open_events: int | None = None
+    problems: dict[str, int] | None = Field(
+        default=None,
+        description="open problems by severity: the incidents the run's open warning and critical events make "
+        '({"critical": 1}); what a badge counts, one per problem however many events it made',
+    )
     metrics: list[MetricPublic] | None = Field(default=None, description="present when one run is read")
 
     metric_definitions: dict[str, dict[str, Any]] | None = Field(
@@ -366,6 +371,7 @@ class RunPublic(BaseModel):
         health: tuple[str, int] | None = None,
         understood: dict[str, Understanding] | None = None,
         job: dict[str, Any] | None = None,
+        problems: dict[str, int] | None = None,
     ) -> RunPublic:
         definitions = row.metric_definitions or {}
         return cls(
@@ -378,6 +384,7 @@ class RunPublic(BaseModel):
             status=row.status,
             health=health[0] if health else None,
             open_events=health[1] if health else None,
+            problems=problems,
             created_at=row.created_at,
             updated_at=row.updated_at,
             heartbeat_at=row.heartbeat_at,

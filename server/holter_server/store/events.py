@@ -290,6 +290,22 @@ def health_of_runs(*, session: Session, run_ids: Sequence[str]) -> dict[str, tup
     return {run_id: found.get(run_id, (HEALTHY, 0)) for run_id in run_ids}
 
 
+def open_alarms_of_runs(*, session: Session, run_ids: Sequence[str], at_least: int) -> dict[str, list[EventRow]]:
+    """Per run, its open events of a severity ranked `at_least` or worse (their rank + 1, as
+    `SEVERITY_ORDER` counts), earliest first; runs with none are left out."""
+    found: dict[str, list[EventRow]] = {}
+    if not run_ids:
+        return found
+    rows = session.scalars(
+        select(EventRow)
+        .where(EventRow.run_id.in_(run_ids), EventRow.status == EventStatus.OPEN, at_least <= SEVERITY_ORDER)
+        .order_by(EventRow.run_id, EventRow.id)
+    )
+    for row in rows:
+        found.setdefault(row.run_id, []).append(row)
+    return found
+
+
 def standing_events(*, session: Session, run_id: str, limit: int) -> Sequence[EventRow]:
     """A run's events that are not withdrawn, earliest stored first, at most `limit` (the latest
     steps kept when there are more): what its incidents are grouped from."""

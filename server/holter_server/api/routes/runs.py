@@ -27,6 +27,7 @@ from holter_server.schemas.runs import (
     SparklinePublic,
 )
 from holter_server.schemas.vocabulary import MetricName
+from holter_server.services import incidents as incidents_service
 from holter_server.services import kinds, lifecycle, retention, run_table
 from holter_server.services import ranks as ranks_service
 from holter_server.services import runs as runs_service
@@ -141,7 +142,8 @@ def list_runs(
         offset=offset,
     )
     health = runs_service.health_of_runs(session=session, run_ids=[row.id for row in rows])
-    page = [RunPublic.from_row(row, health=health[row.id]) for row in rows]
+    problems = incidents_service.problems_of_runs(session=session, run_ids=[row.id for row in rows])
+    page = [RunPublic.from_row(row, health=health[row.id], problems=problems[row.id]) for row in rows]
     if metric or sparkline_kind:
         columns, sparklines = run_table.table_columns(
             session=session, runs=rows, metrics=metric or [], sparkline_kind=sparkline_kind
@@ -160,10 +162,12 @@ def list_runs(
 def read_run(session: SessionDep, run_id: str) -> RunPublic:
     run = require_run(session, run_id)
     health = runs_service.health_of_runs(session=session, run_ids=[run_id])[run_id]
+    problems = incidents_service.problems_of_runs(session=session, run_ids=[run_id])[run_id]
     return RunPublic.from_row(
         run,
         runs_service.metrics_of_run(session=session, run_id=run_id),
         health=health,
+        problems=problems,
         understood=kinds.understood_metrics(session=session, run=run),
         job=ranks_service.job_of(session=session, run_id=run_id),
     )
