@@ -215,6 +215,91 @@ class Level:
         return f"MISMATCH {self.stored:,} stored of {self.acknowledged:,} acknowledged"
 
 
+@dataclass
+class Metered:
+    """What a `LevelMeter` counted between its start and stop."""
+
+    service_cpu: float
+    postgres_cpu: float
+    ended_pg_cpu: float
+    sessions: int
+    by_role: dict[str, float]
+
+
+class LevelMeter:
+    """CPU of a service's processes and of the Postgres backends of its database over one level,
+    sampled every 0.2 s on a thread of its own; the Postgres sessions the service opened; and the
+    postmaster's reaped-children CPU (every backend that ended, on the whole server)."""
+
+    def __init__(self, service: Service, watch: Watch, postmaster: int) -> None:
+        self.service_meter = CpuMeter(service.pids)
+        self.postgres_meter = CpuMeter(watch.backends)
+        self.watch = watch
+        self.postmaster = postmaster
+        self.stop_sampling = threading.Event()
+        self.sampler = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self) -> None:
+        while not self.stop_sampling.wait(0.2):
+            self.postgres_meter.sample()
+            self.service_meter.sample()
+
+    def start(self) -> None:
+        self.service_meter.start()
+        self.postgres_meter.start()
+        self.sessions_before = self.watch.sessions()
+        self.reaped_before = reaped_children_ticks(self.postmaster)
+        self.sampler.start()
+
+    def halt(self) -> None:
+        """Stop sampling without reading the figures (a level that failed)."""
+        self.stop_sampling.set()
+        if self.sampler.is_alive():
+            self.sampler.join()
+
+    def stop(self) -> Metered:
+        self.halt()
+        service_cpu, postgres_cpu = self.service_meter.stop(), self.postgres_meter.stop()
+        ended = (reaped_children_ticks(self.postmaster) - self.reaped_before) / TICK
+        by_role: dict[str, float] = {}
+        for pid, cpu in self.service_meter.by_process().items():
+            by_role[_role(pid)] = by_role.get(_role(pid), 0.0) + cpu
+        return Metered(service_cpu, postgres_cpu, ended, self.watch.sessions() - self.sessions_before, by_role)
+
+
+def run_wrk(
+    url: str, requests_path: Path, connections: int, rate: float, seconds: float, method: str = "POST"
+) -> tuple[dict, float, float]:
+    """Send the prepared requests of `requests_path` with wrk and paced.lua: one thread,
+    `connections` connections, `rate` requests a second in all, for `seconds`. Returns paced.lua's
+    summary, the wall-clock seconds wrk ran and wrk's own CPU-seconds (user + system, from the
+    kernel's accounting of the reaped child)."""
+    children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    command = [
+        "wrk",
+        "-t1",
+        f"-c{connections}",
+        f"-d{seconds:g}s",
+        "--timeout",
+        "30s",
+        "-s",
+        str(SCRIPT),
+        url,
+        "--",
+        str(requests_path),
+        method,
+        f"{rate:g}",
+    ]
+    started = time.monotonic()
+    out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    elapsed = time.monotonic() - started
+    children_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    generator_cpu = (children_after.ru_utime - children_before.ru_utime) + (
+        children_after.ru_stime - children_before.ru_stime
+    )
+    return json.loads(out.strip().splitlines()[-1]), elapsed, generator_cpu
+
+
 def run_level(
     service: Service, watch: Watch, postmaster: int, jobs: int, metrics: int, seconds: float, tmp: Path
 ) -> Level:
@@ -224,56 +309,15 @@ def run_level(
     prepare(service, run_ids, names, seconds, requests_path)
     while watch.backlog(service):  # the runs' creation and the last level's work are not this level's
         time.sleep(0.5)
-    service_meter = CpuMeter(service.pids)
-    postgres_meter = CpuMeter(watch.backends)
-    stop = threading.Event()
-
-    def sample() -> None:
-        while not stop.wait(0.2):
-            postgres_meter.sample()
-            service_meter.sample()
-
-    service_meter.start()
-    postgres_meter.start()
-    sessions_before = watch.sessions()
-    reaped_before = reaped_children_ticks(postmaster)
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    command = [
-        "wrk",
-        "-t1",
-        f"-c{jobs}",
-        f"-d{seconds:g}s",
-        "--timeout",
-        "30s",
-        "-s",
-        str(SCRIPT),
-        service.url,
-        "--",
-        str(requests_path),
-        "POST",
-        str(jobs),
-    ]
-    started = time.monotonic()
-    out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
-    elapsed = time.monotonic() - started
-    children_after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    generator_cpu = (children_after.ru_utime - children_before.ru_utime) + (
-        children_after.ru_stime - children_before.ru_stime
-    )
-    summary = json.loads(out.strip().splitlines()[-1])
+    meter = LevelMeter(service, watch, postmaster)
+    meter.start()
+    # one connection per job, and one request per job a second
+    summary, elapsed, generator_cpu = run_wrk(service.url, requests_path, jobs, jobs, seconds)
     drain_started = time.monotonic()
     while watch.backlog(service) and time.monotonic() - drain_started < 120:
         time.sleep(0.5)
     drain = time.monotonic() - drain_started
-    stop.set()
-    sampler.join()
-    service_cpu, postgres_cpu = service_meter.stop(), postgres_meter.stop()
-    ended = (reaped_children_ticks(postmaster) - reaped_before) / TICK
-    by_role: dict[str, float] = {}
-    for pid, cpu in service_meter.by_process().items():
-        by_role[_role(pid)] = by_role.get(_role(pid), 0.0) + cpu
+    metered = meter.stop()
     per_request = STEPS_PER_BATCH * metrics
     return Level(
         service=service.name,
@@ -284,17 +328,17 @@ def run_level(
         p50_ms=summary["p50_us"] / 1000,
         p95_ms=summary["p95_us"] / 1000,
         p99_ms=summary["p99_us"] / 1000,
-        service_cpu=service_cpu,
-        postgres_cpu=postgres_cpu,
-        ended_pg_cpu=ended,
+        service_cpu=metered.service_cpu,
+        postgres_cpu=metered.postgres_cpu,
+        ended_pg_cpu=metered.ended_pg_cpu,
         generator_cpu=generator_cpu,
-        sessions=watch.sessions() - sessions_before,
+        sessions=metered.sessions,
         drain_s=drain,
         rss_mb=sum(rss_mb(pid) for pid in service.pids()),
         acknowledged=summary["ok"] * per_request,
         stored=service.stored(run_ids),
         in_flight=jobs * per_request,
-        by_role=by_role,
+        by_role=metered.by_role,
     )
 
 
