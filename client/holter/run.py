@@ -740,7 +740,7 @@ def init(
     job = None if group else job_from_environment()
     run_id = id or os.environ.get("HOLTER_RUN_ID") or (job.run_id(project, name) if job else uuid.uuid4().hex[:16])
     if flush_interval is None:
-        flush_interval = rank_interval() if job is not None and job.rank != 0 else 1.0
+        flush_interval = rank_interval(job.world_size) if job is not None and job.rank != 0 else 1.0
     run = Run(
         run_id=run_id,
         project=project,
@@ -776,7 +776,7 @@ def init(
             path=f"/api/v1/runs/{run.id}/ranks/{job.rank}/beat",
             clock=run.rank_clock,
             logged_step=lambda: run.step - 1,
-            interval=rank_interval(),
+            interval=rank_interval(job.world_size),
         )
         run._beat.start()
     # one sampler per machine: a node's first rank samples its CPUs, memory and every GPU on it

@@ -184,3 +184,12 @@ def test_a_beat_the_service_does_not_take_is_dropped_without_a_word() -> None:
         interval=5.0,
     )
     assert beat.beat() is False and beat.sent == 0
+
+
+def test_a_bigger_job_spaces_its_beats_so_it_offers_what_256_ranks_do(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from holter.ranks import rank_interval
+
+    monkeypatch.delenv("HOLTER_RANK_INTERVAL", raising=False)
+    assert [rank_interval(n) for n in (4, 256, 512, 1024, 100_000)] == [5.0, 5.0, 10.0, 20.0, 60.0]
+    monkeypatch.setenv("HOLTER_RANK_INTERVAL", "2")
+    assert rank_interval(1024) == 2.0

@@ -175,3 +175,33 @@ def test_two_ranks_alone_cannot_say_which_of_them_is_apart() -> None:
     series = losses(2, 100)
     series[1] = {step: value + 1.0 for step, value in series[1].items()}
     assert find_outliers(series, metric="loss", label="loss") == []
+
+
+def test_a_straggler_among_a_thousand_ranks_is_named() -> None:
+    noise = random.Random(1)
+    ranks = [timed(r, 0.020 + noise.uniform(-0.001, 0.001), 0.030, host=f"node-{r // 8}") for r in range(1024)]
+    ranks[517] = timed(517, 0.045, 0.004, host="node-64")
+    found = find_straggler(ranks)
+    assert found is not None and found.ranks == [517]
+
+
+def test_many_lost_ranks_make_a_key_the_store_can_hold() -> None:
+    # issue 43's bench: 95 lost ranks made a key past events.event_key's 400 characters
+    lost = [
+        RankState(rank=r, status="running", step=60, quiet_s=30, silent_s=30, interval_s=5) for r in range(1000, 1300)
+    ]
+    ended = [RankState(rank=r, status="crashed", reason="x") for r in range(1000)]
+    found = find_stopped([*ended, *lost])
+    assert found is not None and len(found.key) <= 400 and found.ranks == list(range(1000, 1300))
+
+
+def test_most_of_a_running_job_silent_at_once_is_the_services_lag_not_lost_ranks() -> None:
+    # a service behind on its beats sees most ranks late together: no rank is dead for that
+    late = [RankState(rank=r, status="running", step=60, quiet_s=1, silent_s=40, interval_s=5) for r in range(600)]
+    heard = [
+        RankState(rank=r, status="running", step=60, quiet_s=1, silent_s=2, interval_s=5) for r in range(600, 1024)
+    ]
+    assert find_stopped([*late, *heard]) is None
+    one_dead = [*heard, late[0]]
+    found = find_stopped(one_dead)
+    assert found is not None and found.event.kind == "rank_lost" and found.ranks == [0]
