@@ -95,12 +95,21 @@ import psycopg
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from holter.ranks import rank_interval
+
 from bench.ingest.run import postgres_database
 from bench.load.run import TICK, FastTrackML, Holter, Service, fml_binary
 from bench.load.wrk import LevelMeter, Watch, postmaster_pid, run_wrk
 from tests.load import rss_mb
 
 RANK_INTERVAL_S = 5.0  # HOLTER_RANK_INTERVAL's default: every rank's beat, and the flush of ranks > 0
+
+
+def interval_for(args: argparse.Namespace, ranks: int) -> float:
+    """The ranks' interval at this level: `--rank-interval`, else the client's own for a job this big."""
+    return float(args.rank_interval) or rank_interval(ranks)
+
+
 RANK0_FLUSH_S = 1.0  # rank 0 flushes every second (the client's default)
 START_STEP = 1_000  # the job is under way: a beat's timing covers its last 200 steps
 TIMINGS = ("holter/dist/step_s", "holter/dist/wait_s", "holter/dist/compute_s")
@@ -502,7 +511,8 @@ def holter_level(args: argparse.Namespace, ranks: int, postmaster: int, tmp: Pat
     with postgres_database() as url:
         log = (args.logs or tmp) / f"holter-{ranks}-{turn}.log"
         # the last of wrk's connections waits for its first slot about this long
-        first_request_s = connections / ((2 * ranks - 1 + args.rank_interval) / args.rank_interval)
+        interval = interval_for(args, ranks)
+        first_request_s = connections / ((2 * ranks - 1 + interval) / interval)
         service = RankedHolter(url, log, args.workers, limit, first_request_s)
         service.start()
         watch = RanksWatch(url)
@@ -510,7 +520,7 @@ def holter_level(args: argparse.Namespace, ranks: int, postmaster: int, tmp: Pat
         try:
             run_id = f"job-{uuid.uuid4().hex[:8]}"
             register_s, register_p95 = register(service, run_id, ranks)
-            plan = schedule(ranks, args.steps_per_s, args.rank_interval, args.seconds, run_id, args.seed + turn)
+            plan = schedule(ranks, args.steps_per_s, interval, args.seconds, run_id, args.seed + turn)
             path = tmp / f"holter-{ranks}.txt"
             write_requests(plan, path, None)
             while watch.backlog(service):
@@ -524,7 +534,7 @@ def holter_level(args: argparse.Namespace, ranks: int, postmaster: int, tmp: Pat
             # the work the load left: requests the service had taken in and not answered when wrk
             # stopped (a saturated service works on for a while), then live detection's backlog
             drain_started = time.monotonic()
-            job = Job(ranks, args.steps_per_s, args.seed, args.rank_interval)
+            job = Job(ranks, args.steps_per_s, args.seed, interval)
             beat = job.beat(0, elapsed, run_id, time.time()).holter
             while not answers_quickly(service, *beat.split("\t", 1)) and time.monotonic() - drain_started < 300:
                 time.sleep(0.5)
@@ -592,7 +602,7 @@ def fml_level(args: argparse.Namespace, ranks: int, postmaster: int, tmp: Path, 
         meter = LevelMeter(service, watch, postmaster)
         try:
             runs = create_fml_runs(service, ranks, per_rank=args.fml_runs == "rank")
-            plan = schedule(ranks, args.steps_per_s, args.rank_interval, args.seconds, "", args.seed + turn)
+            plan = schedule(ranks, args.steps_per_s, interval_for(args, ranks), args.seconds, "", args.seed + turn)
             path = tmp / f"fml-{ranks}.txt"
             write_requests(plan, path, runs)
             load_before = load_average()
@@ -823,9 +833,10 @@ def main() -> None:
     parser.add_argument(
         "--rank-interval",
         type=float,
-        default=RANK_INTERVAL_S,
+        default=0.0,
         help="HOLTER_RANK_INTERVAL on the ranks: seconds between a rank's beats, and between the batches of "
-        "ranks > 0 (rank 0 sends one a second)",
+        "ranks > 0 (rank 0 sends one a second); 0 (default): the client's own for the job's size "
+        "(holter.ranks.rank_interval: 5 s up to 256 ranks, 20 s at 1,024)",
     )
     parser.add_argument("--targets", default="holter,fasttrackml")
     parser.add_argument(
@@ -853,7 +864,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.logs:
         args.logs.mkdir(parents=True, exist_ok=True)
-    if args.seconds < args.rank_interval or args.rank_interval < 1:
+    if args.rank_interval and (args.seconds < args.rank_interval or args.rank_interval < 1):
         parser.error("--rank-interval must be at least 1, and --seconds at least one --rank-interval")
     if args.steps_per_s < 1:
         parser.error("--steps-per-s must be at least 1 (rank 0's batch each second needs a step)")
@@ -865,8 +876,8 @@ def main() -> None:
     postmaster = postmaster_pid()
     limit = f"{args.max_connections}" if args.max_connections else "the job's connections + 64"
     print(
-        f"one job of N ranks, each a beat every {args.rank_interval:g} s and a points batch every "
-        f"{args.rank_interval:g} s "
+        f"one job of N ranks, each a beat and a points batch every "
+        f"{f'{args.rank_interval:g} s' if args.rank_interval else 'interval the client chooses for its size'} "
         f"(rank 0: every 1 s), {args.steps_per_s:g} steps/s; wrk, one thread, {args.connections_per_rank} kept-alive "
         f"connection(s) per rank; {args.seconds:g} s per level, {args.repeats} repeat(s); Holter: fresh database and "
         f"`holter serve` per level ({args.workers} API process(es), live detection and the ranks watch on), "
