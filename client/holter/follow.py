@@ -10,7 +10,11 @@ run gets the same live detection, alerts and dashboard as a run logged by `holte
 
 Resumable: after every batch of points is sent or spooled, how far each file was read and the
 run's id are kept in a small state file; a `holter follow` of the same path after a restart goes
-on from there into the same run (a point read twice is stored once).
+on from there into the same run (a point read twice is stored once). A file cut or replaced
+since (a job re-run with `> log`, noticed by its inode, its size and a checksum of the bytes
+before the offset) is read again from its start, which stderr says. Only regular files are
+opened: a FIFO, a device or a socket given as the path is refused (exit 2), one met while
+following is named and passed over, so Ctrl-C always stops the follower (`holter_readers.paths`).
 
 A distributed job's log (torchrun's `--tee`, or its `[rank${rank}]:` line prefix) is one run, as the
 job itself would make it: the readers give each line's rank, rank 0's values are the run's curves,

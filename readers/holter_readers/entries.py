@@ -65,6 +65,12 @@ class Reader:
         if message not in self.warnings and len(self.warnings) < _MAX_WARNINGS:
             self.warnings.append(message)
 
+    def note(self, message: str) -> None:
+        """Something a user should hear that is no error, even when strict: a file read again
+        from its start (said each time it happens), a line passed over, a path not read."""
+        if len(self.warnings) < _MAX_WARNINGS:
+            self.warnings.append(message)
+
     def admit(self, values: dict[str, float], where: str) -> dict[str, float]:
         """`values` less the metrics beyond `MAX_METRICS` (a problem: see `problem`)."""
         known = self.metrics

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from holter_readers.entries import Reader
+from holter_readers.paths import NOT_REGULAR, is_special, open_regular
 from holter_readers.points import FormatError
 from holter_readers.tabular import CsvReader, JsonlReader
 from holter_readers.tensorboard import TensorBoardReader, event_files, is_event_file
@@ -38,10 +39,11 @@ def format_of(path: Path) -> str | None:
     if path.name == STATE_FILE:
         return "trainer_state"
     if suffix == ".json":
-        if not path.exists():
+        try:
+            with open_regular(path) as handle:
+                head = handle.read(65536)
+        except OSError:  # not there yet, or not a regular file (NotRegularFile)
             return "jsonl"
-        with path.open("rb") as handle:
-            head = handle.read(65536)
         return "trainer_state" if b'"log_history"' in head else "jsonl"
     if suffix in TEXT_SUFFIXES:
         return "textlog"
@@ -60,8 +62,11 @@ def open_reader(
     strict: bool = True,
 ) -> Reader:
     """The reader for `path` (`file_format`: one of READER_FORMATS, default: `format_of`);
-    raises FormatError when it cannot be read."""
+    raises FormatError when it cannot be read, or is there but is neither a regular file nor a
+    folder (a FIFO is never opened: see `holter_readers.paths`)."""
     path = Path(path)
+    if is_special(path):
+        raise FormatError(f"{path} {NOT_REGULAR}: only files and folders are read")
     if pattern is not None or line_format != AUTO:
         file_format = file_format or "textlog"
     chosen = file_format or format_of(path)

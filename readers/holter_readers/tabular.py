@@ -58,7 +58,7 @@ class CsvReader(Reader):
         super().__init__(strict=strict)
         self.path = Path(path)
         self.step_column = step_column
-        self.tail = FileTail(self.path)
+        self.tail = FileTail(self.path, say=self.note)
         self.header: str | None = None
         self.line = 0
         self._plan: _Columns | None = None
@@ -82,7 +82,7 @@ class CsvReader(Reader):
     def read(self, *, final: bool = False) -> Iterator[Entry]:
         where = str(self.path)
         for raw in self.tail.lines(final=final):
-            if self.tail.restarted:  # the file was replaced: its header comes again
+            if self.tail.restarted:  # replaced or cut (the tail said so): its header comes again
                 self.tail.restarted, self.header, self.line, self._plan = False, None, 0, None
             self.line += 1
             if raw is None:
@@ -197,7 +197,7 @@ class JsonlReader(Reader):
         super().__init__(strict=strict)
         self.path = Path(path)
         self.step_column = step_column
-        self.tail = FileTail(self.path)
+        self.tail = FileTail(self.path, say=self.note)
         self.line = 0
 
     def position(self) -> dict[str, Any]:
@@ -216,7 +216,7 @@ class JsonlReader(Reader):
 
     def read(self, *, final: bool = False) -> Iterator[Entry]:
         for raw in self.tail.lines(final=final):
-            if self.tail.restarted:
+            if self.tail.restarted:  # replaced or cut (the tail said so)
                 self.tail.restarted, self.line = False, 0
             index = self.line
             self.line += 1

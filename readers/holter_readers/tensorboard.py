@@ -12,20 +12,31 @@ type. Only rank-0 numeric tensors are read: nothing is ever allocated from a ten
 shape, so a tiny file claiming a huge tensor costs nothing.
 
 A folder is read event file by event file; the files of a subfolder (a run, in TensorBoard's
-words) name their metrics 'subfolder/tag'. A file written by `add_hparams` (its summaries come
-from the hparams plugin) gives the run's config; its scalars are the hparams' `metric_dict`
-final values, not curves, and are skipped.
+words) name their metrics 'subfolder/tag'. Only regular files are read, and nothing below the
+folder that resolves outside it (a symlinked file or folder pointing elsewhere is said once and
+passed over). A file written by `add_hparams` (its summaries come from the hparams plugin) gives
+the run's config; its scalars are the hparams' `metric_dict` final values, not curves, and are
+skipped.
+
+A record's length is bounded before anything is read for it. A record longer than `_MAX_READ`
+holds no scalars (a graph, images, audio) and is skipped unread; a length no event can have
+(`_MAX_RECORD`: a protocol buffer is under 2 GiB, where a damaged or hostile file may claim up to
+2^64 - 1) or a length whose checksum does not match is a damaged file: a follower says so and
+reads the later files (an import stops there). A record not all written yet (the end of a live
+file) is waited for by the file's size alone: its bytes are read once, when they are all there.
 """
 
 from __future__ import annotations
 
+import os
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from holter_readers import protobuf as pb
 from holter_readers.entries import Entry, Reader
+from holter_readers.paths import NOT_REGULAR, inside
 from holter_readers.points import FormatError
 from holter_readers.tail import FileTail
 
@@ -36,8 +47,14 @@ _CRC = struct.Struct("<I")
 _WALL_TIME = struct.Struct("<d")
 _VALUE = struct.Struct("<f")
 _CHUNK = 1 << 20
-# A record longer than this is not an event Holter reads (a graph, an image): skipped unread.
-_MAX_RECORD = 256 << 20
+# The longest record read into memory. A step's scalars come nowhere near it: add_scalar writes
+# ~50 bytes, and even TF1's merge_all, which puts a step's every summary (scalars beside
+# histograms and images) in one event, makes records of a few MiB. A longer record is a graph,
+# images or audio: skipped unread (a seek), so it costs no memory whatever it claims.
+_MAX_READ = 64 << 20
+# No record of an event file is longer: an Event is a protocol buffer, and protocol buffers are
+# under 2 GiB. A longer length is a damaged file (a seek past 2^63 would not even be possible).
+_MAX_RECORD = (2 << 30) - 1
 
 # TensorFlow's DataType numbers (tensorflow/core/framework/types.proto) of the numeric types,
 # with the struct format of one element in `tensor_content` and the repeated field holding the
@@ -124,66 +141,135 @@ def is_event_file(path: Path) -> bool:
     return EVENT_FILE_MARKER in path.name
 
 
-def event_files(path: Path) -> list[Path]:
+def event_files(path: Path, *, passed_over: dict[Path, str] | None = None) -> list[Path]:
     """The event files at `path`: itself, or every one below the folder, in name order (the
-    names start with the time they were created)."""
-    if path.is_dir():
-        return sorted(p for p in path.rglob(f"*{EVENT_FILE_MARKER}*") if p.is_file())
-    return [path]
+    names start with the time they were created).
+
+    Below a folder only regular files are event files, and nothing that resolves outside the
+    folder is read: a symlinked file is read when it resolves inside, a symlinked folder is not
+    walked (the folder it points to is walked as itself when it is inside, so a link back up
+    makes no loop; one pointing outside is passed over). What is passed over, and why, goes into
+    `passed_over` when given.
+    """
+    if not path.is_dir():
+        return [path]
+    skipped: dict[Path, str] = {} if passed_over is None else passed_over
+    found = []
+    folders = [path]
+    while folders:
+        folder = folders.pop()
+        try:
+            with os.scandir(folder) as scanned:
+                entries = list(scanned)
+        except OSError:
+            continue  # gone since, or not ours to read
+        for entry in entries:
+            marked = EVENT_FILE_MARKER in entry.name
+            try:
+                if entry.is_symlink():
+                    if not inside(Path(entry.path), path):
+                        if marked or entry.is_dir():
+                            skipped[Path(entry.path)] = f"resolves outside {path}"
+                        continue
+                    if entry.is_dir():
+                        continue  # the folder it points to is walked as itself
+                if entry.is_dir(follow_symlinks=False):
+                    folders.append(Path(entry.path))
+                elif marked:
+                    if entry.is_file():
+                        found.append(Path(entry.path))
+                    elif os.path.exists(entry.path):  # not a dangling link: a FIFO, a device, a socket
+                        skipped[Path(entry.path)] = NOT_REGULAR
+            except OSError:
+                continue
+    return sorted(found)
 
 
 class EventFile:
-    """One event file, read record by record from where the last read stopped."""
+    """One event file, read record by record from where the last read stopped. `root`: the
+    followed folder it was found in (a file resolving outside it is not read); `say`: told what
+    a user should hear once (a record skipped unread, the file replaced)."""
 
-    def __init__(self, path: Path, prefix: str) -> None:
-        self.tail = FileTail(path)
+    def __init__(
+        self, path: Path, prefix: str, *, root: Path | None = None, say: Callable[[str], None] | None = None
+    ) -> None:
+        self.tail = FileTail(path, root=root, say=say)
         self.prefix = prefix
+        self.say = say
         self.hparams = False  # written by add_hparams: its scalars are not curves
         self.broken: str | None = None
+        # the file size that holds the whole record being written at the offset: until the file
+        # is that long, nothing is read again
+        self.waiting: int | None = None
+        self._said_large = False
 
     def records(self) -> Iterator[tuple[bytes, int]]:
         """(data, its masked CRC-32C) of every whole record after the offset; the offset moves
         past a record once the caller takes the next one. Raises FormatError on a damaged
         length; the caller checks the data's checksum (only records with scalars in them are
         worth the pure-Python checksum)."""
+        if self.waiting is not None and self.tail.short_of(self.waiting):
+            return  # the record at the offset is still being written
+        self.waiting = None
         handle = self.tail.open()
         if handle is None:
             return
+        self.tail.restarted = False  # replaced or cut (the tail said so): its records simply come again
         with handle:
-            buffer = b""
-            start = 0
-            while True:
-                if len(buffer) - start < _HEADER.size + 4:
-                    more = handle.read(_CHUNK)
-                    if not more:
-                        return  # the rest is not written yet (or, when final, a torn last record)
-                    buffer = buffer[start:] + more
-                    start = 0
-                    continue
-                length, length_crc = _HEADER.unpack_from(buffer, start)
-                if _length_crc(buffer[start : start + 8]) != length_crc:
-                    raise FormatError(
-                        f"{self.tail.path}: damaged record at byte {self.tail.offset} (length checksum mismatch)"
-                    )
-                size = _HEADER.size + length + 4
-                if length > _MAX_RECORD:
-                    handle.seek(self.tail.offset + size)
-                    if handle.tell() > self.tail.size():
-                        return  # not all there yet
-                    self.tail.offset += size
+            try:
+                yield from self._records(handle)
+            finally:
+                self.tail.mark(handle)
+
+    def _records(self, handle: Any) -> Iterator[tuple[bytes, int]]:
+        tail = self.tail
+        buffer = b""
+        start = 0
+        while True:
+            if len(buffer) - start < _HEADER.size:
+                more = handle.read(_CHUNK)
+                if not more:
+                    return  # the rest is not written yet (or, when final, a torn last record)
+                buffer = buffer[start:] + more
+                start = 0
+                continue
+            length, length_crc = _HEADER.unpack_from(buffer, start)
+            if _length_crc(buffer[start : start + 8]) != length_crc:
+                raise FormatError(f"{tail.path}: damaged record at byte {tail.offset} (length checksum mismatch)")
+            if length > _MAX_RECORD:
+                raise FormatError(
+                    f"{tail.path}: damaged record at byte {tail.offset} (it claims {length:,} bytes; "
+                    "no event is 2 GiB or longer)"
+                )
+            size = _HEADER.size + length + 4
+            if len(buffer) - start < size:
+                end = tail.offset + size
+                if os.fstat(handle.fileno()).st_size < end:
+                    self.waiting = end  # not all written yet: its bytes are read once they are
+                    return
+                if length > _MAX_READ:
+                    self._skip_large(length)
+                    tail.offset = end
+                    handle.seek(end)
                     buffer, start = b"", 0
                     continue
-                while len(buffer) - start < size:
-                    more = handle.read(max(_CHUNK, size))
-                    if not more:
-                        return
-                    buffer = buffer[start:] + more
-                    start = 0
-                data = buffer[start + _HEADER.size : start + _HEADER.size + length]
-                (data_crc,) = _CRC.unpack_from(buffer, start + _HEADER.size + length)
-                start += size
-                yield data, data_crc
-                self.tail.offset += size
+                buffer = buffer[start:] + handle.read(size - (len(buffer) - start))
+                start = 0
+                if len(buffer) < size:
+                    return  # cut since its size was taken: the next read starts over
+            data = buffer[start + _HEADER.size : start + _HEADER.size + length]
+            (data_crc,) = _CRC.unpack_from(buffer, start + _HEADER.size + length)
+            start += size
+            yield data, data_crc
+            tail.offset += size
+
+    def _skip_large(self, length: int) -> None:
+        if not self._said_large and self.say is not None:
+            self.say(
+                f"{self.tail.path}: a record of {length / (1 << 20):,.0f} MiB at byte {self.tail.offset}, longer "
+                f"than the {_MAX_READ >> 20} MiB an event with scalars holds (a graph, images, audio): skipped unread"
+            )
+        self._said_large = True
 
 
 class TensorBoardReader(Reader):
@@ -200,6 +286,7 @@ class TensorBoardReader(Reader):
         self.discover = discover
         self.files: dict[str, EventFile] = {}
         self._kept: dict[str, dict[str, Any]] = {}
+        self._passed_over: set[Path] = set()  # said once each
 
     def add_file(self, path: Path, prefix: str = "") -> None:
         """Read `path` too, its metrics named 'prefix' + tag."""
@@ -207,8 +294,8 @@ class TensorBoardReader(Reader):
         if key not in self.files:
             self.files[key] = self._event_file(Path(path), prefix, key)
 
-    def _event_file(self, path: Path, prefix: str, key: str) -> EventFile:
-        event_file = EventFile(path, prefix)
+    def _event_file(self, path: Path, prefix: str, key: str, *, root: Path | None = None) -> EventFile:
+        event_file = EventFile(path, prefix, root=root, say=self.note)
         kept = self._kept.pop(key, None)
         if kept:
             event_file.tail.restore(kept)
@@ -223,11 +310,16 @@ class TensorBoardReader(Reader):
         if not self.path.is_dir():
             self.add_file(self.path)
             return
-        for file in event_files(self.path):
+        passed_over: dict[Path, str] = {}
+        for file in event_files(self.path, passed_over=passed_over):
             key = file.relative_to(self.path).as_posix()
             if key not in self.files:
                 run = file.parent.relative_to(self.path).as_posix()
-                self.files[key] = self._event_file(file, "" if run == "." else f"{run}/", key)
+                self.files[key] = self._event_file(file, "" if run == "." else f"{run}/", key, root=self.path)
+        for path, why in passed_over.items():
+            if path not in self._passed_over:
+                self._passed_over.add(path)
+                self.note(f"{path} {why}; it is not read")
 
     def read(self, *, final: bool = False) -> Iterator[Entry]:
         self._discover()
@@ -275,8 +367,8 @@ class TensorBoardReader(Reader):
     def restore(self, position: dict[str, Any]) -> None:
         self._kept = dict(position.get("files") or {})
         self.config.update(position.get("config") or {})
-        for key in list(self.files):
-            self.files[key] = self._event_file(self.files[key].tail.path, self.files[key].prefix, key)
+        for key, kept in list(self.files.items()):
+            self.files[key] = self._event_file(kept.tail.path, kept.prefix, key, root=kept.tail.root)
 
     def written(self) -> object:
         self._discover()

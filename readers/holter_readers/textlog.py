@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from holter_readers.entries import Entry, Reader
+from holter_readers.paths import NotRegularFile, open_regular
 from holter_readers.points import FormatError, parse_number
 from holter_readers.tail import FileTail
 
@@ -60,7 +61,19 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 # the match is one pass over at most 66 characters, however the line goes on.
 _RANK_PREFIX = re.compile(r"\[([\w.\-]{1,64})\]:", re.ASCII)
 _RANK_DIGITS = 6  # ranks up to 999,999: a longer number is something else in brackets
-_NUMBER = r"[-+]?(?:\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|NAN|inf|Inf|INF|infinity|Infinity)"
+# A number as logs print it. Each string of digits, commas and dots is split between the parts of
+# the pattern in one way only (the fraction needs its dot): a pattern that could split "1111" in
+# n ways backtracks through all of them before giving up on a line, in O(n^2) or worse.
+_NUMBER = (
+    r"[-+]?(?:\d[\d,]*(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?"
+    r"|nan|NaN|NAN|inf|Inf|INF|infinity|Infinity)"
+)
+# A step as printed: 18 digits at most (a step is under 2^63), so a line of digits never makes an
+# int Python refuses to parse (over 4,300 digits) or the service refuses to store.
+_STEP = r"\d{1,18}"
+# The longest text log line read: metrics lines are far shorter (Megatron's, the longest, ~1 KB;
+# the HF Trainer's dict of a few hundred metrics ~16 KB); a longer one is passed over unread.
+MAX_LINE = 64 << 10
 _SUFFIXES = {"k": 1e3, "K": 1e3, "m": 1e6, "M": 1e6, "g": 1e9, "G": 1e9, "b": 1e9, "B": 1e9, "t": 1e12, "T": 1e12}
 
 
@@ -141,9 +154,9 @@ def _nanogpt(line: str, state: LineState) -> Entry | None:
 
 
 _NANOGPT_ITER = re.compile(
-    rf"^iter (?P<step>\d+): loss (?P<loss>{_NUMBER}), time (?P<time>{_NUMBER})ms, mfu (?P<mfu>{_NUMBER})%"
+    rf"^iter (?P<step>{_STEP}): loss (?P<loss>{_NUMBER}), time (?P<time>{_NUMBER})ms, mfu (?P<mfu>{_NUMBER})%"
 )
-_NANOGPT_EVAL = re.compile(rf"^step (?P<step>\d+): train loss (?P<train>{_NUMBER}), val loss (?P<val>{_NUMBER})")
+_NANOGPT_EVAL = re.compile(rf"^step (?P<step>{_STEP}): train loss (?P<train>{_NUMBER}), val loss (?P<val>{_NUMBER})")
 
 
 def llmc_main_log_line(line: str) -> tuple[int, list[tuple[str, str]]] | None:
@@ -186,9 +199,9 @@ def _llmc(line: str, state: LineState) -> Entry | None:
     return None
 
 
-_LLMC_MAIN_LOG = re.compile(r"^s:(?P<step>\d+)(?P<fields>(?:\s+[A-Za-z_]\w*:\S+)+)\s*$")
+_LLMC_MAIN_LOG = re.compile(rf"^s:(?P<step>{_STEP})(?P<fields>(?:\s+[A-Za-z_]\w*:\S+)+)\s*$")
 _LLMC_FIELD = re.compile(r"([A-Za-z_]\w*):(\S+)")
-_LLMC_STEP = re.compile(r"^step\s+(?P<step>\d+)/\d+\s*\|(?P<rest>.*)$")
+_LLMC_STEP = re.compile(rf"^step\s+(?P<step>{_STEP})/\d+\s*\|(?P<rest>.*)$")
 _LLMC_PARTS = (
     (re.compile(rf"^(?:train )?loss ({_NUMBER})"), "trl", 1.0),
     (re.compile(rf"^norm ({_NUMBER})"), "norm", 1.0),
@@ -232,9 +245,10 @@ def _megatron(line: str, state: LineState) -> Entry | None:
     return None
 
 
-_MEGATRON_ITERATION = re.compile(r"\biteration\s+(?P<step>\d+)\s*/\s*\d+\s*\|(?P<rest>.*)$")
+_MEGATRON_ITERATION = re.compile(rf"\biteration\s+(?P<step>{_STEP})\s*/\s*\d+\s*\|(?P<rest>.*)$")
 _MEGATRON_VALIDATION = re.compile(
-    r"\bvalidation(?:-\d+)? loss at iteration (?P<step>\d+)(?: on (?P<split>validation|test) set)?\s*\|(?P<rest>.*)$"
+    rf"\bvalidation(?:-\d+)? loss at iteration (?P<step>{_STEP})"
+    r"(?: on (?P<split>validation|test) set)?\s*\|(?P<rest>.*)$"
 )
 # Megatron's printed names → the names it gives the same values in TensorBoard and W&B
 # (training.py training_log), with the factor to its TensorBoard unit.
@@ -271,7 +285,28 @@ def _nemo(line: str, state: LineState) -> Entry | None:
     return _entry(state, step, values)
 
 
-_NEMO = re.compile(r"\bTraining epoch \d+, iteration (?P<step>\d+)/\d+\s*(?P<rest>\|.*)$")
+_NEMO = re.compile(rf"\bTraining epoch \d+, iteration (?P<step>{_STEP})/\d+\s*(?P<rest>\|.*)$")
+
+
+class _NamePattern:
+    """`name <separator> value` pairs as `_named_values` reads them, from the parts of the pattern
+    `({name_start}{name_char}*){gap}[{separators}]{value}` (`value` holds one group, the value);
+    `other_name_char`: the name characters that are not a `name_start`."""
+
+    def __init__(
+        self, *, name_start: str, name_char: str, other_name_char: str, gap: str, separators: str, value: str
+    ) -> None:
+        self.separators = separators
+        self.separator = re.compile(f"[{separators}]")
+        self.name_start = re.compile(name_start)
+        self.value = re.compile(value)
+        # the text before a separator, read backwards: the gap, then the name's characters
+        self.name_backwards = re.compile(f"{gap}({name_char}*)")
+        # a whole run of name characters (never one from inside a run) before a separator, its
+        # name from its first `name_start`: each run is tried once, and split in one way only
+        self.runs = re.compile(
+            f"(?<!{name_char})(?:{other_name_char})*({name_start}{name_char}*){gap}{self.separator.pattern}{value}"
+        )
 
 
 def _torchtitan(line: str, state: LineState) -> Entry | None:
@@ -281,7 +316,7 @@ def _torchtitan(line: str, state: LineState) -> Entry | None:
         return None
     validation = match["validate"] is not None
     values: dict[str, float | None] = {}
-    for name, text in _TORCHTITAN_FIELD.findall(match["rest"]):
+    for name, text in _named_values(match["rest"], _TORCHTITAN_FIELD):
         if name == "memory":
             memory = _TORCHTITAN_MEMORY.match(text)
             if memory:
@@ -297,8 +332,11 @@ def _torchtitan(line: str, state: LineState) -> Entry | None:
     return _entry(state, int(match["step"]), values)
 
 
-_TORCHTITAN = re.compile(r"\b(?P<validate>validate )?step:\s*(?P<step>\d+)\s+(?P<rest>loss:.*)$")
-_TORCHTITAN_FIELD = re.compile(r"([A-Za-z_]\w*):\s*(\S+)")
+_TORCHTITAN = re.compile(rf"\b(?P<validate>validate )?step:\s*(?P<step>{_STEP})\s+(?P<rest>loss:.*)$")
+# `name: value`, the name `[A-Za-z_]\w*` right before the colon (see `_named_values`)
+_TORCHTITAN_FIELD = _NamePattern(
+    name_start="[A-Za-z_]", name_char=r"\w", other_name_char=r"[^\W_A-Za-z]", gap="", separators=":", value=r"\s*(\S+)"
+)
 _TORCHTITAN_MEMORY = re.compile(rf"({_NUMBER})GiB\(({_NUMBER})%\)")
 # torchtitan's printed names → the names of the same values in its metrics dict
 # (torchtitan/components/metrics.py MetricsProcessor.log).
@@ -337,7 +375,7 @@ def _hf(line: str, state: LineState) -> Entry | None:
     return _entry(state, step, values)
 
 
-_HF_BAR = re.compile(r"\|\s*(\d+)/(\d+)\s*\[")
+_HF_BAR = re.compile(rf"\|\s*({_STEP})/({_STEP})\s*\[")
 _HF_PAIR = re.compile(rf"'([^']+)':\s*('?)({_NUMBER})\2")
 
 
@@ -348,7 +386,7 @@ def _keyvalue(line: str, state: LineState) -> Entry | None:
     step = int(match["step"])
     rest = line[: match.start()] + " | " + line[match.end() :]
     values: dict[str, float | None] = {}
-    explicit = _KV_EXPLICIT.findall(rest)
+    explicit = _named_values(rest, _KV_EXPLICIT)
     if explicit:
         for name, text in explicit:
             values[name] = quantity(text)
@@ -364,14 +402,66 @@ def _keyvalue(line: str, state: LineState) -> Entry | None:
 
 
 _KV_STEP_WORDS = ("step", "iter", "iteration", "it", "global_step")
+# The step's word, then its number; `\s*(?:[:=]\s*)?` (not `\s*[:=]?\s*`, two runs of spaces that
+# could share a long gap in n ways) so that a line of `step` and spaces is read in one pass.
 _KV_STEP = re.compile(
-    r"(?:^|(?<=[\s|,\[(]))(?:step|iter|iteration|global_step)\s*[:=]?\s*(?P<step>\d+)(?:\s*/\s*\d+)?(?=$|[\s|,:\])])",
+    rf"(?:^|(?<=[\s|,\[(]))(?:step|iter|iteration|global_step)\s*(?:[:=]\s*)?(?P<step>{_STEP})(?:\s*/\s*\d+)?"
+    r"(?=$|[\s|,:\])])",
     re.IGNORECASE,
 )
 _VALUE = rf"{_NUMBER}[kKmMgGbBtT%]?"
-_KV_EXPLICIT = re.compile(rf"([A-Za-z][\w/.\-]*)\s*[:=]\s*({_VALUE})(?![\w.])")
+# `name=value` or `name: value`, the name `[A-Za-z][\w/.\-]*` (see `_named_values`)
+_KV_EXPLICIT = _NamePattern(
+    name_start="[A-Za-z]",
+    name_char=r"[\w/.\-]",
+    other_name_char=r"[^\WA-Za-z]|[/.\-]",
+    gap=r"\s*",
+    separators=":=",
+    value=rf"\s*({_VALUE})(?![\w.])",
+)
 _KV_SPLIT = re.compile(r"\s*(?:\||,|\t|\s{2,})\s*")
-_KV_PAIR = re.compile(rf"^(?P<name>[A-Za-z][\w/.\-]*(?: [A-Za-z][\w/.\-]*)?)\s+(?P<value>{_VALUE})(?:\s*\w+)?$")
+# `name value [unit]`: a unit right after the value starts with a letter (`12ms`), so that the
+# value's digits and the unit's are never split between them in every possible way.
+_KV_PAIR = re.compile(
+    rf"^(?P<name>[A-Za-z][\w/.\-]*(?: [A-Za-z][\w/.\-]*)?)\s+(?P<value>{_VALUE})(?:\s+\w+|[^\W\d]\w*)?$"
+)
+
+
+def _named_values(text: str, pattern: _NamePattern) -> list[tuple[str, str]]:
+    """Each (name, value text) of `text`, found the way `re.findall` finds them with a pattern of
+    a name, a separator and a value, but in one pass over the line.
+
+    Such a `findall` pattern starts again at every character of a long word and scans the rest of
+    the word each time: O(n^2) on a line of one word (a 32k-character line took 20 s). Here a
+    pattern of whole runs of name characters finds the pairs of most lines at once; when it does
+    not account for every separator (a pair glued to the value before it, `a=1-b=2`, whose name
+    starts inside a run; a separator without a name or a value), each separator is looked at
+    once: the name is the run of name characters just before it (read backwards, never past the
+    previous separator or pair, which `findall` would not reach back to either), from the run's
+    first character that may start a name, and the value is matched after it.
+    """
+    separators = sum(map(text.count, pattern.separators))
+    if not separators:
+        return []
+    pairs: list[tuple[str, str]] = pattern.runs.findall(text)
+    if len(pairs) == separators:
+        return pairs
+    pairs = []
+    floor = position = 0
+    while True:
+        found = pattern.separator.search(text, position)
+        if found is None:
+            return pairs
+        at = found.start()
+        run = pattern.name_backwards.match(text[floor:at][::-1])
+        name = run[1][::-1] if run else ""
+        start = pattern.name_start.search(name)
+        value = pattern.value.match(text, found.end()) if start is not None else None
+        if start is None or value is None:
+            floor = position = at + 1  # what follows may hold the next name
+            continue
+        pairs.append((name[start.start() :], value[1]))
+        floor = position = value.end()
 
 
 def _ms(text: str) -> float | None:
@@ -380,6 +470,8 @@ def _ms(text: str) -> float | None:
 
 
 def _entry(state: LineState, step: int, values: dict[str, float | None], *, keep_step: bool = False) -> Entry | None:
+    if not -(2**63) <= step < 2**63:
+        return None  # not a step (NeMo's `global_step: 1e30`): no point could be stored at it
     kept = {name: value for name, value in values.items() if value is not None}
     if not keep_step:
         state.step = step
@@ -450,7 +542,8 @@ class TextLogReader(Reader):
     def __init__(self, path: Path, *, line_format: str = AUTO, pattern: str | None = None, strict: bool = True) -> None:
         super().__init__(strict=strict)
         self.path = Path(path)
-        self.tail = FileTail(self.path)
+        self.tail = FileTail(self.path, say=self.note)
+        self._said_long = False
         if pattern is not None:
             self.line_format: LineFormat | None = pattern_format(pattern)
         elif line_format == AUTO:
@@ -510,10 +603,15 @@ class TextLogReader(Reader):
         return self.ended_in_traceback
 
     def read(self, *, final: bool = False) -> Iterator[Entry]:
-        for raw in self.tail.lines(final=final, carriage_returns=True):
-            if self.tail.restarted:
+        for raw in self.tail.lines(final=final, carriage_returns=True, max_line=MAX_LINE):
+            if self.tail.restarted:  # cut or replaced (the tail said so): a new log, read from its start
                 self.tail.restarted, self.states, self.ended_in_traceback = False, {}, False
             if raw is None:
+                if not self._said_long:
+                    self._said_long = True
+                    self.note(
+                        f"{self.path}: a line longer than {MAX_LINE >> 10} KiB is not a metrics line; passed over"
+                    )
                 continue
             rank, line = rank_prefix(raw.decode("utf-8", "replace").strip())
             if not line:
@@ -549,7 +647,11 @@ class TextLogReader(Reader):
 
 
 def sniff_text_log(path: Path, *, head_bytes: int = 1 << 16) -> LineFormat | None:
-    """The built-in format of the first metrics line in the file's head, or None."""
-    with path.open("rb") as handle:
-        head = handle.read(head_bytes).decode("utf-8", "replace")
+    """The built-in format of the first metrics line in the file's head, or None (also for a
+    path that is not a regular file, which is never opened)."""
+    try:
+        with open_regular(path) as handle:
+            head = handle.read(head_bytes).decode("utf-8", "replace")
+    except NotRegularFile:
+        return None
     return detect_line_format(re.split(r"[\r\n]+", head))

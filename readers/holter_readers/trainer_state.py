@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from holter_readers.entries import Entry, Reader
+from holter_readers.paths import NotRegularFile, inside, open_regular
 from holter_readers.points import FormatError
 from holter_readers.tabular import entry_of_record, load_json
 
@@ -26,21 +27,26 @@ MAX_STATE_BYTES = 1 << 30
 MAX_CONFIG_BYTES = 16 << 20
 
 
-def state_file(path: Path) -> Path | None:
+def state_file(path: Path, *, passed_over: dict[Path, str] | None = None) -> Path | None:
     """The trainer_state.json to read for `path`: the file itself, the one in the folder, or the
-    newest checkpoint's (`checkpoint-N/`, highest N); None when there is none (yet)."""
+    newest checkpoint's (`checkpoint-N/`, highest N); None when there is none (yet). In a folder,
+    only a regular file that resolves inside the folder is read (a checkpoint linked from
+    elsewhere is not: it goes into `passed_over`, with why, when given)."""
     if path.is_file():
         return path
     if not path.is_dir():
         return None
-    own = path / STATE_FILE
     checkpoints = sorted(
         ((int(m[1]), p) for p in path.iterdir() if (m := _CHECKPOINT.match(p.name)) and (p / STATE_FILE).is_file()),
         reverse=True,
     )
-    if checkpoints:
-        return checkpoints[0][1] / STATE_FILE
-    return own if own.is_file() else None
+    own = path / STATE_FILE
+    for candidate in [folder / STATE_FILE for _, folder in checkpoints] + ([own] if own.is_file() else []):
+        if inside(candidate, path):
+            return candidate
+        if passed_over is not None:
+            passed_over[candidate] = f"resolves outside {path}"
+    return None
 
 
 def is_trainer_state_folder(path: Path) -> bool:
@@ -57,7 +63,7 @@ def model_config(state: Path) -> dict[str, Any]:
         return {}
     if candidate.stat().st_size > MAX_CONFIG_BYTES:
         raise FormatError(f"{candidate}: larger than {MAX_CONFIG_BYTES >> 20} MiB; not a model config")
-    loaded = load_json(candidate.read_bytes(), str(candidate))
+    loaded = load_json(_read_regular(candidate), str(candidate))
     if not isinstance(loaded, dict):
         raise FormatError(f"{candidate}: not a JSON object (a model config is one)")
     return loaded
@@ -77,6 +83,7 @@ class TrainerStateReader(Reader):
         self.entries = 0  # how many entries of the history were read
         self._seen: tuple[str, int, int] | None = None  # (file, size, mtime) last read
         self._done = 0.0
+        self._passed_over: set[Path] = set()  # said once each
 
     def position(self) -> dict[str, Any]:
         return {"entries": self.entries}
@@ -97,7 +104,12 @@ class TrainerStateReader(Reader):
         return (str(state), stat.st_size, stat.st_mtime_ns) if stat else None
 
     def read(self, *, final: bool = False) -> Iterator[Entry]:
-        state = state_file(self.path)
+        passed_over: dict[Path, str] = {}
+        state = state_file(self.path, passed_over=passed_over)
+        for path, why in passed_over.items():
+            if path not in self._passed_over:
+                self._passed_over.add(path)
+                self.note(f"{path} {why}; it is not read")
         if state is None:
             if final:
                 raise FormatError(f"{self.path}: no {STATE_FILE} here")
@@ -112,7 +124,7 @@ class TrainerStateReader(Reader):
         if stat.st_size > MAX_STATE_BYTES:
             raise FormatError(f"{state}: larger than {MAX_STATE_BYTES >> 30} GiB; not a trainer state")
         try:
-            loaded = load_json(state.read_bytes(), str(state))
+            loaded = load_json(_read_regular(state), str(state))
         except FormatError:
             if final or self.strict:
                 raise
@@ -140,3 +152,13 @@ class TrainerStateReader(Reader):
             if entry is not None:
                 yield Entry(entry.step, entry.wall_time, self.admit(entry.values, str(state)))
         self._done = 1.0
+
+
+def _read_regular(path: Path) -> bytes:
+    """The bytes of a file checked to be regular, read without ever blocking on a FIFO swapped in
+    since (`holter_readers.paths`): one is a FormatError."""
+    try:
+        with open_regular(path) as handle:
+            return handle.read()
+    except NotRegularFile as exc:
+        raise FormatError(str(exc)) from None

@@ -2,7 +2,8 @@
 training job does, `holter follow` in a process of its own, and a real webhook receiver on loopback.
 The points show up while the writer runs, the planted problem is named and alerted, the run ends
 when the writer does (crashed when its log ends in a traceback), and a follower killed midway
-goes on where it stopped."""
+goes on where it stopped; a log truncated and written again is read again from its start, and
+a FIFO is never opened (given, appearing at the path, or in a followed folder)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -325,3 +327,82 @@ def test_a_job_dying_before_its_first_metrics_line_still_gets_a_crashed_run(
     assert follower.wait(60) == 0, follower.stderr.read()
     assert the_run(follow_server, project)["status"] == "crashed"
     wait_until(lambda: alerted(receiver, "run_crashed"))
+
+
+def test_a_log_truncated_and_written_again_is_read_again_from_its_start(
+    follow_server: ServerProcess, project: str, tmp_path: Path
+) -> None:
+    """Issue 47: a job re-run with `> train.log` while no follower ran. The log keeps its inode and
+    has grown past the old offset by the time it is followed again: it used to go on from that
+    offset (195 of 300 points stored, steps 0-104 lost, nothing said)."""
+    path = tmp_path / "train.log"
+    path.write_text("".join(f"step {s} | loss 3.0 | tok/s 51k\n" for s in range(1000, 1105)))
+    first = start_follow(follow_server, path, project, tmp_path)
+    wait_until(lambda: counts(the_run(follow_server, project)).get("loss") == 105)
+    first.send_signal(signal.SIGINT)
+    assert first.wait(60) == 130
+    inode = path.stat().st_ino
+    with path.open("w") as handle:  # truncated in place, then the new job's 300 steps
+        handle.write("".join(f"step {s} | loss 2.0 | tok/s 50k\n" for s in range(300)))
+    assert path.stat().st_ino == inode
+    again = start_follow(follow_server, path, project, tmp_path, "--idle", "1")
+    assert again.wait(60) == 0
+    run = the_run(follow_server, project)
+    loss = httpx.get(f"{follow_server.url}/api/v1/runs/{run['id']}/metrics/loss/points").json()
+    assert loss["steps"] == [*range(300), *range(1000, 1105)]
+    assert counts(run) == {"loss": 405, "tok/s": 405}
+    said = again.stderr.read()
+    assert said.count("was truncated or replaced; reading it again from the start") == 1, said
+
+
+def stopped_within(process: subprocess.Popen[str], seconds: float) -> int | None:
+    """The exit status, or None when it did not exit in time (then it is killed: the test never hangs)."""
+    try:
+        return process.wait(seconds)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(30)
+        return None
+
+
+def test_a_fifo_given_to_follow_is_refused_at_once(follow_server: ServerProcess, project: str, tmp_path: Path) -> None:
+    fifo = tmp_path / "train.log"
+    os.mkfifo(fifo)
+    follower = start_follow(follow_server, fifo, project, tmp_path, "--idle", "1")
+    assert stopped_within(follower, 30) == 2  # it used to block in open() for good
+    assert "is not a regular file (a FIFO, a device or a socket)" in follower.stderr.read()
+    assert the_run(follow_server, project) is None
+
+
+def test_a_fifo_appearing_at_the_followed_path_is_not_opened_and_sigterm_still_stops(
+    follow_server: ServerProcess, project: str, tmp_path: Path
+) -> None:
+    fifo = tmp_path / "train.log"
+    follower = start_follow(follow_server, fifo, project, tmp_path)
+    assert "→ run" in follower.stderr.readline()  # following (the path was not there yet)
+    os.mkfifo(fifo)
+    time.sleep(1.5)  # a few polls (0.3 s): each used to open() the FIFO, and stay there
+    follower.send_signal(signal.SIGTERM)
+    assert stopped_within(follower, 30) == 130
+    assert "is not a regular file (a FIFO, a device or a socket); it is not read" in follower.stderr.read()
+
+
+def test_a_folder_with_fifos_in_it_is_followed_past_them(
+    follow_server: ServerProcess, project: str, tmp_path: Path
+) -> None:
+    event_file_writer = pytest.importorskip("tensorboard.summary.writer.event_file_writer")
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+
+    logdir = tmp_path / "runs"
+    logdir.mkdir()
+    writer = event_file_writer.EventFileWriter(str(logdir))
+    for step in range(20):
+        value = summary_pb2.Summary.Value(tag="loss", simple_value=1.0 / (1 + step))
+        writer.add_event(event_pb2.Event(step=step, wall_time=1.7e9 + step, summary=summary_pb2.Summary(value=[value])))
+    writer.close()
+    os.mkfifo(logdir / "train.log")
+    os.mkfifo(logdir / "events.out.tfevents.9999999999.fifo")
+    follower = start_follow(follow_server, logdir, project, tmp_path, "--idle", "1")
+    assert stopped_within(follower, 60) == 0
+    assert "events.out.tfevents.9999999999.fifo is not a regular file" in follower.stderr.read()
+    assert counts(the_run(follow_server, project)) == {"loss": 20}

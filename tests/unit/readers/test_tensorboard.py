@@ -1,10 +1,15 @@
 """The standard-library TensorBoard reader against the `tensorboard` package's own reader, on files
-written by torch's SummaryWriter, TensorBoard's writer and its TF2-style tensor summaries."""
+written by torch's SummaryWriter, TensorBoard's writer and its TF2-style tensor summaries; and on
+hostile files: lengths no event has, huge and torn records, links out of the folder, FIFOs."""
 
 from __future__ import annotations
 
 import math
+import os
+import struct
 import time
+import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -184,3 +189,123 @@ def test_checksums_are_tensorflows() -> None:
 
 def test_events_without_a_summary_are_passed_over() -> None:
     assert decode_event(event_pb2.Event(wall_time=1.0, file_version="brain.Event:2").SerializeToString()) is None
+
+
+def record(data: bytes, *, length: int | None = None) -> bytes:
+    """One TFRecord of `data`, its length (as claimed: `length`, a lie a hostile file may tell)
+    with a checksum that matches it."""
+    header = struct.pack("<Q", len(data) if length is None else length)
+    return header + struct.pack("<I", masked_crc32c(header)) + data + struct.pack("<I", masked_crc32c(data))
+
+
+def scalars(steps: range, tag: str = "loss") -> bytes:
+    return b"".join(
+        record(
+            event_pb2.Event(
+                step=s,
+                wall_time=1.7e9 + s,
+                summary=summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag=tag, simple_value=s)]),
+            ).SerializeToString()
+        )
+        for s in steps
+    )
+
+
+def peak_bytes_while(work: Callable[[], object]) -> int:
+    tracemalloc.start()
+    try:
+        work()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_length_beyond_any_event_ends_that_file_and_the_later_files_are_read(tmp_path: Path) -> None:
+    """A record claiming 2^63 bytes (with a matching length checksum) used to end the follower:
+    the seek past it overflowed, and the later event file was never read (issue 47)."""
+    header = struct.pack("<Q", 2**63)
+    hostile = header + struct.pack("<I", masked_crc32c(header)) + b"junk" * 8
+    (tmp_path / "events.out.tfevents.1.a").write_bytes(scalars(range(5)) + hostile + scalars(range(5, 8)))
+    (tmp_path / "events.out.tfevents.2.b").write_bytes(scalars(range(100, 103)))
+    reader = TensorBoardReader(tmp_path, strict=False)
+    assert [e.step for e in reader.read()] == [0, 1, 2, 3, 4, 100, 101, 102]
+    (warning,) = reader.warnings
+    assert "events.out.tfevents.1.a: damaged record at byte" in warning and "9,223,372,036,854,775,808 bytes" in warning
+    with pytest.raises(FormatError, match="no event is 2 GiB or longer"):
+        list(TensorBoardReader(tmp_path).read(final=True))  # an import stops there
+
+
+def test_a_record_longer_than_64_mib_is_skipped_unread_and_the_rest_of_the_file_read(tmp_path: Path) -> None:
+    """A 100 MiB record of junk (a sparse file: no disk spent) is passed by a seek: it used to be
+    read whole (three times its size in memory) and then end the file (issue 47)."""
+    path = tmp_path / "events.out.tfevents.1.host"
+    big = 100 << 20
+    header = struct.pack("<Q", big)
+    with path.open("wb") as handle:
+        handle.write(scalars(range(3)) + header + struct.pack("<I", masked_crc32c(header)))
+        handle.seek(big + 4, os.SEEK_CUR)  # the junk: a hole, and a data checksum of zeros
+        handle.write(scalars(range(3, 6)))
+    reader = TensorBoardReader(tmp_path, strict=False)
+    steps: list[int] = []
+    assert peak_bytes_while(lambda: steps.extend(e.step for e in reader.read())) < 8 << 20
+    assert steps == list(range(6))
+    (note,) = reader.warnings
+    assert "a record of 100 MiB at byte" in note and "skipped unread" in note
+
+
+def test_a_torn_record_is_waited_for_by_the_size_alone(tmp_path: Path) -> None:
+    """The end of a live file: a 4 MiB record of which 2.5 MiB are written. It used to be read
+    again, whole as far as written, at every poll; now only the file's size is looked at until
+    the record is all there, and then it is read once."""
+    path = tmp_path / "events.out.tfevents.1.host"
+    blob = event_pb2.Event(
+        step=9,
+        summary=summary_pb2.Summary(
+            value=[
+                summary_pb2.Summary.Value(
+                    tag="img", image=summary_pb2.Summary.Image(encoded_image_string=b"x" * (4 << 20))
+                )
+            ]
+        ),
+    ).SerializeToString()
+    torn = record(blob)
+    path.write_bytes(scalars(range(3)) + torn[: 5 << 19])
+    reader = TensorBoardReader(tmp_path)
+    assert [e.step for e in reader.read()] == [0, 1, 2]
+    for _ in range(3):
+        assert peak_bytes_while(lambda: list(reader.read())) < 256 << 10
+    with path.open("ab") as handle:
+        handle.write(torn[5 << 19 :] + scalars(range(3, 5)))
+    assert [e.step for e in reader.read()] == [3, 4]
+
+
+def test_event_files_below_the_folder_that_resolve_outside_it_are_not_read(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "run").mkdir(parents=True)
+    (elsewhere / "events.out.tfevents.1.x").write_bytes(scalars(range(3), "secret"))
+    (elsewhere / "run" / "events.out.tfevents.1.y").write_bytes(scalars(range(3), "secret"))
+    logdir = tmp_path / "logdir"
+    (logdir / "train").mkdir(parents=True)
+    (logdir / "train" / "events.out.tfevents.2.z").write_bytes(scalars(range(2)))
+    (logdir / "events.out.tfevents.1.x").symlink_to(elsewhere / "events.out.tfevents.1.x")
+    (logdir / "linked").symlink_to(elsewhere / "run")
+    (logdir / "events.out.tfevents.3.inside").symlink_to(logdir / "train" / "events.out.tfevents.2.z")
+    (logdir / "again").symlink_to(logdir)  # a loop back up: not walked
+    reader = TensorBoardReader(logdir, strict=False)
+    points = [(p.metric, p.step) for p in points_of(reader.read())]
+    assert points == [("loss", 0), ("loss", 1), ("train/loss", 0), ("train/loss", 1)]  # the inside link is read
+    assert sorted(reader.warnings) == [
+        f"{logdir / 'events.out.tfevents.1.x'} resolves outside {logdir}; it is not read",
+        f"{logdir / 'linked'} resolves outside {logdir}; it is not read",
+    ]
+    list(reader.read())
+    assert len(reader.warnings) == 2  # said once
+
+
+def test_a_fifo_named_as_an_event_file_is_not_opened(tmp_path: Path) -> None:
+    (tmp_path / "events.out.tfevents.1.real").write_bytes(scalars(range(2)))
+    os.mkfifo(tmp_path / "events.out.tfevents.2.fifo")
+    reader = TensorBoardReader(tmp_path, strict=False)
+    assert [e.step for e in reader.read()] == [0, 1]
+    fifo = tmp_path / "events.out.tfevents.2.fifo"
+    assert reader.warnings == [f"{fifo} is not a regular file (a FIFO, a device or a socket); it is not read"]

@@ -1,17 +1,20 @@
 """Text logs in each framework's own line shapes (from the print statements in its source), read
-line by line as the job prints them."""
+line by line as the job prints them; hostile lines read in one pass, overlong lines passed over,
+a log cut and rewritten read again, a FIFO never opened."""
 
 from __future__ import annotations
 
 import json
 import math
+import os
+import threading
 import time
 from pathlib import Path
 
 import pytest
 from holter_readers import Entry, FormatError, points_of
 from holter_readers.files import is_text_log
-from holter_readers.textlog import FORMATS, TextLogReader, quantity, rank_prefix, sniff_text_log
+from holter_readers.textlog import FORMATS, LineState, TextLogReader, quantity, rank_prefix, sniff_text_log
 
 
 def read(path: Path, text: str, **options: str) -> tuple[TextLogReader, list[tuple[int, dict[str, float]]]]:
@@ -358,3 +361,89 @@ def test_points_of_keeps_another_ranks_values_only_under_the_name_given_them() -
     assert [p.metric for p in points_of(entries)] == ["loss"]
     named = points_of(entries, rank_series=lambda name, rank: f"r{rank}/{name}")
     assert [(p.metric, p.value) for p in named] == [("loss", 2.0), ("r3/loss", 2.1)]
+
+
+# Lines that made a backtracking pattern scan the rest of the line from every character: each
+# took from 0.3 s to hours at 32k characters (issue 47: a 32k-character key=value line, > 20 s).
+HOSTILE_LINES = {
+    "one long word": "step 1 " + "a" * 32_000,
+    "a name and a value of two long words": "step 1 | a" + "1" * 16_000 + " " + "1" * 16_000 + "!",
+    "a value of digits that is not one": "step 1 a=" + "1" * 32_000 + "x",
+    "the step word and spaces": "step" + " " * 32_000 + "x",
+    "a torchtitan line of one word": "step: 1  loss: 1 " + "a" * 32_000,
+    "a torchtitan line of colons": "step: 1  loss: 1 " + ":" * 32_000,
+    "an unclosed HF dict": "{'a': '" + "1" * 32_000,
+    "words glued by separators": "step 1 " + "a=" * 16_000,
+}
+
+
+@pytest.mark.parametrize("line", HOSTILE_LINES.values(), ids=HOSTILE_LINES.keys())
+def test_every_format_reads_a_32k_character_line_in_one_pass(line: str) -> None:
+    for line_format in FORMATS.values():
+        started = time.perf_counter()
+        line_format.parse(line, LineState())
+        # a bound on the complexity, not a speed figure: one pass takes milliseconds, O(n^2) seconds
+        assert time.perf_counter() - started < 1.0, line_format.name
+
+
+def test_key_value_pairs_read_in_one_pass_are_those_the_pattern_found(tmp_path: Path) -> None:
+    _, entries = read(
+        tmp_path / "log",
+        "step=3 loss=2.5 lr=3e-4\n"
+        "step 4 a=1-b=2 x/y: 7 _private=1 12ab=5 inf=3 tok/s=51k\n"
+        "step: 5 | loss 1.5 | time 12ms\n",
+    )
+    assert entries == [
+        (3, {"loss": 2.5, "lr": 3e-4}),
+        (4, {"a": 1.0, "b": 2.0, "x/y": 7.0, "private": 1.0, "ab": 5.0, "inf": 3.0, "tok/s": 51_000.0}),
+        (5, {"loss": 1.5, "time": 12e6}),  # `12m` then `s`, as it always was read
+    ]
+
+
+def test_a_step_of_thousands_of_digits_is_no_step(tmp_path: Path) -> None:
+    """int() refuses more than 4,300 digits: such a line used to end the follower."""
+    _, entries = read(
+        tmp_path / "log", f"step {'1' * 5000} | loss 2.0\niter {'9' * 5000}: loss 1.0, time 1ms, mfu 1%\n"
+    )
+    assert entries == []
+
+
+def test_a_line_longer_than_64_kib_is_passed_over_with_a_note(tmp_path: Path) -> None:
+    path = tmp_path / "train.log"
+    path.write_text(
+        "step 1 | loss 2.0\n"
+        + "step 2 | loss 1.0 "
+        + "x" * (70 << 10)
+        + "\nstep 3 | loss 0.5\n"
+        + "y" * (80 << 10)
+        + "\n"
+    )
+    reader = TextLogReader(path, strict=True)  # an import too: a long line is no error
+    assert [e.step for e in reader.read(final=True)] == [1, 3]
+    assert reader.warnings == [f"{path}: a line longer than 64 KiB is not a metrics line; passed over"]
+
+
+def test_a_log_cut_and_written_again_is_read_again_and_said_so(tmp_path: Path) -> None:
+    path = tmp_path / "train.log"
+    path.write_text("".join(f"step {s} | loss 3.0\n" for s in range(1000, 1060)))
+    reader = TextLogReader(path, strict=False)
+    assert len(list(reader.read())) == 60
+    with path.open("w") as handle:  # `python train.py > train.log` again: same inode, longer by now
+        handle.write("".join(f"step {s} | loss 2.0\n" for s in range(300)))
+    assert [e.step for e in reader.read()] == list(range(300))
+    assert reader.warnings == [f"{path} was truncated or replaced; reading it again from the start"]
+
+
+def test_a_fifo_named_as_a_log_is_never_opened(tmp_path: Path) -> None:
+    fifo = tmp_path / "train.log"
+    os.mkfifo(fifo)
+    reader = TextLogReader(fifo, strict=False)
+    thread = threading.Thread(target=lambda: list(reader.read(final=True)), daemon=True)
+    thread.start()
+    thread.join(10)
+    if thread.is_alive():  # stuck in open(): let it go before failing
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        thread.join(10)
+        pytest.fail("reading a FIFO blocked in open()")
+    assert reader.warnings == [f"{fifo} is not a regular file (a FIFO, a device or a socket); it is not read"]
+    assert sniff_text_log(fifo) is None and not is_text_log(fifo)

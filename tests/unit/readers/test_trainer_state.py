@@ -56,3 +56,16 @@ def test_a_half_written_state_is_read_again_next_time_when_following(tmp_path: P
     assert list(reader.read()) == [] and reader.warnings == []
     path.write_text(whole)
     assert [e.step for e in reader.read()] == [1]
+
+
+def test_a_checkpoint_linked_from_outside_the_output_folder_is_not_read(tmp_path: Path) -> None:
+    output, elsewhere = tmp_path / "output", tmp_path / "elsewhere"
+    save_checkpoint(output, 10, [{"step": 10, "loss": 2.0}])
+    save_checkpoint(elsewhere, 90, [{"step": 90, "loss": 9.9}])
+    (output / "checkpoint-90").symlink_to(elsewhere / "checkpoint-90")  # the newest, but not this job's
+    reader = TrainerStateReader(output, strict=False)
+    assert [(e.step, e.values) for e in reader.read()] == [(10, {"loss": 2.0})]
+    list(reader.read())
+    assert reader.warnings == [
+        f"{output / 'checkpoint-90' / 'trainer_state.json'} resolves outside {output}; it is not read"
+    ]
