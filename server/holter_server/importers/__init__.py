@@ -19,6 +19,7 @@ from typing import Any
 from holter_readers import points_of
 from holter_readers.files import STEP_COLUMN_FORMATS as READER_STEP_COLUMN_FORMATS
 from holter_readers.files import format_of, is_text_log, open_reader
+from holter_readers.paths import is_special
 
 from holter_server.importers.hparams_yaml import lightning_hparams
 from holter_server.importers.llmc_log import SUFFIXES as LLMC_SUFFIXES
@@ -38,6 +39,8 @@ def detect_format(path: Path) -> str:
     """Name the format of `path` from its name and, where that is not enough, its content."""
     if not path.exists():
         raise ImportFormatError(f"{path}: no such file or folder")
+    if is_special(path):  # before anything opens it: opening a FIFO blocks for good
+        raise ImportFormatError(f"{path}: not a regular file (a FIFO, a device or a socket)")
     if path.is_dir():
         if file_store_root(path) is not None:
             return "mlflow"

@@ -1,0 +1,26 @@
+def test_a_fifo_is_refused_before_anything_opens_it(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # issue 47: holter import of a FIFO named like a log blocked in open() for good
+    import os
+    import threading
+
+    import pytest
+    from holter_server.importers import ImportFormatError, detect_format
+
+    fifo = tmp_path / "train.log"
+    os.mkfifo(fifo)
+    outcome: list[BaseException] = []
+
+    def detect() -> None:
+        try:
+            detect_format(fifo)
+        except ImportFormatError as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=detect, daemon=True)
+    thread.start()
+    thread.join(10)
+    if thread.is_alive():  # unblock the old code's open() so the test process can end
+        with open(fifo, "w"):
+            pass
+        pytest.fail("detecting the format of a FIFO blocked")
+    assert outcome and "not a regular file" in str(outcome[0])
