@@ -1,11 +1,17 @@
-def test_a_fifo_is_refused_before_anything_opens_it(tmp_path) -> None:  # type: ignore[no-untyped-def]
+"""Which format a path is (importers.detect_format), found without blocking on what is no file."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+from holter_server.importers import ImportFormatError, detect_format
+
+
+def test_a_fifo_is_refused_before_anything_opens_it(tmp_path: Path) -> None:
     # issue 47: holter import of a FIFO named like a log blocked in open() for good
-    import os
-    import threading
-
-    import pytest
-    from holter_server.importers import ImportFormatError, detect_format
-
     fifo = tmp_path / "train.log"
     os.mkfifo(fifo)
     outcome: list[BaseException] = []
