@@ -14,8 +14,12 @@ rules, tried in this order, each taking only events no earlier rule took:
 * **ranks**: a distributed job that stopped is one problem: the lost rank leads (else the hung
   job), with the job's other stops and the run's crash or stall that came of it.
 * **divergence episode**: divergences (and norm growth read from them) of several metrics that
-  set off within `EPISODE_STEPS` of the first while it still diverges; the earliest leads, the
-  loss first among equals.
+  set off within `EPISODE_STEPS` of the first while it still diverges, or, for signals of one
+  family (`FAMILIES`: a learning problem shows in the losses and the norms together, a systems
+  one in throughput and step time together), at any time while the first still diverges: a loss
+  creeping from step 1,300, the eval loss turning up at 1,700 and the "drifting together" finding
+  that joins them are one problem (issue 46). The earliest leads, the loss first among equals; a
+  learning problem and a systems one at the same time stay two.
 * **bad batch**: a spike of a loss and a spike of a gradient norm at the same step (±
   `BAD_BATCH_STEPS`), with the precursor finding that paired them; the loss spike leads.
 * **sawtooth**: sawtooth events at one period (within `PERIOD_TOLERANCE`), with the spikes,
@@ -186,6 +190,19 @@ def _stopped_job(
     return [("ranks", leaders[0], members)]
 
 
+# Signals whose divergences are one problem whenever the later sets off while the earliest still
+# diverges (rules as data: a family per line, by signal kind).
+FAMILIES: tuple[tuple[str, frozenset[str]], ...] = (
+    ("learning", frozenset({"loss", "eval_loss", "grad_norm", "activation_norm"})),
+    ("systems", frozenset({"throughput", "mfu", "step_time", "compute_time", "data_wait"})),
+)
+
+
+def family_of(kind: str) -> str | None:
+    """The family of a signal kind whose divergences fold together (`FAMILIES`), if any."""
+    return next((name for name, kinds in FAMILIES if kind in kinds), None)
+
+
 def _episodes(
     events: Sequence[Event], free: set[int], kind_of: Callable[[str | None], str]
 ) -> list[tuple[str, int, list[int]]]:
@@ -197,10 +214,15 @@ def _episodes(
     while candidates:
         first = events[candidates[0]]
         until = first.end_step if first.end_step is not None else first.start_step
+        family = family_of(kind_of(first.metric))
         members = [
             i
             for i in candidates
-            if events[i].start_step - first.start_step <= EPISODE_STEPS and events[i].start_step <= until
+            if events[i].start_step <= until
+            and (
+                events[i].start_step - first.start_step <= EPISODE_STEPS
+                or (family is not None and family_of(kind_of(events[i].metric)) == family)
+            )
         ]
         candidates = [i for i in candidates if i not in members]
         if len({events[i].metric for i in members}) < 2:

@@ -307,3 +307,29 @@ def test_a_rank_apart_from_its_peers_by_a_finite_gap_is_a_problem_of_its_own() -
     events = [apart, nan("loss", 400)]
     incidents = group_incidents(events)
     assert len(incidents) == 2
+
+
+def test_a_creeping_loss_the_eval_loss_turning_up_after_it_and_their_finding_are_one_problem() -> None:
+    # issue 46: three incidents (the drift, "drifting together", the eval loss) for one problem
+    drift = ev("divergence", "loss", 1300, 2400, severity="critical")
+    together = ev("drift_together", "loss", 1300, 2400, severity="critical")
+    eval_up = ev("divergence", "eval_loss", 1700, 2300)
+    events = [drift, together, eval_up]
+    (incident,) = group_incidents(events)
+    assert events[incident.leader] is drift and incident.rule == "episode"
+    assert set(members(incident, events)) == {drift.event_id, together.event_id, eval_up.event_id}
+
+
+def test_a_learning_problem_and_a_systems_one_at_the_same_time_stay_two() -> None:
+    drift = ev("divergence", "loss", 1300, 2400, severity="critical")
+    slower = ev("divergence", "holter/throughput/tokens_per_s", 1700, 2400)
+    events = [drift, slower]
+    assert len(group_incidents(events, {"holter/throughput/tokens_per_s": "throughput"})) == 2
+
+
+def test_a_throughput_drop_and_the_step_time_rise_that_is_the_same_fact_are_one() -> None:
+    slower = ev("divergence", "tokens_per_s", 500, 2000)
+    longer = ev("divergence", "step_time", 900, 2000)
+    events = [slower, longer]
+    (incident,) = group_incidents(events, {"tokens_per_s": "throughput", "step_time": "step_time"})
+    assert events[incident.leader] is slower
