@@ -72,7 +72,11 @@ class Settings(BaseSettings):
     image_link_ttl: float = Field(
         default=7 * 86_400.0, description="seconds a signed chart link in a chat message stays valid"
     )
-    max_connections: int = Field(default=1000, description="uvicorn's limit_concurrency: more open connections get 503")
+    max_connections: int = Field(
+        default=1000,
+        description="open connections kept: at this many the one idle longest is closed for a new one; "
+        "more requests than this in flight get 503",
+    )
     max_requests_per_key: int = Field(
         default=32,
         ge=1,
