@@ -190,8 +190,13 @@ def _delete_run(store_url: str, run_id: str) -> None:
     from holter_server.settings import Settings
     from holter_server.store import runs as runs_store
     from holter_server.store.database import make_engine, make_session_factory, session_scope
+    from holter_server.store.models import DeletedRunRow
+    from sqlalchemy import delete
 
     engine = make_engine(Settings(database_url=store_url).resolved_database_url())
     with session_scope(make_session_factory(engine)) as session:
         runs_store.delete_run(session=session, run_id=run_id)
+        # A database restored from an older backup remembers no deletion either (a deleted run's
+        # id is a 410 on purpose, tested in test_runs_api).
+        session.execute(delete(DeletedRunRow).where(DeletedRunRow.run_id == run_id))
     engine.dispose()

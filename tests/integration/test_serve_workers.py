@@ -114,8 +114,9 @@ def test_a_run_deleted_and_recreated_under_its_id_keeps_every_point_under_its_ow
     two_process_server: ServerProcess,
 ) -> None:
     # Both processes remember the run's metric ids (loss 1, lr 2) from its first batches; the run
-    # is deleted and re-created with its metrics declared the other way round (lr 1, loss 2):
-    # whichever process gets the batches after, each point lands under its own metric.
+    # is deleted and its id registered again in another project (in its own, a deleted run's id
+    # is a 410), with its metrics declared the other way round (lr 1, loss 2): whichever process
+    # gets the batches after, each point lands under its own metric.
     run_id = new_run_id()
 
     def send(steps: range, order: tuple[str, ...] = ("loss", "lr")) -> dict:
@@ -129,7 +130,7 @@ def test_a_run_deleted_and_recreated_under_its_id_keeps_every_point_under_its_ow
         with ThreadPoolExecutor(4) as pool:
             list(pool.map(lambda lo: send(range(lo, lo + 10)), range(10, 200, 10)))
         api.delete(f"/runs/{run_id}").raise_for_status()
-        api.post("/runs", json={"id": run_id, "project": "workers"}).raise_for_status()
+        api.post("/runs", json={"id": run_id, "project": "workers-again"}).raise_for_status()
         send(range(1000, 1010), order=("lr", "loss"))
         with ThreadPoolExecutor(4) as pool:
             answers = list(pool.map(lambda lo: send(range(lo, lo + 10)), range(1010, 1200, 10)))
