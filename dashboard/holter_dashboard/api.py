@@ -246,6 +246,30 @@ class HolterAPI:
             out[missing["metric"]] = ApiError(f"run {run_id!r} has no metric {missing['metric']!r}", 404)
         return out
 
+    # -- the ranks of a distributed job's run
+    async def ranks(self, run_id: str) -> dict[str, Any]:
+        """Where each rank of the run's job stands (`data`: status, life, step, collective,
+        stack, timings), and its ranks by host (`hosts`)."""
+        return await self._request("GET", f"/runs/{run_id}/ranks")
+
+    async def rank_matrix(
+        self,
+        run_id: str,
+        metric: str,
+        *,
+        max_buckets: int = 200,
+        stat: str = "mean",
+        start: int | None = None,
+        end: int | None = None,
+    ) -> dict[str, Any]:
+        """`metric` of every rank (rank 0's under its own name) as a ranks × step-buckets matrix
+        (`ranks`, `bucket_starts`, `bucket_width`, `values`: a row per rank)."""
+        return await self._request(
+            "GET",
+            f"/runs/{run_id}/ranks/matrix",
+            params={"metric": metric, "max_buckets": max_buckets, "stat": stat, "start": start, "end": end},
+        )
+
     # -- events
     async def run_events(self, run_id: str, **filters: Any) -> list[dict[str, Any]]:
         return (await self._request("GET", f"/runs/{run_id}/events", params=filters))["data"]
