@@ -27,6 +27,7 @@ from holter_server.api.routes import (
     keys,
     points,
     postmortem,
+    projects,
     ranks,
     runs,
     series,
@@ -99,6 +100,7 @@ def create_app(settings: Settings | None = None, *, dashboard: bool = True) -> F
     api.include_router(ranks.router)
     api.include_router(job_reports.router)
     api.include_router(vocabulary.router)
+    api.include_router(projects.router)
     app.include_router(api)
     app.openapi = lambda: _openapi_with_batch_schema(app)  # type: ignore[method-assign]
     if dashboard:

@@ -51,3 +51,19 @@ def test_points_are_keyed_by_run_first(store_url: str) -> None:
     keys = inspect(engine).get_pk_constraint("points")["constrained_columns"]
     engine.dispose()
     assert keys == ["run_id", "metric_id", "step"]
+
+
+def test_the_config_keys_of_runs_stored_before_their_table_are_offered(empty_store_url: str) -> None:
+    upgrade(empty_store_url, "c7f2a4b9d0e3")  # the revision before config_keys
+    engine = make_engine(empty_store_url)
+    with engine.begin() as connection:
+        connection.exec_driver_sql(
+            "INSERT INTO runs (id, project, config, tags, status, created_at, updated_at, heartbeat_at) VALUES "
+            """('r1', 'p', '{"optimizer": {"lr": 0.1}, "seed": 1}', '[]', 'finished', '2026-01-01', '2026-01-01', """
+            "'2026-01-01')"
+        )
+    upgrade(empty_store_url)
+    with engine.connect() as connection:
+        keys = connection.exec_driver_sql("SELECT project, key FROM config_keys ORDER BY key").all()
+    engine.dispose()
+    assert [tuple(row) for row in keys] == [("p", "optimizer.lr"), ("p", "seed")]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -62,3 +63,51 @@ def diff(a: dict[str, Any], b: dict[str, Any]) -> list[KeyChange]:
         for k in sorted(a.keys() | b.keys())
         if _canonical(a.get(k)) != _canonical(b.get(k))
     ]
+
+
+@dataclass(frozen=True)
+class RunSearch:
+    """What a runs search asks for: `words` each somewhere in a run (its id, name, project, tags
+    or config), `keys` each present in its config, `values` each (dotted key, wanted) a config
+    value equal to what is wanted (`value_matches`)."""
+
+    words: tuple[str, ...] = ()
+    keys: tuple[str, ...] = ()
+    values: tuple[tuple[str, str], ...] = ()
+
+
+def parse_search(text: str | None, config: str | None = None) -> RunSearch:
+    """The search box's words (`lr=3e-4` a value to match, anything else a word to find) and the
+    config filter (`optimizer.lr=3e-4`, or a bare key the config must have) as one search."""
+    words: list[str] = []
+    keys: list[str] = []
+    values: list[tuple[str, str]] = []
+    for word in (text or "").split():
+        key, sep, wanted = word.partition("=")
+        if sep and key:
+            values.append((key, wanted))
+        else:
+            words.append(word)
+    expression = (config or "").strip()
+    if expression:
+        key, sep, wanted = expression.partition("=")
+        if sep:
+            values.append((key.strip(), wanted.strip()))
+        else:
+            keys.append(expression)
+    return RunSearch(tuple(words), tuple(keys), tuple(values))
+
+
+def value_matches(value: Any, wanted: str) -> bool:
+    """Whether a config value is the one a `key=value` search names: numbers as numbers (`3e-4`
+    finds 0.0003), true and false as booleans, anything else by its text in any case."""
+    wanted = wanted.strip()
+    if isinstance(value, bool):
+        return wanted.lower() == str(value).lower()
+    if isinstance(value, (int, float)):
+        try:
+            return math.isclose(float(wanted), float(value), rel_tol=1e-9, abs_tol=0.0)
+        except ValueError:
+            return False
+    shown = value if isinstance(value, str) else json.dumps(value, default=str)
+    return shown.strip().lower() == wanted.lower()

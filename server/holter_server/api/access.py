@@ -88,6 +88,8 @@ ROUTES: tuple[RouteAccess, ...] = (
     # the id to create or resume: another project's is "unknown" here as everywhere, never "taken"
     _route("POST", "/runs", "ingest", "run", body_ids={"project": "project", "id": "run"}),
     _route("GET", "/runs", "read", query_ids={"project": "project"}),
+    _route("GET", "/projects", "read"),
+    _route("GET", "/config-keys", "read", query_ids={"project": "project"}),
     _route("GET", "/runs/{run_id}", "read"),
     _route("PATCH", "/runs/{run_id}/metrics/{metric:path}", "read", "json"),
     _route("PATCH", "/runs/{run_id}", "read", "json"),

@@ -320,7 +320,10 @@ class RunPublic(BaseModel):
     id: str
     project: str
     name: str | None
-    config: dict[str, Any]
+    config: dict[str, Any] = Field(
+        description="the run's config as it was logged; in a runs list asked for `config_keys`, only the values "
+        'at those dotted keys, flat (`{"optimizer.lr": 0.0003}`)'
+    )
     tags: list[str]
     notes: str | None
     status: RunStatus = Field(description="running, finished, crashed or stalled")
@@ -372,13 +375,16 @@ class RunPublic(BaseModel):
         understood: dict[str, Understanding] | None = None,
         job: dict[str, Any] | None = None,
         problems: dict[str, int] | None = None,
+        config: dict[str, Any] | None = None,
     ) -> RunPublic:
+        """`config`: what to show as the run's config instead of its whole (the values at the
+        dotted keys a runs list asked for, whose rows were read without their configs)."""
         definitions = row.metric_definitions or {}
         return cls(
             id=row.id,
             project=row.project,
             name=row.name,
-            config=shown(row.config or {}, "config"),
+            config=shown(row.config or {} if config is None else config, "config"),
             tags=row.tags or [],
             notes=row.notes,
             status=row.status,
@@ -413,6 +419,21 @@ class RunCreated(RunPublic):
     """Answer to create-or-resume."""
 
     resumed: bool
+
+
+class ProjectPublic(BaseModel):
+    """A project that has runs: its name and how many (archived ones counted in `runs`)."""
+
+    name: str
+    runs: int
+    archived: int
+
+
+class ConfigKeysPublic(BaseModel):
+    """A bounded page of the dotted config keys a project's runs were created with."""
+
+    keys: list[str] = Field(description="in order, at most `limit` of them")
+    count: int = Field(description="how many keys match in all")
 
 
 class RunsPublic(BaseModel):

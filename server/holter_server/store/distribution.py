@@ -41,7 +41,15 @@ BY_RUN = (
     "run_ranks",
     "deleted_runs",
 )
-REFERENCE = ("api_keys", "channels", "alert_rules", "project_settings", "service_secrets", "references")
+REFERENCE = (
+    "api_keys",
+    "channels",
+    "alert_rules",
+    "project_settings",
+    "service_secrets",
+    "references",
+    "config_keys",
+)
 # The alert outbox is the channels' and has rows with no run (test messages): it stays whole on
 # the coordinator, where the dispatcher claims rows with SKIP LOCKED. Citus itself makes it a
 # "Citus local" table once the channels it refers to are reference tables.

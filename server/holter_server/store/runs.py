@@ -7,14 +7,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Select, String, Text, bindparam, case, cast, delete, exists, func, or_, select, update
-from sqlalchemy.orm import Session
+from sqlalchemy import Select, String, Text, and_, bindparam, case, cast, delete, exists, func, or_, select, update
+from sqlalchemy.orm import Session, defer
 from sqlalchemy.orm.util import identity_key
 
 from holter_server.store import claims
 from holter_server.store.database import insert_ignoring_conflicts
 from holter_server.store.models import (
     AnnotationRow,
+    ConfigKeyRow,
     DeletedRunRow,
     DeliveryRow,
     DetectorStateRow,
@@ -27,6 +28,7 @@ from holter_server.store.models import (
     RollupRow,
     RunRow,
 )
+from holter_server.store.models.config_keys import MAX_CONFIG_KEY_LENGTH
 from holter_server.vocabulary.ranks import RANK_PREFIX
 from holter_server.vocabulary.statuses import RunStatus
 
@@ -190,11 +192,49 @@ def has_tag(tag: str) -> Any:
     )
 
 
+def config_at(key: str) -> Any:
+    """The value at a dotted config key (`optimizer.lr`), as JSON (JSON null where the run has
+    none: SQLite's JSON_QUOTE makes a missing value the text `null`)."""
+    return RunRow.config[tuple(key.split("."))]
+
+
+def has_config_key(key: str) -> Any:
+    """A run whose config has a non-null value at this dotted key (the value read as text is
+    NULL on both stores where it has none)."""
+    return RunRow.config[tuple(key.split("."))].as_string().is_not(None)
+
+
+def _has_word(word: str) -> Any:
+    """A run whose id, name, project, tags or config (its JSON text, keys and values) holds `word`
+    in any case; a dotted word (`optimizer.lr`) also finds the runs whose config has that key."""
+    lowered = word.lower()
+    found = or_(
+        *(
+            func.lower(column).contains(lowered, autoescape=True)
+            for column in (RunRow.id, func.coalesce(RunRow.name, ""), RunRow.project, cast(RunRow.tags, Text))
+        ),
+        func.lower(cast(RunRow.config, Text)).contains(lowered, autoescape=True),
+    )
+    return or_(found, has_config_key(word)) if "." in word.strip(".") else found
+
+
 def _filtered(
-    query: Select[Any], *, project: str | None, status: str | None, tag: str | None, archived: str = "include"
+    query: Select[Any],
+    *,
+    project: str | None,
+    status: str | None,
+    tag: str | None,
+    archived: str = "include",
+    words: Sequence[str] = (),
+    config_keys: Sequence[str] = (),
 ) -> Select[Any]:
-    """`query` narrowed to a project, status and tag; `archived`: "exclude" (archived runs left out),
-    "include" or "only"."""
+    """`query` narrowed to a project, status and tag, to the runs holding every one of `words`
+    (`_has_word`) and those whose config has each of `config_keys`; `archived`: "exclude"
+    (archived runs left out), "include" or "only"."""
+    if words:
+        query = query.where(and_(*(_has_word(word) for word in words)))
+    if config_keys:
+        query = query.where(and_(*(has_config_key(key) for key in config_keys)))
     if archived == "exclude":
         query = query.where(RunRow.archived_at.is_(None))
     elif archived == "only":
@@ -229,15 +269,112 @@ def list_runs(
     status: str | None,
     tag: str | None = None,
     archived: str = "exclude",
+    words: Sequence[str] = (),
+    config_keys: Sequence[str] = (),
+    without_config: bool = False,
     limit: int,
     offset: int,
 ) -> tuple[Sequence[RunRow], int]:
     """Runs, newest first, with the total count matching the filters. `archived`: "exclude"
-    (archived runs left out), "include" or "only"."""
-    query = _filtered(select(RunRow), project=project, status=status, tag=tag, archived=archived)
+    (archived runs left out), "include" or "only"; `words` and `config_keys` as `_filtered`
+    takes them; `without_config`: the configs are not read (see `config_values`)."""
+    query = _filtered(
+        select(RunRow), project=project, status=status, tag=tag, archived=archived, words=words, config_keys=config_keys
+    )
     count = session.scalar(select(func.count()).select_from(query.subquery())) or 0
+    if without_config:
+        query = query.options(defer(RunRow.config))
     rows = session.scalars(query.order_by(RunRow.created_at.desc(), RunRow.id).limit(limit).offset(offset)).all()
     return rows, count
+
+
+def config_values_of_matching(
+    *,
+    session: Session,
+    project: str | None,
+    status: str | None,
+    tag: str | None,
+    archived: str,
+    words: Sequence[str],
+    keys: Sequence[str],
+    groups: Sequence[Sequence[str]],
+) -> list[tuple[str, dict[str, Any]]]:
+    """Every run the filters select whose config has a key of each of `groups`, newest first,
+    with its values at `keys` (those it has): a few values each, never a whole config, for a
+    caller matching values itself."""
+    query = _filtered(
+        select(RunRow.id, *(config_at(key) for key in keys)),
+        project=project,
+        status=status,
+        tag=tag,
+        archived=archived,
+        words=words,
+    ).where(and_(*(or_(*(has_config_key(key) for key in group)) for group in groups)))
+    return [
+        (row[0], {key: value for key, value in zip(keys, row[1:], strict=True) if value is not None})
+        for row in session.execute(query.order_by(RunRow.created_at.desc(), RunRow.id))
+    ]
+
+
+def runs_in_order(*, session: Session, run_ids: Sequence[str], without_config: bool = False) -> list[RunRow]:
+    """The runs of these ids in the order given (ids of no run left out); `without_config`: their
+    configs are not read (the caller reads the keys it shows with `config_values`)."""
+    if not run_ids:
+        return []
+    query = select(RunRow).where(RunRow.id.in_(list(run_ids)))
+    if without_config:
+        query = query.options(defer(RunRow.config))
+    found = {row.id: row for row in session.scalars(query)}
+    return [found[run_id] for run_id in run_ids if run_id in found]
+
+
+def config_values(*, session: Session, run_ids: Sequence[str], keys: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """Each run's values at these dotted config keys (a key the run lacks is left out), read in
+    the database: a config of 10,000 keys is never loaded to show three of them."""
+    out: dict[str, dict[str, Any]] = {run_id: {} for run_id in run_ids}
+    if run_ids and keys:
+        query = select(RunRow.id, *(config_at(key) for key in keys)).where(RunRow.id.in_(list(run_ids)))
+        for run_id, *values in session.execute(query):
+            out[run_id] = {key: value for key, value in zip(keys, values, strict=True) if value is not None}
+    return out
+
+
+def record_config_keys(*, session: Session, project: str, keys: Iterable[str]) -> None:
+    """Remember these dotted config keys as the project's (keys over 512 characters are not)."""
+    rows = [{"project": project, "key": key} for key in dict.fromkeys(keys) if len(key) <= MAX_CONFIG_KEY_LENGTH]
+    for start in range(0, len(rows), 1000):
+        session.execute(insert_ignoring_conflicts(session, ConfigKeyRow), rows[start : start + 1000])
+
+
+def config_keys_ending(*, session: Session, project: str | None, key: str, limit: int) -> list[str]:
+    """The project's dotted config keys whose last parts are `key` (`lr`: `optimizer.lr`)."""
+    query = select(ConfigKeyRow.key).distinct().where(ConfigKeyRow.key.endswith(f".{key}", autoescape=True))
+    if project is not None:
+        query = query.where(ConfigKeyRow.project == project)
+    return list(session.scalars(query.order_by(ConfigKeyRow.key).limit(limit)))
+
+
+def project_counts(*, session: Session, project: str | None) -> list[tuple[str, int, int]]:
+    """Each project (or the one named) with its runs counted: (name, runs, of them archived)."""
+    archived = func.count(RunRow.archived_at)
+    query = select(RunRow.project, func.count(), archived).group_by(RunRow.project).order_by(RunRow.project)
+    if project is not None:
+        query = query.where(RunRow.project == project)
+    return [(name, runs, archived_runs) for name, runs, archived_runs in session.execute(query)]
+
+
+def list_config_keys(
+    *, session: Session, project: str | None, contains: str | None, limit: int
+) -> tuple[list[str], int]:
+    """The project's (None: every project's) config keys holding `contains` in any case, in order,
+    at most `limit` of them, and how many there are in all."""
+    query = select(ConfigKeyRow.key).distinct()
+    if project is not None:
+        query = query.where(ConfigKeyRow.project == project)
+    if contains:
+        query = query.where(func.lower(ConfigKeyRow.key).contains(contains.lower(), autoescape=True))
+    count = session.scalar(select(func.count()).select_from(query.subquery())) or 0
+    return list(session.scalars(query.order_by(ConfigKeyRow.key).limit(limit))), count
 
 
 # The run's own series: what a distributed job's other ranks logged (`holter/rank/<r>/...`,

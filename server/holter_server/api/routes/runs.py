@@ -129,10 +129,33 @@ def list_runs(
         str | None, Query(description="a kind (loss): each run's first metric of it, as a sparkline")
     ] = None,
     names: Annotated[bool, Query(description="list the metric names of the runs on this page")] = False,
+    q: Annotated[
+        str | None,
+        Query(
+            max_length=1000,
+            description="search every run of the project: each word found in its id, name, project, tags or config "
+            "(any case); a `key=value` word matches a config value (`optimizer.lr=3e-4` finds 0.0003)",
+        ),
+    ] = None,
+    config: Annotated[
+        str | None,
+        Query(max_length=1000, description="`key=value` (dotted key), or a key the run's config must have"),
+    ] = None,
+    config_keys: Annotated[
+        list[str] | None,
+        Query(
+            max_length=20,
+            description="show only these dotted config keys of each run's config (empty: no config), so that a page "
+            "of runs with big configs stays small",
+        ),
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     offset: Annotated[int, Query(ge=0, le=MAX_BIGINT)] = 0,
 ) -> RunsPublic:
-    rows, count = runs_service.list_runs(
+    shown_keys = None if config_keys is None else [key for key in config_keys if key]
+    if any(len(key) > runs_service.MAX_CONFIG_KEY_LENGTH for key in shown_keys or ()):
+        raise HTTPException(422, f"config_keys: a key is at most {runs_service.MAX_CONFIG_KEY_LENGTH} characters")
+    rows, count, configs = runs_service.list_runs(
         session=session,
         project=project or principal.project,
         status=status,
@@ -140,10 +163,18 @@ def list_runs(
         archived=archived,
         limit=limit,
         offset=offset,
+        search=q,
+        config=config,
+        config_keys=shown_keys,
     )
     health = runs_service.health_of_runs(session=session, run_ids=[row.id for row in rows])
     problems = incidents_service.problems_of_runs(session=session, run_ids=[row.id for row in rows])
-    page = [RunPublic.from_row(row, health=health[row.id], problems=problems[row.id]) for row in rows]
+    page = [
+        RunPublic.from_row(
+            row, health=health[row.id], problems=problems[row.id], config=None if configs is None else configs[row.id]
+        )
+        for row in rows
+    ]
     if metric or sparkline_kind:
         columns, sparklines = run_table.table_columns(
             session=session, runs=rows, metrics=metric or [], sparkline_kind=sparkline_kind

@@ -9,6 +9,7 @@ changing a query: each hot query names one run. Import every model here so that
 from holter_server.store.models.alerts import AlertRuleRow, ChannelRow, DeliveryRow
 from holter_server.store.models.annotations import AnnotationRow
 from holter_server.store.models.base import Base, UTCDateTime
+from holter_server.store.models.config_keys import ConfigKeyRow
 from holter_server.store.models.deleted_runs import DeletedRunRow
 from holter_server.store.models.events import DetectorStateRow, EventRow, MuteRow
 from holter_server.store.models.keys import ApiKeyRow
@@ -26,6 +27,7 @@ __all__ = [
     "ApiKeyRow",
     "Base",
     "ChannelRow",
+    "ConfigKeyRow",
     "DeletedRunRow",
     "DeliveryRow",
     "DetectorStateRow",
