@@ -163,6 +163,15 @@ class HolterAPI:
     async def list_runs(self, **filters: Any) -> dict[str, Any]:
         return await self._request("GET", "/runs", params={"limit": 500, **filters})
 
+    async def projects(self) -> list[dict[str, Any]]:
+        """The projects that have runs, each with its runs and archived runs counted."""
+        return await self._request("GET", "/projects")
+
+    async def config_keys(self, project: str | None = None, contains: str | None = None) -> dict[str, Any]:
+        """A bounded page of the dotted config keys the project's runs were created with."""
+        params = {k: v for k, v in {"project": project, "contains": contains}.items() if v}
+        return await self._request("GET", "/config-keys", params=params)
+
     async def get_run(self, run_id: str) -> dict[str, Any]:
         return await self._request("GET", f"/runs/{run_id}")
 

@@ -91,3 +91,26 @@ def test_search_looks_in_names_tags_and_config(page, three_runs: dict) -> None: 
         search.press("Enter")
         wait_until(lambda expected=expected: sorted(r[1].split("\n")[0] for r in table(page)) == expected, timeout=15)
     assert "q=sweep" in page.evaluate("() => window.location.href")
+
+
+def test_big_configs_send_only_the_columns_shown_and_a_bounded_list_of_keys(page, ui_server: InProcessServer) -> None:  # type: ignore[no-untyped-def]
+    # Three runs of 10,000 config keys each: the table shows the chosen column, the keys offered
+    # are a bounded page that typing narrows, and no callback carries a whole config.
+    project = f"bigcfg{uuid.uuid4().hex[:6]}"
+    with ui_server.api() as api:
+        for seed in range(3):
+            config = {f"block{i}": {"width": i, "seed": seed} for i in range(5_000)}
+            api.post("/runs", json={"project": project, "name": f"big{seed}", "config": config}).raise_for_status()
+    sizes: list[int] = []
+    page.on(
+        "response",
+        lambda response: sizes.append(len(response.body())) if "_dash-update-component" in response.url else None,
+    )
+    page.goto(f"/?project={project}&ccols=block4321.width")
+    page.locator(".run-row").first.wait_for()
+    assert page.locator(".config-cell", has_text="4321").count() == 3
+    page.locator("#runs-ccols").click()
+    page.locator("#runs-ccols").type("block123")
+    wait_until(lambda: page.get_by_role("option", name="block1234.seed").count() == 1, timeout=15)
+    assert page.get_by_role("option").count() <= 101  # the chosen key and a page of 100
+    assert max(sizes) < 100_000  # one config alone is ~300 KB as JSON

@@ -1,6 +1,7 @@
 """Runs page: every run with status, health, last step, age and tags, a sparkline of its loss,
-and the metric (last, best) and config columns the reader chose; text search over names, tags
-and config; filters; sort by any column; the whole view kept in the URL so it can be shared."""
+and the metric (last, best) and config columns the reader chose; a search over every run's names,
+tags and config (the service's `q`); filters; sort by any column; the whole view kept in the URL
+so it can be shared."""
 
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ SORTS = {
 }
 SPARK_KIND = "loss"  # each run's sparkline: its first metric the service reads as a training loss
 MAX_COLUMNS = 8  # metric columns a view may hold (each is a read per run)
+MAX_CONFIG_COLUMNS = 20  # config columns a view may hold (the service sends those keys alone)
+MAX_CONFIG_KEY_OPTIONS = 100  # config keys offered at a time: typing narrows them
 
 
 def split_list(value: str | None) -> list[str]:
@@ -180,20 +183,6 @@ def layout(
     )
 
 
-def config_matches(config: dict[str, Any], expression: str) -> bool:
-    """`key=value` (nested keys with dots) against a run's config; a bare word matches a key."""
-    expression = expression.strip()
-    if not expression:
-        return True
-    key, sep, wanted = expression.partition("=")
-    node: Any = config
-    for part in key.strip().split("."):
-        if not isinstance(node, dict) or part not in node:
-            return False
-        node = node[part]
-    return not sep or str(node).strip().lower() == wanted.strip().lower()
-
-
 def flat_config(config: Any, prefix: str = "") -> dict[str, Any]:
     """A nested config as dotted keys: {"optimizer": {"lr": 3e-4}} -> {"optimizer.lr": 3e-4}."""
     if not isinstance(config, dict):
@@ -216,18 +205,14 @@ def shown_value(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
-def search_text(run: dict[str, Any]) -> str:
-    """What the search box looks in: the run's name, id, project, tags and config (key=value)."""
-    config = " ".join(f"{k}={shown_value(v)}" for k, v in flat_config(run.get("config") or {}).items())
-    return " ".join(
-        [run.get("name") or "", run["id"], run.get("project") or "", *(run.get("tags") or []), config]
-    ).lower()
-
-
-def matches_search(run: dict[str, Any], query: str) -> bool:
-    """Every word of the query appears in the run's name, id, project, tags or config."""
-    text = search_text(run)
-    return all(word in text for word in query.lower().split())
+def runs_count(shown: int, matching: int, total: int) -> Any:
+    """'12 of 40 runs', or, where the page (or an event-kind filter) holds fewer than the search
+    matched, '500 shown · 812 match · 2,000 runs'."""
+    if shown == matching:
+        text = f"{shown:,} of {total:,} runs"
+    else:
+        text = f"{shown:,} shown · {matching:,} match · {total:,} runs"
+    return dmc.Text(text, size="xs", c="dimmed", mb=4, className="runs-count")
 
 
 def sort_options(metrics: list[str], config_keys: list[str], current: str | None = None) -> list[dict[str, str]]:
@@ -375,7 +360,6 @@ def register(app: Dash, api: HolterAPI) -> None:
         Output("runs-status", "data"),
         Output("runs-kind", "data"),
         Output("runs-cols", "data"),
-        Output("runs-ccols", "data"),
         Output("runs-sort", "data"),
         Input("runs-tick", "n_intervals"),
         Input("runs-project", "value"),
@@ -406,15 +390,21 @@ def register(app: Dash, api: HolterAPI) -> None:
         archived: bool | None,
         selected: list[str] | None,
     ) -> tuple[Any, ...]:
-        metrics, config_keys = (metrics or [])[:MAX_COLUMNS], config_keys or []
-        keep = (no_update,) * 3
+        metrics, config_keys = (metrics or [])[:MAX_COLUMNS], (config_keys or [])[:MAX_CONFIG_COLUMNS]
+        keep = (no_update,) * 2
         try:
             vocab = await api.vocabulary()
-            everything = await api.list_runs(archived="include")
+            projects = await api.projects()
+            # The service searches every run (not a recent page) and sends each run's values at the
+            # config columns shown, never its whole config: 200 runs of 10,000 keys each are a few
+            # kilobytes here, not gigabytes.
             page = await api.list_runs(
                 project=project,
                 status=status,
                 tag=tag or None,
+                q=(query or "").strip() or None,
+                config=(config or "").strip() or None,
+                config_keys=config_keys or [""],  # an empty key: no config at all
                 metric=metrics or None,
                 sparkline_kind=SPARK_KIND,
                 names="true",
@@ -424,27 +414,17 @@ def register(app: Dash, api: HolterAPI) -> None:
             return error_alert(exc.message, "Could not list runs"), [], no_update, no_update, *keep
         statuses = vocab.run_status_names
         kinds = [{"value": k["name"], "label": k["label"]} for k in vocab.event_kinds]
-        projects = sorted({r["project"] for r in everything["data"]})
-        if not everything["data"]:
+        names = [p["name"] for p in projects]
+        if not projects:
             return (
                 empty_state("No runs yet", "Start a demo run and watch it arrive here:", "holter demo"),
-                projects,
+                names,
                 statuses,
                 kinds,
                 *keep,
             )
         runs = page["data"]
         metric_names = sorted({*(page.get("metric_names") or []), *metrics})
-        config_names = sorted({k for r in runs for k in flat_config(r.get("config") or {})} | set(config_keys))
-        # filters the service may not know yet (or at all) are applied here as well
-        if status:
-            runs = [r for r in runs if r.get("status") == status]
-        if tag:
-            runs = [r for r in runs if tag in (r.get("tags") or [])]
-        if config:
-            runs = [r for r in runs if config_matches(r.get("config") or {}, config)]
-        if query:
-            runs = [r for r in runs if matches_search(r, query)]
         notice = None
         if kind:
             events, problem = await optional(api.events(kind=kind, status=vocab.open_event_status), None)
@@ -460,16 +440,28 @@ def register(app: Dash, api: HolterAPI) -> None:
         else:
             ordered = sort_runs(runs, sort or "updated", vocab, ascending=bool(ascending))
             body = runs_table(ordered, vocab, set(selected or []), metrics, config_keys)
-        count = dmc.Text(f"{len(runs)} of {everything['count']} runs", size="xs", c="dimmed", mb=4)
+        total = sum(p["runs"] for p in projects if not project or p["name"] == project)
         return (
-            [x for x in (notice, count, body) if x is not None],
-            projects,
+            [x for x in (notice, runs_count(len(runs), page["count"], total), body) if x is not None],
+            names,
             statuses,
             kinds,
             metric_names,
-            config_names,
             sort_options(metrics, config_keys, sort),
         )
+
+    @app.callback(
+        Output("runs-ccols", "data"),
+        Input("runs-ccols", "searchValue"),
+        Input("runs-project", "value"),
+        State("runs-ccols", "value"),
+    )
+    async def config_key_options(search: str | None, project: str | None, chosen: list[str] | None) -> list[str]:
+        """The config columns to choose from: those chosen, and a bounded page of the project's
+        keys holding what is typed (the service keeps them; no config is read to list them)."""
+        found, _ = await optional(api.config_keys(project=project, contains=(search or "").strip() or None), None)
+        offered = (found or {}).get("keys", [])[:MAX_CONFIG_KEY_OPTIONS]
+        return list(dict.fromkeys([*(chosen or []), *offered]))
 
     @app.callback(
         Output("runs-compare", "disabled"),

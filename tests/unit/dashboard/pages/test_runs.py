@@ -1,10 +1,13 @@
-"""The runs page's config filter."""
+"""The runs page's count line."""
 
 from __future__ import annotations
 
-from holter_dashboard.pages.runs import config_matches
+from holter_dashboard.pages.runs import runs_count
 
 
-def test_config_filter() -> None:
-    assert config_matches({"optim": {"lr": 0.0003}}, "optim.lr=0.0003")
-    assert not config_matches({"lr": 1}, "lr=2") and config_matches({"lr": 1}, "lr") and config_matches({}, "")
+def test_the_count_says_of_how_many_runs_when_every_match_is_shown() -> None:
+    assert runs_count(12, 12, 1_040).children == "12 of 1,040 runs"
+
+
+def test_the_count_says_how_many_match_when_the_page_holds_fewer() -> None:
+    assert runs_count(500, 812, 2_000).children == "500 shown · 812 match · 2,000 runs"
