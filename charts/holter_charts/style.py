@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import re
 from typing import Any
 
 from holter_charts.series import View
@@ -12,10 +13,23 @@ NOTE_COLOR = "#7048e8"
 PALETTE = ["#1c7ed6", "#f76707", "#2f9e44", "#ae3ec9", "#0ca678", "#d6336c", "#5c7cfa", "#e8590c", "#74b816", "#15aabf"]
 
 
+# Characters that change how the text around them reads without being seen: bidirectional
+# overrides, embeddings and isolates (`loss\u202egnp.exe` reads "lossexe.png"), direction marks
+# and zero-width characters. The service spells them out in chat (holter_server.wire.visible);
+# the dashboard, an API client of its own, does the same wherever it shows a name.
+_INVISIBLE = re.compile(r"[\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
+
+
+def visible(text: str) -> str:
+    """`text` with every direction control and zero-width character spelled out (`\u202e`)."""
+    return _INVISIBLE.sub(lambda match: match.group().encode("unicode_escape").decode("ascii"), str(text))
+
+
 def plotly_text(text: str) -> str:
     """User text (metric and run names, notes, summaries) for a Plotly label: Plotly renders
-    `<a href>`, `<b>`, `<br>` in names, titles and hover text as markup, so a name shows as written only escaped."""
-    return html.escape(str(text), quote=False)
+    `<a href>`, `<b>`, `<br>` in names, titles and hover text as markup, so a name shows as written
+    only escaped; direction controls are spelled out (`visible`)."""
+    return html.escape(visible(text), quote=False)
 
 
 COMPACT_HEIGHT = 190  # a small multiple (the run page's System section)

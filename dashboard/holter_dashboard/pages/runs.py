@@ -12,6 +12,7 @@ from urllib.parse import quote, urlencode
 
 import dash_mantine_components as dmc
 from dash import ALL, Dash, Input, Output, State, dcc, html, no_update
+from holter_charts.style import visible
 from holter_charts.vocabulary import Vocabulary
 
 from holter_dashboard.api import ApiError, HolterAPI, optional
@@ -304,7 +305,7 @@ def runs_table(
             dmc.TableTd(
                 dmc.Stack(
                     [
-                        link(r.get("name") or r["id"], f"/runs/{r['id']}", fw=600, className="run-link"),
+                        link(visible(r.get("name") or r["id"]), f"/runs/{r['id']}", fw=600, className="run-link"),
                         dmc.Text(r["id"], size="xs", c="dimmed", ff="monospace"),
                     ],
                     gap=0,

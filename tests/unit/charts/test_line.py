@@ -175,3 +175,11 @@ def test_a_chart_without_the_step_s_own_work_keeps_its_plain_title_and_palette(v
     figure, _ = line_figure(panel, {"loss": Series([0], [1.0])}, view=View(), vocab=vocab)
     assert figure["layout"]["title"]["text"] == "Loss" and "title" not in figure["layout"]["legend"]
     assert figure["data"][0]["line"]["color"] != figure["data"][2]["line"]["color"]
+
+
+def test_a_direction_override_in_a_metric_name_is_spelled_out_in_the_legend(vocab) -> None:
+    name = "loss\u202egnp.exe"  # reads "lossexe.png" where the override is obeyed
+    panel = Panel(key="loss", title="Loss", metrics=(name,))
+    figure, _ = line_figure(panel, {name: Series(list(range(10)), [1.0] * 10)}, [], [], view=View(), vocab=vocab)
+    names = [trace["name"] for trace in figure["data"] if trace.get("name", "").startswith("loss")]
+    assert names and all(n == "loss\\u202egnp.exe" for n in names)

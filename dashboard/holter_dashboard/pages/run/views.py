@@ -8,6 +8,7 @@ from typing import Any
 
 import dash_mantine_components as dmc
 from dash import html
+from holter_charts.style import visible
 from holter_charts.vocabulary import Vocabulary
 
 from holter_dashboard.components import age, empty_state, health_badge, link, status_badge
@@ -32,7 +33,7 @@ def run_header(run: dict[str, Any], vocab: Vocabulary) -> dmc.Group:
                     ),
                     dmc.Group(
                         [
-                            dmc.Title(run.get("name") or run["id"], order=2, id="run-title"),
+                            dmc.Title(visible(run.get("name") or run["id"]), order=2, id="run-title"),
                             status_badge(run.get("status"), vocab),
                             health_badge(run.get("health"), vocab, run.get("open_events")),
                             dmc.Badge("● live", color="green", variant="transparent", className="live-badge")
@@ -168,7 +169,7 @@ def metrics_list(run: dict[str, Any], vocab: Vocabulary) -> Any:
                 [
                     dmc.Group(
                         [
-                            dmc.Text(m["name"], size="xs", ff="monospace", className="metric-name"),
+                            dmc.Text(visible(m["name"]), size="xs", ff="monospace", className="metric-name"),
                             # the note (what the name is) on hover
                             html.Span(
                                 vocab.understood_text(understood),
