@@ -9,13 +9,16 @@ dicts rather than `plotly.graph_objects` because they are built on every refresh
 a graph object costs more than drawing it; the dicts are exactly what `dcc.Graph` receives.
 
 * `series` — a metric's points, the one NaN/±Inf decoding, smoothing, the x axis (step or wall time);
-* `panels` — which charts a run page draws (the service's panel for each metric, layers, histograms);
+* `panels` — which charts a run page draws (the service's panel for each metric, layers, histograms)
+  and in which section (main, System, Ranks);
 * `figures` — `panel_figure`, a panel's figure whichever its kind (pages and report draw through it);
 * `vocabulary` — the service's vocabulary (`GET /api/v1/vocabulary`) shaped for drawing;
 * `style` — colours, the base layout, user text made safe for Plotly;
 * `marks` — events and notes drawn on a chart;
 * `line` — line panels, their live appends, a histogram's band chart;
 * `heatmap` — per-layer families;
+* `ranks` — a distributed job's ranks side by side: one metric as a rank × step heatmap, the
+  ranks the job's events name;
 * `compare` — across runs: the service's reference band and drifts, seed bands (a run's seed
   group in the report), a run against its reference;
 * `verdicts` — an ablation's verdict: each measure's difference with its confidence interval.

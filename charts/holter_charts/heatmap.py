@@ -65,6 +65,22 @@ def worst_layer(layers: Mapping[int, Series]) -> tuple[int, float] | None:
     return best
 
 
+def row_outline(row: float, color: str, *, width: int = 2, dash: str = "solid") -> dict:
+    """A rectangle around one row of a heatmap, across the whole plot (the worst layer, a named rank).
+    `row` is the row's place on the y axis (its layer, its rank)."""
+    return {
+        "type": "rect",
+        "xref": "paper",
+        "yref": "y",
+        "x0": 0,
+        "x1": 1,
+        "y0": row - 0.5,
+        "y1": row + 0.5,
+        "line": {"color": color, "width": width, "dash": dash},
+        "fillcolor": "rgba(0,0,0,0)",
+    }
+
+
 def heatmap_figure(
     panel: Panel,
     series: Mapping[str, Series],
@@ -104,19 +120,7 @@ def heatmap_figure(
     shapes, labels = event_shapes([e for e in events if e.get("metric") in panel.metrics], [], View(), vocab)
     if worst is not None and x:
         layer, value = worst
-        shapes.append(
-            {
-                "type": "rect",
-                "xref": "paper",
-                "yref": "y",
-                "x0": 0,
-                "x1": 1,
-                "y0": layer - 0.5,
-                "y1": layer + 0.5,
-                "line": {"color": vocab.worst_color, "width": 2},
-                "fillcolor": "rgba(0,0,0,0)",
-            }
-        )
+        shapes.append(row_outline(layer, vocab.worst_color))
         layout["title"]["text"] = (
             f"{plotly_text(panel.title)} · "
             f"<span style='color:{vocab.worst_color}'>worst: layer {layer} ({value:.3g})</span>"

@@ -20,7 +20,8 @@ from typing import Any, Literal
 
 from holter_charts.vocabulary import Vocabulary
 
-Section = Literal["main", "system"]
+Section = Literal["main", "system", "ranks"]
+SECTIONS: tuple[Section, ...] = ("main", "system", "ranks")  # in the order their charts are listed
 # A share logged with a value beyond this is in percent whatever its name says: a fraction of a
 # device's peak or of a step stays at or under 1 (a little over, with a rough FLOP count).
 PERCENT_ABOVE = 1.5
@@ -29,8 +30,10 @@ PERCENT_ABOVE = 1.5
 @dataclass(frozen=True)
 class Panel:
     """One chart of the run page: a signal family drawn as lines, or per-layer metrics as a
-    heatmap. `section` says where the page puts it: the main grid, or the collapsed System
-    section for system vitals (CPU, memory, disk, network, a GPU's clocks and memory)."""
+    heatmap. `section` says where the page puts it: the main grid, the collapsed System section
+    for system vitals (CPU, memory, disk, network, a GPU's clocks and memory), or the Ranks
+    section for a distributed job's rank series and timings (drawn there across the ranks, as a
+    rank × step heatmap, never as a chart of rank 0's alone)."""
 
     key: str
     title: str
@@ -59,7 +62,8 @@ def plan_panels(metrics: Iterable[Mapping[str, Any]], vocab: Vocabulary) -> list
     panel and kind the service gave it): the vocabulary's shared panels in its order (train and
     eval loss together, the train loss first), a heatmap per per-layer family (two layers or
     more), then every other metric on its own chart, alphabetically. A chart whose metrics are
-    all of system kinds (the service's vocabulary says which) goes in the System section. Every
+    all of system kinds (the service's vocabulary says which) goes in the System section, one
+    whose metrics are all rank series (rank 0's `holter/dist/...` timings) in the Ranks section. Every
     chart has a key of its own (two names may make one slug: `cpu.percent`, `cpu_percent`)."""
     by_name = {m["name"]: m for m in metrics}
     names = sorted(by_name)
@@ -163,14 +167,19 @@ def _unique_keys(panels: list[Panel]) -> list[Panel]:
 
 
 def _sectioned(panels: list[Panel], by_name: Mapping[str, Mapping[str, Any]], vocab: Vocabulary) -> list[Panel]:
-    """Each panel in its section: system vitals in the System section, after the main grid's charts."""
-    placed = [
-        replace(panel, section="system")
-        if all(vocab.is_system_kind(by_name[m].get("kind")) for m in panel.metrics)
-        else panel
-        for panel in panels
-    ]
-    return [p for p in placed if p.section == "main"] + [p for p in placed if p.section == "system"]
+    """Each panel in its section: system vitals in the System section and rank series in the Ranks
+    section, after the main grid's charts."""
+    placed = [replace(panel, section=_section_of(panel, by_name, vocab)) for panel in panels]
+    return [p for section in SECTIONS for p in placed if p.section == section]
+
+
+def _section_of(panel: Panel, by_name: Mapping[str, Mapping[str, Any]], vocab: Vocabulary) -> Section:
+    kinds = [by_name[m].get("kind") for m in panel.metrics]
+    if all(vocab.is_system_kind(kind) for kind in kinds):
+        return "system"
+    if all(vocab.is_rank_kind(kind) for kind in kinds):
+        return "ranks"
+    return "main"
 
 
 # The quantile metrics a logged histogram becomes (holter.Histogram; client/holter/media.py), lowest first.

@@ -12,6 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 NEUTRAL = "gray"  # a badge for a name the vocabulary does not know (an older or newer service)
+# The names the vocabulary gives a distributed job's ranks: the signal kind of a rank's series and
+# timings, and the group of the events about ranks (as it names the kind `system` of a machine reading).
+RANK_KIND = "rank"
+RANKS_GROUP = "ranks"
 
 
 @dataclass(frozen=True)
@@ -126,6 +130,17 @@ class Vocabulary:
         found = next((k for k in self.event_kinds if k["name"] == kind), None)
         return found["label"] if found else str(kind or "event").replace("_", " ")
 
+    def event_group(self, kind: str | None) -> str | None:
+        """The group of an event kind (who finds it: `metric`, `lifecycle`, `ranks`, ...)."""
+        found = next((k for k in self.event_kinds if k["name"] == kind), None)
+        return found.get("group") if found else None
+
+    def is_rank_event(self, kind: str | None) -> bool:
+        """Whether an event of this kind is about the ranks of a distributed job (a straggler, a
+        hung or lost rank, a rank out of its peers' band): its `details.ranks` name the ranks, and
+        the run page links it to them in its Ranks section. The vocabulary groups these kinds `ranks`."""
+        return self.event_group(kind) == RANKS_GROUP
+
     # -- signal kinds and panels
     @property
     def signal_kinds(self) -> list[dict[str, Any]]:
@@ -141,6 +156,13 @@ class Vocabulary:
         names the kind of every other machine reading `system`."""
         found = next((k for k in self.signal_kinds if k["name"] == kind), None)
         return found is not None and (bool(found.get("system")) or found["name"] == "system")
+
+    def is_rank_kind(self, kind: str | None) -> bool:
+        """Whether a metric of this kind is one rank's copy of a metric or a rank's timings (rank
+        0's `holter/dist/...` among the run's own metrics): read across the job's ranks in the run
+        page's Ranks section, never a chart of its own. The vocabulary names that kind `rank`."""
+        found = next((k for k in self.signal_kinds if k["name"] == kind), None)
+        return found is not None and found["name"] == RANK_KIND
 
     def signal_description(self, kind: str | None) -> str:
         found = next((k for k in self.signal_kinds if k["name"] == kind), None)

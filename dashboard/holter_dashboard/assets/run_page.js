@@ -67,12 +67,63 @@ window.dash_clientside = Object.assign({}, window.dash_clientside, {
             if (view.smoothing !== 0.6) q.set('smooth', view.smoothing);
             if (view.log_y) q.set('log', '1');
             if (view.x_axis === 'time') q.set('x', 'time');
-            const s = q.toString();
-            setTimeout(() => window.history.replaceState(null, '', window.location.pathname + (s ? '?' + s : '')), 0);
+            setTimeout(() => {
+                // the rank picked in the Ranks section is no part of the view: kept as the URL has it then
+                const rank = new URLSearchParams(window.location.search).get('rank');
+                if (rank !== null) q.set('rank', rank);
+                const s = q.toString();
+                window.history.replaceState(null, '', window.location.pathname + (s ? '?' + s : ''));
+            }, 0);
+            return window.dash_clientside.no_update;
+        },
+
+        // A click on the ranks' heatmap picks the rank of its row (each row sits at its rank on the y axis).
+        pick_rank_on_heatmap: function (click, picked) {
+            const point = ((click && click.points) || [])[0];
+            const rank = point && point.y;
+            if (typeof rank !== 'number' || rank === picked) return window.dash_clientside.no_update;
+            return Math.round(rank);
+        },
+
+        // The URL names the rank picked in the Ranks section (`?rank=N`: the page opens on it), and
+        // the section scrolls into view when a rank is picked (a link on an event far below it).
+        rank_to_url: function (rank) {
+            window._holterPickedRank = rank;  // what a click on the picked rank's row takes back (pickRank)
+            if (!window.location.pathname.startsWith('/runs/')) return window.dash_clientside.no_update;
+            setTimeout(() => {
+                const q = new URLSearchParams(window.location.search);
+                if (rank === null || rank === undefined) q.delete('rank'); else q.set('rank', rank);
+                const s = q.toString();
+                window.history.replaceState(null, '', window.location.pathname + (s ? '?' + s : ''));
+                const section = document.getElementById('run-ranks-section');
+                if (rank !== null && rank !== undefined && section) section.scrollIntoView({block: 'start'});
+            }, 0);
             return window.dash_clientside.no_update;
         },
     },
 });
+
+// A rank picked on an event's link (`data-pick-open`: the Ranks section opens on it, on the
+// event's metric when it has one, `data-pick-metric`: the loss a rank left its peers' band on) or
+// on its row in the section (the picked rank again: picked no more). A click listener rather
+// than a callback on the buttons' clicks: the events panel and the ranks' table are drawn again
+// every few seconds while a job runs, and a click that lands as they are replaced would reach a
+// callback with the new buttons' clicks (none) and be lost.
+function pickRank(event) {
+    const target = event.target.closest ? event.target.closest('[data-pick-rank]') : null;
+    const set = window.dash_clientside && window.dash_clientside.set_props;
+    if (!target || !set) return;
+    const rank = Number(target.getAttribute('data-pick-rank'));
+    if (target.hasAttribute('data-pick-open')) {
+        const metric = target.getAttribute('data-pick-metric');
+        if (metric) set('run-ranks-metric', {value: metric});
+        set('run-ranks-open', {value: 'ranks'});  // the section's value when open (pages/run/ranks.py SECTION)
+        set('run-rank', {data: rank});
+    } else {
+        set('run-rank', {data: window._holterPickedRank === rank ? null : rank});
+    }
+}
+document.addEventListener('click', pickRank);
 
 // A point on a date axis as Plotly reports it ("2026-11-22 02:33:12.5", in UTC, or ms) in ms since the epoch.
 function epochMs(value) {

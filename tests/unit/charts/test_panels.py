@@ -110,6 +110,29 @@ def test_system_vitals_go_to_the_system_section_after_the_main_charts(vocab) -> 
     }
 
 
+def test_rank_0_s_timings_go_to_the_ranks_section_never_the_main_grid(vocab) -> None:
+    # a job's run lists rank 0's holter/dist/* beside its curves, read as the `rank` kind
+    names = [
+        "loss",
+        "holter/dist/compute_s",
+        "holter/dist/wait_s",
+        "holter/dist/step_s",
+        "holter/dist/local_grad_norm",
+        "holter/system/cpu.percent",
+    ]
+    listed = as_the_api_lists(names)
+    assert {m["name"]: m["kind"] for m in listed if m["name"].startswith("holter/dist/")} == dict.fromkeys(
+        names[1:5], "rank"
+    )
+    panels = plan_panels(listed, vocab)
+    assert [p.section for p in panels] == ["main", "system", "ranks", "ranks", "ranks", "ranks"]
+    assert [p.metrics for p in panels if p.section == "main"] == [("loss",)]
+    assert {m for p in panels if p.section == "ranks" for m in p.metrics} == set(names[1:5])
+    # a metric declared `rank` goes with them, whatever its name
+    declared = plan_panels([{"name": "my_rank_clock", "kind": "rank", "panel": None}], vocab)
+    assert [p.section for p in declared] == ["ranks"]
+
+
 def test_two_names_with_one_slug_get_a_chart_each(vocab) -> None:
     panels = plan_panels(as_the_api_lists(["holter/system/cpu.percent", "holter/system/cpu_percent"]), vocab)
     assert len(panels) == 2 and len({p.key for p in panels}) == 2

@@ -10,6 +10,11 @@ changed the run (a note, an acknowledgement). The tick goes through a gate in th
 keeps only the newest answer of a callback called again before it answered; so each refresh
 starts from what the last applied one drew, and new points are appended in order and once.
 
+The Ranks section of a distributed job's run has a refresh of its own (`refresh_ranks`): it
+reads the ranks only while the section is open, every few seconds while the job is alive, and
+when the run's events about its ranks change (`follow_rank_events`, which also keeps the closed
+section's label current); the reader picks a rank from an event, a row or the heatmap.
+
 The others: the run's twins and repeats, read once after the page is drawn (`read_relations`);
 the view (clicks on events, reset, the controls; a zoom is followed in the browser),
 acknowledging and dismissing events, notes, metric kinds, tags and notes of the run, archive
@@ -43,6 +48,14 @@ from holter_dashboard.pages.run.data import (
 from holter_dashboard.pages.run.details import details, details_signature, relations
 from holter_dashboard.pages.run.events import events_panel
 from holter_dashboard.pages.run.layout import as_int
+from holter_dashboard.pages.run.ranks import (
+    SECTION,
+    buckets_for,
+    metric_choices,
+    rank_events_signature,
+    ranks_body,
+    section_label,
+)
 from holter_dashboard.pages.run.views import (
     AUTO_KIND,
     kinds_signature,
@@ -197,6 +210,97 @@ def register(app: Dash, api: HolterAPI) -> None:
             new.tail.update(update.tail)
         out[9] = new.to_store()
         return tuple(out)
+
+    @app.callback(
+        Output("run-ranks", "children"),
+        Output("run-ranks-label", "children"),
+        Output("run-ranks-tick", "disabled"),
+        Output("run-ranks-metric", "data"),
+        Input("run-ranks-tick", "n_intervals"),
+        Input("run-ranks-open", "value"),
+        Input("run-ranks-metric", "value"),
+        Input("run-rank", "data"),
+        Input("run-ranks-seen", "data"),
+        State("run-id", "data"),
+        State("run-job", "data"),
+        State("run-marks", "data"),
+        State("run-ranks-metric", "data"),
+    )
+    async def refresh_ranks(
+        _tick: Any,
+        opened: str | None,
+        metric: str | None,
+        picked: int | None,
+        _seen: Any,
+        run_id: str,
+        job: dict | None,
+        marks: dict | None,
+        choices: list | None,
+    ) -> tuple:
+        """The Ranks section drawn again, only while it is open, and its tick on while the job may
+        still move. Every call that reads draws the whole section: Dash keeps only the answer of
+        the newest call, so none may answer with less (the run's other events never call it:
+        `follow_rank_events` tells it when the events about ranks changed)."""
+        if not job or opened != SECTION:
+            return no_update, no_update, True, no_update
+        vocab = await api.vocabulary()
+        events = (marks or {}).get("events") or []
+        try:
+            run, ranks = await asyncio.gather(api.get_run(run_id), api.ranks(run_id))
+        except ApiError as exc:
+            return error_alert(exc.message, "Cannot read the ranks"), no_update, False, no_update
+        metrics = run.get("metrics") or []
+        problems: list[str] = []
+        matrix = None
+        if metric:
+            try:
+                matrix = await api.rank_matrix(run_id, metric, max_buckets=buckets_for(metric, metrics))
+            except ApiError as exc:
+                problems.append(f"{metric}: {exc.message}")
+        body = ranks_body(ranks, matrix, events, vocab, selected=picked, problems=problems)
+        # on while anything may still move: the run logs, or a rank still beats (a hung job's run
+        # stalls while its ranks beat on; ranks read from their logs never beat, their run says)
+        alive = vocab.is_live(run.get("status")) or any(r.get("alive") for r in ranks.get("data") or [])
+        now = metric_choices(metrics, vocab)
+        label = section_label(run.get("job") or job, events, vocab)
+        return body, label, not alive, now if now != choices else no_update
+
+    @app.callback(
+        Output("run-ranks-label", "children", allow_duplicate=True),
+        Output("run-ranks-seen", "data"),
+        Input("run-marks", "data"),
+        State("run-job", "data"),
+        State("run-ranks-seen", "data"),
+        prevent_initial_call=True,
+    )
+    async def follow_rank_events(marks: dict | None, job: dict | None, seen: str | None) -> tuple:
+        """The section's label follows the run's events about its ranks, and the section (when
+        open) is drawn again when those change (`run-ranks-seen`), not when the run's others do."""
+        if not job:
+            return no_update, no_update
+        vocab = await api.vocabulary()
+        events = (marks or {}).get("events") or []
+        standing = rank_events_signature(events, vocab)
+        if standing == seen:
+            return no_update, no_update
+        return section_label(job, events, vocab), standing
+
+    # A rank picked on an event's link or on its row is set in the browser (assets/run_page.js
+    # `pickRank`, a click listener: no callback); one picked on the heatmap, here
+    app.clientside_callback(
+        ClientsideFunction(namespace="holter", function_name="pick_rank_on_heatmap"),
+        Output("run-rank", "data"),
+        Input("run-ranks-heatmap", "clickData"),
+        State("run-rank", "data"),
+        prevent_initial_call=True,
+    )
+
+    # The URL names the picked rank (`?rank=N`), and the page scrolls to the section
+    app.clientside_callback(
+        ClientsideFunction(namespace="holter", function_name="rank_to_url"),
+        Output("run-rank-sink", "children"),
+        Input("run-rank", "data"),
+    )
 
     @app.callback(
         Output("run-relations", "children"),

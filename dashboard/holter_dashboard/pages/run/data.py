@@ -61,7 +61,10 @@ class Snapshot:
 
     @property
     def metric_names(self) -> list[str]:
-        return sorted(m["name"] for m in self.run.get("metrics") or [])
+        """The metrics drawn as charts (the chart filter's and a note's choices): a job's rank
+        series (rank 0's timings) are drawn across its ranks in the Ranks section instead."""
+        across = {m for p in self.panels if p["section"] == "ranks" for m in p["metrics"]}
+        return sorted(m["name"] for m in self.run.get("metrics") or [] if m["name"] not in across)
 
     @property
     def main_panels(self) -> list[dict[str, Any]]:

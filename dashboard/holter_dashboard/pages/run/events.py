@@ -1,7 +1,9 @@
 """The run's events panel: what Holter found on the run, one incident per problem, most urgent
 first. Each incident opens with its root cause (the event that leads it, and a sentence saying
 the cause); the events that follow from it are folded under it, a click away. Each event keeps
-its evidence and what can be done about it (zoom to it, acknowledge, dismiss).
+its evidence and what can be done about it (zoom to it, acknowledge, dismiss). An event about
+the ranks of a distributed job names its ranks, each a link that picks the rank in the run page's
+Ranks section (assets/run_page.js `pickRank`).
 
 The grouping is the service's (`GET /runs/{id}/incidents`): the page shows what the API says.
 Against a service without incidents, or for an event the incidents read a moment earlier did
@@ -16,6 +18,7 @@ from typing import Any
 import dash_mantine_components as dmc
 from dash import html
 from holter_charts.marks import event_label
+from holter_charts.ranks import event_ranks
 from holter_charts.vocabulary import Vocabulary
 
 from holter_dashboard.components import severity_badge
@@ -135,6 +138,7 @@ def event_card(event: dict[str, Any], vocab: Vocabulary) -> Any:
             ),
             dmc.Text(event.get("summary") or "", size="xs", mt=4),
             dmc.Text(steps_text(event) + status, size="xs", c="dimmed"),
+            rank_links(event) if vocab.is_rank_event(event.get("kind")) else None,
             dmc.Group(
                 [
                     dmc.Button(
@@ -167,3 +171,28 @@ def event_card(event: dict[str, Any], vocab: Vocabulary) -> Any:
         className=f"event-item event-{event.get('kind')}",
         style={"opacity": 0.6 if vocab.is_hidden(event.get("status")) else 1},
     )
+
+
+RANK_LINKS = 8  # ranks an event links to; the rest are counted (a node's many ranks)
+
+
+def rank_links(event: dict[str, Any]) -> Any:
+    """The ranks an event about ranks names, each a link to it in the Ranks section (on the
+    event's metric, when it has one: the loss a rank left its peers' band on)."""
+    ranks = event_ranks(event)
+    if not ranks:
+        return None
+    links: list[Any] = [
+        dmc.Button(
+            f"rank {rank}",
+            size="compact-xs",
+            variant="light",
+            className="event-rank-link",
+            # picked in the browser (assets/run_page.js `pickRank`): open the section on this rank
+            **{"data-pick-rank": str(rank), "data-pick-open": "1", "data-pick-metric": event.get("metric") or ""},
+        )
+        for rank in ranks[:RANK_LINKS]
+    ]
+    if len(ranks) > RANK_LINKS:
+        links.append(dmc.Text(f"and {len(ranks) - RANK_LINKS} more", size="xs", c="dimmed"))
+    return dmc.Group(links, gap=4, mt=4, className="event-ranks")

@@ -1,6 +1,7 @@
 """The run page as it opens: the view its URL asks for, and the page drawn with the run's main
 charts, its events and its notes before it answers (one round trip, not a chain of callbacks,
-and no placeholder left waiting for a refresh). System vitals wait, closed, in their section.
+and no placeholder left waiting for a refresh). A distributed job's ranks and the system vitals
+wait, closed, in their sections (the Ranks section open on a rank the URL picks: `?rank=N`).
 A run the service does not have gets a plain "no such run" page."""
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from holter_dashboard.pages.run.data import (
 )
 from holter_dashboard.pages.run.details import details, details_signature, relations_pending
 from holter_dashboard.pages.run.events import events_panel
+from holter_dashboard.pages.run.ranks import ranks_section
 from holter_dashboard.pages.run.views import (
     kinds_signature,
     metrics_list,
@@ -79,6 +81,7 @@ def page_layout(api: HolterAPI) -> Callable[..., Awaitable[html.Div]]:
         start: Any = None,
         end: Any = None,
         metrics: Any = None,
+        rank: Any = None,
         **_: Any,
     ) -> html.Div:
         view = view_from_query(smooth, log, x, start, end, metrics)
@@ -88,12 +91,14 @@ def page_layout(api: HolterAPI) -> Callable[..., Awaitable[html.Div]]:
             return html.Div(no_such_run(run_id or ""))
         except ApiError as exc:
             return html.Div(error_alert(exc.message, "Cannot show this run"))
-        return await build_layout(api, run_id or "", view, snap)
+        return await build_layout(api, run_id or "", view, snap, rank=as_int(rank))
 
     return layout
 
 
-async def build_layout(api: HolterAPI, run_id: str, view: dict[str, Any], snap: Snapshot) -> html.Div:
+async def build_layout(
+    api: HolterAPI, run_id: str, view: dict[str, Any], snap: Snapshot, *, rank: int | None = None
+) -> html.Div:
     main = shown(panels_of(snap.main_panels), view["metrics"])
     if main:
         charts = await draw_panels(api, run_id, main, view_of(view), snap.marks, snap.vocab)
@@ -133,7 +138,11 @@ async def build_layout(api: HolterAPI, run_id: str, view: dict[str, Any], snap: 
             dmc.Grid(
                 [
                     dmc.GridCol(
-                        [html.Div(id="run-charts", children=grid), system_section(snap)],
+                        [
+                            html.Div(id="run-charts", children=grid),
+                            ranks_section(snap.run, snap.events, snap.vocab, rank),
+                            system_section(snap),
+                        ],
                         span={"base": 12, "lg": 9},
                     ),
                     dmc.GridCol(side(snap, me, live), span={"base": 12, "lg": 3}),
