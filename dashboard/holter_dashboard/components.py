@@ -33,11 +33,20 @@ def status_badge(status: str | None, vocab: Vocabulary) -> dmc.Badge:
     )
 
 
-def health_badge(health: str | None, vocab: Vocabulary, open_events: int | None = None) -> dmc.Badge:
-    """Worst open event of a run; runs from a service without events show as unknown."""
+def health_badge(
+    health: str | None, vocab: Vocabulary, open_events: int | None = None, problems: dict[str, int] | None = None
+) -> dmc.Badge:
+    """Worst open event of a run, with how many problems it has: the incidents its warning and
+    critical events make, so that one creeping failure reads "critical · 1 problem" however many
+    events it made (a service that does not count problems: the open events). Runs from a
+    service without events show as unknown."""
     if health is None:
         return dmc.Badge("—", color="gray", variant="outline")
-    label = health if not open_events else f"{health} · {open_events}"
+    if problems is not None:
+        count = sum(problems.values())
+        label = health if not count else f"{health} · {count} problem{'' if count == 1 else 's'}"
+    else:
+        label = health if not open_events else f"{health} · {open_events}"
     return dmc.Badge(
         label,
         color=vocab.health_badge(health),

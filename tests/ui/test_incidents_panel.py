@@ -52,3 +52,10 @@ def test_what_followed_is_folded_until_opened(page, nan_run: str) -> None:  # ty
     more.click()
     wait_until(folded.first.is_visible)
     assert incident.locator(".incident-folded .event-divergence", has_text="holter/grad_norm/layers.1").count() == 1
+
+
+def test_the_header_counts_one_problem_not_its_dozen_events(page, nan_run: str) -> None:  # type: ignore[no-untyped-def]
+    page.goto(f"/runs/{nan_run}")
+    badge = page.locator(".health-critical").first  # the header's health badge
+    badge.wait_for()
+    assert badge.inner_text().lower() == "critical · 1 problem"

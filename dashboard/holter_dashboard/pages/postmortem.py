@@ -128,7 +128,7 @@ def header(run: dict[str, Any], report_url: str, vocab: Vocabulary) -> dmc.Group
                         [
                             dmc.Title(f"Post-mortem: {run.get('name') or run['id']}", order=2, id="pm-title"),
                             status_badge(run.get("status"), vocab),
-                            health_badge(run.get("health"), vocab, run.get("open_events")),
+                            health_badge(run.get("health"), vocab, run.get("open_events"), run.get("problems")),
                         ],
                         gap="sm",
                     ),

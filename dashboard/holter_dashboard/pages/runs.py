@@ -313,7 +313,7 @@ def runs_table(
             ),
             dmc.TableTd(r.get("project")),
             dmc.TableTd(status_badge(r.get("status"), vocab)),
-            dmc.TableTd(health_badge(r.get("health"), vocab, r.get("open_events"))),
+            dmc.TableTd(health_badge(r.get("health"), vocab, r.get("open_events"), r.get("problems"))),
             dmc.TableTd(
                 html.Img(src=picture, title=f"{spark.get('metric')} over the run", className="run-sparkline")
                 if picture

@@ -35,7 +35,7 @@ def run_header(run: dict[str, Any], vocab: Vocabulary) -> dmc.Group:
                         [
                             dmc.Title(visible(run.get("name") or run["id"]), order=2, id="run-title"),
                             status_badge(run.get("status"), vocab),
-                            health_badge(run.get("health"), vocab, run.get("open_events")),
+                            health_badge(run.get("health"), vocab, run.get("open_events"), run.get("problems")),
                             dmc.Badge("● live", color="green", variant="transparent", className="live-badge")
                             if live
                             else None,
