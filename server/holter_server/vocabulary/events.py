@@ -29,6 +29,7 @@ class EventKind(StrEnum):
     SAWTOOTH = "sawtooth"
     TOO_GOOD = "too_good"
     LEVEL_SHIFT = "level_shift"
+    ENTROPY_COLLAPSE = "entropy_collapse"
     GRAD_NORM_PRECURSOR = "grad_norm_precursor"
     NO_LEARNING_SIGNAL = "no_learning_signal"
     ACTIVATION_GROWTH = "activation_growth"
@@ -85,6 +86,17 @@ EVENT_KINDS: tuple[EventKindEntry, ...] = (
     EventKindEntry(EventKind.TOO_GOOD, "too good", "metric", "a loss far below what the task allows (a leak)"),
     EventKindEntry(
         EventKind.LEVEL_SHIFT, "level shift", "metric", "the level moved to a new one and stayed", summarised=False
+    ),
+    # A KL that leaves its band and a reward that collapses are divergences (their kind's bad way,
+    # held: detect/rl_health.py names which in the summary and `details.cause`), alerted and grouped
+    # into one incident with the run's other divergences. A policy's entropy falling toward 0 is a
+    # name of its own: nothing runs away, the policy stops exploring, and the cure (the entropy
+    # bonus, the temperature, the clip range) is not a divergence's.
+    EventKindEntry(
+        EventKind.ENTROPY_COLLAPSE,
+        "entropy collapse",
+        "metric",
+        "a policy's entropy fell toward 0 and stayed there: it turned near-deterministic and stopped exploring",
     ),
     EventKindEntry(
         EventKind.GRAD_NORM_PRECURSOR,

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from typing import Any
 
-from holter_server.vocabulary.profiles import is_percent
+from holter_server.vocabulary.profiles import KL_PER_UPDATE_CEILING, is_percent
 
 PERCENT, FRACTION = "percent", "fraction"  # how a share (MFU, the wait for data) is logged: 0-100 or 0-1
 UNITS: tuple[str, ...] = (PERCENT, FRACTION)
@@ -148,12 +148,24 @@ def layer_index(metric: str) -> tuple[str, int] | None:
 _SCHEDULE_WORDS = (
     r"learning[_ -]?rate|lr|epoch|epochs|total_flos|train_runtime|runtime|num_tokens|num_input_tokens_seen|"
     r"n_tokens_seen|total_num_tokens|samples_seen|consumed_samples|global_step|step|steps|iter|iteration|timestamp|wall_time|"
-    r"batch[_ -]?size|global_batch_size|world[_ -]?size|loss[_ -]?scale|loss_scaler|kl_coef|wd|weight_decay|momentum|"
+    r"batch[_ -]?size|global_batch_size|world[_ -]?size|loss[_ -]?scale|loss_scaler|kl_coeff?|kl_penalty_coeff?|"
+    r"entropy_coeff?|wd|weight_decay|momentum|"
     r"skipped[_ -]train[_ -]samples|samples vs steps|num_samples"
 )
 _SCHEDULE = re.compile(rf"(^|[_/ -])({_SCHEDULE_WORDS})$|(^|/)(lr|learning[_ -]?rate)(/|$)|(^|/)lr-")
 # Timings named after the step (`timing_s/step`, `perf/time_per_step`) are step times, not counters.
 _TIMING = re.compile(r"(^|[_/])timing(_s|_ms|_per_token_ms)?/|time[_/ ]?per[_/ ]?step")
+
+# Another metric of the run that only a reinforcement-learning run logs: a PPO update's KL or clip
+# fraction, a policy-gradient or critic loss, a GRPO group's reward spread, an episode's return.
+# Beside one of them a bare `kl`, `entropy` or `clip_ratio` is the policy's; without, it may be a
+# VAE's KL term or an SFT model's token entropy (TRL's SFTTrainer logs `entropy`), which fall or
+# rise on healthy runs, and they stay statistics.
+RL_MARKER = (
+    r"(^|[^a-z])(approx_?kl|ppo_kl|approxkl_avg|pg_clipfrac|clipfrac|clip_fraction|ppo_clip_ratio|reward_std|"
+    r"frac_reward_zero_std|pg_loss|policy_loss|policy_gradient_loss|value_loss|vf_loss|critic_loss|ep_rew_mean|"
+    r"episodic_return|advantages)([^a-z]|$)|(^|/)clip_ratio/"
+)
 
 # The generic rules, tried after every framework map: conventions shared by many frameworks and
 # by Holter's own helpers (holter.torch, holter.rl, run.timed_step).
@@ -257,6 +269,48 @@ GENERIC_RULES: tuple[NameRule, ...] = (
         "the lowest or highest of a logged distribution (holter.Histogram)",
         marker=r"/(p\d{1,2}|median)$",
     ),
+    # An RL policy's health (detect/rl_health.py). The spread or extremes of a reward, a KL, an
+    # entropy or a clip fraction (TRL's `reward_std`, `rewards/<func>/std`, `clip_ratio/high_max`;
+    # verl's `critic/score/max`) are what they are, never read as the metric itself
+    NameRule(
+        r"(reward|(^|[^a-z])(rew|returns?|scores?|kl|entropy|clip[a-z]*))[a-z0-9_/]*?[/_](std|stdev|var|variance|min|max)$",
+        "statistic",
+        "the spread or an extreme of a reward, KL, entropy or clip fraction: a statistic of the metric, not the metric",
+    ),
+    # the KL between the policy before and after an update (PPO's `approx_kl`, k1 or k3): its band
+    # is fixed by the algorithm, so it needs no other metric to say the run is RL
+    NameRule(
+        r"(^|[^a-z])((old_)?approx_?kl(_avg)?|approxkl(_avg)?|ppo_kl)([^a-z]|$)",
+        "kl",
+        "KL between the policy before and after an update (PPO's target is 0.01-0.02)",
+        tolerance=KL_PER_UPDATE_CEILING,
+    ),
+    NameRule(
+        r"(^|[^a-z])(kl|kl_div|kl_divergence|kl_loss|kl_penalty|ref_kl|reward_kl_penalty)([^a-z]|$)",
+        "kl",
+        "the policy's KL to the reference model: grows slowly by design",
+        marker=RL_MARKER,
+    ),
+    # stable-baselines3's PPO logs minus the entropy (`train/entropy_loss = -mean(entropy)`), beside
+    # `train/policy_gradient_loss`
+    NameRule(
+        r"(^|/)entropy_loss$",
+        "statistic",
+        "stable-baselines3's entropy loss: minus the policy's entropy",
+        marker=r"(^|/)policy_gradient_loss$",
+    ),
+    NameRule(
+        r"(?<!cross)(^|[^a-z])(entropy|entropy_loss|entropy_avg|ent_loss|policy_entropy|approx_entropy)([^a-z]|$)",
+        "entropy",
+        "the policy's entropy: falls as it learns, a collapse toward 0 ends its exploration",
+        marker=RL_MARKER,
+    ),
+    NameRule(
+        r"(^|[^a-z])(pg_clipfrac(_lower)?|clipfrac(_avg)?|clip_frac(tion)?|ppo_clip_ratio)([^a-z]|$)|(^|/)clip_ratio(/|$)",
+        "clip_fraction",
+        "the share of probability ratios the PPO clip cut",
+        marker=RL_MARKER,
+    ),
     # reinforcement-learning losses: a policy-gradient loss swings around 0 and may go negative
     NameRule(
         r"(^|[^a-z])(pg_loss|policy_loss|policy_gradient_loss|actor_loss|act_loss|kl_loss|vf_loss|value_loss|critic_loss)([^a-z]|$)",
@@ -273,7 +327,7 @@ GENERIC_RULES: tuple[NameRule, ...] = (
         r"(mean_)?length|(mean_)?len|lengths|values|vpred)([^a-z]|$)|clip_ratio|clipped_ratio|pearson|corr(elation)?([^a-z]|$)|"
         r"memory|mem[_-]|_mem_",
         "statistic",
-        "a statistic logged beside the vital signs (KL to the reference, entropy, clip fraction, lengths, memory)",
+        "a statistic logged beside the vital signs (lengths, memory; a KL, entropy or clip fraction outside an RL run)",
     ),
     NameRule(
         r"(^|[^a-z])(eval|val|valid|validation|test)([^a-z]|$).*(loss|nll|perplexity|ppl)|"

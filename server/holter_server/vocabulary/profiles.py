@@ -14,10 +14,31 @@ from dataclasses import dataclass, replace
 from holter_server.vocabulary.events import EventKind
 from holter_server.vocabulary.severities import Level
 
-# Every detector a kind may run, by name (detect/incremental.py runs the ones a profile lists).
-DETECTORS: tuple[str, ...] = ("nonfinite", "spike", "rise", "drift", "level_shift", "plateau", "sawtooth", "too_good")
+# The curve classifier's detectors, which read every vital sign (detect/incremental.py runs the
+# ones a profile lists).
+CURVE_DETECTORS: tuple[str, ...] = (
+    "nonfinite",
+    "spike",
+    "rise",
+    "drift",
+    "level_shift",
+    "plateau",
+    "sawtooth",
+    "too_good",
+)
+# An RL policy's health (detect/rl_health.py): a KL held above the band its algorithm fixes, an
+# entropy collapsing toward 0, a clip fraction saturating, a reward collapsing. Each reads one kind.
+HEALTH_DETECTORS: tuple[str, ...] = ("kl_band", "entropy_collapse", "clip_saturation", "reward_collapse")
+# Every detector a kind may run, by name.
+DETECTORS: tuple[str, ...] = CURVE_DETECTORS + HEALTH_DETECTORS
 # A signal Holter does not read as a vital sign is watched only for NaN/±Inf and extreme outliers.
 WATCH_DETECTORS: tuple[str, ...] = ("nonfinite", "spike")
+# PPO keeps the KL between the policy before and after an update near its target, 0.01-0.02
+# (Schulman et al. 2017; CleanRL's `target_kl`, stable-baselines3's): held at five times that it
+# leaves its band, at 0.5 it has blown up. The frameworks' maps give this ceiling to the names
+# that measure the KL to the old policy (`approx_kl`, `ppo_kl`, `policy/approxkl_avg`).
+KL_PER_UPDATE_CEILING = 0.1
+KL_PER_UPDATE_CRITICAL = 0.5
 
 
 @dataclass(frozen=True)
@@ -81,9 +102,22 @@ class KindProfile:
     # the value a signal with a healthy ceiling sits at when all is well (0 for a gap, 1 for a
     # ratio): a route's own numerical floor is measured from it (detect/ceiling.py)
     healthy_level: float = 0.0
+    # RL policy health (detect/rl_health.py, the detectors of `HEALTH_DETECTORS` a profile lists):
+    # the smoothed level held out of its band for `band_persist` points in a row
+    band_persist: int = 5
+    # kl_band, clip_saturation: the ceiling the algorithm fixes, and the level that makes it
+    # critical while it is still there (None: never critical)
+    band_ceiling: float | None = None
+    band_critical: float | None = None
+    # entropy_collapse: at or below this share of its settled high (critical at or below
+    # `collapse_critical_share`); reward_collapse: down by this share of what it had gained (from
+    # its low to its best, or of its best's own size when it never rose), critical back at its low
+    collapse_share: float | None = None
+    collapse_critical_share: float | None = None
     # which detectors read this kind
-    detectors: tuple[str, ...] = DETECTORS
-    # no event of this kind is louder than this severity (None: as each detector says)
+    detectors: tuple[str, ...] = CURVE_DETECTORS
+    # no event of the curve classifier's detectors on this kind is louder than this severity
+    # (None: as each detector says); the RL health detectors say their own
     severity_cap: str | None = None
     # whether a spike may open before the baseline has history (its noise scale is then only a
     # floor relative to the level, meaningless for a signal that sits around zero)
@@ -235,14 +269,65 @@ KINDS: dict[str, KindProfile] = {
         detectors=WATCH_DETECTORS,
         spike_early=False,
     ),
+    # The RL policy's health (detect/rl_health.py): NaN/±Inf and extreme outliers at info, as for
+    # any statistic (a reward function's mean is NaN on a step with no prompt it scores), and the
+    # failure each signal has of its own, which may alarm.
+    # a reward, score or accuracy: a collapse (down by half of what it had gained, and held) is bad
     "reward": KindProfile(
         name="reward",
         direction=-1,
         spike_z=20.0,
         spike_min_rel=1.0,
+        spike_warn_points=None,
         rise_factor=None,
         frozen_min_points=None,
-        detectors=WATCH_DETECTORS,
+        collapse_share=0.5,
+        detectors=(*WATCH_DETECTORS, "reward_collapse"),
+        severity_cap=Level.INFO,
+        spike_early=False,
+    ),
+    # the policy's KL divergence, up is bad. To the old policy per update (PPO's `approx_kl`):
+    # against the band PPO fixes (`profile_for` gives those names their `band_ceiling`). To the
+    # reference model (GRPO's and RLHF-PPO's `kl`): it grows from 0 by design, per token or summed
+    # per sequence, so no band fits every run: NaN/±Inf and outliers only
+    "kl": KindProfile(
+        name="kl",
+        spike_z=20.0,
+        spike_min_rel=1.0,
+        spike_warn_points=None,
+        rise_factor=None,
+        frozen_min_points=None,
+        band_persist=3,
+        detectors=(*WATCH_DETECTORS, "kl_band"),
+        severity_cap=Level.INFO,
+        spike_early=False,
+    ),
+    # a policy's entropy: falling to a quarter of its settled high and staying there is a collapse
+    "entropy": KindProfile(
+        name="entropy",
+        direction=-1,
+        spike_z=20.0,
+        spike_min_rel=1.0,
+        spike_warn_points=None,
+        rise_factor=None,
+        frozen_min_points=None,
+        collapse_share=0.25,
+        collapse_critical_share=0.1,
+        detectors=(*WATCH_DETECTORS, "entropy_collapse"),
+        severity_cap=Level.INFO,
+        spike_early=False,
+    ),
+    # the share of samples or tokens whose probability ratio the PPO clip cut: held above 0.3 a
+    # large part of each update's gradient is clipped away (a healthy PPO clips a tenth to a fifth)
+    "clip_fraction": KindProfile(
+        name="clip_fraction",
+        spike_z=20.0,
+        spike_min_rel=1.0,
+        spike_warn_points=None,
+        rise_factor=None,
+        frozen_min_points=None,
+        band_ceiling=0.3,
+        detectors=(*WATCH_DETECTORS, "clip_saturation"),
         severity_cap=Level.INFO,
         spike_early=False,
     ),
@@ -346,7 +431,8 @@ def profile_for(metric: str, kind: str | None = None) -> KindProfile:
     the watch-only profile, never a loss's). A mismatch statistic's healthy ceiling comes from
     the rule that recognised its name, else from the end of its name; a share of the step spent
     waiting for data, logged in percent, has its ceiling in percent; a critic's value loss gets a
-    loss's outlier threshold among the RL losses."""
+    loss's outlier threshold among the RL losses; a KL to the old policy per update gets the band
+    its rule gives (`band_ceiling`), a KL to the reference none."""
     from holter_server.vocabulary.names import understand
 
     understood = understand(metric)
@@ -356,6 +442,14 @@ def profile_for(metric: str, kind: str | None = None) -> KindProfile:
     profile = KINDS[chosen]
     if chosen == "policy_loss" and _VALUE_LOSS.search(metric.lower()):
         return replace(profile, spike_z=KINDS["loss"].spike_z)
+    if chosen == "kl":
+        # the KL to the old policy per update has a band its algorithm fixes (the rule that
+        # recognised the name says so with a ceiling); the KL to the reference has none
+        ceiling = understood.tolerance if understood.kind == chosen else None
+        if ceiling is None:
+            return profile
+        critical = ceiling * KL_PER_UPDATE_CRITICAL / KL_PER_UPDATE_CEILING
+        return replace(profile, band_ceiling=ceiling, band_critical=critical)
     if profile.abs_tolerance is None:
         return profile
     if chosen == "data_wait" and is_percent(metric):

@@ -34,6 +34,9 @@ PANELS: tuple[Panel, ...] = (
     Panel("data_wait", "Waiting for data (share of the step)", share=True),
     Panel("policy_loss", "Policy loss"),
     Panel("reward", "Reward"),
+    Panel("kl", "KL divergence (policy vs old policy or reference)"),
+    Panel("entropy", "Policy entropy"),
+    Panel("clip_fraction", "Clip fraction (share of ratios clipped)", share=True),
     Panel("gpu_memory", "GPU memory (share used)"),
     Panel("gpu_utilization", "GPU utilisation (%)"),
     Panel("gpu_throttle", "GPU clocks cut (1: throttled)"),
@@ -47,8 +50,9 @@ class SignalKind:
 
     `panel` is the chart it shares (None: a chart of its own). `watch` says how closely it is
     read: "vital" (every detector its profile lists, alarms included; a GPU vital by its own
-    detector), "quiet" (NaN/±Inf and extreme outliers; alarms only where the profile allows) or
-    "none" (drawn, never analysed).
+    detector), "quiet" (NaN/±Inf and extreme outliers at info; alarms only where the profile
+    lists a detector of its own: an RL policy's KL, entropy, clip fraction and reward, read by
+    detect/rl_health.py) or "none" (drawn, never analysed).
     """
 
     name: str
@@ -125,15 +129,42 @@ SIGNAL_KINDS: tuple[SignalKind, ...] = (
         "an RL policy, value or KL loss: swings around zero; NaN/±Inf critical, outliers info",
     ),
     SignalKind(
-        "reward", "reward", "reward", "quiet", "a reward, score or accuracy: higher is better; NaN and outliers at info"
+        "reward",
+        "reward",
+        "reward",
+        "quiet",
+        "a reward, score or accuracy: higher is better; a collapse (down by half of what it had gained, and held) "
+        "is named, NaN and outliers at info",
+    ),
+    SignalKind(
+        "kl",
+        "KL divergence",
+        "kl",
+        "quiet",
+        "an RL policy's KL to the old policy per update (PPO's approx_kl: its band is ≈0.01-0.02, held above 0.1 it "
+        "left it) or to the reference model (grows by design: watched for NaN and outliers only); up is bad",
+    ),
+    SignalKind(
+        "entropy",
+        "policy entropy",
+        "entropy",
+        "quiet",
+        "an RL policy's entropy: falling to a quarter of its settled high and staying there is a collapse",
+    ),
+    SignalKind(
+        "clip_fraction",
+        "clip fraction",
+        "clip_fraction",
+        "quiet",
+        "the share of probability ratios the PPO clip cut: held above 0.3 it has saturated",
     ),
     SignalKind(
         "statistic",
         "statistic",
         None,
         "quiet",
-        "a recognised statistic that is not a vital sign "
-        "(KL to the reference, entropy, clip fraction, lengths, memory)",
+        "a recognised statistic that is not a vital sign (a metric's spread or extremes, lengths, memory, "
+        "an SFT model's token entropy)",
     ),
     SignalKind(
         "schedule",

@@ -14,11 +14,19 @@ Read from vwxyzjn/cleanrl at fe8d8a03, cleanrl/*.py `writer.add_scalar(...)`:
 
 A value or TD loss of RL is not a language-model loss: it follows the returns (it may rise as
 the agent earns more), so it is read as a policy/value loss, watched quietly.
+
+The policy's health (detect/rl_health.py), from ppo.py at fe8d8a03: `approx_kl` is
+`((ratio - 1) - logratio).mean()` (k3) and `old_approx_kl` `(-logratio).mean()` (k1), both the KL
+between the policy that collected the rollout and the one after the minibatch step, the quantity
+`target_kl` stops an update on (PPO's band, 0.01-0.02); `entropy` is the categorical policy's
+mean entropy (ln 2 ≈ 0.69 at the start on CartPole's two actions); `clipfrac` the share of ratios
+outside 1 ± `clip_coef` (0.2).
 """
 
 from __future__ import annotations
 
 from holter_server.vocabulary.names import NameRule
+from holter_server.vocabulary.profiles import KL_PER_UPDATE_CEILING
 
 FRAMEWORK = "CleanRL"
 
@@ -32,6 +40,14 @@ RULES: tuple[NameRule, ...] = (
         "how much of the returns' variance the value function explains: rises toward 1 as the critic learns",
     ),
     NameRule(r"^charts/sps$", "throughput", "environment steps per second"),
+    NameRule(
+        r"^losses/(old_)?approx_kl$",
+        "kl",
+        "KL between the policy before and after an update (PPO's target is 0.01-0.02)",
+        tolerance=KL_PER_UPDATE_CEILING,
+    ),
+    NameRule(r"^losses/entropy$", "entropy", "the policy's mean entropy", marker=MARKER),
+    NameRule(r"^losses/clipfrac$", "clip_fraction", "the share of ratios outside 1 ± clip_coef", marker=MARKER),
     NameRule(
         r"^losses/(td_loss|qf\d?_loss|alpha_loss|loss)$",
         "policy_loss",

@@ -21,6 +21,11 @@ Read from NVIDIA-NeMo/RL:
 * docs/guides/grpo.md: `token_mult_prob_error` = mean over tokens of exp(|logp_train − logp_gen|),
   so a healthy run sits at ≈1.0, not 0 (the NeMo-RL tests gate on a median < 1.1 and a max < 1.05);
   the KL errors are ≈1e-3 when healthy ("investigate any metric that shows spikes above").
+* The policy's health (detect/rl_health.py), loss_functions.py at 7ea279ab: `kl_penalty` is the
+  KL to the reference divided back by `reference_policy_kl_penalty` (the KL itself),
+  `approx_entropy` the policy's entropy estimated from the sampled tokens; DPO's
+  `rewards_chosen_mean` and `rewards_rejected_mean` are implicit rewards (β·log-ratio to the
+  reference), which fall on a healthy run: statistics.
 """
 
 from __future__ import annotations
@@ -76,11 +81,17 @@ RULES: tuple[NameRule, ...] = (
         marker=RL_MARKER,
     ),
     NameRule(r"(^|/)(probs_ratio|probs_ratio_clamped)(_min|_max)?$", "statistic", "PPO ratio of new to old policy"),
+    NameRule(r"(^|/)kl_penalty$", "kl", "the policy's KL to the reference model", marker=RL_MARKER),
+    NameRule(r"(^|/)approx_entropy$", "entropy", "the policy's entropy on its sampled tokens", marker=RL_MARKER),
     NameRule(r"(^|/)(kl_penalty|approx_entropy|is_oob_ratio|positive_nll_loss)$", "statistic", "policy statistics"),
     NameRule(
         r"(^|/)(num_valid_samples|num_unmasked_tokens|mean_prompt_length|total_num_tokens|global_valid_toks)$",
         "schedule",
         "batch bookkeeping",
     ),
-    NameRule(r"(^|/)(rewards_chosen_mean|rewards_rejected_mean)$", "reward", "DPO implicit rewards"),
+    NameRule(
+        r"(^|/)(rewards_chosen_mean|rewards_rejected_mean)$",
+        "statistic",
+        "DPO's implicit rewards (β·log-ratio to the reference): fall on a healthy run",
+    ),
 )

@@ -15,11 +15,19 @@ At 624b824a, slime/observability/train_metric_utils.py also logs `perf/actor_tra
 `perf/update_weights_density` and `perf/update_weights_wire_bytes`.
 Read from radixark/miles: miles/backends/training_utils/loss_hub/losses.py (`train_rollout_kl`:
 KL(SGLang ‖ Megatron), k3 estimate), miles/utils/tracking_utils/ci_history.py.
+
+The policy's health (detect/rl_health.py), read at 624b824a in
+slime/backends/megatron_utils/loss.py (`policy_loss_function`): `ppo_kl` (the KL to the old
+policy per update), `pg_clipfrac`, `entropy_loss` (the policy's mean entropy, subtracted from the
+loss times `entropy_coef`), `kl_loss` (`compute_approx_kl` against the *reference* model's
+log-probabilities, with `use_kl_loss`); slime/observability/train_metric_utils.py:
+`rollout/entropy` (the rollout's entropy, asserted within (0, 1) in CI).
 """
 
 from __future__ import annotations
 
 from holter_server.vocabulary.names import NameRule
+from holter_server.vocabulary.profiles import KL_PER_UPDATE_CEILING
 
 FRAMEWORK = "slime"
 
@@ -45,7 +53,16 @@ RULES: tuple[NameRule, ...] = (
         "slime's total RL loss (policy gradient + KL + entropy), not a language-model loss",
         marker=PG_MARKER,
     ),
-    NameRule(r"^rollout/(log_probs|ref_log_probs|entropy|response_lengths)$", "statistic", "rollout statistics"),
+    NameRule(
+        r"^train/ppo_kl$",
+        "kl",
+        "KL between the policy before and after an update (PPO's target is 0.01-0.02)",
+        tolerance=KL_PER_UPDATE_CEILING,
+    ),
+    NameRule(r"^train/kl_loss$", "kl", "the policy's KL to the reference model", marker=PG_MARKER),
+    NameRule(r"^train/pg_clipfrac$", "clip_fraction", "the share of tokens the PPO clip cut", marker=PG_MARKER),
+    NameRule(r"^(train/entropy_loss|rollout/entropy)$", "entropy", "the policy's mean entropy", marker=PG_MARKER),
+    NameRule(r"^rollout/(log_probs|ref_log_probs|response_lengths)$", "statistic", "rollout statistics"),
     NameRule(r"^rollout/(raw_reward|rewards)$", "reward", "rollout rewards"),
     NameRule(r"^train/(ois|tis|tis_abs|tis_clipfrac|ess_ratio)$", "statistic", "importance-sampling statistics"),
     NameRule(r"^perf/wait_time_ratio$", "statistic", "share of the step spent waiting"),

@@ -19,11 +19,23 @@ Read from volcengine/verl:
   `critic/vf_clipfrac`, `critic/vpred_mean`, `critic/grad_norm`, `critic/lr`; `perf/mfu/actor`
   (`estimated_flops * ppo_epochs / promised_flops / world_size`: a fraction, 0.31 in the docs'
   example log line), `perf/max_memory_allocated_gb`.
+
+The policy's health (detect/rl_health.py), read at b178a3cd:
+* verl/trainer/ppo/core_algos.py (`compute_policy_loss_*`): `actor/ppo_kl` is the masked mean of
+  `old_log_prob - log_prob` (k1, the KL to the old policy per update: PPO's band), `actor/pg_clipfrac`
+  the share of tokens the clip cut, `actor/pg_clipfrac_lower` the share dual-clip's lower bound cut.
+* verl/workers/actor/dp_actor.py (`update_policy`): `actor/entropy` (the policy's entropy),
+  `actor/kl_loss` (the KL to the reference model, before `kl_loss_coef`), `actor/kl_coef`.
+* verl/trainer/ppo/ray_trainer.py (`apply_kl_penalty`): `actor/reward_kl_penalty` (the KL to the
+  reference taken out of the reward) and its `_coeff`.
+* verl/trainer/ppo/metric_utils.py: `critic/score|rewards|returns/mean` are the rewards, their
+  `/max` and `/min` statistics of them.
 """
 
 from __future__ import annotations
 
 from holter_server.vocabulary.names import FRACTION, NameRule
+from holter_server.vocabulary.profiles import KL_PER_UPDATE_CEILING
 
 FRAMEWORK = "verl"
 
@@ -79,7 +91,17 @@ RULES: tuple[NameRule, ...] = (
         "statistic",
         "rollout/actor probability correlation (≈1, flat)",
     ),
-    NameRule(r"(^|/)critic/(score|rewards|returns)/", "reward", "sequence scores, rewards and returns"),
+    NameRule(r"(^|/)critic/(score|rewards|returns)/mean$", "reward", "sequence scores, rewards and returns"),
+    NameRule(r"(^|/)critic/(score|rewards|returns)/", "statistic", "the extremes of the scores, rewards and returns"),
+    NameRule(
+        r"(^|/)actor/ppo_kl$",
+        "kl",
+        "KL between the policy before and after an update (k1; PPO's target is 0.01-0.02)",
+        tolerance=KL_PER_UPDATE_CEILING,
+    ),
+    NameRule(r"(^|/)actor/(kl_loss|reward_kl_penalty)$", "kl", "the policy's KL to the reference model"),
+    NameRule(r"(^|/)actor/entropy$", "entropy", "the policy's entropy"),
+    NameRule(r"(^|/)actor/pg_clipfrac(_lower)?$", "clip_fraction", "the share of tokens the PPO clip cut"),
     NameRule(
         r"(^|/)critic/(advantages|values)/|(^|/)critic/(vf_explained_var|vpred_mean|vf_clipfrac)$",
         "statistic",

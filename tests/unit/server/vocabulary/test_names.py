@@ -45,7 +45,7 @@ def test_common_names_are_recognised_as_their_kind(metric, kind):
         ("accuracy", "reward"),
         ("eval_accuracy", "reward"),
         ("kl", "statistic"),
-        ("objective/kl", "statistic"),
+        ("objective/kl", "kl"),
         ("entropy", "statistic"),
         ("clip_ratio/high_mean", "statistic"),
         ("pg_loss", "policy_loss"),
@@ -409,3 +409,118 @@ def test_a_metric_is_served_with_its_numbered_layer():
 
     assert served("act_norm/layer.11") == {"family": "act_norm/layer*", "index": 11}
     assert served("loss") is None
+
+
+# An RL policy's health (issue 45): the frameworks' own names for the KL, the entropy, the clip
+# fraction and the reward, and the statistics of them that are not them.
+@pytest.mark.parametrize(
+    "names",
+    [
+        ["approx_kl"],
+        ["losses/approx_kl"],  # CleanRL
+        ["losses/old_approx_kl"],
+        ["train/approx_kl", "train/policy_gradient_loss"],  # stable-baselines3
+        ["policy/approxkl_avg"],  # TRL's PPO
+        ["actor/ppo_kl"],  # verl
+        ["train/ppo_kl"],  # OpenRLHF, slime
+    ],
+)
+def test_ppo_kl_to_the_old_policy_is_a_kl_with_ppos_band_on_its_own(names):
+    understood = understand_all(names)[names[0]]
+    profile = profile_for(names[0])
+    assert (understood.kind, profile.band_ceiling, profile.band_critical) == ("kl", 0.1, 0.5)
+
+
+@pytest.mark.parametrize(
+    ("names", "metric"),
+    [
+        (["kl", "reward", "reward_std"], "kl"),  # TRL's GRPO
+        (["objective/kl", "objective/scores"], "objective/kl"),  # TRL's PPO, summed per sequence
+        (["actor/kl_loss", "actor/pg_loss"], "actor/kl_loss"),  # verl
+        (["train/kl", "train/ppo_kl"], "train/kl"),  # OpenRLHF
+        (["kl_divergence", "pg_loss"], "kl_divergence"),
+    ],
+)
+def test_kl_to_the_reference_is_a_kl_without_a_band(names, metric):
+    understood = understand_all(names)[metric]
+    assert understood.kind == "kl" and profile_for(metric, understood.kind).band_ceiling is None
+
+
+def test_a_bare_kl_with_nothing_rl_beside_it_stays_a_statistic():
+    assert understand_all(["kl", "loss", "recon_loss"])["kl"].kind == "statistic"  # a VAE's KL term
+
+
+@pytest.mark.parametrize(
+    ("names", "metric"),
+    [
+        (["entropy", "reward_std", "kl"], "entropy"),  # TRL's GRPO
+        (["losses/entropy", "losses/approx_kl"], "losses/entropy"),  # CleanRL
+        (["actor/entropy", "actor/pg_loss"], "actor/entropy"),  # verl
+        (["train/entropy_loss", "train/ppo_kl"], "train/entropy_loss"),  # slime: the entropy itself
+    ],
+)
+def test_a_policys_entropy_beside_an_rl_metric_is_an_entropy(names, metric):
+    assert understand_all(names)[metric].kind == "entropy"
+
+
+@pytest.mark.parametrize(
+    ("names", "metric"),
+    [
+        (["entropy", "loss", "mean_token_accuracy"], "entropy"),  # TRL's SFT: the data's token entropy
+        (["train/entropy_loss", "train/policy_gradient_loss"], "train/entropy_loss"),  # SB3: minus it
+        (["cross_entropy", "reward_std"], "cross_entropy"),
+    ],
+)
+def test_an_entropy_that_is_not_a_policys_is_not_read_as_one(names, metric):
+    assert understand_all(names)[metric].kind != "entropy"
+
+
+@pytest.mark.parametrize(
+    ("names", "metric"),
+    [
+        (["reward", "reward_std"], "reward_std"),
+        (["reward", "rewards/accuracy_reward/std"], "rewards/accuracy_reward/std"),
+        (["critic/score/mean", "critic/score/max"], "critic/score/max"),
+        (["critic/score/mean", "critic/score/min"], "critic/score/min"),
+        (["clip_ratio/region_mean", "clip_ratio/high_max", "reward_std"], "clip_ratio/high_max"),
+        (["loss", "rewards/chosen", "rewards/margins"], "rewards/chosen"),  # DPO's implicit reward
+        (["objective/kl", "objective/non_score_reward"], "objective/non_score_reward"),  # −β·KL
+    ],
+)
+def test_statistics_of_a_reward_kl_or_clip_fraction_are_not_read_as_it(names, metric):
+    assert understand_all(names)[metric].kind == "statistic"
+
+
+@pytest.mark.parametrize(
+    ("names", "metric"),
+    [
+        (["reward", "reward_std"], "reward"),
+        (["reward", "rewards/accuracy_reward/mean"], "rewards/accuracy_reward/mean"),
+        (["critic/score/mean", "critic/score/max"], "critic/score/mean"),
+        (["loss", "rewards/chosen", "rewards/margins"], "rewards/margins"),
+    ],
+)
+def test_the_reward_itself_stays_a_reward(names, metric):
+    assert understand_all(names)[metric].kind == "reward"
+
+
+@pytest.mark.parametrize(
+    ("names", "metric"),
+    [
+        (["losses/clipfrac", "losses/approx_kl"], "losses/clipfrac"),
+        (["policy/clipfrac_avg"], "policy/clipfrac_avg"),
+        (["actor/pg_clipfrac", "actor/ppo_kl"], "actor/pg_clipfrac"),
+        (["clip_ratio/region_mean", "reward_std"], "clip_ratio/region_mean"),
+    ],
+)
+def test_the_ppo_clip_fraction_is_a_clip_fraction(names, metric):
+    assert understand_all(names)[metric].kind == "clip_fraction"
+
+
+def test_a_value_heads_clip_fraction_is_not_the_policys():
+    assert understand_all(["policy/clipfrac_avg", "val/clipfrac_avg"])["val/clipfrac_avg"].kind == "statistic"
+
+
+@pytest.mark.parametrize("metric", ["kl_coef", "entropy_coef", "kl_penalty_coeff"])
+def test_rl_coefficients_are_schedules(metric):
+    assert understand_all([metric, "approx_kl"])[metric].kind == "schedule"
