@@ -25,6 +25,7 @@ from holter_server.detect.findings import SeriesSnapshot
 from holter_server.detect.level_shift import LevelShiftDetector
 from holter_server.detect.outline import Outline, SeriesOutline
 from holter_server.detect.plateau import PlateauDetector
+from holter_server.detect.rl_health import PolicyHealth
 from holter_server.detect.sawtooth import ACF_WINDOW, SawtoothDetector, without_its_teeth
 from holter_server.detect.spikes import MAX_SPIKE_STEPS, SpikeDetector
 from holter_server.detect.too_good import TooGoodDetector
@@ -33,7 +34,7 @@ from holter_server.vocabulary.events import EventKind
 from holter_server.vocabulary.profiles import profile_for
 from holter_server.vocabulary.severities import Level, capped
 
-DETECTOR_VERSION = "2.2.0"
+DETECTOR_VERSION = "2.3.0"
 TAIL_POINTS = ACF_WINDOW
 STATE_FORMAT = 2
 
@@ -60,7 +61,8 @@ def diff_visible(visible: dict[str, dict[str, Any]], events: list[Event]) -> tup
 
 
 class IncrementalDetector:
-    """Detect spike, divergence, plateau, sawtooth, too_good and level_shift on one series.
+    """Detect spike, divergence, plateau, sawtooth, too_good and level_shift on one series, and
+    on an RL policy's KL, entropy, clip fraction or reward its own failure (rl_health.py).
 
     `kind` (default: what the vocabulary understands `metric` to be) picks the profile: its
     thresholds, which detectors run, and the loudest severity its events may have.
@@ -88,6 +90,8 @@ class IncrementalDetector:
         self.shifts = LevelShiftDetector(metric, self.profile)
         self.plateau = PlateauDetector(metric, self.profile)
         self.too_good = TooGoodDetector(metric, self.profile, expected_floor)
+        # an RL policy's KL, entropy, clip fraction or reward: the rules its profile lists
+        self.health = PolicyHealth(metric, self.profile)
         self.outline = Outline()
         self._visible: dict[str, dict[str, Any]] = {}
 
@@ -163,6 +167,8 @@ class IncrementalDetector:
             self.plateau.process(window)
         if "too_good" in runs:
             self.too_good.process(window)
+        if self.health:
+            self.health.process(window)
         self.outline.add(steps, values)
 
         self.finite_seen += len(values)
@@ -199,13 +205,18 @@ class IncrementalDetector:
         divergences = self.nonfinite.events + _named_first(rises, drifts)
         shifts = [e for e in shifts if not _overlaps_any(e, divergences)]
         # a jump inside a divergence's course is that divergence seen up close, not a spike of its
-        # own: the divergence names it (issue 46: a spike rode on most grad-norm divergences)
-        spikes = [e for e in spikes if not _inside_any(e, divergences)]
+        # own: the divergence names it (issue 46: a spike rode on most grad-norm divergences); so
+        # is a jump inside an RL policy's collapse or KL blow-up
+        health = self.health.events if self.health else []
+        spikes = [e for e in spikes if not _inside_any(e, divergences + health)]
         found = spikes + divergences + shifts + self.sawtooth.events + self.plateau.all_events() + self.too_good.events
         found = without_its_teeth(found, self.sawtooth.events)
         cap = self.profile.severity_cap
         if cap is not None:
             found = [replace(e, severity=capped(e.severity, cap)) for e in found]
+        # the RL health rules say their own severity: the cap keeps a reward's NaN or outlier at
+        # info, never its collapse
+        found += health
         return sorted(found, key=lambda e: (e.start_step, e.kind, e.end_step))
 
     def outline_snapshot(self) -> SeriesOutline:
@@ -247,6 +258,7 @@ class IncrementalDetector:
             "shifts": self.shifts.state(),
             "plateau": self.plateau.state(),
             "too_good": self.too_good.state(),
+            "health": self.health.state(),
             "outline": self.outline.state(),
             "visible": self._visible,
         }
@@ -273,6 +285,7 @@ class IncrementalDetector:
         detector.shifts.restore(state["shifts"])
         detector.plateau.restore(state["plateau"])
         detector.too_good.restore(state["too_good"])
+        detector.health.restore(state.get("health") or {})
         detector.outline.restore(state["outline"])
         detector._visible = state["visible"]
         return detector
