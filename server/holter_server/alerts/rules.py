@@ -23,6 +23,8 @@ DEFAULT_RULES = (
         "min_severity": DEFAULT_MIN_SEVERITY,
     },
     {"name": "logprob mismatch off zero", "kinds": [EventKind.MISMATCH_OFF_ZERO], "min_severity": DEFAULT_MIN_SEVERITY},
+    # an RL policy turned near-deterministic (a KL out of its band and a reward collapse are divergences)
+    {"name": "policy entropy collapse", "kinds": [EventKind.ENTROPY_COLLAPSE], "min_severity": DEFAULT_MIN_SEVERITY},
     # a distributed job's ranks: the slow one, the hung job, the lost rank, the rank out of its peers' band
     {
         "name": "ranks of a distributed job",

@@ -103,8 +103,10 @@ def rule_spec(rule: AlertRuleRow, channel_project: str | None = None) -> RuleSpe
 
 
 def add_default_rules(*, session: Session, channel_id: int, project: str | None) -> list[AlertRuleRow]:
-    """The rules a new channel starts with: divergence and NaN, stalled or crashed runs, and the
-    logprob mismatch leaving ≈0."""
+    """The rules a new channel starts with (`DEFAULT_RULES`): divergence and NaN (an RL policy's KL
+    out of its band and its reward collapsing among them), stalled or crashed runs, the logprob
+    mismatch leaving ≈0, a policy's entropy collapse, a distributed job's ranks and the job's own
+    alerts."""
     return [
         alerts_store.add_rule(
             session=session, channel_id=channel_id, fields={**rule, "project": project, "cooldown_s": 300.0}

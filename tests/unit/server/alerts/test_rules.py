@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 
-from holter_server.alerts.rules import EventFacts, RuleSpec, first_crossing, matches, threshold_applies
+import pytest
+from holter_server.alerts.rules import DEFAULT_RULES, EventFacts, RuleSpec, first_crossing, matches, threshold_applies
 
 EVENT = EventFacts(
     project="gpt2", run_tags=("ablation",), metric="act_norm/layer.3", kind="divergence", severity="critical"
@@ -54,3 +55,17 @@ def test_threshold_rules_apply_by_project_tag_and_pattern() -> None:
     assert threshold_applies(rule, "gpt2", (), "loss")
     assert not threshold_applies(rule, "gpt2", (), "eval_loss")
     assert not threshold_applies(rule, "other", (), "loss")
+
+
+@pytest.mark.parametrize(
+    ("metric", "kind", "severity"),
+    [
+        ("losses/approx_kl", "divergence", "critical"),  # PPO's KL out of its band
+        ("reward", "divergence", "warning"),  # a reward collapse
+        ("losses/entropy", "entropy_collapse", "warning"),
+    ],
+)
+def test_an_rl_policys_blow_up_and_collapse_are_alerted_by_default(metric, kind, severity) -> None:
+    event = EventFacts("p", (), metric, kind, severity)
+    defaults = [RuleSpec(kinds=tuple(r["kinds"]), min_severity=r["min_severity"]) for r in DEFAULT_RULES]
+    assert any(matches(rule, event) for rule in defaults)
