@@ -215,3 +215,36 @@ def test_the_report_leads_with_one_line_per_problem(capsys, tmp_path):
 def test_a_healthy_file_says_no_problem(capsys, healthy_csv):
     code, out, _ = run_analyze(capsys, str(healthy_csv))
     assert code == 0 and out.splitlines()[0].endswith("0 problems")
+
+
+def _ppo_csv(path, kl, entropy):
+    path.write_text(
+        "global_step,approx_kl,entropy\n" + "".join(f"{i * 512},{k},{e}\n" for i, (k, e) in enumerate(zip(kl, entropy)))
+    )
+    return path
+
+
+def test_a_ppo_runs_kl_blow_up_and_entropy_collapse_are_two_named_problems(capsys, tmp_path):
+    # issue 45: CleanRL's PPO at a learning rate far too high, approx_kl 0.01 -> 0.8, entropy 0.5 -> 0.07
+    n, rng = 300, np.random.default_rng(0)
+    share = np.clip((np.arange(n) - 0.2 * n) / (0.6 * n), 0, 1)
+    kl = 0.01 * 80**share * np.exp(rng.normal(0, 0.3, n))
+    entropy = 0.5 * (0.07 / 0.5) ** share * (1 + rng.normal(0, 0.02, n))
+    code, out, _ = run_analyze(capsys, str(_ppo_csv(tmp_path / "ppo.csv", kl, entropy)), "--format", "json")
+    data = json.loads(out)
+    named = {
+        (s["metric"], e["kind"])
+        for s in data["series"]
+        for e in s["events"]
+        if e["severity"] in ("warning", "critical")
+    }
+    assert code == 1 and named == {("approx_kl", "divergence"), ("entropy", "entropy_collapse")}
+    assert len([i for i in data["incidents"] if i["severity"] in ("warning", "critical")]) == 2
+
+
+def test_a_healthy_ppo_run_exits_zero(capsys, tmp_path):
+    n, rng = 300, np.random.default_rng(1)
+    kl = rng.uniform(0.01, 0.02, n) * np.exp(rng.normal(0, 0.3, n))
+    entropy = np.linspace(0.7, 0.4, n) * (1 + rng.normal(0, 0.03, n))
+    code, out, _ = run_analyze(capsys, str(_ppo_csv(tmp_path / "ppo.csv", kl, entropy)))
+    assert code == 0, out
