@@ -221,7 +221,11 @@ def test_points_for_an_unknown_run_are_404_and_store_nothing(api: httpx.Client) 
 BAD_BATCHES = {
     "malformed JSON": (b'{"metrics": {"loss": ', 400, "malformed JSON"),
     "empty body": (b"", 400, "empty"),
-    "non-integer step": (b'{"metrics": {"loss": {"steps": [1.5], "values": [1]}}}', 422, "steps[0]: a step is an integer"),
+    "non-integer step": (
+        b'{"metrics": {"loss": {"steps": [1.5], "values": [1]}}}',
+        422,
+        "steps[0]: a step is an integer",
+    ),
     "string step": (b'{"metrics": {"loss": {"steps": ["7"], "values": [1]}}}', 422, "steps[0]: a step is an integer"),
     "negative step": (b'{"metrics": {"loss": {"steps": [-1], "values": [1]}}}', 422, "an integer from 0"),
     "lengths differ": (b'{"metrics": {"loss": {"steps": [1, 2], "values": [1]}}}', 422, "values has 1"),

@@ -55,8 +55,9 @@ def layout(**_: Any) -> html.Div:
                 dmc.TextInput(id="ch-project", label="Project", placeholder="every project", size="xs"),
                 dmc.Checkbox(
                     id="ch-defaults",
-                    label="Start with the default rules (divergence and NaN, stalled or crashed, "
-                    "logprob mismatch off zero)",
+                    label="Start with the default rules (divergence and NaN, a policy's KL blow-up and reward "
+                    "collapse among them; stalled or crashed; logprob mismatch off zero; entropy collapse; a "
+                    "distributed job's ranks; the job's own alerts)",
                     checked=True,
                     size="xs",
                 ),
