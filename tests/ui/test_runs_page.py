@@ -114,3 +114,18 @@ def test_big_configs_send_only_the_columns_shown_and_a_bounded_list_of_keys(page
     wait_until(lambda: page.get_by_role("option", name="block1234.seed").count() == 1, timeout=15)
     assert page.get_by_role("option").count() <= 101  # the chosen key and a page of 100
     assert max(sizes) < 100_000  # one config alone is ~300 KB as JSON
+
+
+def test_runs_are_drawn_fifty_at_a_time_and_the_page_is_kept_in_the_url(page, ui_server: InProcessServer) -> None:  # type: ignore[no-untyped-def]
+    # Dash takes time quadratic in a layout's size: 200 rows kept the tab busy for ~27 s
+    project = f"many{uuid.uuid4().hex[:6]}"
+    with ui_server.api() as api:
+        for i in range(60):
+            api.post("/runs", json={"project": project, "name": f"run-{i:02d}"}).raise_for_status()
+    page.goto(f"/?project={project}")
+    page.locator(".run-row").first.wait_for()
+    assert page.locator(".run-row").count() == 50
+    assert page.locator(".runs-count").inner_text().startswith("1–50 of 60")
+    page.locator("#runs-pager").get_by_role("button", name="2").click()
+    wait_until(lambda: page.locator(".run-row").count() == 10, timeout=15)
+    assert "page=2" in page.evaluate("() => window.location.href")

@@ -11,7 +11,7 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 import dash_mantine_components as dmc
-from dash import ALL, Dash, Input, Output, State, dcc, html, no_update
+from dash import Dash, Input, Output, State, dcc, html, no_update
 from holter_charts.style import visible
 from holter_charts.vocabulary import Vocabulary
 
@@ -29,6 +29,9 @@ SPARK_KIND = "loss"  # each run's sparkline: its first metric the service reads 
 MAX_COLUMNS = 8  # metric columns a view may hold (each is a read per run)
 MAX_CONFIG_COLUMNS = 20  # config columns a view may hold (the service sends those keys alone)
 MAX_CONFIG_KEY_OPTIONS = 100  # config keys offered at a time: typing narrows them
+# Rows drawn at a time: Dash's renderer takes time quadratic in a layout's components (on a busy
+# 2-core box, 50 rows are drawn in ~2 s, 200 in ~27 s, during which the tab refreshes no more).
+ROWS_PER_PAGE = 50
 
 
 def split_list(value: str | None) -> list[str]:
@@ -47,6 +50,7 @@ def layout(
     ccols: str | None = None,
     asc: str | None = None,
     archived: str | None = None,
+    page: str | None = None,
     **_: Any,
 ) -> html.Div:
     """The runs page; its filters, columns and sort come from (and go back to) the URL's query string."""
@@ -177,6 +181,7 @@ def layout(
             ),
             dmc.Card([filters, columns], padding="sm", mb="md"),
             html.Div(id="runs-table", children=dmc.Skeleton(h=200)),
+            dmc.Pagination(id="runs-pager", total=1, value=max(1, int(page)) if (page or "").isdigit() else 1, mt="sm"),
             dcc.Interval(id="runs-tick", interval=3000),
             dcc.Store(id="runs-selected", data=[]),
             html.Div(id="runs-url-sink", hidden=True),
@@ -206,14 +211,23 @@ def shown_value(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
-def runs_count(shown: int, matching: int, total: int) -> Any:
-    """'12 of 40 runs', or, where the page (or an event-kind filter) holds fewer than the search
-    matched, '500 shown · 812 match · 2,000 runs'."""
-    if shown == matching:
-        text = f"{shown:,} of {total:,} runs"
+def runs_count(shown: range, listed: int, matching: int, total: int) -> Any:
+    """'12 of 40 runs'; one page of those listed: '51–100 of 120 · 2,000 runs'; and where the
+    service matched more than it listed (or an event-kind filter kept fewer), how many matched."""
+    if len(shown) == listed == matching:
+        text = f"{listed:,} of {total:,} runs"
     else:
-        text = f"{shown:,} shown · {matching:,} match · {total:,} runs"
+        text = f"{shown.start + 1:,}–{shown.stop:,} of {listed:,}" if len(shown) < listed else f"{listed:,} shown"
+        text += f" · {matching:,} match" if matching != listed else ""
+        text += f" · {total:,} runs"
     return dmc.Text(text, size="xs", c="dimmed", mb=4, className="runs-count")
+
+
+def page_of(count: int, page: int | None) -> range:
+    """The rows of page `page` (from 1, clamped to the last) of `count` rows, ROWS_PER_PAGE a page."""
+    pages = max(1, math.ceil(count / ROWS_PER_PAGE))
+    first = (min(max(page or 1, 1), pages) - 1) * ROWS_PER_PAGE
+    return range(first, min(first + ROWS_PER_PAGE, count))
 
 
 def sort_options(metrics: list[str], config_keys: list[str], current: str | None = None) -> list[dict[str, str]]:
@@ -299,9 +313,7 @@ def runs_table(
         picture = sparkline(spark.get("values") or [])
         config = flat_config(r.get("config") or {})
         cells = [
-            dmc.TableTd(
-                dmc.Checkbox(id={"type": "run-select", "run": r["id"]}, size="xs", checked=r["id"] in selected)
-            ),
+            dmc.TableTd(dmc.Checkbox(value=r["id"], size="xs", className="run-select")),
             dmc.TableTd(
                 dmc.Stack(
                     [
@@ -345,10 +357,17 @@ def runs_table(
             for k in config_keys
         ]
         rows.append(dmc.TableTr(cells, className="run-row"))
+    # One group holds every row's checkbox: 200 rows of pattern-matching ids
+    # ({"type": "run-select", "run": ALL}) kept the browser rebuilding Dash's callback graph for
+    # ~16 s after each refresh of the table, and the page refreshed no more.
     return dmc.Card(
-        dmc.TableScrollContainer(
-            dmc.Table([head, dmc.TableTbody(rows)], highlightOnHover=True, verticalSpacing="xs", fz="sm"),
-            minWidth=900,
+        dmc.CheckboxGroup(
+            dmc.TableScrollContainer(
+                dmc.Table([head, dmc.TableTbody(rows)], highlightOnHover=True, verticalSpacing="xs", fz="sm"),
+                minWidth=900,
+            ),
+            id="runs-checked",
+            value=sorted(selected & {r["id"] for r in runs}),
         ),
         padding=0,
     )
@@ -362,6 +381,7 @@ def register(app: Dash, api: HolterAPI) -> None:
         Output("runs-kind", "data"),
         Output("runs-cols", "data"),
         Output("runs-sort", "data"),
+        Output("runs-pager", "total"),
         Input("runs-tick", "n_intervals"),
         Input("runs-project", "value"),
         Input("runs-status", "value"),
@@ -374,6 +394,7 @@ def register(app: Dash, api: HolterAPI) -> None:
         Input("runs-ccols", "value"),
         Input("runs-asc", "checked"),
         Input("runs-archived", "checked"),
+        Input("runs-pager", "value"),
         State("runs-selected", "data"),
     )
     async def refresh(
@@ -389,10 +410,11 @@ def register(app: Dash, api: HolterAPI) -> None:
         config_keys: list[str] | None,
         ascending: bool | None,
         archived: bool | None,
+        page_number: int | None,
         selected: list[str] | None,
     ) -> tuple[Any, ...]:
         metrics, config_keys = (metrics or [])[:MAX_COLUMNS], (config_keys or [])[:MAX_CONFIG_COLUMNS]
-        keep = (no_update,) * 2
+        keep = (no_update,) * 3
         try:
             vocab = await api.vocabulary()
             projects = await api.projects()
@@ -436,20 +458,38 @@ def register(app: Dash, api: HolterAPI) -> None:
             else:
                 with_kind = {e["run_id"] for e in events}
                 runs = [r for r in runs if r["id"] in with_kind]
+        shown = page_of(len(runs), page_number)
         if not runs:
             body: Any = empty_state("No run matches these filters", "Clear a filter or the search to see more runs.")
         else:
             ordered = sort_runs(runs, sort or "updated", vocab, ascending=bool(ascending))
-            body = runs_table(ordered, vocab, set(selected or []), metrics, config_keys)
+            body = runs_table(ordered[shown.start : shown.stop], vocab, set(selected or []), metrics, config_keys)
         total = sum(p["runs"] for p in projects if not project or p["name"] == project)
+        count = runs_count(shown, len(runs), page["count"] if not kind else len(runs), total)
         return (
-            [x for x in (notice, runs_count(len(runs), page["count"], total), body) if x is not None],
+            [x for x in (notice, count, body) if x is not None],
             names,
             statuses,
             kinds,
             metric_names,
             sort_options(metrics, config_keys, sort),
+            max(1, math.ceil(len(runs) / ROWS_PER_PAGE)),
         )
+
+    @app.callback(
+        Output("runs-pager", "value"),
+        Input("runs-project", "value"),
+        Input("runs-status", "value"),
+        Input("runs-tag", "value"),
+        Input("runs-config", "value"),
+        Input("runs-kind", "value"),
+        Input("runs-q", "value"),
+        Input("runs-archived", "checked"),
+        prevent_initial_call=True,
+    )
+    def first_page(*_filters: Any) -> int:
+        """Other filters, other runs: back to their first page."""
+        return 1
 
     @app.callback(
         Output("runs-ccols", "data"),
@@ -470,18 +510,17 @@ def register(app: Dash, api: HolterAPI) -> None:
         Output("runs-selected", "data"),
         Output("runs-levers", "disabled"),
         Output("runs-levers-link", "href"),
-        Input({"type": "run-select", "run": ALL}, "checked"),
-        State({"type": "run-select", "run": ALL}, "id"),
+        Input("runs-checked", "value"),
     )
-    def selection(checked: list[bool | None], ids: list[dict[str, str]]) -> tuple[bool, str, list[str], bool, str]:
-        chosen = [i["run"] for c, i in zip(checked, ids) if c]
+    def selection(checked: list[str] | None) -> tuple[bool, str, list[str], bool, str]:
+        chosen = list(checked or [])
         query = urlencode({"runs": ",".join(chosen)})
         return len(chosen) < 2, "/compare?" + query, chosen, len(chosen) < 2, "/levers?" + query
 
     # The URL keeps the filters, columns and sort, so a view can be shared (history.replaceState: no reload)
     app.clientside_callback(
         """
-        function(project, status, tag, config, kind, sort, q, cols, ccols, asc, archived) {
+        function(project, status, tag, config, kind, sort, q, cols, ccols, asc, archived, page) {
             const query = new URLSearchParams();
             const put = (k, v) => { if (v) query.set(k, v); };
             put('project', project); put('status', status); put('tag', tag); put('config', config); put('kind', kind);
@@ -491,6 +530,7 @@ def register(app: Dash, api: HolterAPI) -> None:
             if (sort && sort !== 'updated') query.set('sort', sort);
             if (asc) query.set('asc', '1');
             if (archived) query.set('archived', '1');
+            if (page && page > 1) query.set('page', String(page));
             const s = query.toString();
             if (window.location.pathname === '/') {
                 setTimeout(() => window.history.replaceState(null, '', s ? '/?' + s : '/'), 0);
@@ -510,4 +550,5 @@ def register(app: Dash, api: HolterAPI) -> None:
         Input("runs-ccols", "value"),
         Input("runs-asc", "checked"),
         Input("runs-archived", "checked"),
+        Input("runs-pager", "value"),
     )
