@@ -342,7 +342,11 @@ def _lost(lost: Sequence[RankState], heard: Sequence[RankState]) -> RankFinding:
             "stacks": _rank_details(sorted(lost, key=lambda r: r.rank)[:16]),
         },
     )
-    return RankFinding(key=_key("ranks:lost:", [r.rank for r in lost]), event=event, ranks=event.details["ranks"])
+    # Keyed by the step where the loss began, not by the ranks: when a job is torn down after a
+    # rank died, ranks stopped on purpose can look silent until their own "crashed" arrives, and
+    # the next reading (the dead rank alone) then replaces the first in place.
+    key = f"ranks:lost@{at if at is not None else 'unknown'}"
+    return RankFinding(key=key, event=event, ranks=event.details["ranks"])
 
 
 def short_reason(reason: str, limit: int = 160) -> str:

@@ -205,3 +205,22 @@ def test_most_of_a_running_job_silent_at_once_is_the_services_lag_not_lost_ranks
     one_dead = [*heard, late[0]]
     found = find_stopped(one_dead)
     assert found is not None and found.event.kind == "rank_lost" and found.ranks == [0]
+
+
+def test_ranks_stopped_after_the_lost_one_are_dropped_from_its_finding_in_place() -> None:
+    # rank 3 died at step 60; torchrun stopped the others, whose "crashed" came late on a busy box
+    first = find_stopped(
+        [
+            RankState(rank=1, status="crashed", reason="SIGTERM", step=61),
+            *(RankState(rank=r, status="running", step=61, silent_s=20, interval_s=5) for r in (0, 2)),
+            RankState(rank=3, status="running", step=60, silent_s=22, interval_s=5),
+        ]
+    )
+    later = find_stopped(
+        [
+            *(RankState(rank=r, status="crashed", reason="SIGTERM", step=61) for r in (0, 1, 2)),
+            RankState(rank=3, status="running", step=60, silent_s=30, interval_s=5),
+        ]
+    )
+    assert first is not None and later is not None
+    assert later.ranks == [3] and later.key == first.key  # one event, now naming rank 3 alone
