@@ -40,6 +40,7 @@ MIN_TIMED_STEPS = 20  # steps of a rank's window before its timings are compared
 STRAGGLER_EXCESS = 0.10  # its own work this share above the others' median...
 STRAGGLER_NOISE = 4.0  # ...and this many times their spread
 SILENT_INTERVALS = 3.0  # beats missed before a rank counts as gone
+TEARDOWN_BEATS = 2.0  # a rank quiet this many beats after the first lost one, in a job being torn down: its teardown
 MIN_HANG_S = 10.0  # a job quiet for less is never called hung
 HANG_STEPS = 20.0  # ...nor for less than this many of its usual steps
 MIN_COMMON_STEPS = 20  # steps logged by every rank compared before a finite outlier is named
@@ -231,6 +232,13 @@ def find_stopped(ranks: Sequence[RankState]) -> RankFinding | None:
         # most of a running job silent at once, none of it ended: the service is behind on its beats
         # (or the way to the job is gone), not most of the job dead
         return None
+    if lost and any(r.status == RunStatus.CRASHED for r in ranks):
+        # A job torn down after a rank died: the launcher stops the others, and one held in a
+        # collective by the dead rank cannot run its handler and is killed without a word, long
+        # after (torchrun waits 30 s). The lost rank went quiet first; those that went quiet more
+        # than two of their beats later are the teardown, not another loss.
+        first = max(r.silent_s or 0.0 for r in lost)
+        lost = [r for r in lost if (r.silent_s or 0.0) >= first - TEARDOWN_BEATS * r.interval_s]
     gone = {r.rank for r in lost}
     heard = [r for r in ranks if r.rank not in gone]
     if lost and heard:

@@ -224,3 +224,28 @@ def test_ranks_stopped_after_the_lost_one_are_dropped_from_its_finding_in_place(
     )
     assert first is not None and later is not None
     assert later.ranks == [3] and later.key == first.key  # one event, now naming rank 3 alone
+
+
+def test_a_rank_killed_later_in_the_jobs_teardown_is_not_another_lost_rank() -> None:
+    # rank 3 died at step 60; rank 2, held in the all-reduce by it, could not run its handler and
+    # torchrun killed it 30 s later: it went quiet long after rank 3, while the job was torn down
+    found = find_stopped(
+        [
+            *(RankState(rank=r, status="crashed", reason="SIGTERM", step=61) for r in (0, 1)),
+            RankState(rank=2, status="running", step=61, silent_s=22, interval_s=5),
+            RankState(rank=3, status="running", step=60, silent_s=52, interval_s=5),
+        ]
+    )
+    assert found is not None and found.ranks == [3]
+
+
+def test_two_ranks_lost_apart_in_a_job_still_running_are_both_named() -> None:
+    # no rank has ended: nothing is being torn down, and a second loss is a loss
+    found = find_stopped(
+        [
+            *(RankState(rank=r, status="running", step=200, silent_s=1, interval_s=5) for r in (0, 1, 4, 5)),
+            RankState(rank=2, status="running", step=150, silent_s=22, interval_s=5),
+            RankState(rank=3, status="running", step=60, silent_s=600, interval_s=5),
+        ]
+    )
+    assert found is not None and found.ranks == [2, 3]
