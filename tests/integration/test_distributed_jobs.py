@@ -160,8 +160,15 @@ def test_a_nan_from_one_ranks_batch_is_named_from_that_rank(
     assert tripwire["details"]["rank"] == 1 and tripwire["start_step"] == 80
     assert tripwire["summary"].startswith("first non-finite output at step 80 on rank 1")
     assert "ranks 0, 2 and 3 followed (from step 81" in tripwire["summary"]
-    (outlier,) = wait_until(lambda: events(api, run["id"], "rank_outlier") or None, timeout=60)
-    assert outlier["details"]["ranks"] == [1] and outlier["start_step"] == 80 and outlier["metric"] == "loss"
+
+    # the loss leaves its peers' band on rank 1; its local gradient norm may too, as a second
+    # finding of the same incident, depending on which steps the watch's pass reads
+    def on_the_loss() -> list[dict] | None:
+        return [e for e in events(api, run["id"], "rank_outlier") if e["metric"] == "loss"] or None
+
+    (outlier,) = wait_until(on_the_loss, timeout=60)
+    assert outlier["details"]["ranks"] == [1] and outlier["start_step"] == 80
+    assert all(e["details"]["ranks"] == [1] for e in events(api, run["id"], "rank_outlier"))
     incidents = api.get(f"/runs/{run['id']}/incidents").json()["data"]
     assert events(api, run["id"], "straggler") == [] and events(api, run["id"], "rank_lost") == []
     (nan,) = [i for i in incidents if i["rule"] == "nonfinite"]
